@@ -1,0 +1,60 @@
+package k3j.harness;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.junit.platform.launcher.LauncherSession;
+import org.junit.platform.launcher.LauncherSessionListener;
+
+/**
+ * Writes environment.properties (JDK, OS, CPU, model path) and the committed categories.json into
+ * the Allure results folder once per test JVM, so every report says where and on what it ran.
+ */
+public final class AllureEnvironment implements LauncherSessionListener {
+    @Override
+    public void launcherSessionOpened(LauncherSession session) {
+        String dir = System.getProperty("allure.results.directory", "");
+        if (dir.isBlank()) return;
+        Path results = Path.of(dir);
+        Map<String, String> env = new LinkedHashMap<>();
+        env.put("jdk", System.getProperty("java.vm.vendor") + " " + System.getProperty("java.runtime.version"));
+        env.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"));
+        env.put("cpu", cpuModel() + ", " + Runtime.getRuntime().availableProcessors() + " cores");
+        env.put("vector.api", ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent() ? "present" : "absent");
+        env.put("k3.model", orDash(Project.property("k3.model")));
+        env.put("k3.reference", orDash(Project.property("k3.reference")));
+        env.put("k3.layers", orDash(Project.property("k3.layers")));
+        try {
+            Files.createDirectories(results);
+            Files.writeString(results.resolve("environment.properties"), env.entrySet().stream()
+                    .map(e -> e.getKey() + "=" + e.getValue().replace("\\", "\\\\"))
+                    .collect(Collectors.joining("\n", "", "\n")));
+            Path categories = Project.root().resolve("reports/categories.json");
+            if (Files.exists(categories)) {
+                Files.copy(categories, results.resolve("categories.json"), StandardCopyOption.REPLACE_EXISTING);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the Allure environment into " + results, e);
+        }
+    }
+
+    private static String orDash(String s) {
+        return s.isBlank() ? "-" : s;
+    }
+
+    private static String cpuModel() {
+        try {
+            return Files.readAllLines(Path.of("/proc/cpuinfo")).stream()
+                    .filter(l -> l.startsWith("model name"))
+                    .map(l -> l.substring(l.indexOf(':') + 1).trim())
+                    .findFirst().orElse(System.getProperty("os.arch"));
+        } catch (IOException | RuntimeException e) {
+            return System.getProperty("os.arch");
+        }
+    }
+}

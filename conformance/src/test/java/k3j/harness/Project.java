@@ -1,0 +1,58 @@
+package k3j.harness;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Where the gates find their data. A gate whose data is missing FAILS, naming the path; it never skips.
+ */
+public final class Project {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private Project() {}
+
+    /** The repository root: {@code -Dk3.root} (set by the conformance pom), else the nearest parent holding oracle-fixtures/. */
+    public static Path root() {
+        String prop = System.getProperty("k3.root", "");
+        if (!prop.isBlank()) return Path.of(prop).toAbsolutePath().normalize();
+        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
+            if (Files.isDirectory(p.resolve("oracle-fixtures"))) return p;
+        }
+        return fail("cannot find the k3j root: set -Dk3.root or run from inside the repository");
+    }
+
+    /** A path under oracle-fixtures/ that must exist. */
+    public static Path fixture(String relative) {
+        return existing(root().resolve("oracle-fixtures").resolve(relative));
+    }
+
+    /** A path under reference-dumps/ that must exist. */
+    public static Path dump(String relative) {
+        return existing(root().resolve("reference-dumps").resolve(relative));
+    }
+
+    public static Path existing(Path p) {
+        if (!Files.exists(p)) fail("gate data missing: " + p + " (a gate that finds no data fails; regenerate the fixtures, see README)");
+        return p;
+    }
+
+    /** Reads a JSON file that must exist and parse. */
+    public static JsonNode json(Path p) {
+        existing(p);
+        try {
+            return JSON.readTree(p.toFile());
+        } catch (IOException e) {
+            return fail("cannot read " + p + ": " + e.getMessage());
+        }
+    }
+
+    /** A system property the checkpoint profile passes through (k3.model, k3.reference, k3.layers); blank when unset. */
+    public static String property(String name) {
+        return System.getProperty(name, "").trim();
+    }
+}

@@ -1,0 +1,40 @@
+package k3j.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The k3 command: {@code k3 <subcommand> ...}. Bad usage is one line plus usage and exit 2, never a stack trace. */
+@Command(name = "k3",
+        mixinStandardHelpOptions = true,
+        version = "k3 (k3j) 0.1.0",
+        description = "Kimi K3 inference in Java.",
+        subcommands = {InspectCommand.class})
+public final class K3 implements Runnable {
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public void run() {
+        throw new CommandLine.ParameterException(spec.commandLine(), "a subcommand is required");
+    }
+
+    public static CommandLine commandLine() {
+        CommandLine cl = new CommandLine(new K3());
+        cl.setParameterExceptionHandler((ex, args) -> {
+            CommandLine c = ex.getCommandLine();
+            c.getErr().println("k3: " + ex.getMessage());
+            c.usage(c.getErr());
+            return ExitCode.USAGE;
+        });
+        cl.setExecutionExceptionHandler((ex, c, parseResult) -> {
+            c.getErr().println("k3: " + ex.getMessage());
+            return ExitCode.RUNTIME;
+        });
+        return cl;
+    }
+
+    public static void main(String[] args) {
+        System.exit(commandLine().execute(args));
+    }
+}
