@@ -435,8 +435,14 @@ public final class ConfigReader {
             var onlyComplement = new TreeSet<>(complement);
             onlyComplement.removeAll(kda);
             p.add(kdaLayers.where() + " is not the complement of full_attn_layers over 1.." + n + " (both ONE-based):"
-                    + " listed as KDA but also MLA or out of range " + onlyKda + ", neither MLA nor KDA " + onlyComplement);
+                    + " listed as both KDA and MLA, or out of range " + onlyKda + "; listed as neither " + onlyComplement
+                    + (looksZeroBased(seen, kda, n) ? "; full_attn_layers + 1 would agree, so it looks zero-based" : ""));
         }
+    }
+
+    private static boolean looksZeroBased(TreeSet<Integer> mla, TreeSet<Integer> kda, int n) {
+        for (int l = 1; l <= n; l++) if (mla.contains(l - 1) == kda.contains(l)) return false;
+        return true;
     }
 
     private static void positive(List<String> p, String name, int v) {
