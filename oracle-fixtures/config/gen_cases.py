@@ -165,6 +165,11 @@ CASES = [
     ("accept_float_field_given_as_integer", TINY_FLAT, set_at(["gate_lower_bound"], -5), ("accept",)),
     ("accept_released_moe_every_second_layer", RELEASED, set_at(T + ["moe_layer_freq"], 2), ("accept",)),
     ("accept_tiny_first_two_dense", TINY_NESTED, set_at(T + ["first_k_dense_replace"], 2), ("accept",)),
+    ("accept_released_topk_at_engine_max", RELEASED, set_at(T + ["num_experts_per_token"], MAX_TOP_K), ("accept",)),
+    ("accept_flat_topk_equals_expert_count", TINY_FLAT, set_at(["num_experts_per_token"], 12), ("accept",)),
+    ("accept_flat_first_layer_mla", TINY_FLAT, set_at(["full_attn_layers"], [1, 4, 8, 12, 13]), ("accept",)),
+    ("accept_flat_unsorted_layer_list", TINY_FLAT, set_at(["full_attn_layers"], [13, 4, 12, 8]), ("accept",)),
+    ("accept_flat_layers_a_multiple_of_block", TINY_FLAT, set_at(["attn_res_block_size"], 13), ("accept",)),
 
     # --- the layer map ---
     ("refuse_no_full_attn_layers", TINY_FLAT, remove_at(["full_attn_layers"]),
