@@ -19,6 +19,7 @@ import k3j.config.MlpKind;
 import k3j.config.ModelConfig;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
+import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -42,7 +43,8 @@ class ConfigGate {
         return out.stream();
     }
 
-    @ParameterizedTest(name = "{0}")
+    @DisplayName("config case")
+    @ParameterizedTest(name = "{0}", quoteTextArguments = false)
     @MethodSource("cases")
     void readerDecidesAsTheCaseSays(String name, JsonNode c) {
         Path file = Project.fixture(c.path("file").asText());

@@ -55,7 +55,9 @@ public final class ConfigReader {
      * The field table in lookup order (ENGINE.md §1.3; moe_layer_freq added, full_attn_layers last).
      * THE ONLY DEFAULTS are the three booleans below, each defaulting to true, the released value
      * (ENGINE.md §1.3; OFFICIAL.md states no class defaults). A default taken is listed in
-     * {@link ModelConfig#defaulted()} and in the summary line, so it is never silent.
+     * {@link ModelConfig#defaulted()} and in the summary line, so it is never silent. Caveat: third-party
+     * ports of the official config class default some of these to false; a config without them is
+     * accepted as the C engine does, but says so.
      * moe_layer_freq is REQUIRED: the released config carries it (1) and OFFICIAL.md's MoE rule uses it.
      */
     private static final List<Field> FIELDS = List.of(
