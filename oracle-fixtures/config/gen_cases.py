@@ -8,6 +8,7 @@ Outputs, beside this file:
                    everything at the root, KDA keys spelled kda_num_heads / kda_head_dim, SiTU betas
                    spelled situ_beta / situ_linear_beta, no kda_layers.
   mutants/*.json   one file per case that changes its base.
+  MANIFEST.json    sha256 of every file the gate reads (checked by ci/check-fixtures).
   cases.json       the cases: a base config + exactly one change + what must happen:
                    accept (with the facts the reader must derive: layer map, counts, boundaries,
                    snapshot capacity, the summary line after the source) or refuse (with fragments
@@ -20,6 +21,7 @@ The accept facts are computed below from the JSON by this script's own reading o
 the Java reader: the gate compares the two.
 """
 import copy
+import hashlib
 import json
 import os
 import shutil
@@ -55,6 +57,11 @@ BOOLEAN_DEFAULTS = {"mla_use_output_gate": True, "moe_renormalize": True, "laten
 def load(rel):
     with open(os.path.join(FIXTURES, rel)) as f:
         return json.load(f)
+
+
+def sha256(rel):
+    with open(os.path.join(FIXTURES, rel), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def dump(obj):
@@ -331,6 +338,15 @@ def main():
             "about": "ConfigGate cases, written by gen_cases.py: a base config + exactly one change + what must happen",
             "max_top_k": MAX_TOP_K,
             "cases": cases,
+        }, indent=1) + "\n")
+    # sha256 of every file the gate reads, for ci/check-fixtures; the tiny-k3 input is listed too, so a
+    # change to it without regenerating these cases fails the check instead of going unnoticed
+    files = [RELEASED, TINY_NESTED, TINY_FLAT, "config/cases.json"] + sorted(
+        c["file"] for c in cases if c["file"].startswith("config/mutants/"))
+    with open(os.path.join(HERE, "MANIFEST.json"), "w") as f:
+        f.write(json.dumps({
+            "about": "the config gate's data; regenerate with python3 oracle-fixtures/config/gen_cases.py",
+            "files": [{"file": os.path.relpath(os.path.join(FIXTURES, rel), HERE), "sha256": sha256(rel)} for rel in files],
         }, indent=1) + "\n")
     print(f"wrote {len(cases)} cases ({sum(c['expect'] == 'accept' for c in cases)} accept), "
           f"{sum(c['change']['op'] != 'none' for c in cases)} mutants, {TINY_FLAT}")
