@@ -15,7 +15,9 @@ Adversarial choices (each keeps one plausible wrong implementation visible, see 
   A_log differs per head and the padding is zero (per-channel reading changes the decay);
   MLA LoRA activations have mean square ~1e-5 (LoRA-norm eps 1e-6 vs 1e-5 matters) while the
   rope slot of kv_a is O(1) (dropping it matters); the router bias is comparable to the sigmoid
-  spread (it reorders the top-k); AttnRes projections give non-uniform mixes; norm gains ~1, not 1;
+  spread (it reorders the top-k); the routed experts' latent outputs are small (mean square of the
+  weighted sum ~1e-5, comparable to rms_norm_eps: renorm and routed_scaling_factor stay visible through
+  the scale-invariant latent RMSNorm); AttnRes projections give non-uniform mixes; norm gains ~1, not 1;
   MXFP4 scale bytes mostly 116-125 with a few 110-113 and 126-127.
 """
 import json
@@ -32,10 +34,11 @@ from k3ref import ops  # noqa: E402
 from k3ref.model import LM_HEAD, PREFIX, Config  # noqa: E402
 from k3ref.safetensors_io import bf16_round, tensor_bytes, write_file  # noqa: E402
 
-SEED = 7  # chosen by --search (see reference-dumps/tiny-k3/manifest.json for its margins)
+SEED = 57  # chosen by --search over seeds 0..159 (see reference-dumps/tiny-k3/manifest.json for its margins)
 PROMPT = [250, 17, 101, 3, 199, 64, 128, 42, 7, 230, 88, 155]
 N_GEN = 20
 SHARDS = 2
+W2_STD = 4e-4
 PROJ_STD = 0.08  # AttnRes scoring vectors: non-uniform mixes, but not a chaotic amplifier of rounding
 
 
@@ -115,7 +118,9 @@ def build(cfg, seed):
             put(m + "shared_experts.down_proj.weight", "BF16", randn(E, SI, std=0.6 / SI ** 0.5))
             for e in range(N):
                 for w, rows, cols in (("w1", I, Lt), ("w3", I, Lt), ("w2", Lt, I)):
-                    dense = randn(rows, cols, std=1.0 / cols ** 0.5)
+                    # w2 small: the weighted latent sum has mean square ~1e-5, comparable to rms_norm_eps,
+                    # so the renormalisation and routed_scaling_factor stay visible through the latent norm
+                    dense = randn(rows, cols, std=W2_STD if w == "w2" else 1.0 / cols ** 0.5)
                     # per-group magnitude spread so the E8M0 bytes cover a realistic range
                     ng = cols // 32
                     u = torch.rand(rows, ng, generator=g, dtype=torch.float64)

@@ -29,12 +29,18 @@ def score_checkpoint(model_dir, prompt, n_gen):
     rec = {}
     logits64 = m64.forward(ids, record=rec)
     m32 = Model(model_dir, torch.float32)
-    logits32 = m32.forward(ids).to(torch.float64)
+    rec32 = {}
+    logits32 = m32.forward(ids, record=rec32).to(torch.float64)
+    choice_drift = max(float((rec[k] - rec32[k].to(torch.float64)).abs().max())
+                       for k in rec if k.endswith(".moe_choice"))
     margins = [top2_margin(logits64[len(prompt) - 1 + s]) for s in range(n_gen)]
     return {
         "min_margin": min(margins),
         "routing_gap": routing_gaps(rec, m64.cfg),
         "drift32": float((logits32 - logits64).abs().max()),
+        "choice_drift32": choice_drift,
+        "margin_ratio": min(margins) / float((logits32 - logits64).abs().max()),
+        "gap_ratio": routing_gaps(rec, m64.cfg) / choice_drift,
         "logit_absmax": float(logits64.abs().max()),
         "distinct_gen": len(set(gen)),
         "gen": gen,

@@ -37,6 +37,7 @@ MUTANTS = {
     "router_biased_weights": ("router combine weights taken from the BIASED selection score",
                               "O§7.1, E§11.5"),
     "router_no_renorm": ("router weights not renormalised over the top-k", "O§7.1"),
+    "routed_scale_ignored": ("routed_scaling_factor not applied to the combine weights", "O§7.1"),
     "latent_norm_per_expert": ("LatentMoE RMSNorm applied to each expert's output instead of the "
                                "weighted SUM", "O§7.4, E§11.6"),
     "shared_scaled": ("shared-expert output multiplied by routed_scaling_factor (it is added unweighted)",
@@ -278,7 +279,8 @@ def router(x, gate_w, bias, top_k, renorm, scale, mut=(), trace=None):
     w = torch.gather(choice if "router_biased_weights" in mut else s, 1, idx)
     if renorm and top_k > 1 and "router_no_renorm" not in mut:
         w = w / (w.sum(-1, keepdim=True) + 1e-20)
-    w = w * scale
+    if "routed_scale_ignored" not in mut:
+        w = w * scale
     if trace is not None:
         trace.update(scores=s, choice=choice, order=order)
     return idx, w
