@@ -20,6 +20,7 @@ Adversarial choices (each keeps one plausible wrong implementation visible, see 
   the scale-invariant latent RMSNorm); AttnRes projections give non-uniform mixes; norm gains ~1, not 1;
   MXFP4 scale bytes mostly 116-125 with a few 110-113 and 126-127.
 """
+import hashlib
 import json
 import os
 import sys
@@ -34,7 +35,7 @@ from k3ref import ops  # noqa: E402
 from k3ref.model import LM_HEAD, PREFIX, Config  # noqa: E402
 from k3ref.safetensors_io import bf16_round, tensor_bytes, write_file  # noqa: E402
 
-SEED = 57  # chosen by --search over seeds 0..159 (see reference-dumps/tiny-k3/manifest.json for its margins)
+SEED = 13  # chosen by --search 0 40: best routing-gap headroom with a large greedy margin (see the dump manifest)
 PROMPT = [250, 17, 101, 3, 199, 64, 128, 42, 7, 230, 88, 155]
 N_GEN = 20
 SHARDS = 2
@@ -109,7 +110,7 @@ def build(cfg, seed):
             Lt, I, N = c.latent, c.moe_inter, c.n_experts
             SI = I * c.n_shared
             put(m + "gate.weight", "BF16", randn(N, E, std=0.15))
-            put(m + "gate.e_score_correction_bias", "F32", randn(N, std=0.12))
+            put(m + "gate.e_score_correction_bias", "F32", randn(N, std=0.3))  # selection-only bias as wide as the sigmoid spread
             put(m + "routed_expert_down_proj.weight", "BF16", randn(Lt, E, std=1.0 / E ** 0.5))
             put(m + "routed_expert_up_proj.weight", "BF16", randn(E, Lt, std=0.8 / Lt ** 0.5))
             put(m + "routed_expert_norm.weight", "BF16", gain(Lt))
@@ -172,6 +173,18 @@ def write(out_dir, cfg, seed):
     index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
     with open(os.path.join(out_dir, "model.safetensors.index.json"), "w") as f:
         json.dump(index, f, indent=2)
+        f.write("\n")
+    files = []
+    for n in sorted(os.listdir(out_dir)):
+        if n.endswith(".safetensors") or n in ("config.json", "model.safetensors.index.json"):
+            with open(os.path.join(out_dir, n), "rb") as f:
+                b = f.read()
+            files.append({"file": n, "size": len(b), "sha256": hashlib.sha256(b).hexdigest()})
+    manifest = {"fixture": "tiny-k3", "generator": "oracle-fixtures/tiny-k3/make_tiny.py", "seed": seed,
+                "torch": torch.__version__, "layer_map": cfg.layer_map(), "prompt_ids": PROMPT, "gen": N_GEN,
+                "dump": "reference-dumps/tiny-k3", "files": files}
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
         f.write("\n")
     return T
 

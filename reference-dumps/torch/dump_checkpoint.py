@@ -51,6 +51,8 @@ def checkpoint_files(model_dir, data_hash=True):
         if not os.path.isfile(path) or not (n.endswith(".safetensors") or n.endswith(".json")):
             continue
         e = {"name": n, "size": os.path.getsize(path)}
+        if not os.path.isabs(rel(path)):
+            e["path"] = rel(path)  # repository-relative: ci/check-fixtures verifies it
         if data_hash:
             e["sha256"] = sha256_file(path)
         if n.endswith(".safetensors"):

@@ -175,6 +175,7 @@ class ModelTest(unittest.TestCase):
         import make_tiny
         d = tempfile.mkdtemp()
         try:
+            shutil.copy(os.path.join(TINY, "config.json"), d)
             make_tiny.write(d, self.cfg, make_tiny.SEED)
             for n in sorted(os.listdir(d)):
                 with open(os.path.join(d, n), "rb") as f1, open(os.path.join(TINY, n), "rb") as f2:

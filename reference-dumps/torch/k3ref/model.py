@@ -15,7 +15,7 @@ import os
 import torch
 
 from . import ops
-from .safetensors_io import decode, index_file, read_raw
+from .safetensors_io import TensorInfo, decode, index_file, read_raw
 
 PREFIX = "language_model.model."
 LM_HEAD = "language_model.lm_head.weight"
@@ -144,12 +144,33 @@ class Model:
         return t if not t.is_floating_point() else t.to(self.dtype)
 
     def top(self):
+        """Model-level vectors (and, when weights are cached, the embedding and the LM head)."""
         if self._top is None:
-            names = {"embed": PREFIX + "embed_tokens.weight", "norm": PREFIX + "norm.weight", "lm_head": LM_HEAD,
-                     "out_res_norm": PREFIX + "output_attn_res_norm.weight",
+            names = {"norm": PREFIX + "norm.weight", "out_res_norm": PREFIX + "output_attn_res_norm.weight",
                      "out_res_proj": PREFIX + "output_attn_res_proj.weight"}
+            if self.cache_weights:
+                names.update(embed=PREFIX + "embed_tokens.weight", lm_head=LM_HEAD)
             self._top = {k: self._get(v) for k, v in names.items()}
         return self._top
+
+    def _rows(self, name, lo, hi):
+        """Rows lo..hi-1 of a 2-D tensor, read by offset (streaming: never the whole matrix)."""
+        info = self.ckpt.info(name)
+        rb = info.nbytes // info.shape[0]
+        part = TensorInfo(name, info.path, info.dtype, [hi - lo] + info.shape[1:], info.offset + lo * rb,
+                          (hi - lo) * rb)
+        return decode(part, read_raw(part), self.dtype).to(self.dtype)
+
+    def embed(self, ids_t):
+        if self.cache_weights:
+            return self.top()["embed"][ids_t]
+        return torch.cat([self._rows(PREFIX + "embed_tokens.weight", i, i + 1) for i in ids_t.tolist()], 0)
+
+    def lm_head(self, hn, chunk=8192):
+        if self.cache_weights:
+            return ops.linear(hn, self.top()["lm_head"])
+        V = self.ckpt.info(LM_HEAD).shape[0]
+        return torch.cat([ops.linear(hn, self._rows(LM_HEAD, lo, min(V, lo + chunk))) for lo in range(0, V, chunk)], -1)
 
     def layer(self, i):
         """{suffix after 'language_model.model.layers.<i>.': tensor} for the non-expert tensors."""
@@ -213,7 +234,7 @@ class Model:
         ids_t = torch.as_tensor(ids, dtype=torch.long)
         if int(ids_t.min()) < 0 or int(ids_t.max()) >= c.vocab:
             raise ValueError("token id out of range")
-        h = top["embed"][ids_t]
+        h = self.embed(ids_t)
         snaps = []
         rec = record if record is not None else None
         for i in range(c.n_layers):
@@ -229,7 +250,7 @@ class Model:
         else:
             hm = ops.attn_res_mix(h, snaps, top["out_res_proj"], top["out_res_norm"], c.rms_eps, mut)
         hn = ops.rmsnorm(hm, top["norm"], c.rms_eps)
-        logits = ops.linear(hn, top["lm_head"])
+        logits = self.lm_head(hn)
         if state is not None:
             state["pos"] += len(ids_t)
         if rec is not None:
