@@ -119,8 +119,16 @@ def mutant_table(model_dir, ids, logits, gen_lo, atol_logits, e8m0_255):
     return rows
 
 
+def state_arrays(st):
+    """Dump keys of one layer's final state: KDA recurrent + conv histories, or the MLA cache."""
+    if "S" in st:
+        return {"kda_state": st["S"], "q_conv_state": st["q_conv"], "k_conv_state": st["k_conv"],
+                "v_conv_state": st["v_conv"]}
+    return {"mla_kv": st["kv"], "mla_rope": st["rope"]}
+
+
 def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, data_hash=True, sf=10.0,
-              e8m0_255="zero", cache_weights=True, log=print):
+              e8m0_255="zero", cache_weights=True, states=True, log=print):
     m64 = Model(model_dir, torch.float64, e8m0_255=e8m0_255, cache_weights=cache_weights)
     cfg = m64.cfg
     log(f"layer map {cfg.layer_map()}; greedy {n_gen} from {len(prompt)} prompt ids (float64, incremental)")
@@ -148,14 +156,9 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
         if cfg.is_moe(i):
             for s in ("moe_idx", "moe_weight", "moe_choice"):
                 w.put(f"layers.{i}.{s}", rec[f"layers.{i}.{s}"])
-        st = rec["_final_state"][i]
-        if kind == "kda":
-            w.put(f"layers.{i}.kda_state", st["S"])
-            for c in ("q_conv", "k_conv", "v_conv"):
-                w.put(f"layers.{i}.{c}_state", st[c])
-        else:
-            w.put(f"layers.{i}.mla_kv", st["kv"])
-            w.put(f"layers.{i}.mla_rope", st["rope"])
+        if states:
+            for k, v in state_arrays(rec["_final_state"][i]).items():
+                w.put(f"layers.{i}.{k}", v)
         layers.append(info)
 
     # ---- self checks ----
@@ -185,8 +188,16 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
             lt = {"index": i, "stages": {}}
             snaps = rec["snapshots"][:layers[i]["snapshots_attn"]]
             r32 = {}
-            m32.run_layer(i, f32(rec[f"layers.{i}.partial_in"]), [f32(s) for s in snaps], None, r32)
+            _, _, st32 = m32.run_layer(i, f32(rec[f"layers.{i}.partial_in"]), [f32(s) for s in snaps], None, r32)
             keys = STAGES + (["moe_weight", "moe_choice"] if cfg.is_moe(i) else [])
+            if states:
+                for k, v in state_arrays(st32).items():
+                    r32[f"layers.{i}.{k}"] = v
+                for k, v in state_arrays(rec32["_final_state"][i]).items():
+                    rec32[f"layers.{i}.{k}"] = v
+                for k, v in state_arrays(rec["_final_state"][i]).items():
+                    rec[f"layers.{i}.{k}"] = v
+                keys = keys + list(state_arrays(rec["_final_state"][i]))
             for s in keys:
                 ref = rec[f"layers.{i}.{s}"]
                 d_e2e = maxdiff(rec32[f"layers.{i}.{s}"], ref)
@@ -262,11 +273,13 @@ def main():
     ap.add_argument("--no-drift", action="store_true")
     ap.add_argument("--no-data-hash", action="store_true", help="hash shard headers only (huge checkpoints)")
     ap.add_argument("--stream", action="store_true", help="do not keep layer/expert weights between uses")
+    ap.add_argument("--no-states", action="store_true", help="skip the KDA state / MLA cache arrays (huge models)")
     ap.add_argument("--safety", type=float, default=10.0)
     a = ap.parse_args()
     prompt = [int(v) for v in a.ids.split(",") if v.strip()]
     m = make_dump(a.model_dir, prompt, a.gen, a.out, mutants=not a.no_mutants, drift=not a.no_drift,
-                  data_hash=not a.no_data_hash, sf=a.safety, cache_weights=not a.stream)
+                  data_hash=not a.no_data_hash, sf=a.safety, cache_weights=not a.stream,
+                  states=not a.no_states)
     print(json.dumps({"generated_ids": m["generated_ids"], "robustness": m["robustness"],
                       "self_checks": m["self_checks"]}, indent=1))
 

@@ -28,6 +28,7 @@ DUMP = os.path.join(ROOT, "reference-dumps", "tiny-k3")
 sys.path.insert(0, HERE)
 sys.path.insert(0, TINY)
 
+from dump_checkpoint import state_arrays  # noqa: E402
 from k3ref import ops  # noqa: E402
 from k3ref.model import Config, Model, greedy  # noqa: E402
 from k3ref.safetensors_io import decode, index_file, read_raw, write_file, to_bf16_bytes  # noqa: E402
@@ -171,6 +172,10 @@ class ModelTest(unittest.TestCase):
         full = model().forward(self.ids)
         self.assertLess(float((torch.cat([a, b, c]) - full).abs().max()), 1e-10)
 
+    def test_streaming_reads_equal_resident_weights(self):
+        st = Model(TINY, torch.float64, cache_weights=False)
+        self.assertTrue(torch.equal(st.forward(self.ids[:6]), model().forward(self.ids[:6])))
+
     def test_checkpoint_regenerates_byte_for_byte(self):
         import make_tiny
         d = tempfile.mkdtemp()
@@ -238,8 +243,9 @@ class ModelTest(unittest.TestCase):
         for i in (0, 3, 5, 12):
             r = {}
             info = m["layers"][i]
-            model(torch.float32).run_layer(i, load_array(m, f"layers.{i}.partial_in"),
-                                           [s.float() for s in snaps[:info["snapshots_attn"]]], None, r)
+            _, _, st = model(torch.float32).run_layer(i, load_array(m, f"layers.{i}.partial_in"),
+                                                      [s.float() for s in snaps[:info["snapshots_attn"]]], None, r)
+            r.update({f"layers.{i}.{k}": v for k, v in state_arrays(st).items()})
             for s, t in m["tolerances"]["layers"][i]["stages"].items():
                 d = float((r[f"layers.{i}.{s}"].double() - load_array(m, f"layers.{i}.{s}").double()).abs().max())
                 self.assertLessEqual(d, t["atol_layer"], f"layer {i} {s}")
