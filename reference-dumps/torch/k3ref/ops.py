@@ -355,17 +355,21 @@ def latent_moe(x, W, experts, *, top_k, renorm, scale, rms_eps, b1, b2, latent_n
     idx, w = router(x, W["gate.weight"], W.get("gate.e_score_correction_bias"), top_k, renorm, scale, mut, rt)
     z = linear(x, W["routed_expert_down_proj.weight"])
     norm_w = W["routed_expert_norm.weight"]
-    rows = []
-    for t in range(x.shape[0]):
-        acc = torch.zeros_like(z[t])
-        for j in range(top_k):
-            w1, w3, w2 = get(int(idx[t, j]))
-            e_out = linear(situ_glu(linear(z[t], w1), linear(z[t], w3), b1, b2, mut), w2)
-            if "latent_norm_per_expert" in mut and latent_norm:
-                e_out = rmsnorm(e_out, norm_w, rms_eps)
-            acc = acc + w[t, j] * e_out
-        rows.append(acc)
-    y = torch.stack(rows, 0)
+    # each selected expert is fetched once and applied to every (token, slot) that chose it; the
+    # per-token sum then runs in selection order j = 0..K-1
+    T = x.shape[0]
+    outs = torch.zeros(T, top_k, z.shape[1], dtype=z.dtype)
+    for e in torch.unique(idx).tolist():
+        ts, js = (idx == e).nonzero(as_tuple=True)
+        w1, w3, w2 = get(int(e))
+        zz = z[ts]
+        e_out = linear(situ_glu(linear(zz, w1), linear(zz, w3), b1, b2, mut), w2)
+        if "latent_norm_per_expert" in mut and latent_norm:
+            e_out = rmsnorm(e_out, norm_w, rms_eps)
+        outs[ts, js] = e_out
+    y = torch.zeros_like(z)
+    for j in range(top_k):
+        y = y + w[:, j:j + 1] * outs[:, j]
     if latent_norm and "latent_norm_per_expert" not in mut:
         y = rmsnorm(y, norm_w, rms_eps)
     routed = linear(y, W["routed_expert_up_proj.weight"])
