@@ -396,3 +396,35 @@ def latent_moe(x, W, p, A, mut=()):
     if "shared_weighted" in mut:
         sh = sh * A(p["scaling"])
     return out + sh, idx, w
+
+
+def decoder_layer(partial, snaps, W, p, A, mut=()):
+    """OFFICIAL §6 / ENGINE §4.1: AttnRes mixes, boundary push-and-clear, mixer, MoE; returns the running partial.
+    W: every tensor of the layer under its checkpoint suffix; p: layer_index, attn_res_block_size, is_mla, ..."""
+    partial = np.asarray(partial, dtype=A)
+    snaps = [np.asarray(s, dtype=A) for s in snaps]
+    eps = p["rms_eps"]
+    am = ("normalised_values",) if "normalised_values" in mut else ()
+    mix = lambda cands, pre: attn_res(np.stack(cands), W[pre + "_norm.weight"], W[pre + "_proj.weight"].reshape(-1), eps, A, am)
+    x = mix(snaps + [partial], "self_attention_res") if snaps and "skip_pre_attn_mix" not in mut else partial
+    if p["layer_index"] % p["attn_res_block_size"] == 0:
+        snaps = snaps + [x if "snapshot_mixed" in mut else partial]
+        running = partial if "no_clear" in mut else None
+    else:
+        running = partial
+    xn = rmsnorm(x, W["input_layernorm.weight"], eps, A)
+    if p["is_mla"]:
+        a = mla_layer(xn, W, p["mla"], A)
+    else:
+        kp = p["kda"]
+        P, K = kp["heads"] * kp["head_dim"], kp["conv_kernel"]
+        st = {"recurrent_state": np.zeros((kp["heads"], kp["head_dim"], kp["head_dim"]), A),
+              "q_conv_state": np.zeros((P, K - 1), A), "k_conv_state": np.zeros((P, K - 1), A),
+              "v_conv_state": np.zeros((P, K - 1), A)}
+        a, _ = kda_layer(xn, W, st, kp, A)
+    running = a if running is None else running + a
+    y = mix(snaps + [running], "mlp_res")
+    yn = rmsnorm(y, W["post_attention_layernorm.weight"], eps, A)
+    f, _, _ = latent_moe(yn, W, p["moe"], A)
+    out = (y if "return_mixed" in mut else running) + f
+    return {"partial_out": out, "snapshots_out": np.stack(snaps), "attn_in": x, "attn_out": a, "mlp_in": y, "mlp_out": f}
