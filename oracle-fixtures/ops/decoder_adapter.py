@@ -9,17 +9,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TINY_CONFIG = os.path.join(os.path.dirname(HERE), "tiny-k3", "config.json")
 
 
-def expected(fx, ops, t, n):
+def expected(fx, ops, t, n, mut=frozenset()):
     from k3ref.model import Config, Model
     v, p = fx.values, fx.params
     cfg = Config.load(TINY_CONFIG)
     m = Model.__new__(Model)
-    m.cfg, m.mut = cfg, frozenset()
+    m.cfg, m.mut = cfg, frozenset(mut)
     W = {k: t(a) for k, a in v.items() if k not in ("partial", "snapshots")}
     pre = "block_sparse_moe.experts."
 
     def expert(i, e):
-        return tuple(ops.mxfp4_dequant(W["%s%d.%s.weight_packed" % (pre, e, w)], W["%s%d.%s.weight_scale" % (pre, e, w)])
+        return tuple(ops.mxfp4_dequant(W["%s%d.%s.weight_packed" % (pre, e, w)], W["%s%d.%s.weight_scale" % (pre, e, w)], mut=mut)
                      for w in ("w1", "w3", "w2"))
     m.expert = expert
     rec = {}

@@ -647,15 +647,16 @@ def kda_layer_t1_from_state():
 
 # --- mla_layer -------------------------------------------------------------------------------------------
 
-def mla_weights(fx, r, E, p, small_lora=True):
+def mla_weights(fx, r, E, p, lora_scale=1.0):
     Hm, ql, kvl, qn, qr, vh = p["heads"], p["q_lora"], p["kv_lora"], p["qk_nope"], p["qk_rope"], p["v_head"]
     W = {}
     a = lambda n, dt, arr: W.__setitem__(n, fx.add(n, dt, arr))
-    a("self_attn.q_a_proj.weight", "bf16", normal(r, ql, E, scale=E ** -0.5))
+    a("self_attn.q_a_proj.weight", "bf16", normal(r, ql, E, scale=lora_scale * E ** -0.5))
     a("self_attn.q_a_layernorm.weight", "bf16", r.uniform(0.5, 1.5, ql))
     qb = normal(r, Hm * (qn + qr), ql, scale=2.2 * ql ** -0.5)
     a("self_attn.q_b_proj.weight", "bf16", qb)
     kva = normal(r, kvl + qr, E, scale=E ** -0.5)
+    kva[:kvl] *= lora_scale
     kva[kvl:] *= 2.5                                       # the shared rope key carries signal
     a("self_attn.kv_a_proj_with_mqa.weight", "bf16", kva)
     a("self_attn.kv_a_layernorm.weight", "bf16", r.uniform(0.5, 1.5, kvl))
@@ -768,7 +769,7 @@ def decoder_fixture(name, layer_index, n_snap):
     a("mlp_res_norm.weight", "bf16", r.uniform(0.4, 1.6, E))
     a("mlp_res_proj.weight", "bf16", normal(r, 1, E, scale=0.18))
     if is_mla:
-        W.update(mla_weights(fx, rng_for(name + "_mixer"), E, p["mla"]))
+        W.update(mla_weights(fx, rng_for(name + "_mixer"), E, p["mla"], lora_scale=1.5e-3))
     else:
         W.update(kda_weights(fx, rng_for(name + "_mixer"), E, kp["heads"], kp["head_dim"], kp["conv_kernel"]))
     W.update(moe_weights(fx, rng_for(name + "_moe"), p["moe"]))
@@ -780,6 +781,9 @@ def decoder_fixture(name, layer_index, n_snap):
     if p["boundary"]:
         fx.mutant("snapshot_mixed", "boundary pushes the MIXED x instead of the incoming partial")
         fx.mutant("no_clear", "boundary keeps the running partial instead of clearing it")
+    if is_mla:
+        fx.notes.append("q_a_proj and the latent rows of kv_a_proj_with_mqa are scaled by 1.5e-3: LoRA activations "
+                        "with mean square ~1e-6, so the LoRA-norm eps (1e-6, not rms_eps) is decisive")
     fx.notes.append("layer %d of tiny-k3 (%s, %s), %d snapshots in; KDA state starts at zero, MLA uncached"
                     % (layer_index, "MLA" if is_mla else "KDA", "block boundary" if p["boundary"] else "no boundary", n_snap))
     return fx
@@ -876,6 +880,26 @@ def build(fx, outdir):
             nan = not all(np.all(np.isfinite(np.asarray(got[k], F64))) for k in want)
             mutants[mname] = {"what": what, "worst_ratio": "inf" if nan else fmt(worst)}
             text.append("%s (%s): fails by %s" % (mname, what, "NaN/Inf" if nan else "%.3gx" % worst))
+    ref_mut = {}
+    if ref_src.startswith("reference-dumps"):
+        import ref_adapter
+        for mname, what in ref_adapter.ref_mutants(fx):
+            got = ref_adapter.expected(fx, frozenset([mname]))
+            worst, detail = 0.0, []
+            for k in want:
+                if k in fx.exact:
+                    nd = int(np.sum(np.asarray(got[k], F64) != np.asarray(want[k], F64)))
+                    if nd:
+                        detail.append("%s differ in %d of %d" % (k, nd, np.asarray(want[k]).size))
+                        worst = float("inf")
+                else:
+                    worst = max(worst, worst_ratio(got[k], want[k], tol[k]["atol"], tol[k]["rtol"]))
+            if worst < MIN_DEFEAT:
+                raise SystemExit("%s: reference mutant %s fails by only %.3g x (< %g)" % (fx.name, mname, worst, MIN_DEFEAT))
+            ref_mut[mname] = {"what": what, "worst_ratio": fmt(worst) if not detail else "inf"}
+            if detail:
+                ref_mut[mname]["detail"] = "; ".join(detail)
+            text.append("k3ref mutant %s: %s" % (mname, "; ".join(detail) if detail else "fails by %.3gx" % worst))
     os.makedirs(os.path.join(outdir, fx.name), exist_ok=True)
 
     def write(arrname, dtype, arr):
@@ -894,7 +918,8 @@ def build(fx, outdir):
     entry = {"name": fx.name, "kernel": fx.kernel, "level": fx.level, "params": fx.params,
              "inputs": inputs, "outputs": outputs, "tolerance": tol,
              "adversarial": "; ".join(text) + ("" if not fx.notes else ". " + ". ".join(fx.notes)),
-             "fp32_worst_ratio": fp32_ratio, "mutants": mutants, "expected_from": ref_src}
+             "fp32_worst_ratio": fp32_ratio, "mutants": mutants, "reference_mutants": ref_mut,
+             "expected_from": ref_src}
     if fx.pitfall:
         entry["pitfall"] = fx.pitfall
     entry.update(fx.extra)
@@ -916,6 +941,8 @@ def generate(outdir, only=None):
                                                 json.dumps(entry["fp32_worst_ratio"])), flush=True)
         print("    mutants: " + ", ".join("%s %s" % (m, d.get("detail", d["worst_ratio"]))
                                           for m, d in entry["mutants"].items()), flush=True)
+        print("    k3ref mutants: " + ", ".join("%s %s" % (m, d.get("detail", d["worst_ratio"]))
+                                                for m, d in entry["reference_mutants"].items()), flush=True)
     manifest = {"format": FORMAT, "generator": "oracle-fixtures/ops/gen_ops.py", "torch": torch.__version__,
                 "numpy": np.__version__, "seed": SEED, "safety_factor": SAFETY, "min_defeat_factor": MIN_DEFEAT,
                 "fixtures": entries}
