@@ -13,6 +13,16 @@ def expected(fx, ops, t, n, mut=frozenset()):
     from k3ref.model import Config, Model
     v, p = fx.values, fx.params
     cfg = Config.load(TINY_CONFIG)
+    i = p["layer_index"]
+    checks = [(cfg.is_mla(i), p["is_mla"]), (cfg.attn_res_block, p["attn_res_block_size"]), (cfg.hidden, p["hidden"]),
+              (cfg.rms_eps, p["rms_eps"]), (cfg.topk, p["moe.top_k"]), (cfg.routed_scale, p["moe.scaling"]),
+              (cfg.latent, p["moe.latent"]), (cfg.moe_inter, p["moe.moe_inter"]), (cfg.n_experts, p["moe.experts"])]
+    checks += [(cfg.n_heads, p["mla.heads"]), (cfg.qk_nope, p["mla.qk_nope"]), (cfg.qk_rope, p["mla.qk_rope"]),
+               (cfg.v_head, p["mla.v_head"]), (cfg.kv_lora, p["mla.kv_lora"])] if p["is_mla"] else \
+        [(cfg.kda_heads, p["kda.heads"]), (cfg.kda_head_dim, p["kda.head_dim"]), (cfg.gate_lb, p["kda.lower_bound"])]
+    bad = [c for c in checks if c[0] != c[1]]
+    if bad:
+        raise SystemExit("decoder_layer %s: fixture params disagree with %s: %s" % (fx.name, TINY_CONFIG, bad))
     m = Model.__new__(Model)
     m.cfg, m.mut = cfg, frozenset(mut)
     W = {k: t(a) for k, a in v.items() if k not in ("partial", "snapshots")}

@@ -300,7 +300,7 @@ def kda_inputs(fx, r, T, H, D, nonzero_state):
     fx.add("q", "f32", q)
     fx.add("k", "f32", k)
     fx.add("v", "f32", normal(r, T, H, D))
-    fx.add("g", "f32", em.kda_gate(np.zeros(H), np.zeros(H * D), normal(r, T, H * D, scale=2.0), H, D, -5.0, F32)
+    fx.add("g", "f32", em.kda_gate(np.zeros(H), np.zeros(H * D), normal(r, T, H * D, scale=2.0), H, D, -5.0, F64)
            .reshape(T, H, D))
     fx.add("beta", "f32", r.uniform(0.05, 0.95, (T, H)))
     fx.add("state_in", "f32", normal(r, H, D, D, scale=0.5) if nonzero_state else np.zeros((H, D, D)))
@@ -744,17 +744,27 @@ def latent_moe_t4():
 
 # --- decoder_layer (level "layer") ----------------------------------------------------------------------
 
+def flatten(p):
+    """Manifest params are scalars: nested geometry groups become "<group>.<key>"."""
+    out = {}
+    for k, v in p.items():
+        if isinstance(v, dict):
+            out.update({"%s.%s" % (k, kk): vv for kk, vv in v.items()})
+        else:
+            out[k] = v
+    return out
+
+
 def decoder_fixture(name, layer_index, n_snap):
     E, T = TINY["E"], 4
     is_mla = (layer_index + 1) in (4, 8, 12, 13)            # tiny-k3 full_attn_layers, ONE-based
     kp = {"hidden": E, "heads": TINY["kda_heads"], "head_dim": TINY["kda_dim"], "conv_kernel": TINY["conv"],
           "lower_bound": TINY["lb"], "rms_eps": TINY["rms_eps"]}
     p = {"layer_index": layer_index, "attn_res_block_size": TINY["block"], "is_mla": is_mla,
-         "boundary": layer_index % TINY["block"] == 0, "rms_eps": TINY["rms_eps"], "hidden": E,
-         "config": "oracle-fixtures/tiny-k3/config.json"}
+         "boundary": layer_index % TINY["block"] == 0, "rms_eps": TINY["rms_eps"], "hidden": E}
     p["mla" if is_mla else "kda"] = mla_params() if is_mla else kp
     p["moe"] = moe_params()
-    fx = Fixture(name, "decoder_layer", p, level="layer",
+    fx = Fixture(name, "decoder_layer", flatten(p), level="layer",
                  pitfall="ENGINE §4.1, §11 #13; OFFICIAL §6 (snapshot = incoming partial, push AND clear on a boundary; "
                          "the layer returns the running partial)")
     r = rng_for(name)
@@ -784,6 +794,7 @@ def decoder_fixture(name, layer_index, n_snap):
     if is_mla:
         fx.notes.append("q_a_proj and the latent rows of kv_a_proj_with_mqa are scaled by 1.5e-3: LoRA activations "
                         "with mean square ~1e-6, so the LoRA-norm eps (1e-6, not rms_eps) is decisive")
+    fx.extra["config"] = "oracle-fixtures/tiny-k3/config.json"
     fx.notes.append("layer %d of tiny-k3 (%s, %s), %d snapshots in; KDA state starts at zero, MLA uncached"
                     % (layer_index, "MLA" if is_mla else "KDA", "block boundary" if p["boundary"] else "no boundary", n_snap))
     return fx
