@@ -101,7 +101,9 @@ def mxfp4_dequant(packed, scales, n_in, mut=()):
     sb = np.asarray(scales, np.int64)
     bias = 128 if "scale_bias_128" in mut else 127
     sc = np.ldexp(np.ones(sb.shape, F64), sb - bias)
-    if "scale_255_as_exponent" not in mut:
+    if "scale_255_nan" in mut:                                 # the OCP spec reading
+        sc = np.where(sb == 255, np.nan, sc)
+    elif "scale_255_as_exponent" not in mut:
         sc = np.where(sb == 255, 0.0, sc)
     scf = np.repeat(sc, 32, axis=1)[:, :n_in]
     with np.errstate(over="ignore"):

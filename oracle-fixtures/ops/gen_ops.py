@@ -420,6 +420,9 @@ def mxfp4_dequant_all_codes():
     fx.exact.add("w")
     fx.mutant("swap_nibbles", "high nibble = even element")
     fx.mutant("scale_bias_128", "E8M0 bias 128")
+    fx.mutant("scale_255_nan", "E8M0 255 as NaN (OCP spec) instead of a zeroed group")
+    fx.mutant("scale_255_as_exponent", "E8M0 255 as 2^128 (overflows to Inf)")
+    fx.extra["e8m0_255"] = "zero: a scale byte of 255 dequantises its whole group of 32 to (signed) zeros"
     want = em.mxfp4_dequant(v["packed"], v["scales"], n_in)
     swapped = em.mxfp4_dequant(v["packed"], v["scales"], n_in, ("swap_nibbles",))
     nd = int(np.sum(swapped != want))
@@ -428,6 +431,34 @@ def mxfp4_dequant_all_codes():
                     "groups: they dequantise to all zeros, signed zeros allowed: compare with ==); max scale 250 so "
                     "nothing overflows; every code at even and odd positions; code 8 (-0.0) at [0][0]; "
                     "nibble-swapped dequant differs in %d of %d elements" % (nd, rows * n_in))
+    return fx
+
+
+@fixture
+def mxfp4_dequant_quantized_gaussian():
+    rows, n_in = 8, 512
+    fx = Fixture("mxfp4_dequant_quantized_gaussian", "mxfp4_dequant", {"rows": rows, "in": n_in},
+                 pitfall="ENGINE §3.4, §11 #8; OFFICIAL §9 (checkpoint-like bytes: scale bytes near 112-122)")
+    import torch
+    sys.path.insert(0, os.path.join(ROOT, "reference-dumps", "torch"))
+    from k3ref import ops as kops
+    r = rng_for(fx.name)
+    w = normal(r, rows, n_in, scale=0.02) * r.uniform(0.3, 3.0, (rows, 1))
+    packed, scales = kops.mxfp4_quantize(torch.from_numpy(w))
+    fx.add("packed", "u8", packed.numpy())
+    fx.add("scales", "u8", scales.numpy())
+    v = fx.values
+    fx.run = lambda A, mut=(): {"w": em.mxfp4_dequant(v["packed"], v["scales"], n_in, mut)}
+    fx.exact.add("w")
+    fx.mutant("swap_nibbles", "high nibble = even element")
+    fx.mutant("scale_bias_128", "E8M0 bias 128")
+    fx.extra["e8m0_255"] = "zero: a scale byte of 255 dequantises its whole group of 32 to (signed) zeros"
+    want = em.mxfp4_dequant(v["packed"], v["scales"], n_in)
+    nd = int(np.sum(em.mxfp4_dequant(v["packed"], v["scales"], n_in, ("swap_nibbles",)) != want))
+    fx.extra["swapped_nibbles_differ"] = nd
+    fx.notes.append("bytes written by k3ref.ops.mxfp4_quantize from gaussian rows (std 0.006..0.06): scale bytes "
+                    "%d..%d like the released checkpoint; nibble-swapped dequant differs in %d of %d elements"
+                    % (int(v["scales"].min()), int(v["scales"].max()), nd, rows * n_in))
     return fx
 
 
@@ -450,6 +481,8 @@ def mxfp4_matvec_odd_rows():
     fx.mutant("swap_nibbles", "high nibble = even element")
     fx.mutant("scale_bias_128", "E8M0 bias 128")
     fx.mutant("scale_255_as_exponent", "byte 255 taken as 2^128 instead of zeroing the group")
+    fx.mutant("scale_255_nan", "byte 255 as NaN (OCP spec)")
+    fx.extra["e8m0_255"] = "zero: groups with scale byte 255 contribute nothing"
     fx.notes.append("rows 3, 17, 36 each have one scale-255 group")
     return fx
 
@@ -1004,6 +1037,14 @@ def check():
                             bad.append("%s: float64 output differs (max rel %.3g)" % (da["file"], rel))
                     elif ba != bb:
                         bad.append("%s: bytes differ" % da["file"])
+        listed = {"MANIFEST.json"} | {d["file"] for e in old["fixtures"] for s in ("inputs", "outputs")
+                                      for d in e[s].values()}
+        for dirpath, dirs, files in os.walk(committed):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for fn in files:
+                rel = os.path.relpath(os.path.join(dirpath, fn), committed)
+                if rel.endswith(".bin") and rel not in listed:
+                    bad.append("%s: a .bin file the manifest does not list" % rel)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if bad:
