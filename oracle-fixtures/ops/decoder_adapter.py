@@ -11,6 +11,8 @@ TINY_CONFIG = os.path.join(os.path.dirname(HERE), "tiny-k3", "config.json")
 
 def expected(fx, ops, t, n, mut=frozenset()):
     from k3ref.model import Config, Model
+    from ref_adapter import DTYPE
+    dtype = DTYPE[0]
     v, p = fx.values, fx.params
     cfg = Config.load(TINY_CONFIG)
     i = p["layer_index"]
@@ -29,7 +31,7 @@ def expected(fx, ops, t, n, mut=frozenset()):
     pre = "block_sparse_moe.experts."
 
     def expert(i, e):
-        return tuple(ops.mxfp4_dequant(W["%s%d.%s.weight_packed" % (pre, e, w)], W["%s%d.%s.weight_scale" % (pre, e, w)], mut=mut)
+        return tuple(ops.mxfp4_dequant(W["%s%d.%s.weight_packed" % (pre, e, w)], W["%s%d.%s.weight_scale" % (pre, e, w)], mut=mut).to(dtype)
                      for w in ("w1", "w3", "w2"))
     m.expert = expert
     rec = {}

@@ -944,6 +944,16 @@ def build(fx, outdir):
             if detail:
                 ref_mut[mname]["detail"] = "; ".join(detail)
             text.append("k3ref mutant %s: %s" % (mname, "; ".join(detail) if detail else "fails by %.3gx" % worst))
+    torch32 = {}
+    if ref_src.startswith("reference-dumps"):
+        import torch
+        import ref_adapter
+        got = ref_adapter.expected(fx, frozenset(), torch.float32)
+        for k in want:
+            if k in fx.exact:
+                torch32[k] = 0.0 if np.array_equal(np.asarray(got[k], F64), np.asarray(want[k], F64)) else "inf"
+            else:
+                torch32[k] = fmt(worst_ratio(got[k], want[k], tol[k]["atol"], tol[k]["rtol"]))
     os.makedirs(os.path.join(outdir, fx.name), exist_ok=True)
 
     def write(arrname, dtype, arr):
@@ -962,7 +972,7 @@ def build(fx, outdir):
     entry = {"name": fx.name, "kernel": fx.kernel, "level": fx.level, "params": fx.params,
              "inputs": inputs, "outputs": outputs, "tolerance": tol,
              "adversarial": "; ".join(text) + ("" if not fx.notes else ". " + ". ".join(fx.notes)),
-             "fp32_worst_ratio": fp32_ratio, "mutants": mutants, "reference_mutants": ref_mut,
+             "fp32_worst_ratio": fp32_ratio, "torch_fp32_worst_ratio": torch32, "mutants": mutants, "reference_mutants": ref_mut,
              "expected_from": ref_src}
     if fx.pitfall:
         entry["pitfall"] = fx.pitfall
@@ -985,6 +995,7 @@ def generate(outdir, only=None):
                                                 json.dumps(entry["fp32_worst_ratio"])), flush=True)
         print("    mutants: " + ", ".join("%s %s" % (m, d.get("detail", d["worst_ratio"]))
                                           for m, d in entry["mutants"].items()), flush=True)
+        print("    torch fp32 (float-accumulating matmuls, informational): " + json.dumps(entry["torch_fp32_worst_ratio"]))
         print("    k3ref mutants: " + ", ".join("%s %s" % (m, d.get("detail", d["worst_ratio"]))
                                                 for m, d in entry["reference_mutants"].items()), flush=True)
     manifest = {"format": FORMAT, "generator": "oracle-fixtures/ops/gen_ops.py", "torch": torch.__version__,

@@ -19,15 +19,21 @@ from k3ref import ops  # noqa: E402
 D = torch.float64
 
 
+DTYPE = [torch.float64]          # the dtype the reference computes in (float32 only to MEASURE torch's fp32 drift)
+
+
 def t(a):
     a = np.asarray(a)
     if a.dtype == np.uint8:
         return torch.from_numpy(a.copy())
-    return torch.from_numpy(a.astype(np.float64))
+    return torch.from_numpy(a.astype(np.float64)).to(DTYPE[0])
 
 
 def n(x):
-    return x.detach().cpu().numpy() if torch.is_tensor(x) else np.asarray(x)
+    if torch.is_tensor(x):
+        x = x.detach().cpu()
+        return (x.to(torch.float64) if x.is_floating_point() else x).numpy()
+    return np.asarray(x)
 
 
 def _sub(values, prefix):
@@ -68,7 +74,15 @@ def ref_mutants(fx):
     return [(m, ops.MUTANTS[m][0]) for m in names]
 
 
-def expected(fx, mut=frozenset()):
+def expected(fx, mut=frozenset(), dtype=torch.float64):
+    DTYPE[0] = dtype
+    try:
+        return _expected(fx, mut)
+    finally:
+        DTYPE[0] = torch.float64
+
+
+def _expected(fx, mut):
     k, p, v = fx.kernel, fx.params, fx.values
     if k == "rmsnorm":
         return {"y": n(ops.rmsnorm(t(v["x"]), t(v["w"]), p["eps"]))}
@@ -79,7 +93,7 @@ def expected(fx, mut=frozenset()):
     if k == "mxfp4_dequant":
         return {"w": n(ops.mxfp4_dequant(t(v["packed"]), t(v["scales"]), mut=mut)).astype(np.float32)}
     if k == "mxfp4_matvec":
-        return {"y": n(ops.linear(t(v["x"]), ops.mxfp4_dequant(t(v["packed"]), t(v["scales"]), mut=mut)))}
+        return {"y": n(ops.linear(t(v["x"]), ops.mxfp4_dequant(t(v["packed"]), t(v["scales"]), mut=mut).to(DTYPE[0])))}
     if k == "situ_glu":
         return {"y": n(ops.situ_glu(t(v["gate"]), t(v["up"]), p["beta"], p["linear_beta"], mut))}
     if k == "short_conv":
@@ -117,7 +131,7 @@ def expected(fx, mut=frozenset()):
     if k == "latent_moe":
         M = _sub(v, "block_sparse_moe.")
         experts = lambda e: tuple(ops.mxfp4_dequant(M["experts.%d.%s.weight_packed" % (e, w)],
-                                                    M["experts.%d.%s.weight_scale" % (e, w)], mut=mut) for w in ("w1", "w3", "w2"))
+                                                    M["experts.%d.%s.weight_scale" % (e, w)], mut=mut).to(DTYPE[0]) for w in ("w1", "w3", "w2"))
         y, idx, w = ops.latent_moe(t(v["x"]), M, experts, top_k=p["top_k"], renorm=p["renormalize"], scale=p["scaling"],
                                    rms_eps=p["rms_eps"], b1=p["beta"], b2=p["linear_beta"], latent_norm=True, mut=mut)
         return {"y": n(y), "indices": n(idx).astype(np.int32), "weights": n(w)}
