@@ -344,6 +344,8 @@ def router(x, gate_w, bias, top_k, renorm, scaling, A, mut=()):
         c = choice[t].astype(F64).copy()
         for j in range(top_k):
             e = int(np.argmax(c))                                   # first maximal index
+            if "ties_to_highest_id" in mut:
+                e = int(len(c) - 1 - np.argmax(c[::-1]))
             idx[t, j] = e
             w[t, j] = choice[t, e] if "biased_weights" in mut else score[t, e]
             c[e] = -np.inf

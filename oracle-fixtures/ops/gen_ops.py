@@ -535,6 +535,34 @@ def router_fixture(name, top_k, renorm, scaling, T=8):
 
 
 @fixture
+def router_ties():
+    N, E, K, T = TINY["experts"], TINY["E"], TINY["top_k"], 4
+    fx = Fixture("router_ties", "router", {"experts": N, "top_k": K, "renormalize": True, "scaling": TINY["scaling"]},
+                 pitfall="ENGINE §3.7 (top-k by repeated strict maximum: exact ties go to the LOWEST expert id)")
+    r = rng_for(fx.name)
+    x = normal(r, T, E)
+    gw = normal(r, N, E, scale=0.05)
+    bias = r.uniform(-0.05, 0.05, N)
+    # experts 2 and 9 are identical and clearly on top: both picked, order decided by the tie rule;
+    # experts 4 and 10 are identical and straddle the k boundary on every row: only the lower id may be picked
+    gw[2] = gw[9] = 0.0
+    bias[2] = bias[9] = 1.0
+    gw[4] = gw[10] = 0.0
+    bias[4] = bias[10] = 0.3
+    fx.add("x", "f32", x)
+    fx.add("gate_w", "bf16", gw)
+    fx.add("bias", "f32", bias)
+    v = fx.values
+    fx.run = lambda A, mut=(): dict(zip(("indices", "weights"),
+                                        em.router(v["x"], v["gate_w"], v["bias"], K, True, TINY["scaling"], A, mut)))
+    fx.exact.add("indices")
+    fx.mutant("ties_to_highest_id", "exact ties resolved to the highest expert id (e.g. >= in the scan)")
+    fx.notes.append("experts 2/9 and 4/10 have identical gate rows and biases (exact ties in any precision); "
+                    "expected order per row: 2, 9, 4")
+    return fx
+
+
+@fixture
 def router_renorm_scaled():
     return router_fixture("router_renorm_scaled", TINY["top_k"], True, TINY["scaling"])
 
@@ -980,6 +1008,27 @@ def build(fx, outdir):
     return entry, want
 
 
+def router_margin(fx, want):
+    """Smallest gap between adjacent biased choices among the top-(k+1), in float64: an index output is exact, so
+    the fixture must not sit on a near-tie that fp32 rounding could flip (ties on purpose are exact ties)."""
+    pre = "block_sparse_moe."
+    v, p = fx.values, fx.params
+    if fx.kernel == "router":
+        x, gw, b, k = v["x"], v["gate_w"], v["bias"], p["top_k"]
+    elif fx.kernel == "latent_moe":
+        x, gw, b, k = v["x"], v[pre + "gate.weight"], v[pre + "gate.e_score_correction_bias"], p["top_k"]
+    elif fx.kernel == "decoder_layer":
+        x = em.rmsnorm(want["mlp_in"], v["post_attention_layernorm.weight"], p["rms_eps"], F64)
+        gw, b, k = v[pre + "gate.weight"], v[pre + "gate.e_score_correction_bias"], p["moe.top_k"]
+    else:
+        return None
+    s = 1.0 / (1.0 + np.exp(-(np.asarray(x, F64) @ np.asarray(gw, F64).T)))
+    c = -np.sort(-(s + np.asarray(b, F64)), axis=1)[:, :k + 1]
+    gaps = (c[:, :-1] - c[:, 1:]).ravel()
+    gaps = gaps[gaps > 0] if fx.name.startswith("router_ties") else gaps
+    return float(np.min(gaps))
+
+
 def generate(outdir, only=None):
     import torch
     entries = []
@@ -988,6 +1037,11 @@ def generate(outdir, only=None):
             continue
         fx = fn()
         entry, want = build(fx, outdir)
+        margin = router_margin(fx, want)
+        if margin is not None:
+            if margin < 1e-4:
+                raise SystemExit("%s: router choices have a near-tie (%.3g < 1e-4): indices would be fragile" % (fx.name, margin))
+            entry["router_min_margin"] = fmt(margin)
         if fx.kernel == "kda_layer":
             kda_layer_prev_state[fx.name] = {s: np.asarray(want[s + "_out"], F64) for s in KDA_STATES}
         entries.append(entry)
