@@ -3,14 +3,17 @@ package k3j.cache;
 import java.util.Locale;
 
 /**
+ * {@code prefetchWasted} counts prefetched experts evicted before any get() used them, so
+ * prefetchReads − prefetchWasted ≤ hits holds exactly (each used prefetch is one hit).
+ *
  * The cache's counters over one window: a generation step, or the whole run (ENGINE.md §6.8).
  * Every counter of a window is reset together (pitfall 17: prefetch reads reset apart from hits
  * make the TRUE hit rate negative or zero).
  */
 public record CacheStats(long requests, long hits, long misses, long evictions, long prefetchReads,
-                         long failedReads, long bytesRead, long readNanos) {
+                         long prefetchWasted, long failedReads, long bytesRead, long readNanos) {
 
-    public static final CacheStats ZERO = new CacheStats(0, 0, 0, 0, 0, 0, 0, 0);
+    public static final CacheStats ZERO = new CacheStats(0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     public double hitRate() {
         return requests == 0 ? 0 : (double) hits / requests;
@@ -36,7 +39,7 @@ public record CacheStats(long requests, long hits, long misses, long evictions, 
 
     CacheStats plus(CacheStats o) {
         return new CacheStats(requests + o.requests, hits + o.hits, misses + o.misses, evictions + o.evictions,
-                prefetchReads + o.prefetchReads, failedReads + o.failedReads, bytesRead + o.bytesRead, readNanos + o.readNanos);
+                prefetchReads + o.prefetchReads, prefetchWasted + o.prefetchWasted, failedReads + o.failedReads, bytesRead + o.bytesRead, readNanos + o.readNanos);
     }
 
     /** The requests / TRUE hit rate / read lines of the §6.8 report block. */
@@ -47,6 +50,9 @@ public record CacheStats(long requests, long hits, long misses, long evictions, 
         if (prefetchReads > 0) {
             b.append(String.format(Locale.ROOT, "  of those hits : %d came from the batch prefetch, i.e. read from disk%n", prefetchReads));
             b.append(String.format(Locale.ROOT, "                 this token; TRUE resident hit rate %.2f%%%n", 100 * trueHitRate()));
+            if (prefetchWasted > 0) {
+                b.append(String.format(Locale.ROOT, "                 %d prefetched expert(s) were evicted before any request used them%n", prefetchWasted));
+            }
         }
         if (failedReads > 0) {
             b.append(String.format(Locale.ROOT, "  FAILED reads : %d (never served; each is a dropped expert)%n", failedReads));

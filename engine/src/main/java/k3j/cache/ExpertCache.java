@@ -64,10 +64,10 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
 
     /** Counters of one window, mutated under the lock. */
     private static final class Counters {
-        long requests, hits, misses, evictions, prefetchReads, failedReads, bytesRead, readNanos;
+        long requests, hits, misses, evictions, prefetchReads, prefetchWasted, failedReads, bytesRead, readNanos;
 
         CacheStats snapshot() {
-            return new CacheStats(requests, hits, misses, evictions, prefetchReads, failedReads, bytesRead, readNanos);
+            return new CacheStats(requests, hits, misses, evictions, prefetchReads, prefetchWasted, failedReads, bytesRead, readNanos);
         }
     }
 
@@ -188,7 +188,7 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
                 landed.awaitUninterruptibly();
             }
             step.misses++;
-            if (r.evictedKey() >= 0) step.evictions++;
+            count(r);
         } finally {
             lock.unlock();
         }
@@ -230,9 +230,20 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
         record Work(int expert, int key, int slot, ExpertLocation loc) {}
         List<Work> work = new ArrayList<>(experts.length);
 
-        // phase 1: serial reservation under the lock; every reserved slot is INFLIGHT (pitfall 15)
+        // phase 1: serial reservation under the lock; every reserved slot is INFLIGHT (pitfall 15).
+        // The batch's resident members are shielded meanwhile: reserving for one member must not
+        // evict another that the MoE is about to request.
         lock.lock();
+        List<Integer> shielded = new ArrayList<>();
         try {
+            for (int e : experts) {
+                if (e < 0 || e >= locator.experts()) continue;
+                int s = table.residentSlot(key(layer, e));
+                if (s >= 0 && !shielded.contains(s)) {
+                    table.shield(s);
+                    shielded.add(s);
+                }
+            }
             Set<Integer> seen = new HashSet<>();
             for (int e : experts) {
                 if (e < 0 || e >= locator.experts()) continue;
@@ -246,10 +257,11 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
                 }
                 SlotTable.Reservation r = table.reserve(key);
                 if (r == null) break;
-                if (r.evictedKey() >= 0) step.evictions++;
+                count(r);
                 work.add(new Work(e, key, r.slot(), loc));
             }
         } finally {
+            for (int s : shielded) table.unshield(s);
             lock.unlock();
         }
         if (work.isEmpty()) return 0;
@@ -296,6 +308,11 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
             lock.unlock();
         }
         return landedCount;
+    }
+
+    private void count(SlotTable.Reservation r) {
+        if (r.evictedKey() >= 0) step.evictions++;
+        if (r.wastedPrefetch()) step.prefetchWasted++;
     }
 
     private static long getUninterruptibly(Future<Long> f) throws ExecutionException {

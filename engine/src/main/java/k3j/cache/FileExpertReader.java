@@ -22,8 +22,23 @@ import java.util.function.Consumer;
  * O_DIRECT (tmpfs) gets buffered reads, with one note. Non-contiguous experts are six buffered reads.
  */
 public final class FileExpertReader implements ExpertReader {
+    /** Opens a file for O_DIRECT reads; throws where the filesystem refuses it. */
+    @FunctionalInterface
+    public interface DirectOpener {
+        FileChannel open(Path file) throws IOException;
+
+        DirectOpener O_DIRECT = file -> {
+            long block = Files.getFileStore(file).getBlockSize();
+            if (block <= 0 || CacheGeometry.ALIGN % block != 0) {
+                throw new IOException("filesystem block size " + block + " does not divide " + CacheGeometry.ALIGN);
+            }
+            return FileChannel.open(file, StandardOpenOption.READ, ExtendedOpenOption.DIRECT);
+        };
+    }
+
     private final ReadMode mode;
     private final Consumer<String> notes;
+    private final DirectOpener opener;
     private final Map<Path, FileChannel> buffered = new ConcurrentHashMap<>();
     private final Map<Path, FileChannel> direct = new ConcurrentHashMap<>();
     private final Map<Path, Boolean> directRefused = new ConcurrentHashMap<>();
@@ -32,8 +47,14 @@ public final class FileExpertReader implements ExpertReader {
     private final AtomicLong bufferedReads = new AtomicLong();
 
     public FileExpertReader(ReadMode mode, Consumer<String> notes) {
+        this(mode, notes, DirectOpener.O_DIRECT);
+    }
+
+    /** With {@code opener} standing in for open(O_DIRECT): tests use it to play a refusing filesystem. */
+    public FileExpertReader(ReadMode mode, Consumer<String> notes, DirectOpener opener) {
         this.mode = mode;
         this.notes = notes;
+        this.opener = opener;
     }
 
     /** Expert reads that went through O_DIRECT. */
@@ -121,11 +142,7 @@ public final class FileExpertReader implements ExpertReader {
             if (ch != null) return ch;
             if (directRefused.containsKey(file)) return null;
             try {
-                long block = Files.getFileStore(file).getBlockSize();
-                if (block <= 0 || CacheGeometry.ALIGN % block != 0) {
-                    throw new IOException("filesystem block size " + block + " does not divide " + CacheGeometry.ALIGN);
-                }
-                ch = FileChannel.open(file, StandardOpenOption.READ, ExtendedOpenOption.DIRECT);
+                ch = opener.open(file);
                 direct.put(file, ch);
                 return ch;
             } catch (IOException | UnsupportedOperationException e) {

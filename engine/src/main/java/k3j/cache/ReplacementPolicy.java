@@ -95,19 +95,27 @@ sealed interface ReplacementPolicy permits ReplacementPolicy.Lru, ReplacementPol
         private final ArrayDeque<Integer> main = new ArrayDeque<>();
         private final LinkedHashSet<Integer> ghost = new LinkedHashSet<>();
         private final byte[] freq;
+        private final long[] bouncedIn;
+        private long call;
 
         S3Fifo(int slots) {
             this.slots = slots;
             this.smallTarget = Math.max(1, slots / 10);
             this.freq = new byte[slots];
+            this.bouncedIn = new long[slots];
             for (int s = 0; s < slots; s++) free.addLast(s);
         }
 
         @Override
         public int victim(SlotTable t) {
             if (!free.isEmpty()) return free.pollFirst();
+            call++;
             int smallBounces = 0, mainBounces = 0;
-            for (int step = 0, guard = 4 * slots + 8; step < guard; step++) {
+            // §6.3 guards the loop at 4·nslot + 8 steps; that can stop short of an evictable entry (moving
+            // SMALL entries up costs ≤ nslot steps, then MAIN may take four aging rounds with protected
+            // entries re-popped each round), so the guard here is 16·nslot + 64: every step either
+            // ages an entry, moves it, or re-pops one of at most nslot protected entries per round
+            for (int step = 0, guard = 16 * slots + 64; step < guard; step++) {
                 boolean smallLive = small.size() > smallBounces, mainLive = main.size() > mainBounces;
                 boolean fromSmall;
                 if (smallLive && small.size() >= smallTarget) fromSmall = true;
@@ -118,8 +126,13 @@ sealed interface ReplacementPolicy permits ReplacementPolicy.Lru, ReplacementPol
                 int s = q.pollFirst();
                 if (!t.evictable(s)) {
                     q.addLast(s);
-                    if (fromSmall) smallBounces++;
-                    else mainBounces++;
+                    // count each protected entry once per call: it comes round again after the
+                    // others have been aged, and counting it twice would give up too early
+                    if (bouncedIn[s] != call) {
+                        bouncedIn[s] = call;
+                        if (fromSmall) smallBounces++;
+                        else mainBounces++;
+                    }
                     continue;
                 }
                 if (freq[s] > 0) {

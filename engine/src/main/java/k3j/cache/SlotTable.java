@@ -11,8 +11,8 @@ final class SlotTable {
     static final int EMPTY = -1;
     static final int INFLIGHT = -2;
 
-    /** A reservation: the slot, and the key it evicted (or −1). */
-    record Reservation(int slot, int evictedKey) {}
+    /** A reservation: the slot, the key it evicted (or −1), and whether that key was prefetched and never requested. */
+    record Reservation(int slot, int evictedKey, boolean wastedPrefetch) {}
 
     private final int[] keyOf;
     private final int[] slotOf;
@@ -83,6 +83,7 @@ final class SlotTable {
         if (s < 0) return null;
         int old = keyOf[s];
         if (old == INFLIGHT) throw new IllegalStateException("policy returned in-flight slot " + s);
+        boolean wasted = old >= 0 && prefetched[s];
         if (old >= 0) {
             slotOf[old] = -1;
             resident--;
@@ -92,7 +93,7 @@ final class SlotTable {
         prefetched[s] = false;
         inflight++;
         policy.reserved(s);
-        return new Reservation(s, old);
+        return new Reservation(s, old, wasted);
     }
 
     /** A full read of {@code key} landed in {@code slot}. */
@@ -130,8 +131,20 @@ final class SlotTable {
         ringNext = (ringNext + 1) % ring.length;
     }
 
+    /**
+     * Shields a resident slot from eviction until {@link #unshield}: getMany shields the batch's
+     * resident members while it reserves for the others, so a batch never evicts its own experts.
+     */
+    void shield(int slot) {
+        protectedCount[slot]++;
+    }
+
+    void unshield(int slot) {
+        protectedCount[slot]--;
+    }
+
     void clearRing() {
-        Arrays.fill(protectedCount, 0);
+        for (int i = 0; i < ringFill; i++) protectedCount[ring[i]]--;
         ringFill = 0;
         ringNext = 0;
     }
