@@ -458,36 +458,62 @@ class ExpertCacheGate {
                 assertEquals(live.requests(), sum, "the histogram counts every request");
 
                 CacheSimulator sim = new CacheSimulator(pairs);
-                long replayed = sim.engine(p, slots, TOP_K);
+                long replayed = sim.engine(p, slots, TOP_K, false).hits();
                 String what = p.label() + " at " + slots + " slots";
                 assertEquals(live.hits(), replayed, what + ": sim-cache hits vs live hits (prefetch off)");
                 assertTrue(sim.belady(slots) >= replayed, what + ": Belady is an upper bound");
+                String out = simCache(traceDir, slots, false);
+                assertEquals(pct(live.hits(), live.requests()), column(out, slots, p), what + ": the printed column");
 
-                // the CLI prints the same figure
-                StringWriter out = new StringWriter();
-                var cl = K3.commandLine();
-                cl.setOut(new PrintWriter(out));
-                int rc = cl.execute("sim-cache", traceDir.toString(), "--slots", Integer.toString(slots), "--top-k", Integer.toString(TOP_K),
-                        "--expert-bytes", Long.toString(shard.expertBytes()), "--requests-per-token", Integer.toString(LAYERS * TOP_K));
-                assertEquals(0, rc, out.toString());
-                String row = out.toString().lines().filter(l -> l.startsWith(slots + " slots")).findFirst().orElseThrow();
-                String pct = String.format(Locale.ROOT, "%.2f%%", 100.0 * live.hits() / live.requests());
-                String[] cols = row.trim().split("\\s+");
-                assertEquals(pct, cols[p == CachePolicy.LRU ? 3 : 4], what + ": the printed column; row " + row);
+                // with the batch prefetch on: the replay rebuilds the batches from the layer runs of the trace
+                Path batchedDir = dir.resolve("trace-batched-" + p + "-" + slots);
+                CacheStats batched = recordRun(p, slots, true, batchedDir);
+                CacheSimulator.Replay replay = new CacheSimulator(CacheTrace.readPairs(batchedDir)).engine(p, slots, TOP_K, true);
+                assertEquals(batched.hits(), replay.hits(), what + ": batched hits");
+                assertEquals(batched.prefetchReads(), replay.prefetchReads(), what + ": batched prefetch reads");
+                assertEquals(batched.trueHits(), replay.trueHits(), what + ": batched TRUE hits");
+                String outBatched = simCache(batchedDir, slots, true);
+                assertEquals(pct(batched.trueHits(), batched.requests()), column(outBatched, slots, p), what + ": the printed TRUE column");
 
-                // with the batch prefetch on, the get() trace no longer holds the batch structure: compare TRUE hits
-                CacheStats batched = recordRun(p, slots, true, dir.resolve("trace-batched-" + p + "-" + slots));
                 Map<String, Object> r = new LinkedHashMap<>();
-                r.put("live hits", live.hits());
-                r.put("sim hits", replayed);
-                r.put("batched TRUE hits", batched.trueHits());
-                r.put("batched hits", batched.hits());
                 r.put("requests", live.requests());
+                r.put("serial: live hits", live.hits());
+                r.put("serial: sim hits", replayed);
+                r.put("batched: live TRUE hits", batched.trueHits());
+                r.put("batched: sim TRUE hits", replay.trueHits());
+                r.put("batched: live prefetch reads", batched.prefetchReads());
+                r.put("Belady hits", sim.belady(slots));
                 table.put(what, r);
-                if (p == CachePolicy.S3_FIFO && slots == 7) Evidence.text("sim-cache output", out.toString());
+                if (p == CachePolicy.S3_FIFO && slots == 7) {
+                    Evidence.text("sim-cache output", out);
+                    Evidence.text("sim-cache --batched output", outBatched);
+                }
             }
         }
         Evidence.json("live vs replay", table);
+    }
+
+    static String simCache(Path traceDir, int slots, boolean batched) {
+        StringWriter out = new StringWriter();
+        var cl = K3.commandLine();
+        cl.setOut(new PrintWriter(out));
+        List<String> args = new ArrayList<>(List.of("sim-cache", traceDir.toString(), "--slots", Integer.toString(slots),
+                "--top-k", Integer.toString(TOP_K), "--expert-bytes", Long.toString(shard.expertBytes()),
+                "--requests-per-token", Integer.toString(LAYERS * TOP_K)));
+        if (batched) args.add("--batched");
+        assertEquals(0, cl.execute(args.toArray(String[]::new)), out.toString());
+        return out.toString();
+    }
+
+    static String pct(long hits, long requests) {
+        return String.format(Locale.ROOT, "%.2f%%", 100.0 * hits / requests);
+    }
+
+    /** The LRU or S3-FIFO cell of the row for {@code slots} in a sim-cache table. */
+    static String column(String table, int slots, CachePolicy p) {
+        String row = table.lines().filter(l -> l.startsWith(slots + " slots")).findFirst()
+                .orElseThrow(() -> new AssertionError("no row for " + slots + " slots in\n" + table));
+        return row.trim().split("\\s+")[p == CachePolicy.LRU ? 3 : 4];
     }
 
     @Test

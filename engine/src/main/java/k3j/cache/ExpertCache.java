@@ -5,10 +5,10 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Set;
+import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -230,38 +230,28 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
         record Work(int expert, int key, int slot, ExpertLocation loc) {}
         List<Work> work = new ArrayList<>(experts.length);
 
-        // phase 1: serial reservation under the lock; every reserved slot is INFLIGHT (pitfall 15).
-        // The batch's resident members are shielded meanwhile: reserving for one member must not
-        // evict another that the MoE is about to request.
-        lock.lock();
-        List<Integer> shielded = new ArrayList<>();
-        try {
-            for (int e : experts) {
-                if (e < 0 || e >= locator.experts()) continue;
-                int s = table.residentSlot(key(layer, e));
-                if (s >= 0 && !shielded.contains(s)) {
-                    table.shield(s);
-                    shielded.add(s);
-                }
+        // phase 1: resolve outside the lock (an unresolvable or oversized expert is left to get(),
+        // which reports it), then reserve serially under it; every reserved slot is INFLIGHT (pitfall 15)
+        int[] keys = new int[experts.length];
+        Map<Integer, ExpertLocation> where = new HashMap<>();
+        for (int i = 0; i < experts.length; i++) {
+            int e = experts[i];
+            keys[i] = -1;
+            if (e < 0 || e >= locator.experts()) continue;
+            try {
+                where.put(key(layer, e), resolve(layer, e));
+                keys[i] = key(layer, e);
+            } catch (ExpertLoadException unresolvable) {
+                // get() reports it
             }
-            Set<Integer> seen = new HashSet<>();
-            for (int e : experts) {
-                if (e < 0 || e >= locator.experts()) continue;
-                int key = key(layer, e);
-                if (!seen.add(key) || table.residentSlot(key) >= 0 || table.inflight(key)) continue;
-                ExpertLocation loc;
-                try {
-                    loc = resolve(layer, e);
-                } catch (ExpertLoadException unresolvable) {
-                    continue; // get() reports it
-                }
-                SlotTable.Reservation r = table.reserve(key);
-                if (r == null) break;
+        }
+        lock.lock();
+        try {
+            for (SlotTable.Reservation r : table.reserveBatch(keys)) {
                 count(r);
-                work.add(new Work(e, key, r.slot(), loc));
+                work.add(new Work(r.key() % locator.experts(), r.key(), r.slot(), where.get(r.key())));
             }
         } finally {
-            for (int s : shielded) table.unshield(s);
             lock.unlock();
         }
         if (work.isEmpty()) return 0;

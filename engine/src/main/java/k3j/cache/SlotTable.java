@@ -1,6 +1,10 @@
 package k3j.cache;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 
 /**
  * Which key each slot holds, with no I/O (ENGINE.md §6.2): a key (≥ 0), EMPTY or INFLIGHT. An
@@ -11,8 +15,8 @@ final class SlotTable {
     static final int EMPTY = -1;
     static final int INFLIGHT = -2;
 
-    /** A reservation: the slot, the key it evicted (or −1), and whether that key was prefetched and never requested. */
-    record Reservation(int slot, int evictedKey, boolean wastedPrefetch) {}
+    /** A reservation of {@code slot} for {@code key}: the key it evicted (or −1), and whether that key was prefetched and never requested. */
+    record Reservation(int key, int slot, int evictedKey, boolean wastedPrefetch) {}
 
     private final int[] keyOf;
     private final int[] slotOf;
@@ -93,7 +97,7 @@ final class SlotTable {
         prefetched[s] = false;
         inflight++;
         policy.reserved(s);
-        return new Reservation(s, old, wasted);
+        return new Reservation(key, s, old, wasted);
     }
 
     /** A full read of {@code key} landed in {@code slot}. */
@@ -132,14 +136,40 @@ final class SlotTable {
     }
 
     /**
-     * Shields a resident slot from eviction until {@link #unshield}: getMany shields the batch's
-     * resident members while it reserves for the others, so a batch never evicts its own experts.
+     * Phase 1 of a batch prefetch (ENGINE.md §6.5): reserves an INFLIGHT slot for each key that is
+     * neither resident, in flight nor a repeat (−1 entries are skipped), in order, stopping at the
+     * first key no slot can be found for. The batch's resident members are shielded meanwhile, so
+     * reserving for one member never evicts another that is about to be requested.
      */
-    void shield(int slot) {
+    List<Reservation> reserveBatch(int[] keys) {
+        List<Integer> shielded = new ArrayList<>();
+        for (int k : keys) {
+            int s = k >= 0 ? slotOf[k] : -1;
+            if (s >= 0 && !shielded.contains(s)) {
+                shield(s);
+                shielded.add(s);
+            }
+        }
+        List<Reservation> out = new ArrayList<>();
+        try {
+            Set<Integer> seen = new HashSet<>();
+            for (int k : keys) {
+                if (k < 0 || !seen.add(k) || slotOf[k] >= 0 || inflightOf[k] >= 0) continue;
+                Reservation r = reserve(k);
+                if (r == null) break;
+                out.add(r);
+            }
+        } finally {
+            for (int s : shielded) unshield(s);
+        }
+        return out;
+    }
+
+    private void shield(int slot) {
         protectedCount[slot]++;
     }
 
-    void unshield(int slot) {
+    private void unshield(int slot) {
         protectedCount[slot]--;
     }
 
