@@ -45,6 +45,15 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
             return new Settings(budgetBytes, topK, CachePolicy.S3_FIFO, ReadMode.DIRECT, true, 4);
         }
 
+        /** The defaults as ENGINE.md §7.10 lets the environment change them: K3_CACHE_POLICY=lru, K3_NOPREFETCH. */
+        public static Settings fromEnvironment(long budgetBytes, int topK, Map<String, String> env) {
+            Settings s = of(budgetBytes, topK);
+            String policy = env.getOrDefault("K3_CACHE_POLICY", "");
+            if (!policy.isBlank()) s = s.withPolicy(CachePolicy.parse(policy));
+            if (env.containsKey("K3_NOPREFETCH")) s = s.withPrefetch(false);
+            return s;
+        }
+
         public Settings withPolicy(CachePolicy p) {
             return new Settings(budgetBytes, topK, p, readMode, prefetch, readThreads);
         }
