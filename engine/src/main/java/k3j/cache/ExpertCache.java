@@ -204,10 +204,10 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
 
         long t0 = System.nanoTime();
         long pad = -1;
-        Exception failure = null;
+        Throwable failure = null;
         try {
             pad = reader.read(loc, slot(r.slot()));
-        } catch (IOException | RuntimeException e) {
+        } catch (Throwable e) { // even an Error must free the INFLIGHT slot, or its waiters hang
             failure = e;
         }
         long dt = System.nanoTime() - t0;
@@ -218,6 +218,7 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
             if (failure != null) {
                 table.abandon(r.slot(), key);
                 step.failedReads++;
+                if (failure instanceof Error err) throw err;
                 throw new ExpertLoadException(layer, expert, "load failed, leaving the slot empty: " + failure.getMessage(), failure);
             }
             padOf[r.slot()] = pad;
