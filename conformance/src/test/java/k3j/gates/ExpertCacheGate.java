@@ -122,7 +122,7 @@ class ExpertCacheGate {
 
     static ExpertCache.Settings settings(CachePolicy p, ReadMode m, int slots) {
         long slot = CacheGeometry.slotBytes(shard.expertBytes());
-        return new ExpertCache.Settings(slots * slot, TOP_K, p, m, true, 3);
+        return new ExpertCache.Settings(slots * slot, TOP_K, p, m, true, 3, false);
     }
 
     /** Checks every part of a served expert against the direct read; returns the number of wrong parts. */
@@ -421,6 +421,53 @@ class ExpertCacheGate {
             assertEquals(1, notes.size(), "the fallback is noted once: " + notes);
             assertTrue(notes.get(0).contains("O_DIRECT refused"), notes.get(0));
             Evidence.text("note", notes.get(0));
+        }
+    }
+
+    @Test
+    @DisplayName("speculation on: speculate, getMany, get over overlapping sets plus churn, every byte checked, spec_used > 0")
+    void speculativeReadAheadServesTheSameBytes() throws Exception {
+        for (CachePolicy p : CachePolicy.values()) {
+            RecordingExpertReader reader = new RecordingExpertReader(new FileExpertReader(ReadMode.DIRECT, n -> {}), shard, 1);
+            int slots = 2 * TOP_K + 8;
+            try (ExpertCache cache = new ExpertCache(shard, reader, settings(p, ReadMode.DIRECT, slots).withSpeculation(true), null)) {
+                assertTrue(cache.speculationOn(), "speculation needs 2·topK + 8 = " + slots + " slots");
+                Random rnd = new Random(99);
+                int[][] base = {{0, 1, 2, 3}, {4, 5, 6, 7}};
+                int wrong = 0, gets = 0;
+                for (int token = 0; token < 24; token++) {
+                    for (int layer = 0; layer < LAYERS; layer++) {
+                        cache.speculate(layer);
+                        int[] ids = base[layer].clone();
+                        ids[rnd.nextInt(TOP_K)] = 8 + rnd.nextInt(EXPERTS - 8); // overlapping sets: three of four repeat
+                        cache.getMany(layer, ids);
+                        for (int e : ids) {
+                            wrong += wrongParts(cache.get(layer, e), layer, e);
+                            gets++;
+                        }
+                        for (int churn = 0; churn < 12; churn++) {
+                            int l = rnd.nextInt(LAYERS), e = rnd.nextInt(EXPERTS);
+                            wrong += wrongParts(cache.get(l, e), l, e);
+                            gets++;
+                        }
+                    }
+                }
+                cache.awaitSpeculation();
+                CacheStats s = cache.stepStats();
+                String what = p.label();
+                Evidence.parameter("spec reads " + what, s.specReads());
+                Evidence.parameter("spec used " + what, s.specUsed());
+                Evidence.parameter("hits " + what, s.hits());
+                Evidence.text("report " + what, cache.report(false));
+                assertEquals(0, wrong, what + ": wrong bytes served");
+                assertEquals(gets, s.requests(), what);
+                assertEquals(s.requests(), s.hits() + s.misses(), what);
+                assertEquals(0, s.failedReads(), what);
+                assertTrue(s.specUsed() > 0, what + ": spec_used > 0");
+                assertTrue(s.specReads() > 0, what + ": the read-ahead read something");
+                assertEquals(s.misses() + s.prefetchReads() + s.specReads(), reader.totalReads(), what + ": every load is one read");
+                assertEquals(1, reader.maxInFlightPerKey(), what + ": the read-ahead and the forward never read one expert at once");
+            }
         }
     }
 
