@@ -233,6 +233,7 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
             failure = e;
         }
         long dt = System.nanoTime() - t0;
+        if (failure == null) failure = badPad(pad, loc);
 
         lock.lock();
         try {
@@ -361,6 +362,7 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
             int j = work.indexOf(byOffset.get(i));
             try {
                 pads[j] = getUninterruptibly(reads.get(i));
+                failures[j] = badPad(pads[j], work.get(j).loc());
             } catch (ExecutionException e) {
                 failures[j] = e.getCause() instanceof Exception x ? x : e;
             }
@@ -397,6 +399,12 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
     private void count(SlotTable.Reservation r) {
         if (r.evictedKey() >= 0) step.evictions++;
         if (r.wastedPrefetch()) step.prefetchWasted++;
+    }
+
+    /** A reader's pad must leave the whole payload inside the slot. */
+    private IOException badPad(long pad, ExpertLocation loc) {
+        if (pad >= 0 && pad + loc.length() <= geometry.slotBytes()) return null;
+        return new IOException("reader put the payload at " + pad + ", outside a slot of " + geometry.slotBytes() + " bytes");
     }
 
     private static long getUninterruptibly(Future<Long> f) throws ExecutionException {
