@@ -29,9 +29,16 @@ PROJ_STD = 0.08  # AttnRes scoring vectors: non-uniform mixes, but not a chaotic
 DTYPE_RANK = {"F64": 0, "F32": 1, "BF16": 2, "F16": 3, "U8": 4}
 
 
-def build(cfg, seed, w2_std=W2_STD, proj_std=PROJ_STD):
+def build(cfg, seed, w2_std=W2_STD, proj_std=PROJ_STD, gate_std=0.15, bias_spacing=None, kda_o_gain=1.0):
     """Ordered {name: (dtype, tensor)} of a random K3 for cfg; float tensors are already rounded to
-    their stored dtype. Deterministic from seed (one torch.Generator, fixed draw order)."""
+    their stored dtype. Deterministic from seed (one torch.Generator, fixed draw order).
+
+    Deep-stack knobs (the defaults are the tiny oracle's): gate_std = router gate weight std (with
+    bias_spacing it sets how much the sigmoid scores vary by token); bias_spacing = None draws the
+    router bias as N(0, 0.3), else the same draw is replaced by its ranks x bias_spacing (centred), so
+    the biased selection scores keep gaps of about bias_spacing minus the token variation;
+    kda_o_gain scales the KDA o_proj std (the KDA output is the main amplifier of float32 rounding
+    over a 93-layer random stack)."""
     g = torch.Generator().manual_seed(seed)
 
     def randn(*shape, std=1.0):
@@ -91,13 +98,16 @@ def build(cfg, seed, w2_std=W2_STD, proj_std=PROJ_STD):
             put(a + "dt_bias", "F32", randn(P, std=0.5))
             put(a + "g_proj.weight", "BF16", randn(P, E, std=1.0 / E ** 0.5))
             put(a + "o_norm.weight", "BF16", gain(D))
-            put(a + "o_proj.weight", "BF16", randn(E, P, std=1.0 / P ** 0.5))
+            put(a + "o_proj.weight", "BF16", randn(E, P, std=kda_o_gain / P ** 0.5))
         if c.is_moe(i):
             m = p + "block_sparse_moe."
             Lt, I, N = c.latent, c.moe_inter, c.n_experts
             SI = I * c.n_shared
-            put(m + "gate.weight", "BF16", randn(N, E, std=0.15))
-            put(m + "gate.e_score_correction_bias", "F32", randn(N, std=0.3))  # selection-only bias as wide as the sigmoid spread
+            put(m + "gate.weight", "BF16", randn(N, E, std=gate_std))
+            bias = randn(N, std=0.3)  # selection-only bias as wide as the sigmoid spread
+            if bias_spacing is not None:
+                bias = (torch.argsort(torch.argsort(bias)).to(torch.float64) - (N - 1) / 2) * bias_spacing
+            put(m + "gate.e_score_correction_bias", "F32", bias)
             put(m + "routed_expert_down_proj.weight", "BF16", randn(Lt, E, std=1.0 / E ** 0.5))
             put(m + "routed_expert_up_proj.weight", "BF16", randn(E, Lt, std=0.8 / Lt ** 0.5))
             put(m + "routed_expert_norm.weight", "BF16", gain(Lt))
