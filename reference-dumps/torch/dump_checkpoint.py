@@ -136,7 +136,8 @@ def seed_budget(cfg, tolerances, logits_absmax):
         worst_layer = max(r["drift_layer"] / max(r["ref_absmax"], 1e-300) for r in rows)
         worst_e2e = max(r["drift_e2e"] / max(r["ref_absmax"], 1e-300) for r in rows)
         stages[s] = {"width": width, "budget": b, "fp32_ratio_layer_max": worst_layer,
-                     "fp32_ratio_e2e_max": worst_e2e, "fp32_share_of_budget_e2e": worst_e2e / b}
+                     "fp32_ratio_e2e_max": worst_e2e, "fp32_share_of_budget_layer": worst_layer / b,
+                     "fp32_share_of_budget_e2e": worst_e2e / b}
     lr = tolerances["logits"]["drift_e2e"] / max(logits_absmax, 1e-300)
     lb = BUDGET_EPS32 * cfg.vocab ** 0.5 * BUDGET_FACTOR
     return {"rule": ("ratio = max|engine - ref| / max|ref| over a stage's array, pass iff ratio <= budget = "

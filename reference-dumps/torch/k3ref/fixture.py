@@ -204,3 +204,20 @@ def search_seeds(config_path, write, prompt, n_gen, lo, hi, prefix="k3fixture-")
                                              for k, v in s.items()), flush=True)
         finally:
             shutil.rmtree(d)
+
+
+def main(argv, here, name, write, seed, prompt, n_gen):
+    """A generator's command line: no argument writes the checkpoint for seed into ``here`` (beside
+    its config.json); ``--search LO HI`` scores seeds LO..HI-1 and writes nothing there.
+    write(out_dir, cfg, seed) writes one checkpoint."""
+    from .model import Config
+    config_path = os.path.join(here, "config.json")
+    cfg = Config.load(config_path)
+    if len(argv) >= 1 and argv[0] == "--search":
+        if len(argv) != 3:
+            raise SystemExit("usage: --search LO HI")
+        search_seeds(config_path, lambda d, s: write(d, cfg, s), prompt, n_gen, int(argv[1]), int(argv[2]),
+                     prefix=name + "-")
+        return
+    write(here, cfg, seed)
+    print(f"wrote {name} checkpoint (seed {seed}) to {here}")
