@@ -167,15 +167,15 @@ public final class CheckpointIndex {
             StringBuilder b = new StringBuilder("the index and the shards disagree (a partial download?)");
             if (!missingShards.isEmpty()) {
                 b.append("; ").append(missingShards.size()).append(" of ").append(sortedFiles.size())
-                        .append(" shards missing (holding ").append(inMissingShards).append(" listed tensors): ")
+                        .append(" shards missing (holding ").append(inMissingShards).append(" listed tensor(s)): ")
                         .append(list(missingShards, missingShards.size()));
             }
             if (missingTensorCount > 0) {
-                b.append("; ").append(missingTensorCount).append(" listed tensors not in their shard's header: ")
+                b.append("; ").append(missingTensorCount).append(" listed tensor(s) not in their shard's header: ")
                         .append(list(missingTensors, missingTensorCount));
             }
             if (unlistedCount > 0) {
-                b.append("; ").append(unlistedCount).append(" header tensors not in the index: ")
+                b.append("; ").append(unlistedCount).append(" header tensor(s) not in the index: ")
                         .append(list(unlisted, unlistedCount));
             }
             throw new CheckpointException(Rule.PARTIAL_DOWNLOAD, indexFile, null, b.toString());

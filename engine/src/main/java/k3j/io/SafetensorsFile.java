@@ -1,6 +1,7 @@
 package k3j.io;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
@@ -176,11 +177,16 @@ public final class SafetensorsFile {
     }
 
     private static String location(JsonParser p) {
-        return "byte " + p.currentLocation().getByteOffset();
+        return location(p.currentTokenLocation());
     }
 
     private static String location(JsonProcessingException e) {
-        return e.getLocation() == null ? "?" : "byte " + e.getLocation().getByteOffset();
+        return e.getLocation() == null ? "an unknown position" : location(e.getLocation());
+    }
+
+    /** Jackson's UTF-8 parser counts header bytes in the "char" offset and leaves the byte offset at -1. */
+    private static String location(JsonLocation loc) {
+        return "header byte " + Math.max(loc.getByteOffset(), loc.getCharOffset());
     }
 
     private static Map<String, String> parseMetadata(JsonParser p, Path file) throws IOException {

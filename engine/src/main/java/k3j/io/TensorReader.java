@@ -115,8 +115,11 @@ public final class TensorReader implements AutoCloseable {
             while (got < need) {
                 // the last aligned block may run past EOF: the kernel then returns what exists
                 int n = dc.channel().read(seg.asSlice(got, Math.min(CHUNK, window - got)).asByteBuffer(), start + got);
-                if (n <= 0) throw shortRead(file, what, Math.max(0, got - (offset - start)), length);
-                got += n;
+                if (n > 0) got += n;
+                // O_DIRECT reads whole blocks: a partial block means the file ended there
+                if (got < need && (n <= 0 || got % align != 0)) {
+                    throw shortRead(file, what, Math.max(0, got - (offset - start)), length);
+                }
             }
         } catch (IOException e) {
             throw new CheckpointException(Rule.IO, file, what, "O_DIRECT read failed: " + e, e);
