@@ -53,7 +53,7 @@ public final class CheckpointIndex {
     /** Opens a model directory or one safetensors file, validating every header. */
     public static CheckpointIndex open(Path path) {
         if (Files.isDirectory(path)) return openDirectory(path);
-        if (Files.isRegularFile(path)) return build(path, null, List.of(SafetensorsFile.open(path, 0)));
+        if (Files.isRegularFile(path)) return build(path, null, List.of(SafetensorsFile.openUnchecked(path, 0)));
         throw new CheckpointException(Rule.IO, path, null, "no such file or directory");
     }
 
@@ -87,7 +87,7 @@ public final class CheckpointIndex {
         RuntimeException[] failed = new RuntimeException[n];
         IntStream.range(0, n).parallel().forEach(i -> {
             try {
-                parsed[i] = SafetensorsFile.open(files.get(i), i);
+                parsed[i] = SafetensorsFile.openUnchecked(files.get(i), i);
             } catch (RuntimeException e) {
                 failed[i] = e;
             }
@@ -96,6 +96,7 @@ public final class CheckpointIndex {
         return Arrays.asList(parsed);
     }
 
+    /** One map over every shard's names; refuses a name twice, in one header or across two. */
     private static CheckpointIndex build(Path path, Path indexFile, List<SafetensorsFile> shards) {
         int total = 0;
         for (SafetensorsFile s : shards) total += s.tensors().size();
@@ -104,6 +105,7 @@ public final class CheckpointIndex {
         for (SafetensorsFile s : shards) {
             for (TensorInfo t : s.tensors()) {
                 TensorInfo first = byName.putIfAbsent(t.name(), t);
+                if (first != null && first.file().equals(t.file())) throw SafetensorsFile.duplicate(t);
                 if (first != null) {
                     throw new CheckpointException(Rule.DUPLICATE_NAME, t.file(), t.name(),
                             "also in shard " + first.file().getFileName() + "; names must be unique across shards");
@@ -133,33 +135,38 @@ public final class CheckpointIndex {
             else missingShards.add(f);
         }
         List<SafetensorsFile> shards = missingShards.isEmpty() ? parseAll(present) : parseAllNumbered(present, sortedFiles);
-        Map<String, SafetensorsFile> shardByFile = new HashMap<>();
-        for (SafetensorsFile s : shards) shardByFile.put(s.file().getFileName().toString(), s);
+        CheckpointIndex index = build(dir, indexFile, shards);
 
+        // every listed tensor must be in the header of the shard the index names ...
+        int[] shardOfFile = new int[wm.shardFiles().size()];     // weight_map file id -> shard number
+        boolean[] fileMissing = new boolean[shardOfFile.length];
+        for (int id = 0; id < shardOfFile.length; id++) {
+            shardOfFile[id] = sortedFiles.indexOf(wm.shardFiles().get(id));
+            fileMissing[id] = missingShards.contains(wm.shardFiles().get(id));
+        }
         List<String> missingTensors = new ArrayList<>();
         long missingTensorCount = 0, inMissingShards = 0, matched = 0;
         for (int i = 0; i < wm.names().length; i++) {
-            String file = wm.shardFiles().get(wm.shardOf()[i]);
-            SafetensorsFile s = shardByFile.get(file);
-            if (s == null) {
+            int id = wm.shardOf()[i];
+            String file = wm.shardFiles().get(id);
+            TensorInfo t = index.byName.get(wm.names()[i]);
+            if (fileMissing[id]) {
                 inMissingShards++;
-            } else if (s.find(wm.names()[i]) == null) {
+            } else if (t == null || t.shard() != shardOfFile[id]) {
                 if (missingTensorCount++ < LISTED) missingTensors.add(CheckpointException.quote(wm.names()[i]) + " (" + file + ")");
             } else {
                 matched++;
             }
         }
-        long inHeaders = 0;
-        for (SafetensorsFile s : shards) inHeaders += s.tensors().size();
+        // ... and every header tensor listed. Names in the index are unique (duplicate keys are refused
+        // while parsing), so matching every header tensor means each was listed exactly once.
         List<String> unlisted = new ArrayList<>();
         long unlistedCount = 0;
-        if (matched != inHeaders) {
+        if (matched != index.size()) {
             Set<String> listed = new HashSet<>(Arrays.asList(wm.names()));
-            for (SafetensorsFile s : shards) {
-                for (TensorInfo t : s.tensors()) {
-                    if (!listed.contains(t.name()) && unlistedCount++ < LISTED) {
-                        unlisted.add(CheckpointException.quote(t.name()) + " (" + t.file().getFileName() + ")");
-                    }
+            for (TensorInfo t : index.tensors()) {
+                if (!listed.contains(t.name()) && unlistedCount++ < LISTED) {
+                    unlisted.add(CheckpointException.quote(t.name()) + " (" + t.file().getFileName() + ")");
                 }
             }
         }
@@ -180,13 +187,13 @@ public final class CheckpointIndex {
             }
             throw new CheckpointException(Rule.PARTIAL_DOWNLOAD, indexFile, null, b.toString());
         }
-        return build(dir, indexFile, shards);
+        return index;
     }
 
     /** Parses the present shards keeping the numbers they would have if none were missing. */
     private static List<SafetensorsFile> parseAllNumbered(List<Path> present, List<String> allSorted) {
         List<SafetensorsFile> out = new ArrayList<>();
-        for (Path p : present) out.add(SafetensorsFile.open(p, allSorted.indexOf(p.getFileName().toString())));
+        for (Path p : present) out.add(SafetensorsFile.openUnchecked(p, allSorted.indexOf(p.getFileName().toString())));
         return out;
     }
 
@@ -211,6 +218,8 @@ public final class CheckpointIndex {
         Map<String, Integer> fileIds = new TreeMap<>();
         List<String> files = new ArrayList<>();
         boolean sawMap = false;
+        String lastFile = null;
+        int lastId = -1;
         try (JsonParser p = SafetensorsFile.JSON.createParser(bytes)) {
             p.enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION.mappedFeature());
             if (p.nextToken() != JsonToken.START_OBJECT) {
@@ -232,16 +241,25 @@ public final class CheckpointIndex {
                     if (p.nextToken() != JsonToken.VALUE_STRING) {
                         throw new CheckpointException(Rule.BAD_INDEX, indexFile, name, "weight_map value is not a string");
                     }
-                    String file = p.getText();
-                    if (!isPlainShardName(file)) {
-                        throw new CheckpointException(Rule.BAD_INDEX, indexFile, name,
-                                "shard " + CheckpointException.quote(file) + " is not a .safetensors file name in the directory");
-                    }
-                    Integer id = fileIds.get(file);
-                    if (id == null) {
-                        id = files.size();
-                        fileIds.put(file, id);
-                        files.add(file);
+                    // nearly every entry names the same shard as the one before: compare without a String
+                    int id;
+                    if (lastFile != null && sameText(p, lastFile)) {
+                        id = lastId;
+                    } else {
+                        String file = p.getText();
+                        if (!isPlainShardName(file)) {
+                            throw new CheckpointException(Rule.BAD_INDEX, indexFile, name,
+                                    "shard " + CheckpointException.quote(file) + " is not a .safetensors file name in the directory");
+                        }
+                        Integer known = fileIds.get(file);
+                        if (known == null) {
+                            known = files.size();
+                            fileIds.put(file, known);
+                            files.add(file);
+                        }
+                        id = known;
+                        lastFile = file;
+                        lastId = id;
                     }
                     if (names.size() == shardOf.length) shardOf = Arrays.copyOf(shardOf, shardOf.length * 2);
                     shardOf[names.size()] = id;
@@ -260,6 +278,15 @@ public final class CheckpointIndex {
         if (!sawMap) throw new CheckpointException(Rule.BAD_INDEX, indexFile, null, "index has no weight_map");
         if (files.isEmpty()) throw new CheckpointException(Rule.NO_SHARDS, indexFile, null, "index lists no shards");
         return new WeightMap(names.toArray(new String[0]), Arrays.copyOf(shardOf, names.size()), files);
+    }
+
+    private static boolean sameText(JsonParser p, String s) throws IOException {
+        int len = p.getTextLength();
+        if (len != s.length()) return false;
+        char[] buf = p.getTextCharacters();
+        int off = p.getTextOffset();
+        for (int i = 0; i < len; i++) if (buf[off + i] != s.charAt(i)) return false;
+        return true;
     }
 
     private static boolean isPlainShardName(String f) {
