@@ -19,6 +19,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.stream.IntStream;
 import k3j.io.CheckpointException.Rule;
 
@@ -60,6 +62,15 @@ public final class CheckpointIndex {
     private static CheckpointIndex openDirectory(Path dir) {
         Path indexFile = dir.resolve(INDEX_FILE);
         if (Files.exists(indexFile)) return openIndexed(dir, indexFile);
+        List<Path> files = listShards(dir);
+        if (files.isEmpty()) {
+            throw new CheckpointException(Rule.NO_SHARDS, dir, null, "no .safetensors files in the directory");
+        }
+        return build(dir, null, parseEach(files).all());
+    }
+
+    /** Every regular {@code *.safetensors} file in {@code dir}, in byte-wise name order. */
+    private static List<Path> listShards(Path dir) {
         List<Path> files = new ArrayList<>();
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
             for (Path p : ds) {
@@ -68,11 +79,8 @@ public final class CheckpointIndex {
         } catch (IOException e) {
             throw new CheckpointException(Rule.IO, dir, null, "cannot list the directory: " + e, e);
         }
-        if (files.isEmpty()) {
-            throw new CheckpointException(Rule.NO_SHARDS, dir, null, "no .safetensors files in the directory");
-        }
         files.sort((a, b) -> compareBytes(a.getFileName().toString(), b.getFileName().toString()));
-        return build(dir, null, parseAll(files));
+        return files;
     }
 
     /** Plain byte-wise order of the UTF-8 names (strcmp order), not String's UTF-16 order. */
@@ -80,8 +88,16 @@ public final class CheckpointIndex {
         return Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
     }
 
-    /** Parses the shards in parallel; the first failure in shard order is the one reported. */
-    private static List<SafetensorsFile> parseAll(List<Path> files) {
+    /** Shards parsed in parallel, file i as shard i; failures kept per file. */
+    private record Parsed(List<Path> files, SafetensorsFile[] shards, RuntimeException[] failed) {
+        /** The shards; the first failure in shard order is the one reported. */
+        List<SafetensorsFile> all() {
+            for (RuntimeException e : failed) if (e != null) throw e;
+            return Arrays.asList(shards);
+        }
+    }
+
+    private static Parsed parseEach(List<Path> files) {
         int n = files.size();
         SafetensorsFile[] parsed = new SafetensorsFile[n];
         RuntimeException[] failed = new RuntimeException[n];
@@ -92,8 +108,7 @@ public final class CheckpointIndex {
                 failed[i] = e;
             }
         });
-        for (RuntimeException e : failed) if (e != null) throw e;
-        return Arrays.asList(parsed);
+        return new Parsed(files, parsed, failed);
     }
 
     /** One map over every shard's names; refuses a name twice, in one header or across two. */
@@ -123,7 +138,18 @@ public final class CheckpointIndex {
     private record WeightMap(String[] names, int[] shardOf, List<String> shardFiles) {}
 
     private static CheckpointIndex openIndexed(Path dir, Path indexFile) {
-        WeightMap wm = readWeightMap(indexFile);
+        // The index (60 MB for K3) parses on one thread while the shards the directory holds parse on the
+        // others; in the usual case (they are exactly the listed shards) that work is kept.
+        CompletableFuture<WeightMap> pending = CompletableFuture.supplyAsync(() -> readWeightMap(indexFile));
+        Parsed onDisk = parseEach(listShards(dir));
+        WeightMap wm;
+        try {
+            wm = pending.join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException r) throw r;
+            if (e.getCause() instanceof Error err) throw err;
+            throw e;
+        }
         // shards are numbered by byte-wise sorted file name
         List<String> sortedFiles = new ArrayList<>(wm.shardFiles());
         sortedFiles.sort(CheckpointIndex::compareBytes);
@@ -134,7 +160,8 @@ public final class CheckpointIndex {
             if (Files.isRegularFile(p)) present.add(p);
             else missingShards.add(f);
         }
-        List<SafetensorsFile> shards = missingShards.isEmpty() ? parseAll(present) : parseAllNumbered(present, sortedFiles);
+        List<SafetensorsFile> shards = missingShards.isEmpty() && present.equals(onDisk.files()) ? onDisk.all()
+                : missingShards.isEmpty() ? parseEach(present).all() : parseAllNumbered(present, sortedFiles);
         CheckpointIndex index = build(dir, indexFile, shards);
 
         // every listed tensor must be in the header of the shard the index names ...
