@@ -71,10 +71,11 @@ class SafetensorsGate {
     void theFixturesAreTheOnesTheManifestDescribes() throws IOException, NoSuchAlgorithmException {
         JsonNode files = manifest().path("files");
         assertTrue(files.size() > 0, "MANIFEST.json lists no files");
-        for (Map.Entry<String, JsonNode> e : files.properties()) {
-            byte[] bytes = Files.readAllBytes(Project.existing(fixtures().resolve(e.getKey())));
+        for (JsonNode f : files) {
+            String file = f.path("file").asText();
+            byte[] bytes = Files.readAllBytes(Project.existing(fixtures().resolve(file)));
             String sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
-            assertEquals(e.getValue().asText(), sha, e.getKey() + " differs from MANIFEST.json: rerun gen_safetensors.py");
+            assertEquals(f.path("sha256").asText(), sha, file + " differs from MANIFEST.json: rerun gen_safetensors.py");
         }
     }
 
