@@ -71,6 +71,21 @@ public final class Mxfp4 {
         return w;
     }
 
+    /** Dequantises from the repacked layout (proves the repack loses nothing: must equal {@link #dequant}). */
+    public static float[] dequant(Repacked w) {
+        int in = w.in(), ng = groups(in);
+        float[] out = new float[w.rows() * in];
+        for (int r = 0; r < w.rows(); r++) {
+            int bl = r / 4, j = r % 4;
+            for (int k = 0; k < in; k++) {
+                int g = k / GROUP;
+                long base = ((long) bl * ng + g) * 64;
+                out[r * in + k] = code(w.packed(), base, j, k % GROUP) * scale(w.scales().get(ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 4 + j));
+            }
+        }
+        return out;
+    }
+
     // ------------------------------------------------------------------ reference path
 
     /** Reference: y[tokens][rows] = W x[tokens][in] over the canonical (checkpoint) layout. */
