@@ -1,0 +1,260 @@
+package k3j.kernels;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * Dense products y[t] = W x[t] for bf16 and float32 weights (FP-CONTRACT §matvec, ENGINE §3.3 v1.0.0):
+ * per output row sixteen double accumulators a[l] over full blocks of 16 (l = i mod 16), the fixed tree
+ * b_m = (a_m + a_{m+4}) + (a_{m+8} + a_{m+12}), acc = (b0 + b1) + (b2 + b3), then the in mod 16 tail
+ * added in increasing i, y = (float) acc.
+ *
+ * <p>Fast path: the sixteen accumulators are four 256-bit DoubleVectors A0..A3 (lane l of A_m is
+ * a[4m + l]); the tree's first level is lane-wise (A0 + A1) + (A2 + A3), the second level is done on the
+ * four lanes in scalar. No reduceLanes (unspecified order). x is widened to double once per call. bf16 is
+ * widened 4 elements per load (ShortVector64, S2I, shift, F2D part 0: the only intrinsified path). Two
+ * rows in flight for one token; one row and two tokens in flight for a batch, so a weight row is read
+ * once for all tokens. Products of widened floats are exact in double, so mul-then-add is the contract.
+ */
+public final class MatVec {
+    private MatVec() {}
+
+    static final VectorSpecies<Double> D = DoubleVector.SPECIES_256;
+    static final VectorSpecies<Short> S64 = ShortVector.SPECIES_64;
+    static final VectorSpecies<Integer> I128 = IntVector.SPECIES_128;
+    static final VectorSpecies<Float> F128 = FloatVector.SPECIES_128;
+    static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+
+    // ------------------------------------------------------------------ reference path
+
+    /** Reference: y[tokens][rows] = W x[tokens][cols], one row at a time, exactly as the contract reads. */
+    public static void reference(float[] y, float[] x, int tokens, Matrix w) {
+        int in = w.cols(), out = w.rows();
+        checkShapes(y, x, tokens, w);
+        double[] a = new double[16];
+        for (int t = 0; t < tokens; t++) {
+            for (int o = 0; o < out; o++) {
+                java.util.Arrays.fill(a, 0.0);
+                int i = 0;
+                for (; i + 16 <= in; i += 16) {
+                    for (int l = 0; l < 16; l++) a[l] = a[l] + (double) w.get(o, i + l) * (double) x[t * in + i + l];
+                }
+                double b0 = (a[0] + a[4]) + (a[8] + a[12]);
+                double b1 = (a[1] + a[5]) + (a[9] + a[13]);
+                double b2 = (a[2] + a[6]) + (a[10] + a[14]);
+                double b3 = (a[3] + a[7]) + (a[11] + a[15]);
+                double acc = (b0 + b1) + (b2 + b3);
+                for (; i < in; i++) acc = acc + (double) w.get(o, i) * (double) x[t * in + i];
+                y[t * out + o] = (float) acc;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ fast path
+
+    /** Fast: y[tokens][rows] = W x[tokens][cols], bit-identical to {@link #reference}. */
+    public static void matmul(Workers workers, float[] y, float[] x, int tokens, Matrix w) {
+        matmul(workers, y, x, tokens, w, 1L << 30);
+    }
+
+    /** {@link #matmul} with the rows processed in slices of at most {@code sliceBytes} (tests pin that slicing keeps the bits). */
+    static void matmul(Workers workers, float[] y, float[] x, int tokens, Matrix w, long sliceBytes) {
+        checkShapes(y, x, tokens, w);
+        int in = w.cols();
+        double[] xd = new double[tokens * in];
+        for (int i = 0; i < xd.length; i++) xd[i] = x[i];
+        double[] xp = w.type() == WeightType.BF16 ? laneOrder(xd, tokens, in) : null;
+        // Rows in slices of at most 1 GiB: a segment over 2 GiB gets long-indexed bounds checks that C2 does
+        // not hoist (the 2.35 GB LM head ran 1.7x slower per row than a 176 MB matrix). Rows are independent,
+        // so slicing changes no bits.
+        int rows = w.rows(), out = rows;
+        long rowBytes = (long) in * w.type().bytes;
+        int chunk = (int) Math.max(2, Math.min(rows, (sliceBytes / rowBytes) & ~1L));
+        for (int c0 = 0; c0 < rows; c0 += chunk) {
+            final int first = c0, n = Math.min(rows, c0 + chunk) - c0;
+            final MemorySegment part = w.data().asSlice(rowBytes * c0, rowBytes * n);
+            if (w.type() == WeightType.BF16) {
+                if (tokens == 1) workers.split(n, 2, (from, to) -> bf16OneToken(y, xd, xp, part, in, first, from, to));
+                else workers.split(n, 2, (from, to) -> bf16Tokens(y, xd, xp, tokens, part, in, out, first, from, to));
+            } else {
+                workers.split(n, 2, (from, to) -> f32Rows(y, xd, tokens, part, in, out, first, from, to));
+            }
+        }
+    }
+
+    /** Fast, one token. */
+    public static void matvec(Workers workers, float[] y, float[] x, Matrix w) {
+        matmul(workers, y, x, 1, w);
+    }
+
+    static void checkShapes(float[] y, float[] x, int tokens, Matrix w) {
+        if (tokens < 1) throw new IllegalArgumentException("tokens must be >= 1, got " + tokens);
+        if (x.length < (long) tokens * w.cols()) throw new IllegalArgumentException("x has " + x.length + " floats, needs " + tokens + " x " + w.cols());
+        if (y.length < (long) tokens * w.rows()) throw new IllegalArgumentException("y has " + y.length + " floats, needs " + tokens + " x " + w.rows());
+    }
+
+    /** The bf16 tail of one row from element i on, continuing acc (scalar, increasing i). */
+    private static double bf16Tail(double acc, MemorySegment seg, long rowByte, double[] xd, int xOff, int i, int in) {
+        for (; i < in; i++) acc = acc + (double) Fp.bf16(seg.get(Matrix.BF16, rowByte + 2L * i)) * xd[xOff + i];
+        return acc;
+    }
+
+    /**
+     * x in the fast path's lane order: per full block of 16, [x0 x2 x4 x6 | x1 x3 x5 x7 | x8 x10 x12 x14 |
+     * x9 x11 x13 x15], because one 128-bit load of 8 bf16 gives the even elements (int << 16) and the odd
+     * ones (int & 0xFFFF0000) without any widening shuffle. Lane order is storage only: accumulator a[l]
+     * still sums exactly the elements i ≡ l (mod 16), in block order.
+     */
+    private static double[] laneOrder(double[] xd, int tokens, int in) {
+        double[] xp = new double[xd.length];
+        for (int t = 0; t < tokens; t++) {
+            int b = t * in, i = 0;
+            for (; i + 16 <= in; i += 16) {
+                for (int k = 0; k < 4; k++) {
+                    xp[b + i + k] = xd[b + i + 2 * k];
+                    xp[b + i + 4 + k] = xd[b + i + 2 * k + 1];
+                    xp[b + i + 8 + k] = xd[b + i + 8 + 2 * k];
+                    xp[b + i + 12 + k] = xd[b + i + 9 + 2 * k];
+                }
+            }
+            for (; i < in; i++) xp[b + i] = xd[b + i];
+        }
+        return xp;
+    }
+
+    /**
+     * The contract's tree from the four lane-ordered accumulators stored in t[0..15]
+     * (t = [a0 a2 a4 a6 | a1 a3 a5 a7 | a8 a10 a12 a14 | a9 a11 a13 a15]).
+     */
+    private static double tree(double[] t) {
+        double b0 = (t[0] + t[2]) + (t[8] + t[10]);
+        double b1 = (t[4] + t[6]) + (t[12] + t[14]);
+        double b2 = (t[1] + t[3]) + (t[9] + t[11]);
+        double b3 = (t[5] + t[7]) + (t[13] + t[15]);
+        return (b0 + b1) + (b2 + b3);
+    }
+
+    static final VectorSpecies<Integer> I128x = IntVector.SPECIES_128;
+
+    // The products are exact in double (bf16 x float), so fma(w, x, acc) IS acc + w*x: one rounding either way.
+    private static void bf16OneToken(float[] y, double[] xd, double[] xp, MemorySegment seg, int in, int first, int from, int to) {
+        double[] t = new double[16];
+        int o = from;
+        for (; o + 2 <= to; o += 2) {
+            long r0 = 2L * in * o, r1 = r0 + 2L * in;
+            DoubleVector e0 = DoubleVector.zero(D), o0 = e0, e1 = e0, o1 = e0, f0 = e0, p0 = e0, f1 = e0, p1 = e0;
+            int i = 0;
+            for (; i + 16 <= in; i += 16) {
+                DoubleVector xe0 = DoubleVector.fromArray(D, xp, i), xo0 = DoubleVector.fromArray(D, xp, i + 4);
+                DoubleVector xe1 = DoubleVector.fromArray(D, xp, i + 8), xo1 = DoubleVector.fromArray(D, xp, i + 12);
+                IntVector w0 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i, LE), w1 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i + 16, LE);
+                IntVector v0 = IntVector.fromMemorySegment(I128x, seg, r1 + 2L * i, LE), v1 = IntVector.fromMemorySegment(I128x, seg, r1 + 2L * i + 16, LE);
+                e0 = ((DoubleVector) w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe0, e0);
+                o0 = ((DoubleVector) w0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo0, o0);
+                e1 = ((DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe1, e1);
+                o1 = ((DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo1, o1);
+                f0 = ((DoubleVector) v0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe0, f0);
+                p0 = ((DoubleVector) v0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo0, p0);
+                f1 = ((DoubleVector) v1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe1, f1);
+                p1 = ((DoubleVector) v1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo1, p1);
+            }
+            e0.intoArray(t, 0);
+            o0.intoArray(t, 4);
+            e1.intoArray(t, 8);
+            o1.intoArray(t, 12);
+            y[first + o] = (float) bf16Tail(tree(t), seg, r0, xd, 0, i, in);
+            f0.intoArray(t, 0);
+            p0.intoArray(t, 4);
+            f1.intoArray(t, 8);
+            p1.intoArray(t, 12);
+            y[first + o + 1] = (float) bf16Tail(tree(t), seg, r1, xd, 0, i, in);
+        }
+        for (; o < to; o++) bf16Row(y, first + o, xd, xp, 0, seg, 2L * in * o, in, t);
+    }
+
+    /** One bf16 row for one token (x at xOff), result to y[yIndex]. */
+    private static void bf16Row(float[] y, int yIndex, double[] xd, double[] xp, int xOff, MemorySegment seg, long r0, int in, double[] t) {
+        DoubleVector e0 = DoubleVector.zero(D), o0 = e0, e1 = e0, o1 = e0;
+        int i = 0;
+        for (; i + 16 <= in; i += 16) {
+            IntVector w0 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i, LE), w1 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i + 16, LE);
+            e0 = ((DoubleVector) w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i), e0);
+            o0 = ((DoubleVector) w0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i + 4), o0);
+            e1 = ((DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i + 8), e1);
+            o1 = ((DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i + 12), o1);
+        }
+        e0.intoArray(t, 0);
+        o0.intoArray(t, 4);
+        e1.intoArray(t, 8);
+        o1.intoArray(t, 12);
+        y[yIndex] = (float) bf16Tail(tree(t), seg, r0, xd, xOff, i, in);
+    }
+
+    private static void bf16Tokens(float[] y, double[] xd, double[] xp, int tokens, MemorySegment seg, int in, int out, int first, int from, int to) {
+        double[] t = new double[16];
+        for (int o = from; o < to; o++) {
+            long r0 = 2L * in * o;
+            int tk = 0;
+            for (; tk + 2 <= tokens; tk += 2) {
+                int xa = tk * in, xb = xa + in;
+                DoubleVector e0 = DoubleVector.zero(D), o0 = e0, e1 = e0, o1 = e0, f0 = e0, p0 = e0, f1 = e0, p1 = e0;
+                int i = 0;
+                for (; i + 16 <= in; i += 16) {
+                    IntVector w0 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i, LE), w1 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i + 16, LE);
+                    DoubleVector we0 = (DoubleVector) w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
+                    DoubleVector wo0 = (DoubleVector) w0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
+                    DoubleVector we1 = (DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
+                    DoubleVector wo1 = (DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
+                    e0 = we0.fma(DoubleVector.fromArray(D, xp, xa + i), e0);
+                    o0 = wo0.fma(DoubleVector.fromArray(D, xp, xa + i + 4), o0);
+                    e1 = we1.fma(DoubleVector.fromArray(D, xp, xa + i + 8), e1);
+                    o1 = wo1.fma(DoubleVector.fromArray(D, xp, xa + i + 12), o1);
+                    f0 = we0.fma(DoubleVector.fromArray(D, xp, xb + i), f0);
+                    p0 = wo0.fma(DoubleVector.fromArray(D, xp, xb + i + 4), p0);
+                    f1 = we1.fma(DoubleVector.fromArray(D, xp, xb + i + 8), f1);
+                    p1 = wo1.fma(DoubleVector.fromArray(D, xp, xb + i + 12), p1);
+                }
+                e0.intoArray(t, 0);
+                o0.intoArray(t, 4);
+                e1.intoArray(t, 8);
+                o1.intoArray(t, 12);
+                y[tk * out + first + o] = (float) bf16Tail(tree(t), seg, r0, xd, xa, i, in);
+                f0.intoArray(t, 0);
+                p0.intoArray(t, 4);
+                f1.intoArray(t, 8);
+                p1.intoArray(t, 12);
+                y[(tk + 1) * out + first + o] = (float) bf16Tail(tree(t), seg, r0, xd, xb, i, in);
+            }
+            if (tk < tokens) bf16Row(y, tk * out + first + o, xd, xp, tk * in, seg, r0, in, t);
+        }
+    }
+
+    private static void f32Rows(float[] y, double[] xd, int tokens, MemorySegment seg, int in, int out, int first, int from, int to) {
+        double[] lanes = new double[4];
+        for (int o = from; o < to; o++) {
+            long r0 = 4L * in * o;
+            for (int t = 0; t < tokens; t++) {
+                int xa = t * in;
+                DoubleVector a0 = DoubleVector.zero(D), a1 = a0, a2 = a0, a3 = a0;
+                int i = 0;
+                for (; i + 16 <= in; i += 16) {
+                    long b0 = r0 + 4L * i;
+                    a0 = a0.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i)));
+                    a1 = a1.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0 + 16, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i + 4)));
+                    a2 = a2.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0 + 32, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i + 8)));
+                    a3 = a3.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0 + 48, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i + 12)));
+                }
+                a0.add(a1).add(a2.add(a3)).intoArray(lanes, 0);
+                double acc = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+                for (; i < in; i++) acc = acc + (double) seg.get(Matrix.F32, r0 + 4L * i) * xd[xa + i];
+                y[t * out + first + o] = (float) acc;
+            }
+        }
+    }
+}
