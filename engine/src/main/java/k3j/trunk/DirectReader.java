@@ -88,6 +88,11 @@ public final class DirectReader implements AutoCloseable {
                             + " (the file ends at " + size() + "; truncated since it was opened?)");
                 }
                 got += n;
+                if (direct && got < length && got % ALIGN != 0) {
+                    // O_DIRECT reads whole blocks: a partial block means the file ended there
+                    throw new TrunkException(file, layer, "short read: " + got + " of " + length + " bytes at offset " + offset
+                            + " (the file ends at " + size() + "; truncated since it was opened?)");
+                }
             }
         } catch (IOException e) {
             throw new TrunkException(file, layer, "read failed after " + got + " of " + length + " bytes at offset " + offset + ": " + e, e);
