@@ -1,0 +1,101 @@
+package k3j.trunk;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import k3j.io.DType;
+
+/**
+ * Benchmark, not a test: trunk read throughput against the raw O_DIRECT bandwidth of the same file in the
+ * same run. {@code java ... k3j.trunk.TrunkReadBench DIR [GB] [layers] [passes]} writes DIR/trunk.bin of GB
+ * gigabytes in equal runs (kept for reruns), then measures: raw sequential O_DIRECT reads in 4 MiB calls
+ * (what dd bs=4M iflag=direct does), raw reads of whole runs (one call per run), and the trunk stream
+ * walking all layers with 2 ring slots and nothing pinned (every bind a disk read), with and without
+ * simulated compute.
+ */
+public final class TrunkReadBench {
+    public static void main(String[] args) throws Exception {
+        Path dir = Path.of(args[0]);
+        double gb = args.length > 1 ? Double.parseDouble(args[1]) : 3;
+        int layers = args.length > 2 ? Integer.parseInt(args[2]) : 12;
+        int passes = args.length > 3 ? Integer.parseInt(args[3]) : 2;
+        long run = TrunkManifest.roundUp((long) (gb * 1e9 / layers), 4096);
+        TrunkManifest m = manifest(dir, layers, run);
+        ensureFile(m.bin(), layers * run);
+        System.out.printf(Locale.ROOT, "file %s: %d layers x %.1f MB = %.2f GB%n", m.bin(), layers, run / 1e6, layers * run / 1e9);
+
+        double raw4m = raw(m.bin(), layers * run, 4L << 20);
+        double rawRun = raw(m.bin(), layers * run, run);
+        System.out.printf(Locale.ROOT, "raw O_DIRECT, 4 MiB calls      : %.0f MB/s%n", raw4m);
+        System.out.printf(Locale.ROOT, "raw O_DIRECT, one call per run : %.0f MB/s%n", rawRun);
+
+        for (long computeMs : new long[] {0, run / 1_000_000 / 4}) {
+            try (TrunkStream s = TrunkStream.open(m, TrunkStream.Options.budget(2 * run).withRing(2).withNotes(System.err::println))) {
+                long t0 = System.nanoTime();
+                for (int p = 0; p < passes; p++) {
+                    for (int l = 0; l < layers; l++) {
+                        try (LayerBytes b = s.acquire(l)) {
+                            if (computeMs > 0) Thread.sleep(computeMs);
+                        }
+                    }
+                }
+                double wall = (System.nanoTime() - t0) / 1e9;
+                TrunkStats st = s.stats();
+                double dev = st.bytesRead() / 1e6 / (st.readNanos() / 1e9);
+                System.out.printf(Locale.ROOT, "trunk stream, %d passes, compute %d ms/layer: wall %.0f MB/s, device %.0f MB/s "
+                                + "(%.0f%% of raw 4 MiB, %.0f%% of raw per-run)%n",
+                        passes, computeMs, st.bytesRead() / 1e6 / wall, dev, 100 * dev / raw4m, 100 * dev / rawRun);
+                System.out.print(st.report());
+            }
+        }
+        System.out.printf(Locale.ROOT, "raw O_DIRECT again, 4 MiB calls / per run: %.0f / %.0f MB/s%n",
+                raw(m.bin(), layers * run, 4L << 20), raw(m.bin(), layers * run, run));
+    }
+
+    static TrunkManifest manifest(Path dir, int layers, long run) {
+        List<TrunkManifest.Layer> ls = new ArrayList<>();
+        for (int l = 0; l < layers; l++) {
+            Map<String, TrunkManifest.Tensor> t = new LinkedHashMap<>();
+            t.put("w", new TrunkManifest.Tensor("w", DType.U8, new long[] {run}, 0, run));
+            ls.add(new TrunkManifest.Layer(l, l * run, run, 0, "bench", 0, t));
+        }
+        return new TrunkManifest(dir, TrunkManifest.ALIGN, layers * run,
+                new TrunkManifest.Source(List.of(new TrunkManifest.Shard("bench", 0)), "", ""), List.copyOf(ls));
+    }
+
+    static void ensureFile(Path f, long size) throws IOException {
+        Files.createDirectories(f.getParent());
+        if (Files.exists(f) && Files.size(f) == size) return;
+        ByteBuffer buf = ByteBuffer.allocateDirect(64 << 20);
+        for (int i = 0; i < buf.capacity(); i++) buf.put(i, (byte) (i * 31 + (i >> 12)));
+        try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
+            long pos = 0;
+            while (pos < size) {
+                buf.clear().limit((int) Math.min(buf.capacity(), size - pos));
+                while (buf.hasRemaining()) pos += ch.write(buf, pos);
+            }
+            ch.force(true);
+        }
+    }
+
+    /** MB/s of reading the whole file sequentially with O_DIRECT in calls of {@code chunk} bytes. */
+    static double raw(Path f, long size, long chunk) {
+        try (DirectReader r = DirectReader.open(f, true, System.err::println); Arena a = Arena.ofConfined()) {
+            if (!r.direct()) System.err.println("O_DIRECT refused: the raw figure is buffered");
+            MemorySegment buf = a.allocate(chunk, 4096);
+            long t0 = System.nanoTime();
+            for (long pos = 0; pos < size; pos += chunk) r.read(pos, Math.min(chunk, size - pos), buf, -1);
+            return size / 1e6 / ((System.nanoTime() - t0) / 1e9);
+        }
+    }
+}
