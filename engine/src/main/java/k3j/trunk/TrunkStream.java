@@ -470,9 +470,7 @@ public final class TrunkStream implements TrunkSource {
     }
 
     private MemorySegment allocate(long bytes) {
-        long huge = 2L << 20;
-        if (options.hugeAlign() && bytes >= huge) return arena.allocate(TrunkManifest.roundUp(bytes, huge), huge);
-        return arena.allocate(TrunkManifest.roundUp(bytes, DirectReader.ALIGN), DirectReader.ALIGN);
+        return AlignedMemory.allocate(arena, bytes, options.hugeAlign());
     }
 
     private TrunkException bindFailed(int l, RuntimeException cause) {
