@@ -276,6 +276,42 @@ class TrunkGate {
             }
             assertEquals(15, s.stats().binds());
         }
+        // --layers 3: the walk wraps after layer 2, so layer 3 is never read and layer 0 is prefetched after 2
+        long slot3 = Math.max(f.padded(0), Math.max(f.padded(1), f.padded(2)));
+        try (TrunkStream s = TrunkStream.open(f.manifest, TrunkStream.Options.budget(2 * slot3).withLayers(3).withNotes(QUIET))) {
+            assertEquals(0, s.plan().pinnedCount());
+            assertEquals(2, s.plan().ring());
+            for (int pass = 0; pass < 2; pass++) {
+                for (int l = 0; l < 3; l++) {
+                    s.awaitIdle();
+                    try (LayerBytes b = s.acquire(l)) {
+                        f.checkBytes(b);
+                    }
+                }
+            }
+            s.awaitIdle();
+            assertEquals(6, s.stats().binds());
+            assertTrue(s.stats().bytesRead() <= 6 * slot3, "--layers 3: only layers 0..2 are read (the wrap goes to 0, not 3)");
+            assertThrows(IllegalArgumentException.class, () -> s.acquire(3));
+        }
+    }
+
+    @Test
+    @DisplayName("the run's open refuses a packed trunk with fewer layers than the model, and one from other weights")
+    void runOpenChecksLayersAndSource() {
+        Fixture f = fixture(3);
+        TrunkException few = assertThrows(TrunkException.class,
+                () -> TrunkStream.open(f.manifest.dir(), f.index, 4, TrunkStream.Options.budget(2 * f.slot).withNotes(QUIET)));
+        Evidence.text("too few layers", few.getMessage());
+        assertTrue(few.getMessage().contains("the packed trunk has 3 layers, the run needs 4"), few.getMessage());
+        Path other = tmp.resolve("other");
+        MarkedCheckpoint.write(other, 3, 3, 9, Defect.NONE);
+        assertThrows(TrunkException.class,
+                () -> TrunkStream.open(f.manifest.dir(), CheckpointIndex.open(other), 3, TrunkStream.Options.budget(2 * f.slot).withNotes(QUIET)));
+        try (TrunkStream s = TrunkStream.open(f.manifest.dir(), f.index, 3, TrunkStream.Options.budget(2 * f.slot).withNotes(QUIET));
+             LayerBytes b = s.acquire(2)) {
+            f.checkBytes(b);
+        }
     }
 
     @Test
@@ -515,6 +551,8 @@ class TrunkGate {
         }
 
         TrunkStream open(long budget, int ring) {
+            Evidence.parameter("budget bytes", budget);
+            Evidence.parameter("ring slots wanted", ring);
             return TrunkStream.open(manifest, TrunkStream.Options.budget(budget).withRing(ring)
                     .withOrder(TrunkPlan.Order.LARGEST_FIRST).withNotes(QUIET));
         }

@@ -31,32 +31,37 @@ public final class TrunkStream implements TrunkSource {
      * @param direct      try O_DIRECT
      * @param hugeAlign   2 MiB-aligned buffers (K3_NOHUGE turns it off; no numeric effect)
      * @param notes       where one-time notes go (O_DIRECT refused)
+     * @param layers      layers the forward walks, 0..layers-1 (--layers N); 0 means all the trunk has
      */
     public record Options(long budgetBytes, int ring, long widenBytes, TrunkPlan.Order order, boolean direct,
-                         boolean hugeAlign, Consumer<String> notes) {
+                         boolean hugeAlign, Consumer<String> notes, int layers) {
         public static Options budget(long bytes) {
             return new Options(bytes, 2, 0, TrunkPlan.orderFromEnvironment(), true, System.getenv("K3_NOHUGE") == null,
-                    s -> System.err.println("k3: note: " + s));
+                    s -> System.err.println("k3: note: " + s), 0);
         }
 
         public Options withRing(int r) {
-            return new Options(budgetBytes, r, widenBytes, order, direct, hugeAlign, notes);
+            return new Options(budgetBytes, r, widenBytes, order, direct, hugeAlign, notes, layers);
         }
 
         public Options withWiden(long w) {
-            return new Options(budgetBytes, ring, w, order, direct, hugeAlign, notes);
+            return new Options(budgetBytes, ring, w, order, direct, hugeAlign, notes, layers);
         }
 
         public Options withOrder(TrunkPlan.Order o) {
-            return new Options(budgetBytes, ring, widenBytes, o, direct, hugeAlign, notes);
+            return new Options(budgetBytes, ring, widenBytes, o, direct, hugeAlign, notes, layers);
         }
 
         public Options withDirect(boolean d) {
-            return new Options(budgetBytes, ring, widenBytes, order, d, hugeAlign, notes);
+            return new Options(budgetBytes, ring, widenBytes, order, d, hugeAlign, notes, layers);
         }
 
         public Options withNotes(Consumer<String> n) {
-            return new Options(budgetBytes, ring, widenBytes, order, direct, hugeAlign, n);
+            return new Options(budgetBytes, ring, widenBytes, order, direct, hugeAlign, n, layers);
+        }
+
+        public Options withLayers(int l) {
+            return new Options(budgetBytes, ring, widenBytes, order, direct, hugeAlign, notes, l);
         }
     }
 
@@ -101,7 +106,7 @@ public final class TrunkStream implements TrunkSource {
         this.plan = plan;
         this.options = options;
         this.reader = reader;
-        this.n = manifest.layerCount();
+        this.n = plan.layers();
         this.slots = new Slot[plan.ring()];
         for (int i = 0; i < slots.length; i++) slots[i] = new Slot();
         this.slotOf = new int[n];
@@ -127,9 +132,31 @@ public final class TrunkStream implements TrunkSource {
         }
     }
 
-    /** Plans {@code options.budgetBytes()} over the manifest's runs and opens trunk.bin. */
+    /**
+     * What the run does: reads {@code dir/trunk.json}, refuses a trunk packed from other weights than
+     * {@code checkpoint} or with fewer layers than {@code modelLayers}, then plans and opens it. Print
+     * {@link #describe()} next, and {@link TrunkStats#report()} of {@link #stats()} at the end.
+     */
+    public static TrunkStream open(java.nio.file.Path dir, k3j.io.CheckpointIndex checkpoint, int modelLayers, Options options) {
+        TrunkManifest m = TrunkManifest.read(dir);
+        int need = options.layers() > 0 ? Math.min(options.layers(), modelLayers) : modelLayers;
+        if (m.layerCount() < need) {
+            throw new TrunkException(m.json(), TrunkException.NO_LAYER, "the packed trunk has " + m.layerCount() + " layers, the run needs "
+                    + need + "; repack with k3 pack-trunk");
+        }
+        m.checkSource(checkpoint);
+        return open(m, options.layers() > 0 ? options : options.withLayers(modelLayers));
+    }
+
+    /** Plans {@code options.budgetBytes()} over the runs of the layers walked and opens trunk.bin. */
     public static TrunkStream open(TrunkManifest manifest, Options options) {
-        TrunkPlan plan = TrunkPlan.of(manifest.runSizes(), options.budgetBytes(), options.ring(), options.widenBytes(), options.order());
+        long[] runs = manifest.runSizes();
+        if (options.layers() > runs.length) {
+            throw new TrunkException(manifest.json(), TrunkException.NO_LAYER, "the packed trunk has " + runs.length + " layers, "
+                    + options.layers() + " requested");
+        }
+        if (options.layers() > 0) runs = java.util.Arrays.copyOf(runs, options.layers());
+        TrunkPlan plan = TrunkPlan.of(runs, options.budgetBytes(), options.ring(), options.widenBytes(), options.order());
         DirectReader reader = DirectReader.open(manifest.bin(), options.direct(), options.notes());
         long size = reader.size();
         if (size != manifest.fileSize()) {
