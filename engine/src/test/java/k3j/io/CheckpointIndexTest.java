@@ -67,6 +67,7 @@ class CheckpointIndexTest {
     void theIndexSelectsTheShards() throws IOException {
         shard("s1.safetensors", "x");
         shard("stray.safetensors", "x");   // not listed: ignored, so its duplicate name does not matter
+        write(dir.resolve("junk.safetensors"), "[not a header", new byte[0]);   // nor its bad header
         Files.writeString(dir.resolve(CheckpointIndex.INDEX_FILE),
                 "{\"metadata\":{\"total_size\":1},\"weight_map\":{\"x\":\"s1.safetensors\"}}");
         CheckpointIndex idx = CheckpointIndex.open(dir);
@@ -80,6 +81,17 @@ class CheckpointIndexTest {
         Files.writeString(dir.resolve(CheckpointIndex.INDEX_FILE),
                 "{\"weight_map\":{\"x\":\"s1.safetensors\",\"x\":\"s1.safetensors\"}}");
         assertEquals(Rule.BAD_INDEX, assertThrows(CheckpointException.class, () -> CheckpointIndex.open(dir)).rule());
+    }
+
+    @Test
+    void aNameListedTwiceInPlaceOfAnotherIsRefused() throws IOException {
+        // as many entries as tensors, each entry found in its shard: only the second one is missing
+        shard("s1.safetensors", "a", "b");
+        Files.writeString(dir.resolve(CheckpointIndex.INDEX_FILE),
+                "{\"weight_map\":{\"a\":\"s1.safetensors\",\"a\":\"s1.safetensors\"}}");
+        CheckpointException e = assertThrows(CheckpointException.class, () -> CheckpointIndex.open(dir));
+        assertEquals(Rule.PARTIAL_DOWNLOAD, e.rule());
+        assertTrue(e.getMessage().contains("\"b\" (s1.safetensors)"), e.getMessage());
     }
 
     @Test
