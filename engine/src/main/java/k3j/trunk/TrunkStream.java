@@ -253,6 +253,8 @@ public final class TrunkStream implements TrunkSource {
             reader.read(layer.offset(), layer.padded(), pinBuffer[l], l);
         } catch (RuntimeException e) {
             failed = e;
+        } catch (Error e) {
+            failed = new TrunkException(manifest.bin(), l, "read failed: " + e, e);
         }
         long dt = System.nanoTime() - t;
         lock.lock();
@@ -319,6 +321,8 @@ public final class TrunkStream implements TrunkSource {
                     reader.read(layer.offset(), layer.padded(), slot.buffer, l);
                 } catch (RuntimeException e) {
                     failed = e;
+                } catch (Error e) {
+                    failed = new TrunkException(manifest.bin(), l, "read failed: " + e, e);
                 }
                 long dt = System.nanoTime() - t;
                 lock.lock();
@@ -473,6 +477,8 @@ public final class TrunkStream implements TrunkSource {
                 reader.read(layer.offset(), layer.padded(), buffer, r.layer());
             } catch (RuntimeException e) {
                 failed = e;
+            } catch (Error e) {
+                failed = new TrunkException(manifest.bin(), r.layer(), "read failed: " + e, e);
             }
             long dt = System.nanoTime() - t;
             lock.lock();
