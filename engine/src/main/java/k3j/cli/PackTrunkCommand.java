@@ -5,6 +5,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import k3j.config.ConfigException;
+import k3j.config.ConfigReader;
 import k3j.io.CheckpointException;
 import k3j.io.CheckpointIndex;
 import k3j.trunk.Progress;
@@ -65,6 +67,15 @@ final class PackTrunkCommand implements Callable<Integer> {
                 }
             }
             TrunkPacker.Layout layout = TrunkPacker.layout(index);
+            Path config = model.resolve("config.json");
+            if (Files.isRegularFile(config)) {
+                int want = ConfigReader.read(config).layerCount();
+                if (want != layout.layers().size()) {
+                    err.println("k3 pack-trunk: " + model + ": the shards hold trunk tensors for " + layout.layers().size()
+                            + " layers, config.json says " + want + " (a partial download?); refusing");
+                    return ExitCode.RUNTIME;
+                }
+            }
             TrunkManifest.Layer largest = layout.layers().getFirst();
             for (TrunkManifest.Layer l : layout.layers()) if (l.nbytes() > largest.nbytes()) largest = l;
             o.printf(Locale.ROOT, "packing %d layers (%s<L>.*, routed experts excluded): %.2f GB, every layer one contiguous run in one shard%n",
@@ -79,7 +90,7 @@ final class PackTrunkCommand implements Callable<Integer> {
             o.printf(Locale.ROOT, "largest layer run: %.3f GB (layer %d)  <- the streaming slot size%n", largest.nbytes() / 1e9, largest.layer());
             o.println("wrote " + m.json());
             return ExitCode.OK;
-        } catch (TrunkException | CheckpointException e) {
+        } catch (TrunkException | CheckpointException | ConfigException e) {
             err.println("k3 pack-trunk: " + e.getMessage());
             return ExitCode.RUNTIME;
         }
