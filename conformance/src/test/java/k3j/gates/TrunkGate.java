@@ -140,6 +140,38 @@ class TrunkGate {
         assertNothingOpens(out);
     }
 
+    @DisplayName("pack --gather packs, tensor by tensor, a layer the contiguous packer refuses; bytes equal the shard's; streams exactly")
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("gatherDefects")
+    void gatherPacksWhatContiguousPackingRefuses(Defect defect) throws IOException {
+        Path model = tmp.resolve("model");
+        MarkedCheckpoint.write(model, 4, 3, 1, defect);
+        CheckpointIndex index = CheckpointIndex.open(model);
+        TrunkPacker.Layout layout = TrunkPacker.layout(index, true);
+        Evidence.parameter("defect", defect);
+        assertTrue(layout.gathered());
+        assertEquals(1, layout.pieces().get(0).size(), "layer 0 is contiguous: one range copy");
+        assertTrue(layout.pieces().get(1).size() > 1, "layer 1 is gathered");
+        TrunkManifest m = TrunkPacker.pack(index, layout, tmp.resolve("trunk"), Progress.silent(), QUIET, null);
+        for (TrunkManifest.Tensor t : m.layer(1).tensors().values()) assertEquals(0, t.offset() % 64, t.name() + " aligned in its run");
+        checkPackedAgainstShards(model, m);
+        Fixture f = new Fixture(model, m);
+        try (TrunkStream s = f.open(2 * f.slot)) {
+            for (int l = 0; l < 4; l++) {
+                try (LayerBytes b = s.acquire(l)) {
+                    f.checkBytes(b);
+                }
+            }
+        }
+        Path other = tmp.resolve("other");
+        MarkedCheckpoint.write(other, 4, 3, 5, defect);
+        assertThrows(TrunkException.class, () -> m.checkSource(CheckpointIndex.open(other)), "a gathered trunk from other weights");
+    }
+
+    static Stream<Defect> gatherDefects() {
+        return Stream.of(Defect.GAP_IN_LAYER_1, Defect.LAYER_1_SPANS_SHARDS);
+    }
+
     @Test
     @DisplayName("pack interrupted after layer 2 (injected failure) leaves nothing that opens, also over an older good trunk")
     void interruptedPackLeavesNothingThatOpens() throws IOException {

@@ -36,6 +36,10 @@ final class PackTrunkCommand implements Callable<Integer> {
     @Option(names = "--force", description = "repack even when OUT already holds a trunk packed from these weights")
     boolean force;
 
+    @Option(names = "--gather", description = "pack a layer that is not one contiguous run in one shard tensor by tensor instead of "
+            + "refusing it (small fixtures written by the safetensors library; the released checkpoint needs no gathering)")
+    boolean gather;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -66,7 +70,7 @@ final class PackTrunkCommand implements Callable<Integer> {
                     o.println("repacking: the trunk in " + out + " does not open against this checkpoint (" + stale.getMessage() + ")");
                 }
             }
-            TrunkPacker.Layout layout = TrunkPacker.layout(index);
+            TrunkPacker.Layout layout = TrunkPacker.layout(index, gather);
             Path config = model.resolve("config.json");
             if (Files.isRegularFile(config)) {
                 int want = ConfigReader.read(config).layerCount();
@@ -78,11 +82,12 @@ final class PackTrunkCommand implements Callable<Integer> {
             }
             TrunkManifest.Layer largest = layout.layers().getFirst();
             for (TrunkManifest.Layer l : layout.layers()) if (l.nbytes() > largest.nbytes()) largest = l;
-            o.printf(Locale.ROOT, "packing %d layers (%s<L>.*, routed experts excluded): %.2f GB, every layer one contiguous run in one shard%n",
-                    layout.layers().size(), layout.prefix(), layout.fileSize() / 1e9);
+            o.printf(Locale.ROOT, "packing %d layers (%s<L>.*, routed experts excluded): %.2f GB, %s%n",
+                    layout.layers().size(), layout.prefix(), layout.fileSize() / 1e9,
+                    layout.gathered() ? "some layers GATHERED tensor by tensor (not contiguous in the shards)" : "every layer one contiguous run in one shard");
             o.flush();
             long t1 = System.nanoTime();
-            TrunkManifest m = TrunkPacker.pack(index, out, Progress.stdout("packed", layout.layers().size(), layout.fileSize()),
+            TrunkManifest m = TrunkPacker.pack(index, layout, out, Progress.stdout("packed", layout.layers().size(), layout.fileSize()),
                     s -> err.println("k3: note: " + s), null);
             double s = (System.nanoTime() - t1) / 1e9;
             o.printf(Locale.ROOT, "wrote %s: %.2f GB across %d layers in %.1f s (%.0f MB/s), re-read and CRC-32C verified%n",

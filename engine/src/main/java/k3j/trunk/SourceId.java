@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import k3j.io.CheckpointIndex;
 import k3j.io.SafetensorsFile;
+import k3j.io.TensorInfo;
 
 /**
  * Identifies the weights a trunk was packed from, cheaply enough to check at every open: the shard
@@ -57,26 +58,19 @@ final class SourceId {
         return HexFormat.of().formatHex(md.digest());
     }
 
-    /** The hash of each layer's first and last {@value #SAMPLE} bytes, read from the shard it was packed from. */
+    /**
+     * The hash of each layer's first and last {@value #SAMPLE} run bytes, rebuilt from the checkpoint: each byte is
+     * read from the tensor the manifest places there (by name, from the checkpoint's own offsets), zero between
+     * tensors. Equal to the same bytes of trunk.bin when the trunk was packed from this checkpoint.
+     */
     static String sampleSha256(CheckpointIndex index, List<TrunkManifest.Layer> layers) {
-        Map<String, Path> files = new HashMap<>();
-        for (SafetensorsFile s : index.shards()) files.put(s.file().getFileName().toString(), s.file());
         MessageDigest md = sha256();
         Map<Path, FileChannel> open = new HashMap<>();
         try {
             for (TrunkManifest.Layer l : layers) {
-                Path file = files.get(l.shard());
-                if (file == null) {
-                    throw new TrunkException(index.path(), l.layer(), "was packed from shard " + l.shard() + ", which this checkpoint does not have");
-                }
-                FileChannel ch = open.get(file);
-                if (ch == null) {
-                    ch = FileChannel.open(file, StandardOpenOption.READ);
-                    open.put(file, ch);
-                }
                 int k = (int) Math.min(SAMPLE, l.nbytes());
-                update(md, ch, file, l, l.shardOffset(), k);
-                update(md, ch, file, l, l.shardOffset() + l.nbytes() - k, k);
+                md.update(rebuild(index, open, l, 0, k));
+                md.update(rebuild(index, open, l, l.nbytes() - k, k));
             }
         } catch (IOException e) {
             throw new TrunkException(index.path(), TrunkException.NO_LAYER, "cannot read a shard: " + e, e);
@@ -92,14 +86,28 @@ final class SourceId {
         return HexFormat.of().formatHex(md.digest());
     }
 
-    private static void update(MessageDigest md, FileChannel ch, Path file, TrunkManifest.Layer l, long at, int k) throws IOException {
-        ByteBuffer buf = ByteBuffer.allocate(k);
-        while (buf.hasRemaining()) {
-            if (ch.read(buf, at + buf.position()) <= 0) {
-                throw new TrunkException(file, l.layer(), "short read at " + (at + buf.position()) + " (the shard is shorter than the trunk says)");
+    private static ByteBuffer rebuild(CheckpointIndex index, Map<Path, FileChannel> open, TrunkManifest.Layer l, long from, int k)
+            throws IOException {
+        ByteBuffer out = ByteBuffer.allocate(k);
+        for (TrunkManifest.Tensor t : l.tensors().values()) {
+            long a = Math.max(from, t.offset()), b = Math.min(from + k, t.offset() + t.length());
+            if (a >= b) continue;
+            TensorInfo src = index.find(t.name()).orElseThrow(() -> new TrunkException(index.path(), l.layer(),
+                    "was packed from other weights: tensor \"" + t.name() + "\" is not in this checkpoint; repack with k3 pack-trunk"));
+            FileChannel ch = open.get(src.file());
+            if (ch == null) {
+                ch = FileChannel.open(src.file(), StandardOpenOption.READ);
+                open.put(src.file(), ch);
+            }
+            ByteBuffer slice = out.duplicate().position((int) (a - from)).limit((int) (b - from));
+            long at = src.offset() + (a - t.offset());
+            while (slice.hasRemaining()) {
+                if (ch.read(slice, at + slice.position() - (a - from)) <= 0) {
+                    throw new TrunkException(src.file(), l.layer(), "short read of \"" + t.name() + "\" (the shard is shorter than its header says)");
+                }
             }
         }
-        md.update(buf.flip());
+        return out;
     }
 
     static MessageDigest sha256() {

@@ -49,11 +49,29 @@ public final class TrunkPacker {
 
     private TrunkPacker() {}
 
-    /** The trunk layout to write: every layer checked, offsets assigned, CRCs not yet known. */
-    public record Layout(String prefix, List<TrunkManifest.Layer> layers, long fileSize) {}
+    /** A byte range to copy: {@code length} bytes at {@code source} of {@code file} to {@code target} within the layer's run. */
+    public record Piece(Path file, long source, long length, long target) {}
 
-    /** Finds each layer's run and checks it is one gap-free run in one shard. */
+    /**
+     * The trunk layout to write: every layer checked, offsets assigned, CRCs not yet known; {@code pieces.get(L)}
+     * is what to copy into layer L's run (one piece per layer unless gathered).
+     */
+    public record Layout(String prefix, List<TrunkManifest.Layer> layers, List<List<Piece>> pieces, long fileSize, boolean gathered) {}
+
+    /** Tensor alignment within a GATHERED run. */
+    static final int GATHER_ALIGN = 64;
+
+    /** Finds each layer's run and checks it is one gap-free run in one shard (ENGINE.md §5.2). */
     public static Layout layout(CheckpointIndex index) {
+        return layout(index, false);
+    }
+
+    /**
+     * As {@link #layout(CheckpointIndex)}; with {@code gather}, a layer that is not one gap-free run in one shard
+     * (fixtures written by the safetensors library, which orders tensors by dtype and name) is packed tensor by
+     * tensor instead, each at a {@value #GATHER_ALIGN}-byte boundary of its run, rather than refused.
+     */
+    public static Layout layout(CheckpointIndex index, boolean gather) {
         String prefix = null;
         for (String p : PREFIXES) {
             for (TensorInfo t : index.tensors()) {
@@ -86,11 +104,24 @@ public final class TrunkPacker {
         }
         Map<Path, List<TensorInfo>> shardTensors = new HashMap<>();
         List<TrunkManifest.Layer> layers = new ArrayList<>();
+        List<List<Piece>> pieces = new ArrayList<>();
+        boolean anyGathered = false;
         long off = 0;
         for (int l = 0; l < count; l++) {
             List<TensorInfo> ts = byLayer.get(l);
             Map<Path, Long> shards = new TreeMap<>();
             for (TensorInfo t : ts) shards.merge(t.file(), t.length(), Long::sum);
+            if (gather && !contiguous(ts)) {
+                TrunkManifest.Layer layer = gathered(l, ts, off);
+                List<Piece> ps = new ArrayList<>();
+                for (TensorInfo t : ts) ps.add(new Piece(t.file(), t.offset(), t.length(), layer.tensors().get(t.name()).offset()));
+                ps.sort(Comparator.comparingLong(Piece::target));   // copy() writes a run front to back
+                layers.add(layer);
+                pieces.add(List.copyOf(ps));
+                off += layer.padded();
+                anyGathered = true;
+                continue;
+            }
             if (shards.size() != 1) {
                 StringBuilder b = new StringBuilder();
                 shards.forEach((f, n) -> b.append(b.isEmpty() ? "" : ", ").append(f.getFileName()).append(": ").append(n).append(" bytes"));
@@ -118,9 +149,36 @@ public final class TrunkPacker {
             }
             TrunkManifest.Layer layer = new TrunkManifest.Layer(l, off, hi - lo, 0, ts.getFirst().file().getFileName().toString(), lo, tensors);
             layers.add(layer);
+            pieces.add(List.of(new Piece(ts.getFirst().file(), lo, hi - lo, 0)));
             off += layer.padded();
         }
-        return new Layout(prefix, List.copyOf(layers), off);
+        return new Layout(prefix, List.copyOf(layers), List.copyOf(pieces), off, anyGathered);
+    }
+
+    /** Whether the tensors are one gap-free run in one shard. */
+    private static boolean contiguous(List<TensorInfo> ts) {
+        List<TensorInfo> sorted = new ArrayList<>(ts);
+        sorted.sort(Comparator.comparingLong(TensorInfo::offset));
+        for (int i = 1; i < sorted.size(); i++) {
+            TensorInfo a = sorted.get(i - 1), b = sorted.get(i);
+            if (!a.file().equals(b.file()) || a.offset() + a.length() != b.offset()) return false;
+        }
+        return true;
+    }
+
+    /** A layer packed tensor by tensor in (shard, offset) order; shard and shard_off name its first tensor's place. */
+    private static TrunkManifest.Layer gathered(int l, List<TensorInfo> ts, long off) {
+        List<TensorInfo> sorted = new ArrayList<>(ts);
+        sorted.sort(Comparator.comparing((TensorInfo t) -> t.file().getFileName().toString()).thenComparingLong(TensorInfo::offset));
+        Map<String, TrunkManifest.Tensor> tensors = new LinkedHashMap<>();
+        long at = 0;
+        for (TensorInfo t : sorted) {
+            at = TrunkManifest.roundUp(at, GATHER_ALIGN);
+            tensors.put(t.name(), new TrunkManifest.Tensor(t.name(), t.dtype(), t.shape().clone(), at, t.length()));
+            at += t.length();
+        }
+        TensorInfo first = sorted.getFirst();
+        return new TrunkManifest.Layer(l, off, at, 0, first.file().getFileName().toString(), first.offset(), tensors);
     }
 
     /** ", which holds "NAME" (and N more)" for the tensors of the shard lying in [from, to), or "". */
@@ -137,7 +195,11 @@ public final class TrunkPacker {
      * {@code hook} may be null.
      */
     public static TrunkManifest pack(CheckpointIndex index, Path out, Progress progress, Consumer<String> notes, LayerHook hook) {
-        Layout layout = layout(index);
+        return pack(index, layout(index), out, progress, notes, hook);
+    }
+
+    /** Packs {@code layout} (from {@link #layout(CheckpointIndex, boolean)}) into {@code out}. */
+    public static TrunkManifest pack(CheckpointIndex index, Layout layout, Path out, Progress progress, Consumer<String> notes, LayerHook hook) {
         Path bin = out.resolve(TrunkManifest.BIN), json = out.resolve(TrunkManifest.JSON);
         Path binPart = out.resolve(TrunkManifest.BIN + PARTIAL), jsonPart = out.resolve(TrunkManifest.JSON + PARTIAL);
         try {
@@ -165,8 +227,6 @@ public final class TrunkPacker {
 
     private static List<TrunkManifest.Layer> copy(CheckpointIndex index, Layout layout, Path binPart, Progress progress, LayerHook hook)
             throws IOException {
-        Map<String, Path> files = new HashMap<>();
-        index.shards().forEach(s -> files.put(s.file().getFileName().toString(), s.file()));
         List<TrunkManifest.Layer> done = new ArrayList<>();
         ByteBuffer buf = ByteBuffer.allocateDirect(BUFFER);
         long copied = 0;
@@ -174,32 +234,34 @@ public final class TrunkPacker {
                 StandardOpenOption.TRUNCATE_EXISTING)) {
             Map<Path, FileChannel> src = new HashMap<>();
             try {
-                for (TrunkManifest.Layer l : layout.layers()) {
-                    Path file = files.get(l.shard());
-                    FileChannel in = src.get(file);
-                    if (in == null) {
-                        in = FileChannel.open(file, StandardOpenOption.READ);
-                        src.put(file, in);
-                    }
+                for (int i = 0; i < layout.layers().size(); i++) {
+                    TrunkManifest.Layer l = layout.layers().get(i);
                     CRC32C crc = new CRC32C();
-                    long pos = 0;
-                    while (pos < l.nbytes()) {
-                        buf.clear().limit((int) Math.min(BUFFER, l.nbytes() - pos));
-                        while (buf.hasRemaining()) {
-                            if (in.read(buf, l.shardOffset() + pos + buf.position()) <= 0) {
-                                throw new TrunkException(file, l.layer(), "short read at " + (l.shardOffset() + pos + buf.position()));
-                            }
+                    long at = 0;   // bytes of the padded run written so far
+                    for (Piece piece : layout.pieces().get(i)) {
+                        if (piece.target() < at) throw new IllegalStateException("layer " + l.layer() + ": pieces out of order");
+                        at = zeros(dst, l.offset(), at, piece.target(), crc);
+                        FileChannel in = src.get(piece.file());
+                        if (in == null) {
+                            in = FileChannel.open(piece.file(), StandardOpenOption.READ);
+                            src.put(piece.file(), in);
                         }
-                        buf.flip();
-                        crc.update(buf.duplicate());
-                        while (buf.hasRemaining()) pos += dst.write(buf, l.offset() + pos);
+                        long pos = 0;
+                        while (pos < piece.length()) {
+                            buf.clear().limit((int) Math.min(BUFFER, piece.length() - pos));
+                            while (buf.hasRemaining()) {
+                                if (in.read(buf, piece.source() + pos + buf.position()) <= 0) {
+                                    throw new TrunkException(piece.file(), l.layer(), "short read at " + (piece.source() + pos + buf.position()));
+                                }
+                            }
+                            buf.flip();
+                            crc.update(buf.duplicate());
+                            while (buf.hasRemaining()) pos += dst.write(buf, l.offset() + at + pos);
+                        }
+                        at += piece.length();
                     }
-                    long pad = l.padded() - l.nbytes();
-                    if (pad > 0) {
-                        ByteBuffer zeros = ByteBuffer.allocate((int) pad);
-                        long at = l.offset() + l.nbytes();
-                        while (zeros.hasRemaining()) at += dst.write(zeros, at);
-                    }
+                    zeros(dst, l.offset(), at, l.nbytes(), crc);
+                    zeros(dst, l.offset(), l.nbytes(), l.padded(), null);   // the tail pad is outside the CRC
                     done.add(new TrunkManifest.Layer(l.layer(), l.offset(), l.nbytes(), (int) crc.getValue(), l.shard(), l.shardOffset(),
                             l.tensors()));
                     copied += l.nbytes();
@@ -215,6 +277,18 @@ public final class TrunkPacker {
             dst.force(true);
         }
         return List.copyOf(done);
+    }
+
+    /** Writes zeros over run bytes [from, to) (CRC'd when crc is not null); returns to. */
+    private static long zeros(FileChannel dst, long runOffset, long from, long to, CRC32C crc) throws IOException {
+        if (to <= from) return from;
+        ByteBuffer z = ByteBuffer.allocate((int) Math.min(to - from, 1 << 20));
+        for (long at = from; at < to; ) {
+            z.clear().limit((int) Math.min(z.capacity(), to - at));
+            if (crc != null) crc.update(z.duplicate());
+            while (z.hasRemaining()) at += dst.write(z, runOffset + at);
+        }
+        return to;
     }
 
     /** Re-reads every run from the device and compares its CRC-32C and zero padding with what was copied. */

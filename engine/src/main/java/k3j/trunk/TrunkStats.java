@@ -34,8 +34,8 @@ public record TrunkStats(int layers, int pinned, int ring, boolean direct, boole
         StringBuilder b = new StringBuilder("trunk [final]\n");
         b.append(String.format(Locale.ROOT, "  pinned %d/%d layers, ring %d slots%s%n", pinned, layers, ring,
                 readerThread ? "" : " (no reader thread)"));
-        b.append(String.format(Locale.ROOT, "  binds %d, hits %d (%.1f%%: pinned %d, ring %d), reads %d (%d prefetched)%s%n",
-                binds(), hits(), 100 * hitRate(), pinnedHits, ringHits, reads, prefetchReads,
+        b.append(String.format(Locale.ROOT, "  binds %d, hits %d (%.1f%%), reads %d  [hits: %d pinned, %d ring; reads: %d prefetched]%s%n",
+                binds(), hits(), 100 * hitRate(), reads, pinnedHits, ringHits, prefetchReads,
                 failedReads > 0 ? ", FAILED reads " + failedReads : ""));
         double rs = readNanos / 1e9;
         b.append(String.format(Locale.ROOT, "  read %.2f GB in %.2f s (%.0f MB/s)%s%n", bytesRead / 1e9, rs,
