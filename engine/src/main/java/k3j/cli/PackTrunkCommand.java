@@ -87,7 +87,8 @@ final class PackTrunkCommand implements Callable<Integer> {
                     layout.gathered() ? "some layers GATHERED tensor by tensor (not contiguous in the shards)" : "every layer one contiguous run in one shard");
             o.flush();
             long t1 = System.nanoTime();
-            TrunkManifest m = TrunkPacker.pack(index, layout, out, Progress.stdout("packed", layout.layers().size(), layout.fileSize()),
+            TrunkManifest m = TrunkPacker.pack(index, layout, out, Progress.stdout("packed", layout.layers().size(),
+                    layout.layers().stream().mapToLong(TrunkManifest.Layer::nbytes).sum()),
                     s -> err.println("k3: note: " + s), null);
             double s = (System.nanoTime() - t1) / 1e9;
             o.printf(Locale.ROOT, "wrote %s: %.2f GB across %d layers in %.1f s (%.0f MB/s), re-read and CRC-32C verified%n",

@@ -34,6 +34,11 @@ public final class Progress {
         return new Progress(System.out, verb, items, totalBytes, c != null && c.isTerminal(), 10);
     }
 
+    /** A fresh progress over the same items and bytes, for the next phase (e.g. "verified" after "packed"). */
+    public Progress next(String nextVerb) {
+        return new Progress(out, nextVerb, items, totalBytes, terminal, every);
+    }
+
     /** A progress that prints nothing. */
     public static Progress silent() {
         return new Progress(null, "", 0, 0, false, 1);

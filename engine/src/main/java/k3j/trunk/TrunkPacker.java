@@ -207,7 +207,7 @@ public final class TrunkPacker {
             Files.deleteIfExists(json);   // from here until the end, nothing in out opens as a trunk
             Files.deleteIfExists(jsonPart);
             List<TrunkManifest.Layer> written = copy(index, layout, binPart, progress, hook);
-            verify(binPart, written, layout.fileSize(), notes);
+            verify(binPart, written, layout.fileSize(), notes, progress.next("verified"));
             TrunkManifest.Source source = new TrunkManifest.Source(SourceId.shards(index), SourceId.headerSha256(index),
                     SourceId.sampleSha256(index, written));
             TrunkManifest m = new TrunkManifest(out, TrunkManifest.ALIGN, layout.fileSize(), source, written);
@@ -292,10 +292,11 @@ public final class TrunkPacker {
     }
 
     /** Re-reads every run from the device and compares its CRC-32C and zero padding with what was copied. */
-    static void verify(Path binPart, List<TrunkManifest.Layer> layers, long fileSize, Consumer<String> notes) {
+    static void verify(Path binPart, List<TrunkManifest.Layer> layers, long fileSize, Consumer<String> notes, Progress progress) {
         try (DirectReader r = DirectReader.open(binPart, true, notes); Arena arena = Arena.ofConfined()) {
             if (r.size() != fileSize) throw new TrunkException(binPart, TrunkException.NO_LAYER, "is " + r.size() + " bytes, expected " + fileSize);
             MemorySegment buf = arena.allocate(BUFFER, DirectReader.ALIGN);
+            long checked = 0;
             for (TrunkManifest.Layer l : layers) {
                 CRC32C crc = new CRC32C();
                 for (long pos = 0; pos < l.padded(); pos += BUFFER) {
@@ -313,6 +314,8 @@ public final class TrunkPacker {
                     throw new TrunkException(binPart, l.layer(), "re-read CRC-32C " + TrunkManifest.hex((int) crc.getValue())
                             + " differs from the copied bytes' " + TrunkManifest.hex(l.crc32c()) + "; the disk did not keep what was written");
                 }
+                checked += l.nbytes();
+                progress.update(l.layer() + 1, checked);
             }
         }
     }
