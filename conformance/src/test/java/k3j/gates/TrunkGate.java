@@ -346,6 +346,34 @@ class TrunkGate {
         }
     }
 
+    @DisplayName("racing walk: the reader races compute of random length; every bind of every pass is exact")
+    @ParameterizedTest(name = "ring {0}, pinned budget {1}")
+    @MethodSource("races")
+    void racingWalkStaysExact(int ring, boolean pinSome) throws Exception {
+        Fixture f = fixture(7);
+        long budget = ring * f.slot + (pinSome ? f.padded(0) + f.padded(3) : 0);
+        java.util.Random rnd = new java.util.Random(ring * 31L + (pinSome ? 1 : 0));
+        try (TrunkStream s = f.open(budget, ring)) {
+            Evidence.text("plan", s.describe());
+            for (int pass = 0; pass < 12; pass++) {
+                for (int l = 0; l < 7; l++) {
+                    try (LayerBytes b = s.acquire(l)) {
+                        if (rnd.nextInt(3) == 0) Thread.sleep(rnd.nextInt(3));
+                        f.checkBytes(b);
+                    }
+                }
+            }
+            TrunkStats st = s.stats();
+            Evidence.text("report", st.report());
+            assertEquals(84, st.binds());
+            assertEquals(0, st.failedReads());
+        }
+    }
+
+    static Stream<Arguments> races() {
+        return Stream.of(Arguments.of(2, false), Arguments.of(3, false), Arguments.of(8, false), Arguments.of(2, true), Arguments.of(3, true));
+    }
+
     @Test
     @DisplayName("truncating trunk.bin after open: the prefetch fails and publishes nothing, hits+misses unchanged, acquire errors")
     void truncatedTrunkFailsThePrefetch() throws IOException {
