@@ -173,7 +173,7 @@ class TrunkGate {
     }
 
     @Test
-    @DisplayName("pack interrupted after layer 2 (injected failure) leaves nothing that opens, also over an older good trunk")
+    @DisplayName("pack interrupted after layer 2 (injected failure) leaves nothing that opens, also over an older good trunk; a rerun resumes")
     void interruptedPackLeavesNothingThatOpens() throws IOException {
         Path model = tmp.resolve("model");
         MarkedCheckpoint.write(model, 6, 1, 1, Defect.NONE);
@@ -184,11 +184,23 @@ class TrunkGate {
             if (layer == 2) throw new IOException("injected: disk full after layer 2");
         }));
         Evidence.text("failure", e.getMessage());
-        assertTrue(e.getMessage().contains("injected"), e.getMessage());
+        assertTrue(e.getMessage().contains("injected") && e.getMessage().contains("resumes"), e.getMessage());
         assertNothingOpens(out);
-        assertFalse(Files.exists(out.resolve("trunk.bin.partial")), "the partial file is removed on failure");
-        // and a rerun starts over and succeeds
-        checkPackedAgainstShards(model, pack(model, out));
+        assertTrue(Files.exists(out.resolve("trunk.bin.partial")) && Files.exists(out.resolve("trunk.bin.journal")), "kept for resuming");
+        // a flipped byte in layer 1 of the partial file: the resume keeps layer 0 only and copies again from layer 1
+        TrunkManifest.Layer l1 = TrunkPacker.layout(index).layers().get(1);
+        try (RandomAccessFile raf = new RandomAccessFile(out.resolve("trunk.bin.partial").toFile(), "rw")) {
+            raf.seek(l1.offset() + 5);
+            int b = raf.read();
+            raf.seek(l1.offset() + 5);
+            raf.write(b ^ 0x40);
+        }
+        List<String> notes = new ArrayList<>();
+        TrunkManifest m = TrunkPacker.pack(index, out, Progress.silent(), notes::add, null);
+        Evidence.text("notes", String.join("\n", notes));
+        assertTrue(notes.stream().anyMatch(n -> n.contains("resuming the pack after layer 0:")), "resumed after layer 0: " + notes);
+        assertFalse(Files.exists(out.resolve("trunk.bin.journal")), "the journal is removed once the trunk is whole");
+        checkPackedAgainstShards(model, m);
     }
 
     @Test
@@ -208,6 +220,10 @@ class TrunkGate {
         p.destroyForcibly().waitFor();
         Evidence.parameter("partial bytes at kill", Files.exists(partial) ? Files.size(partial) : -1);
         assertNothingOpens(out);
+        List<String> notes = new ArrayList<>();
+        TrunkManifest m = TrunkPacker.pack(CheckpointIndex.open(model), out, Progress.silent(), notes::add, null);
+        Evidence.text("rerun notes", String.join("\n", notes));
+        checkPackedAgainstShards(model, m);
     }
 
     // ---------------------------------------------------------------------------------------------

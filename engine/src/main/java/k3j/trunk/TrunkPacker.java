@@ -32,8 +32,10 @@ import k3j.io.TensorInfo;
  * to disk, re-read (O_DIRECT where allowed, so from the device, not the page cache) and its CRC-32C per
  * layer compared with the CRC taken while copying; only then is the manifest written to
  * {@code trunk.json.partial} and both renamed into place, trunk.json last. An old trunk.json is deleted
- * before the copy starts. A pack that fails or is killed leaves at most {@code .partial} files, which
- * never open; running it again starts over (restartable, not resumable).
+ * before the copy starts. A pack that fails or is killed leaves at most {@code trunk.bin.partial} and
+ * {@code trunk.bin.journal}, which never open as a trunk. Resumable: each layer is forced to disk before
+ * the journal records its CRC; running the pack again over the same checkpoint and layout re-reads the
+ * journalled layers, keeps the prefix whose CRCs match, and copies from there (anything else starts over).
  */
 public final class TrunkPacker {
     /** The real K3 layer prefix (ENGINE.md §2.4), then the README's shorter one. */
@@ -202,39 +204,127 @@ public final class TrunkPacker {
     public static TrunkManifest pack(CheckpointIndex index, Layout layout, Path out, Progress progress, Consumer<String> notes, LayerHook hook) {
         Path bin = out.resolve(TrunkManifest.BIN), json = out.resolve(TrunkManifest.JSON);
         Path binPart = out.resolve(TrunkManifest.BIN + PARTIAL), jsonPart = out.resolve(TrunkManifest.JSON + PARTIAL);
+        Path journal = out.resolve(JOURNAL);
+        int copiedLayers = 0;
         try {
             Files.createDirectories(out);
             Files.deleteIfExists(json);   // from here until the end, nothing in out opens as a trunk
             Files.deleteIfExists(jsonPart);
-            List<TrunkManifest.Layer> written = copy(index, layout, binPart, progress, hook);
+            String headers = SourceId.headerSha256(index);
+            String id = layoutId(headers, layout);
+            List<TrunkManifest.Layer> resumed = resume(binPart, journal, id, layout, notes);
+            List<TrunkManifest.Layer> written = copy(layout, binPart, journal, resumed, progress, hook);
+            copiedLayers = written.size();
             verify(binPart, written, layout.fileSize(), notes, progress.next("verified"));
-            TrunkManifest.Source source = new TrunkManifest.Source(SourceId.shards(index), SourceId.headerSha256(index),
-                    SourceId.sampleSha256(index, written));
+            TrunkManifest.Source source = new TrunkManifest.Source(SourceId.shards(index), headers, SourceId.sampleSha256(index, written));
             TrunkManifest m = new TrunkManifest(out, TrunkManifest.ALIGN, layout.fileSize(), source, written);
             m.write(jsonPart);
             force(jsonPart);
             Files.move(binPart, bin, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
             Files.move(jsonPart, json, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            Files.deleteIfExists(journal);
             force(out);
             return TrunkManifest.read(out);
         } catch (IOException | RuntimeException e) {
-            deleteQuietly(binPart);
             deleteQuietly(jsonPart);
-            if (e instanceof TrunkException te) throw te;
-            throw new TrunkException(out, TrunkException.NO_LAYER, "packing failed, nothing written: " + e, e);
+            if (copiedLayers == layout.layers().size()) {
+                // copied but not verified (or not renamed): nothing in the partial file can be trusted
+                deleteQuietly(binPart);
+                deleteQuietly(journal);
+            }
+            String kept = Files.exists(journal) ? "; " + binPart.getFileName() + " and " + journal.getFileName()
+                    + " are kept, and running the pack again resumes after the last layer they record" : "";
+            if (e instanceof TrunkException te) throw new TrunkException(te.file(), te.layer(), stripFile(te) + kept, te);
+            throw new TrunkException(out, TrunkException.NO_LAYER, "packing failed, no trunk written: " + e + kept, e);
         }
     }
 
-    private static List<TrunkManifest.Layer> copy(CheckpointIndex index, Layout layout, Path binPart, Progress progress, LayerHook hook)
+    private static String stripFile(TrunkException e) {
+        String m = e.getMessage(), prefix = e.file() + ": " + (e.layer() == TrunkException.NO_LAYER ? "" : "layer " + e.layer() + ": ");
+        return m.startsWith(prefix) ? m.substring(prefix.length()) : m;
+    }
+
+    static final String JOURNAL = TrunkManifest.BIN + ".journal";
+    private static final String JOURNAL_HEAD = "k3j-trunk-journal 1 ";
+
+    /** What a journal must match to be resumed: the checkpoint's headers and the whole layout, pieces included. */
+    private static String layoutId(String headerSha256, Layout layout) {
+        java.security.MessageDigest md = SourceId.sha256();
+        StringBuilder b = new StringBuilder(headerSha256).append('\n');
+        for (int i = 0; i < layout.layers().size(); i++) {
+            TrunkManifest.Layer l = layout.layers().get(i);
+            b.append(l.layer()).append(' ').append(l.offset()).append(' ').append(l.nbytes());
+            for (Piece p : layout.pieces().get(i)) {
+                b.append(' ').append(p.file().getFileName()).append(':').append(p.source()).append('+').append(p.length()).append('@').append(p.target());
+            }
+            b.append('\n');
+        }
+        return java.util.HexFormat.of().formatHex(md.digest(b.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    }
+
+    /**
+     * The layers a previous, interrupted pack of the SAME layout from the SAME checkpoint completed, each re-read
+     * and its CRC-32C checked against the journal; the journal is rewritten to hold just those. Anything else
+     * (no journal, another layout, a mismatch at layer 0) starts over with a fresh journal.
+     */
+    private static List<TrunkManifest.Layer> resume(Path binPart, Path journal, String id, Layout layout, Consumer<String> notes)
             throws IOException {
-        List<TrunkManifest.Layer> done = new ArrayList<>();
+        List<TrunkManifest.Layer> ok = new ArrayList<>();
+        if (Files.isRegularFile(binPart) && Files.isRegularFile(journal)) {
+            List<String> lines = Files.readAllLines(journal);
+            if (!lines.isEmpty() && lines.getFirst().equals(JOURNAL_HEAD + id)) {
+                try (FileChannel in = FileChannel.open(binPart, StandardOpenOption.READ)) {
+                    ByteBuffer buf = ByteBuffer.allocateDirect(BUFFER);
+                    for (int i = 1; i < lines.size() && i - 1 < layout.layers().size(); i++) {
+                        String[] f = lines.get(i).trim().split(" ");
+                        TrunkManifest.Layer l = layout.layers().get(i - 1);
+                        if (f.length != 2 || !f[0].equals(Integer.toString(l.layer())) || !f[1].matches("[0-9a-f]{8}")) break;
+                        int crc = java.util.HexFormat.fromHexDigits(f[1]);
+                        if (crcOf(in, l, buf) != (crc & 0xffffffffL)) break;
+                        ok.add(new TrunkManifest.Layer(l.layer(), l.offset(), l.nbytes(), crc, l.shard(), l.shardOffset(), l.tensors()));
+                    }
+                }
+            }
+        }
+        StringBuilder j = new StringBuilder(JOURNAL_HEAD + id + "\n");
+        for (TrunkManifest.Layer l : ok) j.append(l.layer()).append(' ').append(TrunkManifest.hex(l.crc32c())).append('\n');
+        Files.writeString(journal, j);
+        force(journal);
+        if (ok.isEmpty()) {
+            Files.deleteIfExists(binPart);
+        } else {
+            notes.accept("resuming the pack after layer " + ok.getLast().layer() + ": layers 0.." + ok.getLast().layer()
+                    + " in " + binPart.getFileName() + " re-read and match the journal");
+        }
+        return ok;
+    }
+
+    /** The CRC-32C of the layer's run in the partial file, or -1 when the file ends first. */
+    private static long crcOf(FileChannel in, TrunkManifest.Layer l, ByteBuffer buf) throws IOException {
+        CRC32C crc = new CRC32C();
+        for (long pos = 0; pos < l.nbytes(); ) {
+            buf.clear().limit((int) Math.min(BUFFER, l.nbytes() - pos));
+            while (buf.hasRemaining()) {
+                if (in.read(buf, l.offset() + pos + buf.position()) <= 0) return -1;
+            }
+            buf.flip();
+            crc.update(buf);
+            pos += buf.limit();
+        }
+        return crc.getValue();
+    }
+
+    private static List<TrunkManifest.Layer> copy(Layout layout, Path binPart, Path journal, List<TrunkManifest.Layer> resumed,
+                                                  Progress progress, LayerHook hook) throws IOException {
+        List<TrunkManifest.Layer> done = new ArrayList<>(resumed);
         ByteBuffer buf = ByteBuffer.allocateDirect(BUFFER);
         long copied = 0;
-        try (FileChannel dst = FileChannel.open(binPart, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING)) {
+        for (TrunkManifest.Layer l : resumed) copied += l.nbytes();
+        try (FileChannel dst = FileChannel.open(binPart, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+             FileChannel log = FileChannel.open(journal, StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
             Map<Path, FileChannel> src = new HashMap<>();
             try {
-                for (int i = 0; i < layout.layers().size(); i++) {
+                for (int i = resumed.size(); i < layout.layers().size(); i++) {
                     TrunkManifest.Layer l = layout.layers().get(i);
                     CRC32C crc = new CRC32C();
                     long at = 0;   // bytes of the padded run written so far
@@ -264,6 +354,11 @@ public final class TrunkPacker {
                     zeros(dst, l.offset(), l.nbytes(), l.padded(), null);   // the tail pad is outside the CRC
                     done.add(new TrunkManifest.Layer(l.layer(), l.offset(), l.nbytes(), (int) crc.getValue(), l.shard(), l.shardOffset(),
                             l.tensors()));
+                    dst.force(false);   // the layer is on disk before the journal says so
+                    ByteBuffer line = ByteBuffer.wrap((l.layer() + " " + TrunkManifest.hex((int) crc.getValue()) + "\n")
+                            .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                    while (line.hasRemaining()) log.write(line);
+                    log.force(false);
                     copied += l.nbytes();
                     if (hook != null) hook.copied(l.layer());
                     progress.update(done.size(), copied);
@@ -271,6 +366,7 @@ public final class TrunkPacker {
             } finally {
                 for (FileChannel c : src.values()) c.close();
             }
+            if (dst.size() > layout.fileSize()) dst.truncate(layout.fileSize());
             if (dst.size() != layout.fileSize()) {
                 throw new TrunkException(binPart, TrunkException.NO_LAYER, "is " + dst.size() + " bytes after copying, expected " + layout.fileSize());
             }

@@ -383,7 +383,11 @@ public final class TrunkStream implements TrunkSource {
         try {
             if (closed || walk < 0 || streamed == 0) return;
             int first = after[walk];
-            for (int d = 0; d < slots.length - 1 && d < streamed; d++) {
+            // look as far ahead as there are slots not held: R-1 while the caller holds a layer, R once it released it,
+            // so the reader goes on to the next read without waiting for the caller's next acquire
+            int held = 0;
+            for (Slot s : slots) if (s.holds > 0) held++;
+            for (int d = 0; d < slots.length - held && d < streamed; d++) {
                 int l = layerOfRank((first + d) % streamed);
                 if (slotOf[l] >= 0 || pendingSlot(l) >= 0) continue;
                 int c = claim(l, false);
