@@ -242,8 +242,8 @@ public final class TrunkStream implements TrunkSource {
                 pinnedHits++;
                 return new LayerBytes(this, layer, manifest.bin(), pinBuffer[l], plan.widenBytes(), true, -1, null);
             }
+            if (pinBuffer[l] == null) pinBuffer[l] = allocate(layer.padded() + plan.widenBytes());   // before any state changes
             pinState[l] = PIN_LOADING;
-            if (pinBuffer[l] == null) pinBuffer[l] = allocate(layer.padded() + plan.widenBytes());
         } finally {
             lock.unlock();
         }
@@ -438,12 +438,12 @@ public final class TrunkStream implements TrunkSource {
             }
         }
         if (take < 0) return -1;
-        cursor = (take + 1) % slots.length;
         Slot slot = slots[take];
+        if (slot.buffer == null) slot.buffer = allocate(plan.slotBytes());   // before any state changes: may fail
+        cursor = (take + 1) % slots.length;
         if (slot.layer >= 0) slotOf[slot.layer] = -1;   // unpublish the old layer
         slot.layer = -1;
         slot.pending = l;
-        if (slot.buffer == null) slot.buffer = allocate(plan.slotBytes());
         return take;
     }
 
