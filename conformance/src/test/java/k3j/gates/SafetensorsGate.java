@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.qameta.allure.Allure;
 import io.qameta.allure.Epic;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -69,6 +70,7 @@ class SafetensorsGate {
 
     @Test
     void theFixturesAreTheOnesTheManifestDescribes() throws IOException, NoSuchAlgorithmException {
+        Allure.feature("fixtures");
         JsonNode files = manifest().path("files");
         assertTrue(files.size() > 0, "MANIFEST.json lists no files");
         for (JsonNode f : files) {
@@ -83,6 +85,8 @@ class SafetensorsGate {
     @MethodSource("cases")
     void everyCaseIsReadExactlyOrRefusedByItsRule(JsonNode c) throws Exception {
         Path path = Project.existing(fixtures().resolve(c.path("path").asText()));
+        Allure.feature(c.path("kind").asText() + " checkpoints");
+        Allure.story(c.path("name").asText());
         Evidence.parameter("case", c.path("name").asText());
         Evidence.parameter("kind", c.path("kind").asText());
         Evidence.text("what", c.path("what").asText());
