@@ -12,6 +12,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.qameta.allure.Epic;
+import io.qameta.allure.Feature;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
@@ -66,6 +67,7 @@ class TrunkGate {
     // packing
 
     @Test
+    @Feature("packing")
     @DisplayName("pack: every tensor's bytes in trunk.bin equal the shard's; runs 4096-aligned, tails zero")
     void packedBytesEqualTheShards() throws IOException {
         Path model = tmp.resolve("model");
@@ -75,6 +77,7 @@ class TrunkGate {
     }
 
     @Test
+    @Feature("packing")
     @DisplayName("pack: the released layout's names (tiny geometry, 2 shards): trunk bytes equal the shard's, experts left out")
     void releasedLayoutPacks() throws IOException {
         ReleasedLayout.Geometry g = new ReleasedLayout.Geometry(16, 32, 5, 1, new int[] {3, 4}, 2, 4, 4, 4, 2, 8, 8, 4, 4, 4,
@@ -111,6 +114,7 @@ class TrunkGate {
     }
 
     @Test
+    @Feature("packing")
     @DisplayName("pack refuses a layer whose run has a gap, naming the layer, the bytes and what lies in the gap")
     void nonContiguousLayerIsRefused() {
         Path model = tmp.resolve("model");
@@ -126,6 +130,7 @@ class TrunkGate {
     }
 
     @Test
+    @Feature("packing")
     @DisplayName("pack refuses a layer spanning two shards, naming the layer and the bytes in each shard")
     void layerSpanningShardsIsRefused() {
         Path model = tmp.resolve("model");
@@ -140,6 +145,7 @@ class TrunkGate {
         assertNothingOpens(out);
     }
 
+    @Feature("packing")
     @DisplayName("pack --gather packs, tensor by tensor, a layer the contiguous packer refuses; bytes equal the shard's; streams exactly")
     @ParameterizedTest(name = "{0}")
     @MethodSource("gatherDefects")
@@ -173,6 +179,7 @@ class TrunkGate {
     }
 
     @Test
+    @Feature("packing")
     @DisplayName("pack interrupted after layer 2 (injected failure) leaves nothing that opens, also over an older good trunk; a rerun resumes")
     void interruptedPackLeavesNothingThatOpens() throws IOException {
         Path model = tmp.resolve("model");
@@ -204,6 +211,7 @@ class TrunkGate {
     }
 
     @Test
+    @Feature("packing")
     @DisplayName("pack killed mid-write (SIGKILL of a k3 pack-trunk process) leaves nothing that opens")
     void killedPackLeavesNothingThatOpens() throws Exception {
         Path model = tmp.resolve("model");
@@ -230,6 +238,7 @@ class TrunkGate {
     // streaming (ENGINE.md §10.6)
 
     @Test
+    @Feature("streaming")
     @DisplayName("one ring slot: nothing pinned, the reader thread is NOT started, prefetch is a no-op, the active layer survives")
     void oneSlotLeavesTheReaderUnstarted() throws IOException {
         Fixture f = fixture(3);
@@ -264,6 +273,7 @@ class TrunkGate {
     }
 
     @Test
+    @Feature("streaming")
     @DisplayName("two slots: the prefetch of layer 1 lands in the OTHER slot while layer 0 is held, both bound correctly")
     void prefetchLandsInADifferentSlot() throws IOException {
         Fixture f = fixture(3);
@@ -290,6 +300,7 @@ class TrunkGate {
     }
 
     @Test
+    @Feature("streaming")
     @DisplayName("ring wrap-around: five layers through two slots, two tokens; every bind exact, the read counts exact")
     void ringWrapsAround() throws IOException {
         Fixture f = fixture(5);
@@ -346,6 +357,7 @@ class TrunkGate {
     }
 
     @Test
+    @Feature("manifest refusals")
     @DisplayName("the run's open refuses a packed trunk with fewer layers than the model, and one from other weights")
     void runOpenChecksLayersAndSource() {
         Fixture f = fixture(3);
@@ -363,6 +375,7 @@ class TrunkGate {
         }
     }
 
+    @Feature("streaming")
     @DisplayName("racing walk: the reader races compute of random length; every bind of every pass is exact")
     @ParameterizedTest(name = "ring {0}, pinned budget {1}")
     @MethodSource("races")
@@ -392,6 +405,7 @@ class TrunkGate {
     }
 
     @Test
+    @Feature("streaming")
     @DisplayName("truncating trunk.bin after open: the prefetch fails and publishes nothing, hits+misses unchanged, acquire errors")
     void truncatedTrunkFailsThePrefetch() throws IOException {
         Fixture f = fixture(3);
@@ -417,6 +431,7 @@ class TrunkGate {
     }
 
     @Test
+    @Feature("streaming")
     @DisplayName("a claim never evicts a slot holding a layer the walk is about to reach (pitfall 16), nor a held slot")
     void claimSparesUpcomingAndHeldLayers() throws IOException {
         Fixture f = fixture(6);
@@ -449,6 +464,7 @@ class TrunkGate {
     }
 
     @Test
+    @Feature("streaming")
     @DisplayName("a released layer's segments throw instead of reading the next layer; a double release is refused")
     void releasedSegmentsAreDead() throws IOException {
         Fixture f = fixture(3);
@@ -462,6 +478,7 @@ class TrunkGate {
     }
 
     @Test
+    @Feature("streaming")
     @DisplayName("pinned layers: the plan pins largest first; a pinned layer is read once (1 miss) and then hit without a slot")
     void pinnedLayersAreReadOnce() throws IOException {
         Fixture f = fixture(5);
@@ -524,6 +541,7 @@ class TrunkGate {
         return (ObjectNode) layer(o, i).get("tensors").elements().next();
     }
 
+    @Feature("manifest refusals")
     @DisplayName("corrupt trunk.json is refused at open")
     @ParameterizedTest(name = "{0}", quoteTextArguments = false)
     @MethodSource("corruptManifests")
@@ -541,6 +559,7 @@ class TrunkGate {
     }
 
     @Test
+    @Feature("manifest refusals")
     @DisplayName("trunk.json that is not JSON is refused at open")
     void badJsonIsRefused() throws IOException {
         Fixture f = fixture(3);
@@ -552,6 +571,7 @@ class TrunkGate {
     }
 
     @Test
+    @Feature("manifest refusals")
     @DisplayName("a trunk made from other weights is refused: same layout with other bytes, and another layout")
     void trunkFromOtherWeightsIsRefused() {
         Fixture f = fixture(3);
