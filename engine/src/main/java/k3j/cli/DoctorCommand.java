@@ -53,6 +53,7 @@ final class DoctorCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         if (listPresets) {
             out.print(Preset.table());
+            out.flush();
             return ExitCode.OK;
         }
         if (readMb <= 0) throw new CommandLine.ParameterException(spec.commandLine(), "--read-mb must be positive");
@@ -82,6 +83,7 @@ final class DoctorCommand implements Callable<Integer> {
                 TrunkManifest m = TrunkManifest.read(trunk);
                 TrunkPlan p = TrunkPlan.of(m.runSizes(), (long) (auto.trunkGb() * 1e9), 2, 0, TrunkPlan.orderFromEnvironment());
                 out.print(p.describe().indent(2));
+                out.flush();
             }
         } catch (IllegalStateException | TrunkException e) {
             out.println("  --preset auto: " + e.getMessage());
