@@ -6,11 +6,13 @@ import java.util.Locale;
  * The trunk's counters. {@code pinnedHits + ringHits + misses} = completed acquires (a failed acquire counts
  * nothing). Read time is device time bracketing the read loops only, on either thread; {@code waitNanos}
  * is what acquire spent blocked on the reader thread and {@code callerReadNanos} what it spent reading
- * itself, so read time minus both is read time hidden behind compute.
+ * itself, so read time minus both is read time hidden behind compute. {@code widenNanos} is what the binder
+ * reported spending widening this trunk's tensors ({@link TrunkSource#recordWiden}).
  */
 public record TrunkStats(int layers, int pinned, int ring, boolean direct, boolean readerThread,
                          long pinnedHits, long ringHits, long misses, long reads, long prefetchReads, long failedReads,
-                         long bytesRead, long readNanos, long callerReadNanos, long waitNanos, long acquireNanos) {
+                         long bytesRead, long readNanos, long callerReadNanos, long waitNanos, long acquireNanos,
+                         long widenNanos) {
 
     public long hits() {
         return pinnedHits + ringHits;
@@ -40,15 +42,15 @@ public record TrunkStats(int layers, int pinned, int ring, boolean direct, boole
         double rs = readNanos / 1e9;
         b.append(String.format(Locale.ROOT, "  read %.2f GB in %.2f s (%.0f MB/s)%s%n", bytesRead / 1e9, rs,
                 rs > 0 ? bytesRead / 1e6 / rs : 0.0, direct ? " with O_DIRECT" : " buffered"));
-        double bind = acquireNanos / 1e9, wait = waitNanos / 1e9, own = callerReadNanos / 1e9;
+        double bind = (acquireNanos + widenNanos) / 1e9, wait = waitNanos / 1e9, own = callerReadNanos / 1e9, widen = widenNanos / 1e9;
         if (rs > own + wait + 1e-9) {
             double over = overlappedNanos() / 1e9;
-            b.append(String.format(Locale.ROOT, "  bind wall %.2f s (waited %.2f s for the reader, read %.2f s itself); "
+            b.append(String.format(Locale.ROOT, "  bind wall %.2f s (waited %.2f s for the reader, read %.2f s itself, widen %.2f s); "
                     + "of the read time %.2f s (%.1f%%) overlapped compute on the reader thread%n",
-                    bind, wait, own, over, rs > 0 ? 100 * over / rs : 0.0));
+                    bind, wait, own, widen, over, rs > 0 ? 100 * over / rs : 0.0));
         } else {
-            b.append(String.format(Locale.ROOT, "  bind wall %.2f s = read %.2f s + waited %.2f s + other %.2f s%n",
-                    bind, own, wait, Math.max(0, bind - own - wait)));
+            b.append(String.format(Locale.ROOT, "  bind wall %.2f s = read %.2f s + waited %.2f s + widen %.2f s + other %.2f s%n",
+                    bind, own, wait, widen, Math.max(0, bind - own - wait - widen)));
         }
         return b.toString();
     }

@@ -99,7 +99,7 @@ public final class TrunkStream implements TrunkSource {
     private int cursor;
     private boolean closed;
     private long pinnedHits, ringHits, misses, reads, prefetchReads, failedReads, bytesRead, readNanos, callerReadNanos,
-            waitNanos, acquireNanos;
+            waitNanos, acquireNanos, widenNanos;
 
     private TrunkStream(TrunkManifest manifest, TrunkPlan plan, Options options, DirectReader reader) {
         this.manifest = manifest;
@@ -519,11 +519,21 @@ public final class TrunkStream implements TrunkSource {
     }
 
     @Override
+    public void recordWiden(long nanos) {
+        lock.lock();
+        try {
+            widenNanos += nanos;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
     public TrunkStats stats() {
         lock.lock();
         try {
             return new TrunkStats(n, plan.pinnedCount(), slots.length, reader.direct(), readerThread != null, pinnedHits, ringHits,
-                    misses, reads, prefetchReads, failedReads, bytesRead, readNanos, callerReadNanos, waitNanos, acquireNanos);
+                    misses, reads, prefetchReads, failedReads, bytesRead, readNanos, callerReadNanos, waitNanos, acquireNanos, widenNanos);
         } finally {
             lock.unlock();
         }
