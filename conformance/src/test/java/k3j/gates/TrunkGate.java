@@ -25,6 +25,7 @@ import java.util.List;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 import k3j.harness.Evidence;
+import k3j.harness.Project;
 import k3j.io.CheckpointIndex;
 import k3j.io.ReleasedLayout;
 import k3j.io.TensorInfo;
@@ -65,6 +66,65 @@ class TrunkGate {
 
     // ---------------------------------------------------------------------------------------------
     // packing
+
+    @Test
+    @Feature("oracle fixtures")
+    @DisplayName("mini-k3-93 (93 layers, 7 shards): each run packed from the shard its manifest names, bytes exact; streamed exactly")
+    void miniK3PacksAndStreams() throws IOException {
+        Path model = Project.fixture("mini-k3-93");
+        JsonNode layout = Project.json(model.resolve("manifest.json")).path("layout");
+        assertTrue(layout.isArray() && !layout.isEmpty(), "mini-k3-93/manifest.json has no layout");
+        TrunkManifest m = pack(model, tmp.resolve("trunk"));
+        assertEquals(93, m.layerCount());
+        int checked = 0;
+        for (JsonNode shard : layout) {
+            String[] range = shard.path("trunk_layers").asText().split("\\.\\.");
+            for (int l = Integer.parseInt(range[0]); l <= Integer.parseInt(range[1]); l++) {
+                assertEquals(shard.path("shard").asText(), m.layer(l).shard(), "layer " + l + "'s run");
+                checked++;
+            }
+        }
+        assertEquals(93, checked, "the fixture's layout names a shard for every layer");
+        checkPackedAgainstShards(model, m);
+        Fixture f = new Fixture(model, m);
+        long largest = 0;
+        for (TrunkManifest.Layer l : m.layers()) largest = Math.max(largest, l.padded());
+        try (TrunkStream s = f.open(2 * f.slot + 20 * largest, 2)) {
+            Evidence.text("plan", s.describe());
+            assertTrue(s.plan().pinnedCount() > 0 && s.plan().pinnedCount() < 93, "some layers pinned, the rest streamed");
+            for (int token = 0; token < 2; token++) {
+                for (int l = 0; l < 93; l++) {
+                    try (LayerBytes b = s.acquire(l)) {
+                        f.checkBytes(b);
+                    }
+                }
+            }
+            Evidence.text("report", s.stats().report());
+            assertEquals(186, s.stats().binds());
+        }
+    }
+
+    @Test
+    @Feature("oracle fixtures")
+    @DisplayName("tiny-k3 (safetensors-library order): the contiguous packer refuses layer 0's gap; --gather packs it and it streams exactly")
+    void tinyK3NeedsGather() throws IOException {
+        Path model = Project.fixture("tiny-k3");
+        TrunkException e = assertThrows(TrunkException.class, () -> pack(model, tmp.resolve("refused")));
+        Evidence.text("refusal", e.getMessage());
+        assertTrue(e.getMessage().contains("layer 0: is not contiguous"), e.getMessage());
+        CheckpointIndex index = CheckpointIndex.open(model);
+        TrunkManifest m = TrunkPacker.pack(index, TrunkPacker.layout(index, true), tmp.resolve("trunk"), Progress.silent(), QUIET, null);
+        assertEquals(13, m.layerCount());
+        checkPackedAgainstShards(model, m);
+        Fixture f = new Fixture(model, m);
+        try (TrunkStream s = f.open(2 * f.slot, 2)) {
+            for (int l = 0; l < 13; l++) {
+                try (LayerBytes b = s.acquire(l)) {
+                    f.checkBytes(b);
+                }
+            }
+        }
+    }
 
     @Test
     @Feature("packing")
