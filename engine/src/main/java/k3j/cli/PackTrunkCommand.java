@@ -1,0 +1,104 @@
+package k3j.cli;
+
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import k3j.config.ConfigException;
+import k3j.config.ConfigReader;
+import k3j.io.CheckpointException;
+import k3j.io.CheckpointIndex;
+import k3j.trunk.Progress;
+import k3j.trunk.TrunkException;
+import k3j.trunk.TrunkManifest;
+import k3j.trunk.TrunkPacker;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code k3 pack-trunk MODEL OUT}: writes OUT/trunk.bin and OUT/trunk.json (ENGINE.md §5.2-5.3). Exit 0
+ * when packed (or already packed from these weights), 1 when the checkpoint cannot be packed (a layer
+ * spanning shards, a gap, an unreadable shard) or the copy fails, 2 on bad arguments.
+ */
+@Command(name = "pack-trunk", mixinStandardHelpOptions = true,
+        description = "Pack every layer's non-expert tensors into OUT/trunk.bin + OUT/trunk.json for streaming (--trunk OUT).",
+        footer = "Exit codes: 0 packed, 1 cannot pack (the reason names the layer and bytes), 2 bad arguments.")
+final class PackTrunkCommand implements Callable<Integer> {
+    @Parameters(index = "0", paramLabel = "MODEL", description = "the model directory (its .safetensors shards)")
+    Path model;
+
+    @Parameters(index = "1", paramLabel = "OUT", description = "the directory to write trunk.bin and trunk.json into")
+    Path out;
+
+    @Option(names = "--force", description = "repack even when OUT already holds a trunk packed from these weights")
+    boolean force;
+
+    @Option(names = "--gather", description = "pack a layer that is not one contiguous run in one shard tensor by tensor instead of "
+            + "refusing it (small fixtures written by the safetensors library; the released checkpoint needs no gathering)")
+    boolean gather;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        PrintWriter o = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        if (!Files.isDirectory(model)) {
+            err.println("k3 pack-trunk: " + model + ": not a model directory");
+            return ExitCode.USAGE;
+        }
+        if (Files.exists(out) && !Files.isDirectory(out)) {
+            err.println("k3 pack-trunk: " + out + ": exists and is not a directory");
+            return ExitCode.USAGE;
+        }
+        try {
+            long t0 = System.nanoTime();
+            CheckpointIndex index = CheckpointIndex.open(model);
+            o.printf(Locale.ROOT, "indexed %d tensors from %d shards in %.2f s%n", index.size(), index.shards().size(), (System.nanoTime() - t0) / 1e9);
+            if (!force && Files.isRegularFile(out.resolve(TrunkManifest.JSON))) {
+                try {
+                    TrunkManifest m = TrunkManifest.read(out);
+                    m.checkSource(index);
+                    o.printf(Locale.ROOT, "%s already holds a trunk packed from these weights (%d layers, %.2f GB); --force repacks%n",
+                            out, m.layerCount(), m.fileSize() / 1e9);
+                    return ExitCode.OK;
+                } catch (TrunkException stale) {
+                    o.println("repacking: the trunk in " + out + " does not open against this checkpoint (" + stale.getMessage() + ")");
+                }
+            }
+            TrunkPacker.Layout layout = TrunkPacker.layout(index, gather);
+            Path config = model.resolve("config.json");
+            if (Files.isRegularFile(config)) {
+                int want = ConfigReader.read(config).layerCount();
+                if (want != layout.layers().size()) {
+                    err.println("k3 pack-trunk: " + model + ": the shards hold trunk tensors for " + layout.layers().size()
+                            + " layers, config.json says " + want + " (a partial download?); refusing");
+                    return ExitCode.RUNTIME;
+                }
+            }
+            TrunkManifest.Layer largest = layout.layers().getFirst();
+            for (TrunkManifest.Layer l : layout.layers()) if (l.nbytes() > largest.nbytes()) largest = l;
+            o.printf(Locale.ROOT, "packing %d layers (%s<L>.*, routed experts excluded): %.2f GB, %s%n",
+                    layout.layers().size(), layout.prefix(), layout.fileSize() / 1e9,
+                    layout.gathered() ? "some layers GATHERED tensor by tensor (not contiguous in the shards)" : "every layer one contiguous run in one shard");
+            o.flush();
+            long t1 = System.nanoTime();
+            TrunkManifest m = TrunkPacker.pack(index, layout, out, Progress.stdout("packed", layout.layers().size(),
+                    layout.layers().stream().mapToLong(TrunkManifest.Layer::nbytes).sum()),
+                    s -> err.println("k3: note: " + s), null);
+            double s = (System.nanoTime() - t1) / 1e9;
+            o.printf(Locale.ROOT, "wrote %s: %.2f GB across %d layers in %.1f s (%.0f MB/s), re-read and CRC-32C verified%n",
+                    m.bin(), m.fileSize() / 1e9, m.layerCount(), s, m.fileSize() / 1e6 / s);
+            o.printf(Locale.ROOT, "largest layer run: %.3f GB (layer %d)  <- the streaming slot size%n", largest.nbytes() / 1e9, largest.layer());
+            o.println("wrote " + m.json());
+            return ExitCode.OK;
+        } catch (TrunkException | CheckpointException | ConfigException e) {
+            err.println("k3 pack-trunk: " + e.getMessage());
+            return ExitCode.RUNTIME;
+        }
+    }
+}

@@ -1,0 +1,116 @@
+package k3j.plan;
+
+import java.util.Locale;
+import java.util.Optional;
+import k3j.config.ModelConfig;
+
+/**
+ * The memory forecast printed before anything large is allocated (ENGINE.md §7.4), and the two refusals
+ * made from it (§7.3): the KV cache over 90% of MemAvailable (exit 2: a request the machine cannot hold)
+ * and the whole plan over 95% (exit 1). A forecast only: the run must quote the measured PEAK RSS
+ * ({@link MemInfo#peakRss()}), not this (pitfall 28). Sizes are in bytes; formulas in floats × 4.
+ *
+ * @param trunk          streamed: the trunk budget; resident: Σ the layers' bind bytes
+ * @param trunkStreamed  whether the trunk is streamed from a packed trunk
+ * @param modelTables    embed + lm_head (+ the three E-sized model vectors), or the ultra-mode stream chunk
+ * @param ultra          ultra-low-memory mode (streamed model tables, one state slot in full recompute)
+ * @param expertCache    the expert cache budget
+ * @param recurrentState KDA recurrent + ShortConv state for every bound layer (one in ultra full recompute)
+ * @param buffers        activations, AttnRes snapshots, layer scratch and logits for Tm = prompt + gen + 1 tokens
+ * @param kvCache        the MLA KV cache (incremental decode only)
+ * @param positions      Tm
+ */
+public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, boolean ultra, long expertCache,
+                         long recurrentState, long buffers, long kvCache, int positions) {
+
+    /** Exit codes of the two refusals (ENGINE.md §7.9). */
+    public static final int EXIT_PLAN = 1, EXIT_KV = 2;
+
+    /**
+     * @param trunkBytes     streamed: budget in bytes; resident: Σ layer bind bytes
+     * @param ultraChunk     bytes of the bounded streaming chunk for embed/lm_head in ultra mode (pitfall 23)
+     */
+    public static MemoryPlan of(ModelConfig c, boolean streamed, long trunkBytes, long cacheBytes, boolean ultra, long ultraChunk,
+                                boolean incremental, int promptTokens, int gen) {
+        long e = c.hiddenSize(), v = c.vocabSize();
+        long tm = (long) promptTokens + gen + 1;
+        long tables = ultra ? ultraChunk + 2 * 4096 + 3 * e * 4 : 2 * v * e * 2 + 3 * e * 4;
+        long p = c.kdaWidth(), d = c.kdaHeadDim(), k = c.shortConvKernel();
+        long stateLayers = ultra && !incremental ? 1 : c.layerCount();
+        long state = (p * d + 3 * p * (k - 1)) * 4 * stateLayers;
+        long maxb = c.snapshotCapacity();
+        long buffers = (tm * e + tm * maxb * e + layerScratch(c, tm, incremental) + v) * 4;
+        return new MemoryPlan(trunkBytes, streamed, tables, ultra, cacheBytes, state, buffers, incremental ? kvBytes(c, tm) : 0, (int) tm);
+    }
+
+    /** MLA KV bytes for {@code positions}: positions · n_mla · (Hm·kvd + qr) · 4 (K3: 2,365,440 B per position). */
+    public static long kvBytes(ModelConfig c, long positions) {
+        return positions * c.mlaLayerCount() * ((long) c.mlaHeads() * c.mlaKvHeadDim() + c.qkRopeHeadDim()) * 4;
+    }
+
+    /** Floats of one layer's scratch for T tokens (ENGINE.md §7.4). */
+    static long layerScratch(ModelConfig c, long t, boolean cached) {
+        long e = c.hiddenSize(), maxb = c.snapshotCapacity();
+        long hm = c.mlaHeads(), qh = c.mlaQkHeadDim(), kvd = c.mlaKvHeadDim(), qr = c.qkRopeHeadDim();
+        long mla = t * hm * qh + c.mlaKvAWidth() + c.qLoraRank() + 2 * hm * c.vHeadDim()
+                + (cached ? t : t + t * hm * kvd + t * qr);   // cached: score term max(cap, T) with cap = Tm = T here
+        long p = c.kdaWidth();
+        long kda = 6 * t * p + t * c.kdaHeads() + 2 * p + c.kdaHeadDim();
+        long lt = c.latentSize(), i = c.moeIntermediate();
+        long moe = 2 * lt + 3 * i + lt + 3 * (long) c.sharedIntermediate() + e;
+        return 3 * t * e + 2 * e + maxb * e + 2L * c.denseIntermediate() + Math.max(mla, Math.max(kda, moe));
+    }
+
+    public long total() {
+        return trunk + modelTables + expertCache + recurrentState + buffers + kvCache;
+    }
+
+    /** The plan block, with the "available" line when MemAvailable is known. */
+    public String block(MemInfo mem) {
+        StringBuilder b = new StringBuilder("memory plan\n");
+        line(b, trunkStreamed ? "trunk (STREAMED)" : "trunk (resident)", trunk, "");
+        line(b, "embed + lm_head", modelTables, ultra ? " (STREAMED)" : " (resident)");
+        line(b, "expert cache", expertCache, "");
+        line(b, "recurrent state", recurrentState, "");
+        line(b, "buffers", buffers, "");
+        line(b, "KV cache", kvCache, "");
+        line(b, "TOTAL", total(), "");
+        if (mem.availableBytes().isPresent()) line(b, "available", mem.availableBytes().getAsLong(), "");
+        return b.toString();
+    }
+
+    private static void line(StringBuilder b, String label, long bytes, String suffix) {
+        b.append(String.format(Locale.ROOT, "  %-16s %s%s%n", label, Human.bytes(bytes), suffix));
+    }
+
+    /** A refusal: the message for standard error and the exit code. */
+    public record Refusal(int exitCode, String message) {}
+
+    /** The KV cache over 90% of MemAvailable (checked before the plan, ENGINE.md §7.3 step 6). */
+    public Optional<Refusal> kvRefusal(MemInfo mem) {
+        if (kvCache == 0 || mem.availableBytes().isEmpty()) return Optional.empty();
+        long avail = mem.availableBytes().getAsLong();
+        if (kvCache <= 0.9 * avail) return Optional.empty();
+        return Optional.of(new Refusal(EXIT_KV, String.format(Locale.ROOT,
+                "REFUSING: the KV cache needs %s for %d positions and the machine has %s available (over 90%%).%n"
+                        + "This is a MEMORY limit, not an engine ceiling: use a shorter prompt or fewer --gen tokens, "
+                        + "or use full recompute (drop --incremental).", Human.bytes(kvCache), positions, Human.bytes(avail))));
+    }
+
+    /** The whole plan over 95% of MemAvailable (ENGINE.md §7.3 step 10). */
+    public Optional<Refusal> planRefusal(MemInfo mem) {
+        if (mem.availableBytes().isEmpty()) return Optional.empty();
+        long avail = mem.availableBytes().getAsLong();
+        if (total() <= 0.95 * avail) return Optional.empty();
+        return Optional.of(new Refusal(EXIT_PLAN, String.format(Locale.ROOT,
+                "REFUSING TO START: this needs %s and the machine has %s available, a shortfall of %s.%n"
+                        + "Options: a larger box, a smaller --cache-gb or --trunk-gb (or --preset auto), or fewer --layers.",
+                Human.bytes(total()), Human.bytes(avail), Human.bytes(total() - avail))));
+    }
+
+    /** The end-of-run line (ENGINE.md §7.6 item 3), or null when VmHWM is not readable. */
+    public static String peakRssLine() {
+        var peak = MemInfo.peakRss();
+        return peak.isEmpty() ? null : "PEAK RSS for the whole run: " + Human.bytes(peak.getAsLong()) + "   <- quote this, not the plan";
+    }
+}

@@ -1,0 +1,101 @@
+package k3j.plan;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import k3j.config.ConfigReader;
+import k3j.config.ModelConfig;
+import org.junit.jupiter.api.Test;
+
+/** The plan block and refusals against the figures the C engine's README printed for the released K3. */
+class MemoryPlanTest {
+    static final ModelConfig K3 = ConfigReader.read(Path.of("..", "oracle-fixtures", "config", "released.json"));
+    static final MemInfo README_BOX = MemInfo.parse("MemTotal:       70000000 kB\nMemAvailable:   64365234 kB\n");
+
+    @Test
+    void readmePlanBlock() {
+        // README: prompt 5 tokens, generating 2; trunk 16 GB streamed, expert cache 6 GB, full recompute
+        MemoryPlan p = MemoryPlan.of(K3, true, 16_000_000_000L, 6_000_000_000L, false, 0, false, 5, 2);
+        String block = p.block(README_BOX);
+        System.out.print(block);
+        assertTrue(block.contains("  trunk (STREAMED) 16.00 GB\n"), block);
+        assertTrue(block.contains("  embed + lm_head  4.70 GB"), block);
+        assertTrue(block.contains("  expert cache     6.00 GB\n"), block);
+        assertTrue(block.contains("  recurrent state  626.25 MB\n"), block);
+        assertTrue(block.contains("  buffers          6.68 MB\n"), block);
+        assertTrue(block.contains("  KV cache         0.00 B\n"), block);
+        assertTrue(block.contains("  TOTAL            27.33 GB\n"), block);
+        assertTrue(p.planRefusal(README_BOX).isEmpty());
+    }
+
+    @Test
+    void kvPerPositionIsTheAppendixFigure() {
+        assertEquals(2_365_440L, MemoryPlan.kvBytes(K3, 1));
+    }
+
+    @Test
+    void planOverNinetyFivePercentIsRefusedWithExitOne() {
+        MemInfo small = MemInfo.parse("MemTotal: 33554432 kB\nMemAvailable: 30000000 kB\n");   // 30.72 GB available
+        MemoryPlan fits = MemoryPlan.of(K3, true, 16_000_000_000L, 7_000_000_000L, false, 0, false, 5, 8);
+        MemoryPlan over = MemoryPlan.of(K3, true, 16_000_000_000L, 10_000_000_000L, false, 0, false, 5, 8);
+        assertTrue(fits.planRefusal(small).isEmpty(), fits.block(small));
+        var r = over.planRefusal(small).orElseThrow();
+        assertEquals(1, r.exitCode());
+        assertTrue(r.message().startsWith("REFUSING TO START: this needs 31.33 GB and the machine has 30.72 GB available, a shortfall of 614.64 MB."),
+                r.message());
+    }
+
+    @Test
+    void kvOverNinetyPercentIsRefusedWithExitTwo() {
+        MemInfo mem = MemInfo.parse("MemAvailable: 10000000 kB\n");   // 10.24 GB
+        MemoryPlan ok = MemoryPlan.of(K3, true, 2_500_000_000L, 0, false, 0, true, 3000, 800);   // 3801 positions, 8.99 GB
+        MemoryPlan no = MemoryPlan.of(K3, true, 2_500_000_000L, 0, false, 0, true, 3000, 1000);  // 4001 positions, 9.46 GB
+        assertTrue(ok.kvRefusal(mem).isEmpty());
+        var r = no.kvRefusal(mem).orElseThrow();
+        assertEquals(2, r.exitCode());
+        assertTrue(r.message().contains("This is a MEMORY limit, not an engine ceiling"), r.message());
+        assertTrue(r.message().contains("drop --incremental"), r.message());
+    }
+
+    @Test
+    void ultraFullRecomputeKeepsOneStateSlot() {
+        MemoryPlan p = MemoryPlan.of(K3, true, 2_500_000_000L, 310_000_000L, true, 64L << 20, false, 5, 2);
+        assertEquals(6_733_824L, p.recurrentState(), "one layer's KDA state: 6.73 MB");
+        assertTrue(p.block(README_BOX).contains("embed + lm_head  67.20 MB (STREAMED)"), p.block(README_BOX));
+    }
+
+    @Test
+    void presetTableIsTheReadmes() {
+        String t = Preset.table();
+        System.out.print(t);
+        assertTrue(t.startsWith("presets (trunk / expert-cache, in GB):\n"
+                + "  ultra          2.50 / 0.31    ~3 GB planned: streamed model tables, one state slot. Slow.\n"
+                + "  laptop         3.00 / 1.00    8.2 GB peak RSS. The ordinary-path floor.\n"
+                + "  desktop       16.00 / 10.00   31.9 GB peak RSS.\n"
+                + "  workstation   60.00 / 30.00   95.5 GB peak RSS; the expert cache starts to matter here.\n"
+                + "  server       110.00 / 13.00   ~128 GB peak RSS; 90 of 93 trunk layers pinned. Fastest.\n"
+                + "  max          110.00 / 109.00  ~224 GB peak RSS; trunk pinned and a large expert cache.\n"), t);
+        assertTrue(t.contains("  auto"), t);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Preset.parse("huge"));
+        assertTrue(e.getMessage().startsWith("unknown preset 'huge'\npresets"), e.getMessage());
+        assertEquals(Preset.SERVER, Preset.parse("server"));
+    }
+
+    @Test
+    void autoBudget() {
+        // the README's reference box: MemAvailable 233961008 kB, MemTotal 239308464 kB -> everything pinned, rest to the cache
+        AutoBudget big = AutoBudget.of(MemInfo.parse("MemTotal: 239308464 kB\nMemAvailable: 233961008 kB\n"));
+        assertEquals(111, big.trunkGb(), 1e-9);
+        assertTrue(big.cacheGb() > 100, big.line());
+        AutoBudget mid = AutoBudget.of(MemInfo.parse("MemTotal: 33554432 kB\nMemAvailable: 30000000 kB\n"));
+        // avail 30.72, reserve 2 + 0.6144 + 4.7 + 1.7 = 9.0144, usable 21.7056; ceiling 0.55 * 34.36 = 18.90; cap = 9.38
+        assertEquals(9.3827, mid.trunkGb(), 1e-3, mid.line());
+        assertEquals(0.5, mid.cacheGb(), 1e-9);
+        assertThrows(IllegalStateException.class, () -> AutoBudget.of(MemInfo.parse("MemAvailable: 9000000 kB\n")));
+        assertEquals(Preset.LAPTOP, Preset.recommend(20L << 30).preset());
+        assertEquals(Preset.SERVER, Preset.recommend(192L << 30).preset());
+        assertEquals(null, Preset.recommend(9L << 30).preset());
+    }
+}
