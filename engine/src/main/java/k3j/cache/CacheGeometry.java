@@ -1,0 +1,62 @@
+package k3j.cache;
+
+import java.util.Locale;
+
+/**
+ * Slot geometry (ENGINE.md §6.1). A slot holds the probe expert plus 2·4096 bytes of O_DIRECT
+ * widening, rounded up to 4096, so every slot base is 4096-aligned (pitfall 18: K3's
+ * 17,547,264-byte expert is aligned by coincidence, the stride must not rely on it).
+ */
+public record CacheGeometry(long expertBytes, long slotBytes, int slots, int topK) {
+    public static final long ALIGN = 4096;
+    /** K3 (93 layers, the dense layer 0 excluded) × 896 experts: the denominator of the printed pool share. */
+    public static final long K3_POOL_EXPERTS = 92L * 896;
+
+    public static long slotBytes(long expertBytes) {
+        return alignUp(expertBytes + 2 * ALIGN);
+    }
+
+    static long alignUp(long n) {
+        return (n + ALIGN - 1) & -ALIGN;
+    }
+
+    static long alignDown(long n) {
+        return n & -ALIGN;
+    }
+
+    /** nslot = floor(budget / slot); a cache smaller than one token's working set is refused. */
+    public static CacheGeometry plan(long expertBytes, long budgetBytes, int topK) {
+        if (expertBytes <= 0) throw new IllegalArgumentException("expert size must be positive, got " + expertBytes);
+        if (topK < 1) throw new IllegalArgumentException("top-k must be at least 1, got " + topK);
+        if (budgetBytes < 0) throw new IllegalArgumentException("cache budget must not be negative, got " + budgetBytes);
+        long slot = slotBytes(expertBytes);
+        long n = budgetBytes / slot;
+        if (n < topK + 1) {
+            throw new IllegalArgumentException(String.format(Locale.ROOT,
+                    "expert cache of %.2f GB holds %d slots of %.2f MB; it needs at least %d (top-k + 1 = %.2f GB). "
+                            + "A cache smaller than one token's working set would evict an expert that is still being multiplied.",
+                    budgetBytes / 1e9, n, slot / 1e6, topK + 1, (topK + 1) * slot / 1e9));
+        }
+        if (n > Integer.MAX_VALUE / 2) throw new IllegalArgumentException("expert cache of " + n + " slots is too many");
+        return new CacheGeometry(expertBytes, slot, (int) n, topK);
+    }
+
+    public long arenaBytes() {
+        return slotBytes * slots;
+    }
+
+    /** How many handed-out slots are protected from eviction: min(topk, 64, nslot − 1, ≥ 1) (§6.3). */
+    public int protectedSlots() {
+        return protectedSlots(topK, slots);
+    }
+
+    public static int protectedSlots(int topK, int slots) {
+        return Math.max(1, Math.min(Math.min(topK, 64), slots - 1));
+    }
+
+    /** {@code expert cache: %d slots x %.2f MB = %.2f GB (%.2f%% of the 1.45 TB expert pool)} (§6.1). */
+    public String banner() {
+        return String.format(Locale.ROOT, "expert cache: %d slots x %.2f MB = %.2f GB (%.2f%% of the 1.45 TB expert pool)",
+                slots, slotBytes / 1e6, arenaBytes() / 1e9, 100.0 * slots / K3_POOL_EXPERTS);
+    }
+}

@@ -1,0 +1,92 @@
+package k3j.cache;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Locale;
+
+/**
+ * Records every get() request BEFORE it is served (pitfall 17), so the trace is what the model
+ * asked for, independent of cache state; batch prefetches are not recorded (ENGINE.md §6.9).
+ * Writes {@code expert_trace.bin} (int32 little-endian (layer, expert) pairs in request order) and
+ * {@code expert_hist.json} ({@code {"n_layers","n_experts","counts":{"<layer>,<expert>":n}}},
+ * sparse, layer-major).
+ */
+public final class CacheTrace {
+    public static final String TRACE_FILE = "expert_trace.bin";
+    public static final String HIST_FILE = "expert_hist.json";
+
+    private final int layers;
+    private final int experts;
+    private final long[] counts;
+    private int[] pairs = new int[1024];
+    private int size;
+
+    public CacheTrace(int layers, int experts) {
+        this.layers = layers;
+        this.experts = experts;
+        this.counts = new long[Math.multiplyExact(layers, experts)];
+    }
+
+    public synchronized void record(int layer, int expert) {
+        counts[layer * experts + expert]++;
+        if (size + 2 > pairs.length) pairs = Arrays.copyOf(pairs, pairs.length * 2);
+        pairs[size++] = layer;
+        pairs[size++] = expert;
+    }
+
+    public synchronized int requests() {
+        return size / 2;
+    }
+
+    /** The recorded (layer, expert) pairs, flattened. */
+    public synchronized int[] pairs() {
+        return Arrays.copyOf(pairs, size);
+    }
+
+    /** Writes both files into {@code dir} (created if absent); returns the line to print. */
+    public synchronized String write(Path dir) throws IOException {
+        Files.createDirectories(dir);
+        ByteBuffer bb = ByteBuffer.allocate(size * Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < size; i++) bb.putInt(pairs[i]);
+        Path trace = dir.resolve(TRACE_FILE);
+        Files.write(trace, bb.array());
+
+        ObjectMapper json = new ObjectMapper();
+        ObjectNode root = json.createObjectNode();
+        root.put("n_layers", layers);
+        root.put("n_experts", experts);
+        ObjectNode c = root.putObject("counts");
+        for (int k = 0; k < counts.length; k++) {
+            if (counts[k] > 0) c.put((k / experts) + "," + (k % experts), counts[k]);
+        }
+        json.writeValue(dir.resolve(HIST_FILE).toFile(), root);
+        return String.format(Locale.ROOT, "wrote %s: %d requests (%.0f KB)", trace, size / 2, size * 4 / 1024.0);
+    }
+
+    /**
+     * Reads {@code expert_trace.bin} from a trace directory or the file itself: int32 LE pairs;
+     * an odd count, a negative id or a size not a multiple of 4 is an error naming the file.
+     */
+    public static int[] readPairs(Path dirOrFile) throws IOException {
+        Path f = Files.isDirectory(dirOrFile) ? dirOrFile.resolve(TRACE_FILE) : dirOrFile;
+        if (!Files.isRegularFile(f)) throw new IOException("no trace at " + f);
+        long bytes = Files.size(f);
+        if (bytes % 8 != 0) {
+            throw new IOException(f + ": " + bytes + " bytes is not a whole number of int32 (layer, expert) pairs");
+        }
+        if (bytes > Integer.MAX_VALUE - 8) throw new IOException(f + ": " + bytes + " bytes is too large a trace");
+        ByteBuffer bb = ByteBuffer.wrap(Files.readAllBytes(f)).order(ByteOrder.LITTLE_ENDIAN);
+        int[] out = new int[(int) (bytes / 4)];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = bb.getInt();
+            if (out[i] < 0) throw new IOException(f + ": negative id " + out[i] + " at pair " + i / 2);
+        }
+        return out;
+    }
+}

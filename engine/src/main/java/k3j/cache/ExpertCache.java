@@ -1,0 +1,419 @@
+package k3j.cache;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+
+/**
+ * The routed-expert cache (ENGINE.md §6): a fixed arena of 4096-aligned slots, one lock over the
+ * {@link SlotTable}, reads outside the lock. A slot being read into is INFLIGHT: it is never
+ * handed out, served or evicted, and a second request for the same expert waits for the first
+ * read instead of reading twice. A slot is published only after a FULL read; a failed or short
+ * read is counted, the slot goes back to EMPTY and the caller gets an {@link ExpertLoadException}.
+ */
+public final class ExpertCache implements ExpertSource, AutoCloseable {
+
+    /**
+     * @param budgetBytes  arena budget; nslot = floor(budget / slot) must be ≥ topK + 1
+     * @param topK         experts per token per layer (sets the refusal floor and the protection ring)
+     * @param policy       S3-FIFO (default) or LRU
+     * @param readMode     O_DIRECT (default) or buffered
+     * @param prefetch     whether getMany reads (off = K3_NOPREFETCH)
+     * @param readThreads  size of the fixed read pool used by getMany
+     */
+    public record Settings(long budgetBytes, int topK, CachePolicy policy, ReadMode readMode, boolean prefetch, int readThreads) {
+        public Settings {
+            if (readThreads < 1) throw new IllegalArgumentException("read threads must be at least 1, got " + readThreads);
+            if (policy == null || readMode == null) throw new IllegalArgumentException("policy and read mode are required");
+        }
+
+        public static Settings of(long budgetBytes, int topK) {
+            return new Settings(budgetBytes, topK, CachePolicy.S3_FIFO, ReadMode.DIRECT, true, 4);
+        }
+
+        public Settings withPolicy(CachePolicy p) {
+            return new Settings(budgetBytes, topK, p, readMode, prefetch, readThreads);
+        }
+
+        public Settings withReadMode(ReadMode m) {
+            return new Settings(budgetBytes, topK, policy, m, prefetch, readThreads);
+        }
+
+        public Settings withPrefetch(boolean on) {
+            return new Settings(budgetBytes, topK, policy, readMode, on, readThreads);
+        }
+
+        public Settings withReadThreads(int n) {
+            return new Settings(budgetBytes, topK, policy, readMode, prefetch, n);
+        }
+    }
+
+    /** Counters of one window, mutated under the lock. */
+    private static final class Counters {
+        long requests, hits, misses, evictions, prefetchReads, prefetchWasted, failedReads, bytesRead, readNanos;
+
+        CacheStats snapshot() {
+            return new CacheStats(requests, hits, misses, evictions, prefetchReads, prefetchWasted, failedReads, bytesRead, readNanos);
+        }
+    }
+
+    private final ExpertLocator locator;
+    private final ExpertReader reader;
+    private final boolean ownsReader;
+    private final Settings settings;
+    private final CacheGeometry geometry;
+    private final CacheTrace trace;
+    private final Arena arena;
+    private final MemorySegment slots;
+    private final SlotTable table;
+    private final long[] padOf;
+    private final ExpertLocation[] locationOf;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition landed = lock.newCondition();
+    private final ExecutorService pool;
+    private Counters step = new Counters();
+    private CacheStats finished = CacheStats.ZERO;
+
+    /**
+     * A cache reading through {@code reader}. The probe expert (expert 0 of {@code
+     * locator.probeLayer()}) sizes the slots; {@code trace} (nullable) records every get().
+     *
+     * @throws IllegalArgumentException if the budget holds fewer than topK + 1 slots (§6.1)
+     * @throws ExpertLoadException      if the probe expert cannot be resolved
+     */
+    public ExpertCache(ExpertLocator locator, ExpertReader reader, Settings settings, CacheTrace trace) throws ExpertLoadException {
+        this(locator, reader, false, settings, trace);
+    }
+
+    private ExpertCache(ExpertLocator locator, ExpertReader reader, boolean ownsReader, Settings settings, CacheTrace trace)
+            throws ExpertLoadException {
+        this.locator = locator;
+        this.reader = reader;
+        this.ownsReader = ownsReader;
+        this.settings = settings;
+        this.trace = trace;
+        long probe = locator.locate(locator.probeLayer(), 0).length();
+        this.geometry = CacheGeometry.plan(probe, settings.budgetBytes(), settings.topK());
+        int keys = Math.multiplyExact(locator.layers(), locator.experts());
+        this.table = new SlotTable(geometry.slots(), keys, geometry.protectedSlots(), settings.policy());
+        this.padOf = new long[geometry.slots()];
+        this.locationOf = new ExpertLocation[geometry.slots()];
+        this.arena = Arena.ofShared();
+        this.slots = arena.allocate(geometry.arenaBytes(), CacheGeometry.ALIGN);
+        AtomicInteger n = new AtomicInteger();
+        this.pool = Executors.newFixedThreadPool(settings.readThreads(), r -> {
+            Thread t = new Thread(r, "k3-expert-read-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** A cache over real files: positional FileChannel reads, O_DIRECT per {@code settings.readMode()}. */
+    public static ExpertCache open(ExpertLocator locator, Settings settings, CacheTrace trace, Consumer<String> notes)
+            throws ExpertLoadException {
+        return new ExpertCache(locator, new FileExpertReader(settings.readMode(), notes), true, settings, trace);
+    }
+
+    public CacheGeometry geometry() {
+        return geometry;
+    }
+
+    public Settings settings() {
+        return settings;
+    }
+
+    public ExpertReader reader() {
+        return reader;
+    }
+
+    /** The key of (layer, expert): layer · experts + expert (§6.1). */
+    public int key(int layer, int expert) {
+        if (layer < 0 || layer >= locator.layers() || expert < 0 || expert >= locator.experts()) {
+            throw new IllegalArgumentException("no expert L" + layer + " " + expert + " in a cache of "
+                    + locator.layers() + " layers x " + locator.experts() + " experts");
+        }
+        return layer * locator.experts() + expert;
+    }
+
+    @Override
+    public ResidentExpert get(int layer, int expert) throws ExpertLoadException {
+        int key = key(layer, expert);
+        if (trace != null) trace.record(layer, expert); // before serving (pitfall 17)
+        ExpertLocation loc = null;
+        SlotTable.Reservation r;
+        lock.lock();
+        try {
+            step.requests++;
+            while (true) {
+                int s = table.residentSlot(key);
+                if (s >= 0) {
+                    step.hits++;
+                    table.serve(s);
+                    return view(s, layer, expert);
+                }
+                if (table.inflight(key)) {
+                    landed.awaitUninterruptibly();
+                    continue;
+                }
+                if (loc == null) {
+                    try {
+                        loc = resolve(layer, expert);
+                    } catch (ExpertLoadException e) {
+                        step.misses++;
+                        step.failedReads++;
+                        throw e;
+                    }
+                }
+                r = table.reserve(key);
+                if (r != null) break;
+                if (table.inflightCount() == 0) {
+                    step.misses++;
+                    step.failedReads++;
+                    throw new ExpertLoadException(layer, expert, "every slot is pinned or in use (" + geometry.slots() + " slots)");
+                }
+                landed.awaitUninterruptibly();
+            }
+            step.misses++;
+            count(r);
+        } finally {
+            lock.unlock();
+        }
+
+        long t0 = System.nanoTime();
+        long pad = -1;
+        Exception failure = null;
+        try {
+            pad = reader.read(loc, slot(r.slot()));
+        } catch (IOException | RuntimeException e) {
+            failure = e;
+        }
+        long dt = System.nanoTime() - t0;
+
+        lock.lock();
+        try {
+            step.readNanos += dt;
+            if (failure != null) {
+                table.abandon(r.slot(), key);
+                step.failedReads++;
+                throw new ExpertLoadException(layer, expert, "load failed, leaving the slot empty: " + failure.getMessage(), failure);
+            }
+            padOf[r.slot()] = pad;
+            locationOf[r.slot()] = loc;
+            table.publish(r.slot(), key, false);
+            table.handOut(r.slot());
+            step.bytesRead += loc.length();
+            return view(r.slot(), layer, expert);
+        } finally {
+            landed.signalAll();
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public int getMany(int layer, int... experts) {
+        if (!settings.prefetch()) return 0;
+        if (layer < 0 || layer >= locator.layers()) return 0;
+        record Work(int expert, int key, int slot, ExpertLocation loc) {}
+        List<Work> work = new ArrayList<>(experts.length);
+
+        // phase 1: resolve outside the lock (an unresolvable or oversized expert is left to get(),
+        // which reports it), then reserve serially under it; every reserved slot is INFLIGHT (pitfall 15)
+        int[] keys = new int[experts.length];
+        Map<Integer, ExpertLocation> where = new HashMap<>();
+        for (int i = 0; i < experts.length; i++) {
+            int e = experts[i];
+            keys[i] = -1;
+            if (e < 0 || e >= locator.experts()) continue;
+            try {
+                where.put(key(layer, e), resolve(layer, e));
+                keys[i] = key(layer, e);
+            } catch (ExpertLoadException unresolvable) {
+                // get() reports it
+            }
+        }
+        lock.lock();
+        try {
+            for (SlotTable.Reservation r : table.reserveBatch(keys)) {
+                count(r);
+                work.add(new Work(r.key() % locator.experts(), r.key(), r.slot(), where.get(r.key())));
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (work.isEmpty()) return 0;
+
+        // phase 2: reads in disk-offset order, concurrently, without the lock
+        List<Work> byOffset = new ArrayList<>(work);
+        byOffset.sort(Comparator.<Work, String>comparing(w -> w.loc().file().toString()).thenComparingLong(w -> w.loc().offset()));
+        long t0 = System.nanoTime();
+        List<Future<Long>> reads = new ArrayList<>(byOffset.size());
+        for (Work w : byOffset) reads.add(pool.submit(() -> reader.read(w.loc(), slot(w.slot()))));
+        long[] pads = new long[work.size()];
+        Exception[] failures = new Exception[work.size()];
+        for (int i = 0; i < byOffset.size(); i++) {
+            int j = work.indexOf(byOffset.get(i));
+            try {
+                pads[j] = getUninterruptibly(reads.get(i));
+            } catch (ExecutionException e) {
+                failures[j] = e.getCause() instanceof Exception x ? x : e;
+            }
+        }
+        long dt = System.nanoTime() - t0;
+
+        // phase 3: publish serially, in request order; only full reads are registered
+        int landedCount = 0;
+        lock.lock();
+        try {
+            step.readNanos += dt;
+            for (int j = 0; j < work.size(); j++) {
+                Work w = work.get(j);
+                if (failures[j] != null) {
+                    table.abandon(w.slot(), w.key());
+                    step.failedReads++;
+                    continue;
+                }
+                padOf[w.slot()] = pads[j];
+                locationOf[w.slot()] = w.loc();
+                table.publish(w.slot(), w.key(), true);
+                step.prefetchReads++;
+                step.bytesRead += w.loc().length();
+                landedCount++;
+            }
+            landed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        return landedCount;
+    }
+
+    private void count(SlotTable.Reservation r) {
+        if (r.evictedKey() >= 0) step.evictions++;
+        if (r.wastedPrefetch()) step.prefetchWasted++;
+    }
+
+    private static long getUninterruptibly(Future<Long> f) throws ExecutionException {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    return f.get();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) Thread.currentThread().interrupt();
+        }
+    }
+
+    private ExpertLocation resolve(int layer, int expert) throws ExpertLoadException {
+        ExpertLocation loc = locator.locate(layer, expert);
+        long room = geometry.slotBytes() - 2 * CacheGeometry.ALIGN;
+        if (loc.length() > room) {
+            throw new ExpertLoadException(layer, expert, "expert of " + loc.length() + " bytes exceeds the slot payload of " + room
+                    + " bytes (sized by the probe expert)");
+        }
+        return loc;
+    }
+
+    private MemorySegment slot(int s) {
+        return slots.asSlice(s * geometry.slotBytes(), geometry.slotBytes());
+    }
+
+    private ResidentExpert view(int s, int layer, int expert) {
+        ExpertLocation loc = locationOf[s];
+        return new ResidentExpert(layer, expert, slot(s).asSlice(padOf[s], loc.length()).asReadOnly(), loc);
+    }
+
+    /** Counters since the last {@link #resetStep()}. */
+    public CacheStats stepStats() {
+        lock.lock();
+        try {
+            return step.snapshot();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Counters over the whole run (every finished step plus the current one). */
+    public CacheStats totalStats() {
+        lock.lock();
+        try {
+            return finished.plus(step.snapshot());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Starts a new generation step: every window counter is reset together (pitfall 17). */
+    public void resetStep() {
+        lock.lock();
+        try {
+            finished = finished.plus(step.snapshot());
+            step = new Counters();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public int residentCount() {
+        lock.lock();
+        try {
+            return table.residentCount();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Clears the protection ring (the speculation hook does this on entering a new layer). */
+    public void clearProtection() {
+        lock.lock();
+        try {
+            table.clearRing();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The §6.8 report block: {@code cache [final step]} over the current step, or {@code cache [run]} over the whole run. */
+    public String report(boolean wholeRun) {
+        lock.lock();
+        try {
+            CacheStats s = wholeRun ? finished.plus(step.snapshot()) : step.snapshot();
+            return (wholeRun ? "cache [run]" : "cache [final step]") + System.lineSeparator()
+                    + table.describePolicy() + System.lineSeparator()
+                    + String.format(Locale.ROOT, "  slots        : %d of %.2f MB = %.2f GB arena (%d resident, %d pinned)%n",
+                    geometry.slots(), geometry.slotBytes() / 1e6, geometry.arenaBytes() / 1e9, table.residentCount(), 0)
+                    + s.lines();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        pool.shutdownNow();
+        lock.lock();
+        try {
+            if (table.inflightCount() > 0) throw new IllegalStateException("closing the expert cache with reads in flight");
+        } finally {
+            lock.unlock();
+        }
+        arena.close();
+        if (ownsReader) reader.close();
+    }
+}

@@ -1,0 +1,139 @@
+package k3j.cli;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import k3j.cache.CacheGeometry;
+import k3j.cache.CacheSimulator;
+import k3j.cache.CacheTrace;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code k3 sim-cache TRACE_DIR}: replays a {@code --dump-cache-trace} trace at several cache
+ * sizes under LRU, S3-FIFO, Belady and pinned+LRU and prints the ENGINE.md §9 table.
+ */
+@Command(name = "sim-cache",
+        description = "Replay an expert trace (written by --dump-cache-trace) at several cache sizes.")
+final class SimCacheCommand implements Callable<Integer> {
+    static final double[] DEFAULT_GB = {8, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024, 1450};
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Parameters(index = "0", paramLabel = "TRACE_DIR", description = "directory holding expert_trace.bin, or the file itself")
+    Path trace;
+
+    @Option(names = "--capacities", split = ",", paramLabel = "GB",
+            description = "cache sizes in GB (1e9 bytes); default 8,16,32,64,128,192,256,384,512,768,1024,1450")
+    double[] capacities;
+
+    @Option(names = "--slots", split = ",", paramLabel = "N",
+            description = "cache sizes in slots instead of GB (a live cache's slot count); not with --capacities")
+    int[] slots;
+
+    @Option(names = "--expert-bytes", paramLabel = "BYTES", defaultValue = "17547264",
+            description = "bytes per expert (default ${DEFAULT-VALUE}, K3's MXFP4 expert)")
+    long expertBytes;
+
+    @Option(names = "--disk-mbs", paramLabel = "MB/S", defaultValue = "1234",
+            description = "disk rate for SEC/TOK (default ${DEFAULT-VALUE}, the measured random-cold rate)")
+    double diskMBps;
+
+    @Option(names = "--top-k", paramLabel = "K", defaultValue = "16",
+            description = "experts per token; sizes below K + 1 slots are skipped, the last min(K, 64, slots - 1) served are protected (default ${DEFAULT-VALUE})")
+    int topK;
+
+    @Option(names = "--batched",
+            description = "replay each run of same-layer requests as a batch prefetch first (the engine's getMany), and print TRUE hit rates")
+    boolean batched;
+
+    @Option(names = "--requests-per-token", paramLabel = "N", defaultValue = "1472",
+            description = "get() requests per decoded token (default ${DEFAULT-VALUE} = 92 layers x 16)")
+    int perToken;
+
+    @Option(names = "--pool-experts", paramLabel = "N", defaultValue = "82432",
+            description = "experts in the whole pool (default ${DEFAULT-VALUE} = 92 x 896)")
+    long poolExperts;
+
+    @Override
+    public Integer call() throws IOException {
+        CommandLine cl = spec.commandLine();
+        if (!Files.exists(trace)) throw new CommandLine.ParameterException(cl, "no trace at " + trace);
+        if (capacities != null && slots != null) throw new CommandLine.ParameterException(cl, "--capacities and --slots are mutually exclusive");
+        if (expertBytes <= 0 || diskMBps <= 0 || topK < 1 || perToken < 1 || poolExperts < 1) {
+            throw new CommandLine.ParameterException(cl, "--expert-bytes, --disk-mbs, --top-k, --requests-per-token and --pool-experts must be positive");
+        }
+        if (capacities != null) for (double gb : capacities) {
+            if (!(gb > 0)) throw new CommandLine.ParameterException(cl, "--capacities must be positive, got " + gb);
+        }
+        if (slots != null) for (int s : slots) {
+            if (s < 1) throw new CommandLine.ParameterException(cl, "--slots must be positive, got " + s);
+        }
+        print(new CacheSimulator(CacheTrace.readPairs(trace)), cl.getOut());
+        return ExitCode.OK;
+    }
+
+    private void print(CacheSimulator sim, PrintWriter out) {
+        long n = sim.requests();
+        long tokens = Math.max(n / perToken, 1);
+        out.printf(Locale.ROOT, "trace: %d requests, %d distinct experts, about %d token(s)%n", n, sim.distinct(), tokens);
+        out.printf(Locale.ROOT, "distinct experts touched: %d of %d (%.2f%% of the pool)%n", sim.distinct(), poolExperts, 100.0 * sim.distinct() / poolExperts);
+        out.printf(Locale.ROOT, "if nothing were cached: %.2f GB per token%n", (double) perToken * expertBytes / 1e9);
+        StringBuilder hot = new StringBuilder("hottest experts:");
+        for (long[] h : sim.hottest(5)) hot.append(String.format(Locale.ROOT, "  L%d/%d x%d", h[0], h[1], h[2]));
+        out.println(hot);
+        out.printf(Locale.ROOT, "total reuse: %d of %d requests are repeats (%.1f%%)%n%n", sim.repeats(), n, n == 0 ? 0 : 100.0 * sim.repeats() / n);
+
+        List<CacheSimulator.Row> rows = new ArrayList<>();
+        int skipped = 0;
+        if (slots != null) {
+            for (int s : slots) {
+                if (s < topK + 1) skipped++;
+                else rows.add(sim.row(s + " slots", s, topK, batched));
+            }
+        } else {
+            for (double gb : capacities != null ? capacities : DEFAULT_GB) {
+                long s = (long) Math.floor(gb * 1e9 / expertBytes);
+                if (s < topK + 1) skipped++;
+                else rows.add(sim.row(String.format(Locale.ROOT, "%s GB", trim(gb)), (int) Math.min(s, Integer.MAX_VALUE), topK, batched));
+            }
+        }
+        out.printf(Locale.ROOT, "%-9s %8s %9s %9s %9s %9s %12s %11s%n", "CACHE", "SLOTS", "LRU", "S3-FIFO", "BELADY", "PIN+LRU", "GB READ/TOK", "SEC/TOK");
+        out.println("-".repeat(86));
+        for (CacheSimulator.Row r : rows) {
+            double gbPerTok = (n - r.s3fifo()) * (double) expertBytes / 1e9 / tokens;
+            out.printf(Locale.ROOT, "%-9s %8d %8.2f%% %8.2f%% %8.2f%% %8.2f%% %12.2f %11.2f%n", r.label(), r.slots(),
+                    pct(r.lru(), n), pct(r.s3fifo(), n), pct(r.belady(), n), pct(r.pinnedLru(), n), gbPerTok, gbPerTok * 1000 / diskMBps);
+        }
+        if (skipped > 0) out.printf(Locale.ROOT, "(%d size(s) below top-k + 1 = %d slots skipped: the engine refuses them)%n", skipped, topK + 1);
+        out.println();
+        out.printf(Locale.ROOT, "compulsory misses: %d (every expert must be read at least once), a ceiling of%n", sim.distinct());
+        out.printf(Locale.ROOT, "%.2f%% hit rate for ANY policy at ANY size on this trace.%n", pct(n - sim.distinct(), n));
+        out.printf(Locale.ROOT, "holding every expert this trace touched needs %.2f GB%n", sim.distinct() * (double) expertBytes / 1e9);
+        out.printf(Locale.ROOT, "holding the whole pool needs %.2f GB%n", poolExperts * (double) expertBytes / 1e9);
+        out.printf(Locale.ROOT, "LRU and S3-FIFO replay the engine's policies, protection ring included (the last%n"
+                + "min(top-k, 64, slots - 1) experts served are never evicted); at a live cache's slot count%n"
+                + "they equal its hits (without batch prefetch) or, with --batched, its TRUE resident hits%n"
+                + "(hits - prefetch reads, batch prefetch on).%s BELADY (with bypass) and%n"
+                + "PIN+LRU (the hottest slots/2 experts of THIS trace pinned) use future knowledge: bounds.%n"
+                + "GB READ/TOK counts S3-FIFO reads; a slot holds %.2f MB in the engine (expert + O_DIRECT pad).%n",
+                batched ? " Columns LRU and S3-FIFO are TRUE hit rates." : "", CacheGeometry.slotBytes(expertBytes) / 1e6);
+        out.flush();
+    }
+
+    private static double pct(long hits, long n) {
+        return n == 0 ? 0 : 100.0 * hits / n;
+    }
+
+    private static String trim(double gb) {
+        return gb == Math.rint(gb) ? Long.toString((long) gb) : Double.toString(gb);
+    }
+}

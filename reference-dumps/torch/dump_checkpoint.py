@@ -1,0 +1,291 @@
+#!/usr/bin/python3
+"""Reference dump of a Kimi K3 checkpoint in the released layout (format: reference-dumps/FORMAT.md).
+
+  /usr/bin/python3 reference-dumps/torch/dump_checkpoint.py MODEL_DIR --ids 250,17,... --gen 20 --out DUMP
+      [--no-mutants] [--no-drift] [--no-data-hash] [--safety 10]
+
+Runs the float64 reference: greedy decode (incremental), teacher forcing over prompt+generated ids
+with every stage recorded, the float32 drift (end to end and per layer from the reference's own
+inputs) from which the tolerances are derived, the mutant table, and the self checks
+(causality, incremental = full recompute).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from k3ref import ops  # noqa: E402
+from k3ref.metrics import routing_gaps, top2_margin  # noqa: E402
+from k3ref.model import Model, greedy  # noqa: E402
+from k3ref.safetensors_io import header_sha256, read_header, sha256_file  # noqa: E402
+
+FORMAT_VERSION = 1
+STAGES = ["partial_in", "attn_in", "attn_norm", "attn_out", "partial_attn", "mlp_in", "mlp_norm", "mlp_out",
+          "partial_out"]
+F32_FLOOR_ULPS = 4.0  # tolerance floor: 4 float32 ulps of the stage's largest magnitude
+
+
+def repo_root():
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def rel(path):
+    p = os.path.abspath(path)
+    root = repo_root()
+    return os.path.relpath(p, root) if p.startswith(root + os.sep) else p
+
+
+def checkpoint_files(model_dir, data_hash=True):
+    out = []
+    for n in sorted(os.listdir(model_dir)):
+        path = os.path.join(model_dir, n)
+        if not os.path.isfile(path) or not (n.endswith(".safetensors") or n.endswith(".json")):
+            continue
+        e = {"name": n, "size": os.path.getsize(path)}
+        if not os.path.isabs(rel(path)):
+            e["path"] = rel(path)  # repository-relative: ci/check-fixtures verifies it
+        if data_hash:
+            e["sha256"] = sha256_file(path)
+        if n.endswith(".safetensors"):
+            _, hb, base = read_header(path)
+            e["header_bytes"] = base
+            e["header_sha256"] = header_sha256(path)
+        out.append(e)
+    return out
+
+
+class Writer:
+    def __init__(self, out_dir):
+        self.dir = out_dir
+        os.makedirs(out_dir, exist_ok=True)
+        for n in os.listdir(out_dir):
+            if n.endswith(".bin") or n == "manifest.json":
+                os.remove(os.path.join(out_dir, n))
+        self.arrays = {}
+
+    def put(self, key, t):
+        if t.is_floating_point():
+            dt, arr = "F32", t.detach().to(torch.float32).contiguous().numpy().astype("<f4")
+        else:
+            dt, arr = "I32", t.detach().to(torch.int64).contiguous().numpy().astype("<i4")
+        b = arr.tobytes()
+        fname = key + ".bin"
+        with open(os.path.join(self.dir, fname), "wb") as f:
+            f.write(b)
+        self.arrays[key] = {"file": fname, "dtype": dt, "shape": list(t.shape),
+                            "sha256": hashlib.sha256(b).hexdigest()}
+
+
+def f32(t):
+    return t.to(torch.float32)
+
+
+def maxdiff(a, b):
+    return float((a.to(torch.float64) - b.to(torch.float64)).abs().max()) if a.numel() else 0.0
+
+
+def tol(drift, ref, sf):
+    floor = F32_FLOOR_ULPS * 2.0 ** -24 * float(ref.abs().max()) if ref.numel() else 0.0
+    return sf * max(drift, floor)
+
+
+def mutant_table(model_dir, ids, logits, gen_lo, atol_logits, e8m0_255):
+    rows = []
+    amax = float(logits.abs().max())
+    ref_arg = logits.argmax(-1)
+    for name, (what, where) in ops.MUTANTS.items():
+        row = {"name": name, "wrong": what, "rule": where}
+        try:
+            lm = Model(model_dir, torch.float64, mut={name}, e8m0_255=e8m0_255).forward(ids)
+        except KeyError as e:
+            row.update(visible_as="bind error", error=str(e).strip("'\""))
+            rows.append(row)
+            continue
+        d = maxdiff(lm, logits)
+        arg = lm.argmax(-1)
+        row.update(visible_as="logits", max_abs_dlogit=d, rel_dlogit=d / amax, ratio_to_logit_atol=d / atol_logits,
+                   argmax_changed_positions=int((arg != ref_arg).sum()),
+                   argmax_changed_generated=int((arg[gen_lo:-1] != ref_arg[gen_lo:-1]).sum()))
+        rows.append(row)
+    return rows
+
+
+def state_arrays(st):
+    """Dump keys of one layer's final state: KDA recurrent + conv histories, or the MLA cache."""
+    if "S" in st:
+        return {"kda_state": st["S"], "q_conv_state": st["q_conv"], "k_conv_state": st["k_conv"],
+                "v_conv_state": st["v_conv"]}
+    return {"mla_kv": st["kv"], "mla_rope": st["rope"]}
+
+
+def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, data_hash=True, sf=10.0,
+              e8m0_255="zero", cache_weights=True, states=True, recompute_check=True,
+              log=print):
+    m64 = Model(model_dir, torch.float64, e8m0_255=e8m0_255, cache_weights=cache_weights)
+    cfg = m64.cfg
+    log(f"layer map {cfg.layer_map()}; greedy {n_gen} from {len(prompt)} prompt ids (float64, incremental)")
+    gen, step_rows = greedy(m64, prompt, n_gen, incremental=True)
+    ids = list(prompt) + gen
+    rec = {}
+    logits = m64.forward(ids, record=rec)
+    T, np_ = len(ids), len(prompt)
+    w = Writer(out_dir)
+    w.put("ids", torch.tensor(ids))
+    w.put("greedy_ids", torch.tensor(gen))
+    w.put("logits", logits)
+    w.put("snapshots", rec["snapshots"])
+    w.put("final_mix", rec["final_mix"])
+    w.put("final_norm", rec["final_norm"])
+    layers = []
+    for i in range(cfg.n_layers):
+        for s in STAGES:
+            w.put(f"layers.{i}.{s}", rec[f"layers.{i}.{s}"])
+        kind = "mla" if cfg.is_mla(i) else "kda"
+        info = {"index": i, "mixer": kind, "mlp": "moe" if cfg.is_moe(i) else "dense",
+                "boundary": i % cfg.attn_res_block == 0,
+                "snapshots_attn": rec[f"layers.{i}.n_snapshots_attn"],
+                "snapshots_mlp": rec[f"layers.{i}.n_snapshots_mlp"]}
+        if cfg.is_moe(i):
+            for s in ("moe_idx", "moe_weight", "moe_choice"):
+                w.put(f"layers.{i}.{s}", rec[f"layers.{i}.{s}"])
+        if states:
+            for k, v in state_arrays(rec["_final_state"][i]).items():
+                w.put(f"layers.{i}.{k}", v)
+        layers.append(info)
+
+    # ---- self checks ----
+    checks = {}
+    inc_rows = torch.stack(step_rows, 0)
+    checks["incremental_vs_teacher_forcing_max_abs"] = maxdiff(inc_rows, logits[np_ - 1:T - 1])
+    checks["prefix_causality_max_abs"] = maxdiff(m64.forward(ids[:np_]), logits[:np_])
+    if recompute_check:
+        full_gen, _ = greedy(m64, prompt, n_gen, incremental=False)
+        checks["full_recompute_greedy_equal"] = full_gen == gen
+    margins = [top2_margin(logits[np_ - 1 + s]) for s in range(n_gen)]
+    robust = {"greedy_top2_margins": margins, "min_greedy_margin": min(margins) if margins else None,
+              "min_routing_gap": routing_gaps(rec, cfg) if cfg.n_layers > cfg.first_dense else None}
+
+    # ---- drift and tolerances ----
+    tolerances = {"safety_factor": sf, "floor_f32_ulps": F32_FLOOR_ULPS}
+    if drift:
+        log("float32 drift: end to end, then per layer from the reference's own inputs")
+        m32 = Model(model_dir, torch.float32, e8m0_255=e8m0_255, cache_weights=cache_weights)
+        rec32 = {}
+        logits32 = m32.forward(ids, record=rec32)
+        e2e = {"logits": maxdiff(logits32, logits), "final_mix": maxdiff(rec32["final_mix"], rec["final_mix"]),
+               "final_norm": maxdiff(rec32["final_norm"], rec["final_norm"])}
+        routing_flips_e2e = 0
+        per_layer = []
+        for i in range(cfg.n_layers):
+            lt = {"index": i, "stages": {}}
+            snaps = rec["snapshots"][:layers[i]["snapshots_attn"]]
+            r32 = {}
+            _, _, st32 = m32.run_layer(i, f32(rec[f"layers.{i}.partial_in"]), [f32(s) for s in snaps], None, r32)
+            keys = STAGES + (["moe_weight", "moe_choice"] if cfg.is_moe(i) else [])
+            if states:
+                for k, v in state_arrays(st32).items():
+                    r32[f"layers.{i}.{k}"] = v
+                for k, v in state_arrays(rec32["_final_state"][i]).items():
+                    rec32[f"layers.{i}.{k}"] = v
+                for k, v in state_arrays(rec["_final_state"][i]).items():
+                    rec[f"layers.{i}.{k}"] = v
+                keys = keys + list(state_arrays(rec["_final_state"][i]))
+            for s in keys:
+                ref = rec[f"layers.{i}.{s}"]
+                d_e2e = maxdiff(rec32[f"layers.{i}.{s}"], ref)
+                d_layer = maxdiff(r32[f"layers.{i}.{s}"], ref)
+                lt["stages"][s] = {"drift_layer": d_layer, "drift_e2e": d_e2e, "atol_layer": tol(d_layer, ref, sf),
+                                   "atol_e2e": tol(d_e2e, ref, sf), "ref_absmax": float(ref.abs().max())}
+            if cfg.is_moe(i):
+                lt["routing_equal_layer"] = bool((r32[f"layers.{i}.moe_idx"] == rec[f"layers.{i}.moe_idx"]).all())
+                eq = bool((rec32[f"layers.{i}.moe_idx"] == rec[f"layers.{i}.moe_idx"]).all())
+                lt["routing_equal_e2e"] = eq
+                routing_flips_e2e += 0 if eq else 1
+            per_layer.append(lt)
+        tolerances.update({
+            "rule": ("atol = safety_factor * max(drift, floor); drift = max |float32 run - float64 run| over the "
+                     "array (the same torch code, all weights and activations float32); floor = "
+                     "floor_f32_ulps * 2^-24 * max|reference|; rtol = 0. 'layer' = the layer run alone in "
+                     "float32 from this dump's own inputs (partial_in + the snapshots it sees, as stored); "
+                     "'e2e' = the whole model run in float32 from the ids. Compare max |got - want| <= atol. "
+                     "moe_idx is compared exactly (selection order). Greedy/teacher-forced argmax: exact."),
+            "logits": {"drift_e2e": e2e["logits"], "atol": tol(e2e["logits"], logits, sf)},
+            "final_mix": {"drift_e2e": e2e["final_mix"], "atol": tol(e2e["final_mix"], rec["final_mix"], sf)},
+            "final_norm": {"drift_e2e": e2e["final_norm"], "atol": tol(e2e["final_norm"], rec["final_norm"], sf)},
+            "layers": per_layer,
+            "routing_flips_e2e_layers": routing_flips_e2e,
+            "choice_drift_e2e_max": max((lt["stages"]["moe_choice"]["drift_e2e"] for lt in per_layer
+                                         if "moe_choice" in lt["stages"]), default=0.0),
+        })
+        robust["margin_over_logit_drift"] = robust["min_greedy_margin"] / max(e2e["logits"], 1e-300)
+        if robust["min_routing_gap"] is not None:
+            robust["routing_gap_over_choice_drift"] = robust["min_routing_gap"] / max(
+                tolerances["choice_drift_e2e_max"], 1e-300)
+    mut_rows = []
+    if mutants and drift:
+        log("mutant table")
+        mut_rows = mutant_table(model_dir, ids, logits, np_ - 1, tolerances["logits"]["atol"], e8m0_255)
+
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    manifest = {
+        "format": "k3ref-dump",
+        "format_version": FORMAT_VERSION,
+        "generator": {"script": "reference-dumps/torch/dump_checkpoint.py", "torch": torch.__version__,
+                      "numpy": np.__version__, "python": platform.python_version()},
+        "checkpoint": {"dir": rel(model_dir), "files": checkpoint_files(model_dir, data_hash)},
+        "config": config,
+        "layer_map": cfg.layer_map(),
+        "boundaries": [i for i in range(cfg.n_layers) if i % cfg.attn_res_block == 0],
+        "prompt_ids": list(prompt),
+        "generated_ids": gen,
+        "ids": ids,
+        "precision": {"reference": "float64", "stored_floats": "F32 (the float64 result rounded to nearest)",
+                      "e8m0_255": e8m0_255, "lora_norm_eps": 1e-6, "l2norm_eps": 1e-6},
+        "layers": layers,
+        "self_checks": checks,
+        "robustness": robust,
+        "tolerances": tolerances,
+        "mutants": mut_rows,
+        "arrays": w.arrays,
+    }
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    return manifest
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model_dir")
+    ap.add_argument("--ids", required=True, help="comma-separated prompt ids")
+    ap.add_argument("--gen", type=int, required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--no-mutants", action="store_true")
+    ap.add_argument("--no-drift", action="store_true")
+    ap.add_argument("--no-data-hash", action="store_true", help="hash shard headers only (huge checkpoints)")
+    ap.add_argument("--stream", action="store_true", help="do not keep layer/expert weights between uses")
+    ap.add_argument("--no-states", action="store_true", help="skip the KDA state / MLA cache arrays (huge models)")
+    ap.add_argument("--no-recompute-check", action="store_true",
+                    help="skip the greedy-by-full-recompute cross-check (G extra full forwards)")
+    ap.add_argument("--safety", type=float, default=10.0)
+    a = ap.parse_args()
+    prompt = [int(v) for v in a.ids.split(",") if v.strip()]
+    m = make_dump(a.model_dir, prompt, a.gen, a.out, mutants=not a.no_mutants, drift=not a.no_drift,
+                  data_hash=not a.no_data_hash, sf=a.safety, cache_weights=not a.stream,
+                  states=not a.no_states, recompute_check=not a.no_recompute_check)
+    print(json.dumps({"generated_ids": m["generated_ids"], "robustness": m["robustness"],
+                      "self_checks": m["self_checks"]}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
