@@ -157,7 +157,11 @@ public final class Forward {
      * MLA cache, all T tokens in one call at positions 0..T−1. Returns every stage.
      */
     public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens) {
-        LayerWeights lw = w.layers().get(layer);
+        return runLayer(w.layers().get(layer), partialIn, snapshots, tokens);
+    }
+
+    /** {@link #runLayer(int, float[], List, int)} for layer weights that are not part of this model (fixtures). */
+    public LayerStages runLayer(LayerWeights lw, float[] partialIn, List<float[]> snapshots, int tokens) {
         int e = c.hiddenSize();
         if (partialIn.length != tokens * e) throw new IllegalArgumentException("partial has " + partialIn.length + " floats, " + tokens + " x " + e + " expected");
         for (float[] s : snapshots) if (s.length != tokens * e) throw new IllegalArgumentException("a snapshot has " + s.length + " floats, " + tokens + " x " + e + " expected");

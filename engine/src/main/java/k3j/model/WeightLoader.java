@@ -36,48 +36,66 @@ public final class WeightLoader {
         return new ModelWeights(c, matrix(b.tensor(Binder.EMBED)), layers, outFold, vector(b.tensor(Binder.FINAL_NORM)), matrix(b.tensor(Binder.LM_HEAD)));
     }
 
+    /** Where a layer's tensors come from, by checkpoint suffix: a bound checkpoint or (gates) fixture arrays. */
+    public interface LayerTensors {
+        Matrix matrix(String suffix);
+
+        /** Widened to float; the first {@code take} elements (−1 = all). */
+        float[] vector(String suffix, int take);
+    }
+
     LayerWeights layer(ModelConfig c, LayerBinding l) {
+        return layer(c, l.index(), new LayerTensors() {
+            @Override
+            public Matrix matrix(String suffix) {
+                return WeightLoader.this.matrix(l.tensor(suffix));
+            }
+
+            @Override
+            public float[] vector(String suffix, int take) {
+                return WeightLoader.this.vector(l.tensor(suffix));
+            }
+        });
+    }
+
+    /**
+     * The kernel arguments of layer {@code index} from its tensors by checkpoint suffix (ENGINE §2.5): the ONE
+     * place that says which tensor feeds which argument.
+     */
+    public static LayerWeights layer(ModelConfig c, int index, LayerTensors l) {
         float eps = c.rmsNormEps();
         TokenMixer mixer;
-        if (l.mixer() == LayerKind.KDA) {
+        if (c.layerKind(index) == LayerKind.KDA) {
             mixer = new TokenMixer.Kda(new Layers.KdaWeights(
-                    m(l, "self_attn.q_proj.weight"), m(l, "self_attn.k_proj.weight"), m(l, "self_attn.v_proj.weight"),
-                    m(l, "self_attn.b_proj.weight"), m(l, "self_attn.f_a_proj.weight"), m(l, "self_attn.f_b_proj.weight"),
-                    m(l, "self_attn.g_proj.weight"), m(l, "self_attn.o_proj.weight"),
-                    v(l, "self_attn.q_conv1d.weight"), v(l, "self_attn.k_conv1d.weight"), v(l, "self_attn.v_conv1d.weight"),
-                    v(l, "self_attn.A_log"), v(l, "self_attn.dt_bias"), v(l, "self_attn.o_norm.weight"),
+                    l.matrix("self_attn.q_proj.weight"), l.matrix("self_attn.k_proj.weight"), l.matrix("self_attn.v_proj.weight"),
+                    l.matrix("self_attn.b_proj.weight"), l.matrix("self_attn.f_a_proj.weight"), l.matrix("self_attn.f_b_proj.weight"),
+                    l.matrix("self_attn.g_proj.weight"), l.matrix("self_attn.o_proj.weight"),
+                    l.vector("self_attn.q_conv1d.weight", -1), l.vector("self_attn.k_conv1d.weight", -1), l.vector("self_attn.v_conv1d.weight", -1),
+                    l.vector("self_attn.A_log", c.kdaHeads()), l.vector("self_attn.dt_bias", -1), l.vector("self_attn.o_norm.weight", -1),
                     c.kdaHeads(), c.kdaHeadDim(), c.shortConvKernel(), c.gateLowerBound(), eps));
         } else {
             mixer = new TokenMixer.Mla(new Layers.MlaWeights(
-                    m(l, "self_attn.q_a_proj.weight"), v(l, "self_attn.q_a_layernorm.weight"), m(l, "self_attn.q_b_proj.weight"),
-                    m(l, "self_attn.kv_a_proj_with_mqa.weight"), v(l, "self_attn.kv_a_layernorm.weight"), m(l, "self_attn.kv_b_proj.weight"),
-                    c.mlaOutputGate() ? m(l, "self_attn.g_proj.weight") : null, m(l, "self_attn.o_proj.weight"),
+                    l.matrix("self_attn.q_a_proj.weight"), l.vector("self_attn.q_a_layernorm.weight", -1), l.matrix("self_attn.q_b_proj.weight"),
+                    l.matrix("self_attn.kv_a_proj_with_mqa.weight"), l.vector("self_attn.kv_a_layernorm.weight", -1), l.matrix("self_attn.kv_b_proj.weight"),
+                    c.mlaOutputGate() ? l.matrix("self_attn.g_proj.weight") : null, l.matrix("self_attn.o_proj.weight"),
                     c.mlaHeads(), c.qkNopeHeadDim(), c.qkRopeHeadDim(), c.vHeadDim()));
         }
         Mlp mlp;
-        if (l.mlp() == MlpKind.DENSE) {
-            mlp = new Mlp.Dense(new Layers.MlpWeights(m(l, "mlp.gate_proj.weight"), m(l, "mlp.up_proj.weight"), m(l, "mlp.down_proj.weight"),
+        if (c.mlpKind(index) == MlpKind.DENSE) {
+            mlp = new Mlp.Dense(new Layers.MlpWeights(l.matrix("mlp.gate_proj.weight"), l.matrix("mlp.up_proj.weight"), l.matrix("mlp.down_proj.weight"),
                     c.situBeta(), c.situLinearBeta()));
         } else {
             String s = "block_sparse_moe.";
-            mlp = new Mlp.LatentMoe(m(l, s + "gate.weight"), v(l, s + "gate.e_score_correction_bias"),
-                    m(l, s + "routed_expert_down_proj.weight"), m(l, s + "routed_expert_up_proj.weight"), v(l, s + "routed_expert_norm.weight"),
-                    new Layers.MlpWeights(m(l, s + "shared_experts.gate_proj.weight"), m(l, s + "shared_experts.up_proj.weight"),
-                            m(l, s + "shared_experts.down_proj.weight"), c.situBeta(), c.situLinearBeta()),
+            mlp = new Mlp.LatentMoe(l.matrix(s + "gate.weight"), l.vector(s + "gate.e_score_correction_bias", -1),
+                    l.matrix(s + "routed_expert_down_proj.weight"), l.matrix(s + "routed_expert_up_proj.weight"), l.vector(s + "routed_expert_norm.weight", -1),
+                    new Layers.MlpWeights(l.matrix(s + "shared_experts.gate_proj.weight"), l.matrix(s + "shared_experts.up_proj.weight"),
+                            l.matrix(s + "shared_experts.down_proj.weight"), c.situBeta(), c.situLinearBeta()),
                     c.expertCount(), c.topK(), c.latentSize(), c.moeIntermediate(), c.moeRenormalize(), c.latentNorm(),
                     c.routedScalingFactor(), eps, c.situBeta(), c.situLinearBeta());
         }
-        return new LayerWeights(l.index(), c.isAttnResBoundary(l.index()), v(l, "input_layernorm.weight"), v(l, "post_attention_layernorm.weight"),
-                AttnRes.fold(v(l, "self_attention_res_norm.weight"), v(l, "self_attention_res_proj.weight")),
-                AttnRes.fold(v(l, "mlp_res_norm.weight"), v(l, "mlp_res_proj.weight")), mixer, mlp);
-    }
-
-    private Matrix m(LayerBinding l, String suffix) {
-        return matrix(l.tensor(suffix));
-    }
-
-    private float[] v(LayerBinding l, String suffix) {
-        return vector(l.tensor(suffix));
+        return new LayerWeights(index, c.isAttnResBoundary(index), l.vector("input_layernorm.weight", -1), l.vector("post_attention_layernorm.weight", -1),
+                AttnRes.fold(l.vector("self_attention_res_norm.weight", -1), l.vector("self_attention_res_proj.weight", -1)),
+                AttnRes.fold(l.vector("mlp_res_norm.weight", -1), l.vector("mlp_res_proj.weight", -1)), mixer, mlp);
     }
 
     /** BF16 / F32 mapped in place; F16 widened to an F32 matrix (the binder refused every other dtype). */
