@@ -3,17 +3,18 @@ package k3j.cache;
 import java.util.Locale;
 
 /**
- * {@code prefetchWasted} counts prefetched experts evicted before any get() used them, so
- * prefetchReads − prefetchWasted ≤ hits holds exactly (each used prefetch is one hit).
+ * {@code prefetchWasted} counts prefetched (or speculated) experts evicted before any get() used
+ * them. {@code specReads} are the speculative read-ahead's loads; {@code specUsed} counts ids of
+ * a layer's recorded routing that the next routing of that layer asked for again (§6.5).
  *
  * The cache's counters over one window: a generation step, or the whole run (ENGINE.md §6.8).
  * Every counter of a window is reset together (pitfall 17: prefetch reads reset apart from hits
  * make the TRUE hit rate negative or zero).
  */
 public record CacheStats(long requests, long hits, long misses, long evictions, long prefetchReads,
-                         long prefetchWasted, long failedReads, long bytesRead, long readNanos) {
+                         long prefetchWasted, long specReads, long specUsed, long failedReads, long bytesRead, long readNanos) {
 
-    public static final CacheStats ZERO = new CacheStats(0, 0, 0, 0, 0, 0, 0, 0, 0);
+    public static final CacheStats ZERO = new CacheStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     public double hitRate() {
         return requests == 0 ? 0 : (double) hits / requests;
@@ -39,7 +40,7 @@ public record CacheStats(long requests, long hits, long misses, long evictions, 
 
     CacheStats plus(CacheStats o) {
         return new CacheStats(requests + o.requests, hits + o.hits, misses + o.misses, evictions + o.evictions,
-                prefetchReads + o.prefetchReads, prefetchWasted + o.prefetchWasted, failedReads + o.failedReads, bytesRead + o.bytesRead, readNanos + o.readNanos);
+                prefetchReads + o.prefetchReads, prefetchWasted + o.prefetchWasted, specReads + o.specReads, specUsed + o.specUsed, failedReads + o.failedReads, bytesRead + o.bytesRead, readNanos + o.readNanos);
     }
 
     /** The requests / TRUE hit rate / read lines of the §6.8 report block. */

@@ -13,6 +13,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -34,40 +35,56 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
      * @param readMode     O_DIRECT (default) or buffered
      * @param prefetch     whether getMany reads (off = K3_NOPREFETCH)
      * @param readThreads  size of the fixed read pool used by getMany
+     * @param speculate    whether {@link #speculate} reads ahead (off = K3_NOSPEC; also off below 2·topK + 8 slots)
      */
-    public record Settings(long budgetBytes, int topK, CachePolicy policy, ReadMode readMode, boolean prefetch, int readThreads) {
+    public record Settings(long budgetBytes, int topK, CachePolicy policy, ReadMode readMode, boolean prefetch, int readThreads,
+                           boolean speculate) {
         public Settings {
             if (readThreads < 1) throw new IllegalArgumentException("read threads must be at least 1, got " + readThreads);
             if (policy == null || readMode == null) throw new IllegalArgumentException("policy and read mode are required");
         }
 
         public static Settings of(long budgetBytes, int topK) {
-            return new Settings(budgetBytes, topK, CachePolicy.S3_FIFO, ReadMode.DIRECT, true, 4);
+            return new Settings(budgetBytes, topK, CachePolicy.S3_FIFO, ReadMode.DIRECT, true, 4, true);
+        }
+
+        /** The defaults as ENGINE.md §7.10 lets the environment change them: K3_CACHE_POLICY=lru, K3_NOPREFETCH. */
+        public static Settings fromEnvironment(long budgetBytes, int topK, Map<String, String> env) {
+            Settings s = of(budgetBytes, topK);
+            String policy = env.getOrDefault("K3_CACHE_POLICY", "");
+            if (!policy.isBlank()) s = s.withPolicy(CachePolicy.parse(policy));
+            if (env.containsKey("K3_NOPREFETCH")) s = s.withPrefetch(false);
+            if (env.containsKey("K3_NOSPEC")) s = s.withSpeculation(false);
+            return s;
         }
 
         public Settings withPolicy(CachePolicy p) {
-            return new Settings(budgetBytes, topK, p, readMode, prefetch, readThreads);
+            return new Settings(budgetBytes, topK, p, readMode, prefetch, readThreads, speculate);
         }
 
         public Settings withReadMode(ReadMode m) {
-            return new Settings(budgetBytes, topK, policy, m, prefetch, readThreads);
+            return new Settings(budgetBytes, topK, policy, m, prefetch, readThreads, speculate);
         }
 
         public Settings withPrefetch(boolean on) {
-            return new Settings(budgetBytes, topK, policy, readMode, on, readThreads);
+            return new Settings(budgetBytes, topK, policy, readMode, on, readThreads, speculate);
         }
 
         public Settings withReadThreads(int n) {
-            return new Settings(budgetBytes, topK, policy, readMode, prefetch, n);
+            return new Settings(budgetBytes, topK, policy, readMode, prefetch, n, speculate);
+        }
+
+        public Settings withSpeculation(boolean on) {
+            return new Settings(budgetBytes, topK, policy, readMode, prefetch, readThreads, on);
         }
     }
 
     /** Counters of one window, mutated under the lock. */
     private static final class Counters {
-        long requests, hits, misses, evictions, prefetchReads, prefetchWasted, failedReads, bytesRead, readNanos;
+        long requests, hits, misses, evictions, prefetchReads, prefetchWasted, specReads, specUsed, failedReads, bytesRead, readNanos;
 
         CacheStats snapshot() {
-            return new CacheStats(requests, hits, misses, evictions, prefetchReads, prefetchWasted, failedReads, bytesRead, readNanos);
+            return new CacheStats(requests, hits, misses, evictions, prefetchReads, prefetchWasted, specReads, specUsed, failedReads, bytesRead, readNanos);
         }
     }
 
@@ -85,6 +102,9 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition landed = lock.newCondition();
     private final ExecutorService pool;
+    private final ExecutorService specWorker;
+    private final AtomicBoolean specBusy = new AtomicBoolean();
+    private final int[][] lastRouting;
     private Counters step = new Counters();
     private CacheStats finished = CacheStats.ZERO;
 
@@ -120,6 +140,17 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
             t.setDaemon(true);
             return t;
         });
+        this.lastRouting = new int[locator.layers()][];
+        this.specWorker = speculationOn() ? Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "k3-expert-speculate");
+            t.setDaemon(true);
+            return t;
+        }) : null;
+    }
+
+    /** Speculation needs two tokens' working set: off below 2·topK + 8 slots (§6.6). */
+    public boolean speculationOn() {
+        return settings.speculate() && settings.prefetch() && geometry.slots() >= 2 * settings.topK() + 8;
     }
 
     /** A cache over real files: positional FileChannel reads, O_DIRECT per {@code settings.readMode()}. */
@@ -195,13 +226,14 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
 
         long t0 = System.nanoTime();
         long pad = -1;
-        Exception failure = null;
+        Throwable failure = null;
         try {
             pad = reader.read(loc, slot(r.slot()));
-        } catch (IOException | RuntimeException e) {
+        } catch (Throwable e) { // even an Error must free the INFLIGHT slot, or its waiters hang
             failure = e;
         }
         long dt = System.nanoTime() - t0;
+        if (failure == null) failure = badPad(pad, loc);
 
         lock.lock();
         try {
@@ -209,6 +241,7 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
             if (failure != null) {
                 table.abandon(r.slot(), key);
                 step.failedReads++;
+                if (failure instanceof Error err) throw err;
                 throw new ExpertLoadException(layer, expert, "load failed, leaving the slot empty: " + failure.getMessage(), failure);
             }
             padOf[r.slot()] = pad;
@@ -227,6 +260,67 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
     public int getMany(int layer, int... experts) {
         if (!settings.prefetch()) return 0;
         if (layer < 0 || layer >= locator.layers()) return 0;
+        lock.lock();
+        try { // this layer's routing, for speculation; spec_used counts the last one's ids asked again
+            int[] previous = lastRouting[layer];
+            if (previous != null) {
+                for (int e : experts) {
+                    for (int p : previous) {
+                        if (p == e) {
+                            step.specUsed++;
+                            break;
+                        }
+                    }
+                }
+            }
+            lastRouting[layer] = experts.clone();
+        } finally {
+            lock.unlock();
+        }
+        return loadBatch(layer, experts, false);
+    }
+
+    /**
+     * The speculation hook (ENGINE.md §6.6): the MoE calls it on entering {@code layer}, before
+     * routing. It clears the protection ring (the previous layer's experts are no longer being
+     * multiplied) and, if the read-ahead worker is idle, batch-loads the layer's last routing in
+     * the background (counted as spec reads). No numeric effect: get() serves whatever is resident.
+     */
+    public void speculate(int layer) {
+        lock.lock();
+        try {
+            table.clearRing();
+        } finally {
+            lock.unlock();
+        }
+        if (specWorker == null || layer < 0 || layer >= locator.layers()) return;
+        int[] ids;
+        lock.lock();
+        try {
+            ids = lastRouting[layer];
+        } finally {
+            lock.unlock();
+        }
+        if (ids == null || !specBusy.compareAndSet(false, true)) return;
+        try {
+            specWorker.execute(() -> {
+                try {
+                    loadBatch(layer, ids, true);
+                } finally {
+                    specBusy.set(false);
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException closed) {
+            specBusy.set(false);
+        }
+    }
+
+    /** Waits until no speculative read-ahead is running (tests, and close()). */
+    public void awaitSpeculation() {
+        while (specBusy.get()) java.util.concurrent.locks.LockSupport.parkNanos(100_000);
+    }
+
+    private int loadBatch(int layer, int[] experts, boolean speculative) {
         record Work(int expert, int key, int slot, ExpertLocation loc) {}
         List<Work> work = new ArrayList<>(experts.length);
 
@@ -268,6 +362,7 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
             int j = work.indexOf(byOffset.get(i));
             try {
                 pads[j] = getUninterruptibly(reads.get(i));
+                failures[j] = badPad(pads[j], work.get(j).loc());
             } catch (ExecutionException e) {
                 failures[j] = e.getCause() instanceof Exception x ? x : e;
             }
@@ -289,7 +384,8 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
                 padOf[w.slot()] = pads[j];
                 locationOf[w.slot()] = w.loc();
                 table.publish(w.slot(), w.key(), true);
-                step.prefetchReads++;
+                if (speculative) step.specReads++;
+                else step.prefetchReads++;
                 step.bytesRead += w.loc().length();
                 landedCount++;
             }
@@ -303,6 +399,12 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
     private void count(SlotTable.Reservation r) {
         if (r.evictedKey() >= 0) step.evictions++;
         if (r.wastedPrefetch()) step.prefetchWasted++;
+    }
+
+    /** A reader's pad must leave the whole payload inside the slot. */
+    private IOException badPad(long pad, ExpertLocation loc) {
+        if (pad >= 0 && pad + loc.length() <= geometry.slotBytes()) return null;
+        return new IOException("reader put the payload at " + pad + ", outside a slot of " + geometry.slotBytes() + " bytes");
     }
 
     private static long getUninterruptibly(Future<Long> f) throws ExecutionException {
@@ -398,7 +500,9 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
                     + table.describePolicy() + System.lineSeparator()
                     + String.format(Locale.ROOT, "  slots        : %d of %.2f MB = %.2f GB arena (%d resident, %d pinned)%n",
                     geometry.slots(), geometry.slotBytes() / 1e6, geometry.arenaBytes() / 1e9, table.residentCount(), 0)
-                    + s.lines();
+                    + s.lines()
+                    + (speculationOn() ? String.format(Locale.ROOT, "  speculation  : %d experts read ahead, %d of the last routing asked for again%n",
+                    s.specReads(), s.specUsed()) : "");
         } finally {
             lock.unlock();
         }
@@ -406,6 +510,10 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
 
     @Override
     public void close() throws IOException {
+        if (specWorker != null) {
+            specWorker.shutdown();
+            awaitSpeculation();
+        }
         pool.shutdownNow();
         lock.lock();
         try {

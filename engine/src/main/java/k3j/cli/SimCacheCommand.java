@@ -122,10 +122,12 @@ final class SimCacheCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "LRU and S3-FIFO replay the engine's policies, protection ring included (the last%n"
                 + "min(top-k, 64, slots - 1) experts served are never evicted); at a live cache's slot count%n"
                 + "they equal its hits (without batch prefetch) or, with --batched, its TRUE resident hits%n"
-                + "(hits - prefetch reads, batch prefetch on).%s BELADY (with bypass) and%n"
-                + "PIN+LRU (the hottest slots/2 experts of THIS trace pinned) use future knowledge: bounds.%n"
+                + "(hits - prefetch reads, batch prefetch on).%n");
+        if (batched) out.printf(Locale.ROOT, "Columns LRU and S3-FIFO are TRUE hit rates: each layer's run of requests was prefetched first.%n");
+        out.printf(Locale.ROOT, "BELADY (with bypass) and PIN+LRU (the hottest slots/2 experts of THIS trace pinned) use%n"
+                + "future knowledge: they are bounds, not policies.%n"
                 + "GB READ/TOK counts S3-FIFO reads; a slot holds %.2f MB in the engine (expert + O_DIRECT pad).%n",
-                batched ? " Columns LRU and S3-FIFO are TRUE hit rates." : "", CacheGeometry.slotBytes(expertBytes) / 1e6);
+                CacheGeometry.slotBytes(expertBytes) / 1e6);
         out.flush();
     }
 

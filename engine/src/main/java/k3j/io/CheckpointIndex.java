@@ -19,6 +19,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.stream.IntStream;
 import k3j.io.CheckpointException.Rule;
 
@@ -53,13 +55,22 @@ public final class CheckpointIndex {
     /** Opens a model directory or one safetensors file, validating every header. */
     public static CheckpointIndex open(Path path) {
         if (Files.isDirectory(path)) return openDirectory(path);
-        if (Files.isRegularFile(path)) return build(path, null, List.of(SafetensorsFile.open(path, 0)));
+        if (Files.isRegularFile(path)) return build(path, null, List.of(SafetensorsFile.openUnchecked(path, 0)));
         throw new CheckpointException(Rule.IO, path, null, "no such file or directory");
     }
 
     private static CheckpointIndex openDirectory(Path dir) {
         Path indexFile = dir.resolve(INDEX_FILE);
         if (Files.exists(indexFile)) return openIndexed(dir, indexFile);
+        List<Path> files = listShards(dir);
+        if (files.isEmpty()) {
+            throw new CheckpointException(Rule.NO_SHARDS, dir, null, "no .safetensors files in the directory");
+        }
+        return build(dir, null, parseEach(files).all());
+    }
+
+    /** Every regular {@code *.safetensors} file in {@code dir}, in byte-wise name order. */
+    private static List<Path> listShards(Path dir) {
         List<Path> files = new ArrayList<>();
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
             for (Path p : ds) {
@@ -68,11 +79,8 @@ public final class CheckpointIndex {
         } catch (IOException e) {
             throw new CheckpointException(Rule.IO, dir, null, "cannot list the directory: " + e, e);
         }
-        if (files.isEmpty()) {
-            throw new CheckpointException(Rule.NO_SHARDS, dir, null, "no .safetensors files in the directory");
-        }
         files.sort((a, b) -> compareBytes(a.getFileName().toString(), b.getFileName().toString()));
-        return build(dir, null, parseAll(files));
+        return files;
     }
 
     /** Plain byte-wise order of the UTF-8 names (strcmp order), not String's UTF-16 order. */
@@ -80,22 +88,30 @@ public final class CheckpointIndex {
         return Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
     }
 
-    /** Parses the shards in parallel; the first failure in shard order is the one reported. */
-    private static List<SafetensorsFile> parseAll(List<Path> files) {
+    /** Shards parsed in parallel, file i as shard i; failures kept per file. */
+    private record Parsed(List<Path> files, SafetensorsFile[] shards, RuntimeException[] failed) {
+        /** The shards; the first failure in shard order is the one reported. */
+        List<SafetensorsFile> all() {
+            for (RuntimeException e : failed) if (e != null) throw e;
+            return Arrays.asList(shards);
+        }
+    }
+
+    private static Parsed parseEach(List<Path> files) {
         int n = files.size();
         SafetensorsFile[] parsed = new SafetensorsFile[n];
         RuntimeException[] failed = new RuntimeException[n];
         IntStream.range(0, n).parallel().forEach(i -> {
             try {
-                parsed[i] = SafetensorsFile.open(files.get(i), i);
+                parsed[i] = SafetensorsFile.openUnchecked(files.get(i), i);
             } catch (RuntimeException e) {
                 failed[i] = e;
             }
         });
-        for (RuntimeException e : failed) if (e != null) throw e;
-        return Arrays.asList(parsed);
+        return new Parsed(files, parsed, failed);
     }
 
+    /** One map over every shard's names; refuses a name twice, in one header or across two. */
     private static CheckpointIndex build(Path path, Path indexFile, List<SafetensorsFile> shards) {
         int total = 0;
         for (SafetensorsFile s : shards) total += s.tensors().size();
@@ -104,6 +120,7 @@ public final class CheckpointIndex {
         for (SafetensorsFile s : shards) {
             for (TensorInfo t : s.tensors()) {
                 TensorInfo first = byName.putIfAbsent(t.name(), t);
+                if (first != null && first.file().equals(t.file())) throw SafetensorsFile.duplicate(t);
                 if (first != null) {
                     throw new CheckpointException(Rule.DUPLICATE_NAME, t.file(), t.name(),
                             "also in shard " + first.file().getFileName() + "; names must be unique across shards");
@@ -121,7 +138,18 @@ public final class CheckpointIndex {
     private record WeightMap(String[] names, int[] shardOf, List<String> shardFiles) {}
 
     private static CheckpointIndex openIndexed(Path dir, Path indexFile) {
-        WeightMap wm = readWeightMap(indexFile);
+        // The index (60 MB for K3) parses on one thread while the shards the directory holds parse on the
+        // others; in the usual case (they are exactly the listed shards) that work is kept.
+        CompletableFuture<WeightMap> pending = CompletableFuture.supplyAsync(() -> readWeightMap(indexFile));
+        Parsed onDisk = parseEach(listShards(dir));
+        WeightMap wm;
+        try {
+            wm = pending.join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException r) throw r;
+            if (e.getCause() instanceof Error err) throw err;
+            throw e;
+        }
         // shards are numbered by byte-wise sorted file name
         List<String> sortedFiles = new ArrayList<>(wm.shardFiles());
         sortedFiles.sort(CheckpointIndex::compareBytes);
@@ -132,34 +160,40 @@ public final class CheckpointIndex {
             if (Files.isRegularFile(p)) present.add(p);
             else missingShards.add(f);
         }
-        List<SafetensorsFile> shards = missingShards.isEmpty() ? parseAll(present) : parseAllNumbered(present, sortedFiles);
-        Map<String, SafetensorsFile> shardByFile = new HashMap<>();
-        for (SafetensorsFile s : shards) shardByFile.put(s.file().getFileName().toString(), s);
+        List<SafetensorsFile> shards = missingShards.isEmpty() && present.equals(onDisk.files()) ? onDisk.all()
+                : missingShards.isEmpty() ? parseEach(present).all() : parseAllNumbered(present, sortedFiles);
+        CheckpointIndex index = build(dir, indexFile, shards);
 
+        // every listed tensor must be in the header of the shard the index names ...
+        int[] shardOfFile = new int[wm.shardFiles().size()];     // weight_map file id -> shard number
+        boolean[] fileMissing = new boolean[shardOfFile.length];
+        for (int id = 0; id < shardOfFile.length; id++) {
+            shardOfFile[id] = sortedFiles.indexOf(wm.shardFiles().get(id));
+            fileMissing[id] = missingShards.contains(wm.shardFiles().get(id));
+        }
         List<String> missingTensors = new ArrayList<>();
         long missingTensorCount = 0, inMissingShards = 0, matched = 0;
         for (int i = 0; i < wm.names().length; i++) {
-            String file = wm.shardFiles().get(wm.shardOf()[i]);
-            SafetensorsFile s = shardByFile.get(file);
-            if (s == null) {
+            int id = wm.shardOf()[i];
+            String file = wm.shardFiles().get(id);
+            TensorInfo t = index.byName.get(wm.names()[i]);
+            if (fileMissing[id]) {
                 inMissingShards++;
-            } else if (s.find(wm.names()[i]) == null) {
+            } else if (t == null || t.shard() != shardOfFile[id]) {
                 if (missingTensorCount++ < LISTED) missingTensors.add(CheckpointException.quote(wm.names()[i]) + " (" + file + ")");
             } else {
                 matched++;
             }
         }
-        long inHeaders = 0;
-        for (SafetensorsFile s : shards) inHeaders += s.tensors().size();
+        // ... and every header tensor listed. Names in the index are unique (duplicate keys are refused
+        // while parsing), so matching every header tensor means each was listed exactly once.
         List<String> unlisted = new ArrayList<>();
         long unlistedCount = 0;
-        if (matched != inHeaders) {
+        if (matched != index.size()) {
             Set<String> listed = new HashSet<>(Arrays.asList(wm.names()));
-            for (SafetensorsFile s : shards) {
-                for (TensorInfo t : s.tensors()) {
-                    if (!listed.contains(t.name()) && unlistedCount++ < LISTED) {
-                        unlisted.add(CheckpointException.quote(t.name()) + " (" + t.file().getFileName() + ")");
-                    }
+            for (TensorInfo t : index.tensors()) {
+                if (!listed.contains(t.name()) && unlistedCount++ < LISTED) {
+                    unlisted.add(CheckpointException.quote(t.name()) + " (" + t.file().getFileName() + ")");
                 }
             }
         }
@@ -180,13 +214,13 @@ public final class CheckpointIndex {
             }
             throw new CheckpointException(Rule.PARTIAL_DOWNLOAD, indexFile, null, b.toString());
         }
-        return build(dir, indexFile, shards);
+        return index;
     }
 
     /** Parses the present shards keeping the numbers they would have if none were missing. */
     private static List<SafetensorsFile> parseAllNumbered(List<Path> present, List<String> allSorted) {
         List<SafetensorsFile> out = new ArrayList<>();
-        for (Path p : present) out.add(SafetensorsFile.open(p, allSorted.indexOf(p.getFileName().toString())));
+        for (Path p : present) out.add(SafetensorsFile.openUnchecked(p, allSorted.indexOf(p.getFileName().toString())));
         return out;
     }
 
@@ -211,6 +245,8 @@ public final class CheckpointIndex {
         Map<String, Integer> fileIds = new TreeMap<>();
         List<String> files = new ArrayList<>();
         boolean sawMap = false;
+        String lastFile = null;
+        int lastId = -1;
         try (JsonParser p = SafetensorsFile.JSON.createParser(bytes)) {
             p.enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION.mappedFeature());
             if (p.nextToken() != JsonToken.START_OBJECT) {
@@ -232,16 +268,25 @@ public final class CheckpointIndex {
                     if (p.nextToken() != JsonToken.VALUE_STRING) {
                         throw new CheckpointException(Rule.BAD_INDEX, indexFile, name, "weight_map value is not a string");
                     }
-                    String file = p.getText();
-                    if (!isPlainShardName(file)) {
-                        throw new CheckpointException(Rule.BAD_INDEX, indexFile, name,
-                                "shard " + CheckpointException.quote(file) + " is not a .safetensors file name in the directory");
-                    }
-                    Integer id = fileIds.get(file);
-                    if (id == null) {
-                        id = files.size();
-                        fileIds.put(file, id);
-                        files.add(file);
+                    // nearly every entry names the same shard as the one before: compare without a String
+                    int id;
+                    if (lastFile != null && sameText(p, lastFile)) {
+                        id = lastId;
+                    } else {
+                        String file = p.getText();
+                        if (!isPlainShardName(file)) {
+                            throw new CheckpointException(Rule.BAD_INDEX, indexFile, name,
+                                    "shard " + CheckpointException.quote(file) + " is not a .safetensors file name in the directory");
+                        }
+                        Integer known = fileIds.get(file);
+                        if (known == null) {
+                            known = files.size();
+                            fileIds.put(file, known);
+                            files.add(file);
+                        }
+                        id = known;
+                        lastFile = file;
+                        lastId = id;
                     }
                     if (names.size() == shardOf.length) shardOf = Arrays.copyOf(shardOf, shardOf.length * 2);
                     shardOf[names.size()] = id;
@@ -260,6 +305,15 @@ public final class CheckpointIndex {
         if (!sawMap) throw new CheckpointException(Rule.BAD_INDEX, indexFile, null, "index has no weight_map");
         if (files.isEmpty()) throw new CheckpointException(Rule.NO_SHARDS, indexFile, null, "index lists no shards");
         return new WeightMap(names.toArray(new String[0]), Arrays.copyOf(shardOf, names.size()), files);
+    }
+
+    private static boolean sameText(JsonParser p, String s) throws IOException {
+        int len = p.getTextLength();
+        if (len != s.length()) return false;
+        char[] buf = p.getTextCharacters();
+        int off = p.getTextOffset();
+        for (int i = 0; i < len; i++) if (buf[off + i] != s.charAt(i)) return false;
+        return true;
     }
 
     private static boolean isPlainShardName(String f) {

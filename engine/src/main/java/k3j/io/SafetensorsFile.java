@@ -48,18 +48,17 @@ public final class SafetensorsFile {
     private final long fileSize;
     private final long headerLength;
     private final List<TensorInfo> tensors;
-    private final Map<String, TensorInfo> byName;
+    private volatile Map<String, TensorInfo> byName;   // built on the first find()
     private final Map<String, String> metadata;
     private final long dataEnd;
 
     private SafetensorsFile(Path file, int shard, long fileSize, long headerLength, List<TensorInfo> tensors,
-                            Map<String, TensorInfo> byName, Map<String, String> metadata, long dataEnd) {
+                            Map<String, String> metadata, long dataEnd) {
         this.file = file;
         this.shard = shard;
         this.fileSize = fileSize;
         this.headerLength = headerLength;
         this.tensors = tensors;
-        this.byName = byName;
         this.metadata = metadata;
         this.dataEnd = dataEnd;
     }
@@ -71,6 +70,24 @@ public final class SafetensorsFile {
 
     /** Opens and validates one file; its tensors carry {@code shard} as their shard number. */
     public static SafetensorsFile open(Path file, int shard) {
+        SafetensorsFile s = openUnchecked(file, shard);
+        Map<String, TensorInfo> byName = HashMap.newHashMap(s.tensors.size());
+        for (TensorInfo t : s.tensors) {
+            if (byName.putIfAbsent(t.name(), t) != null) throw duplicate(t);
+        }
+        s.byName = byName;
+        return s;
+    }
+
+    static CheckpointException duplicate(TensorInfo t) {
+        return new CheckpointException(Rule.DUPLICATE_NAME, t.file(), t.name(), "appears twice in the header");
+    }
+
+    /**
+     * {@link #open} except for duplicate names, which the caller must refuse: {@link CheckpointIndex} finds
+     * them in its one map over all shards, saving a second hash map of every name.
+     */
+    static SafetensorsFile openUnchecked(Path file, int shard) {
         if (!Files.isRegularFile(file)) {
             throw new CheckpointException(Rule.IO, file, null,
                     Files.exists(file) ? "not a regular file" : "no such file");
@@ -134,7 +151,6 @@ public final class SafetensorsFile {
             throw new CheckpointException(Rule.HEADER_NOT_JSON, file, null, "header is not UTF-8 JSON (NUL byte)");
         }
         List<TensorInfo> tensors = new ArrayList<>();
-        Map<String, TensorInfo> byName = new HashMap<>();
         Map<String, String> metadata = null;
         long[] dims = new long[8];
         try (JsonParser p = JSON.createParser(header)) {
@@ -152,11 +168,7 @@ public final class SafetensorsFile {
                     metadata = parseMetadata(p, file);
                     continue;
                 }
-                TensorInfo info = parseEntry(p, file, shard, name, dataStart, dataSize, dims);
-                if (byName.putIfAbsent(name, info) != null) {
-                    throw new CheckpointException(Rule.DUPLICATE_NAME, file, name, "appears twice in the header");
-                }
-                tensors.add(info);
+                tensors.add(parseEntry(p, file, shard, name, dataStart, dataSize, dims));
             }
             if (t != JsonToken.END_OBJECT) {
                 throw new CheckpointException(Rule.HEADER_NOT_JSON, file, null, "header object is not closed");
@@ -173,7 +185,7 @@ public final class SafetensorsFile {
         }
         long dataEnd = checkOverlaps(file, tensors, dataStart);
         return new SafetensorsFile(file, shard, fileSize, header.length, Collections.unmodifiableList(tensors),
-                byName, metadata == null ? Map.of() : Collections.unmodifiableMap(metadata), dataEnd);
+                metadata == null ? Map.of() : Collections.unmodifiableMap(metadata), dataEnd);
     }
 
     private static String location(JsonParser p) {
@@ -381,7 +393,13 @@ public final class SafetensorsFile {
 
     /** The tensor named {@code name} in this file, or null. */
     public TensorInfo find(String name) {
-        return byName.get(name);
+        Map<String, TensorInfo> m = byName;
+        if (m == null) {
+            m = HashMap.newHashMap(tensors.size());
+            for (TensorInfo t : tensors) m.putIfAbsent(t.name(), t);
+            byName = m;
+        }
+        return m.get(name);
     }
 
     public Map<String, String> metadata() {

@@ -105,6 +105,21 @@ public final class Kda {
         }
     }
 
+    /**
+     * One step for every head (parallel over heads): S [H][D][D], q (already scaled), k, v, alpha, o [H][D],
+     * beta [H]. The C peer's kda_all_heads, for benchmarks and the forward's decode.
+     */
+    public static void stepAllHeads(Workers workers, boolean fast, float[] state, float[] o, float[] q, float[] k, float[] v,
+            float[] alpha, float[] beta, int heads, int d) {
+        workers.split(heads, 1, (from, to) -> {
+            float[] u = new float[d], dv = new float[d];
+            for (int h = from; h < to; h++) {
+                if (fast) step(state, h * d * d, o, h * d, q, h * d, k, h * d, v, h * d, alpha, h * d, beta[h], d, u, dv);
+                else stepReference(state, h * d * d, o, h * d, q, h * d, k, h * d, v, h * d, alpha, h * d, beta[h], d);
+            }
+        });
+    }
+
     /** q scale = 1.0f / sqrtf((float) D), float (the sqrt correctly rounded, so (float)Math.sqrt is exact sqrtf). */
     public static float queryScale(int headDim) {
         return 1.0f / (float) Math.sqrt((float) headDim);

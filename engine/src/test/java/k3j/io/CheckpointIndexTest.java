@@ -67,6 +67,7 @@ class CheckpointIndexTest {
     void theIndexSelectsTheShards() throws IOException {
         shard("s1.safetensors", "x");
         shard("stray.safetensors", "x");   // not listed: ignored, so its duplicate name does not matter
+        write(dir.resolve("junk.safetensors"), "[not a header", new byte[0]);   // nor its bad header
         Files.writeString(dir.resolve(CheckpointIndex.INDEX_FILE),
                 "{\"metadata\":{\"total_size\":1},\"weight_map\":{\"x\":\"s1.safetensors\"}}");
         CheckpointIndex idx = CheckpointIndex.open(dir);
