@@ -62,11 +62,19 @@ public final class Forward {
      *                lets the forward keep each expert's repacked form
      */
     public Forward(ModelWeights weights, ExpertSource experts, Workers workers) {
+        this(weights, experts, workers, experts instanceof CheckpointExperts);
+    }
+
+    /**
+     * @param expertsNeverEvict the source hands out bytes that never change for a (layer, expert), so the
+     *                          forward may keep each expert's repacked MXFP4 form instead of repacking per call
+     */
+    public Forward(ModelWeights weights, ExpertSource experts, Workers workers, boolean expertsNeverEvict) {
         this.w = weights;
         this.c = weights.config();
         this.experts = experts;
         this.workers = workers;
-        this.memoize = experts instanceof CheckpointExperts;
+        this.memoize = expertsNeverEvict;
     }
 
     public ModelWeights weights() {
@@ -172,6 +180,20 @@ public final class Forward {
             case TokenMixer.Mla m -> kv = new MlaKv(m.weights().heads(), m.weights().nope(), m.weights().rope(), m.weights().value(), tokens);
         }
         return layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, kda, kv, 0);
+    }
+
+    /**
+     * Runs ONE decoder layer incrementally: the T tokens sit at positions state.cached() .. and read and
+     * extend the layer's carried state (KDA recurrent + conv, MLA KV rows); advances state.cached().
+     */
+    public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens, DecodeState state) {
+        LayerWeights lw = w.layers().get(layer);
+        if (state.cached + tokens > state.capacity) {
+            throw new ForwardException("MLA KV cache position " + (state.cached + tokens - 1) + " exceeds the limit " + (state.capacity - 1));
+        }
+        LayerStages s = layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, state.kda[lw.index()], state.kv[lw.index()], state.cached);
+        state.cached += tokens;
+        return s;
     }
 
     private LayerStages layer(LayerWeights lw, float[] partialIn, List<float[]> snaps, int t, Layers.KdaState kda, MlaKv kv, int cached) {
