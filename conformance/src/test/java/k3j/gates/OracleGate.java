@@ -12,6 +12,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.IntStream;
+import k3j.cache.ExpertCache;
+import k3j.cache.ReadMode;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.kernels.Argmax;
@@ -135,6 +137,25 @@ class OracleGate {
         Evidence.parameter("worst ratio to tolerance", differing == 0 ? 0.0 : Double.POSITIVE_INFINITY);
         assertEquals(0, differing, "1 vs 2 threads: " + differing + " logits differ");
         assertArrayEquals(g1, g2, "1 vs 2 threads: incremental ids differ");
+    }
+
+    @Test
+    void expertsServedByTheCacheGiveTheSameBitsAsResidentExperts() throws Exception {
+        float[] resident = forward(two).full(ids, true, null).logits();
+        float[] cached;
+        long evictions;
+        // a budget of a few slots: the union prefetch evicts constantly, every expert is re-read from disk
+        var settings = ExpertCache.Settings.of(12 * 16384, model.config().topK()).withReadMode(ReadMode.BUFFERED);
+        try (ExpertCache cache = ExpertCache.open(model.experts(), settings, null, s -> {})) {
+            cached = new Forward(model.weights(), cache, two, false).full(ids, true, null).logits();
+            evictions = cache.totalStats().evictions();
+        }
+        int differing = differingBits(resident, cached);
+        Evidence.parameter("differing logits", differing);
+        Evidence.parameter("cache evictions", evictions);
+        Evidence.parameter("worst ratio to tolerance", differing == 0 ? 0.0 : Double.POSITIVE_INFINITY);
+        assertTrue(evictions > 0, "the cache never evicted: the case proves nothing");
+        assertEquals(0, differing, "cache-served experts change " + differing + " logits");
     }
 
     static IntStream layers() {

@@ -14,6 +14,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import k3j.cache.ExpertCache;
+import k3j.cache.ExpertLoadException;
+import k3j.cache.ExpertLocation;
 import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
@@ -22,6 +25,7 @@ import k3j.io.CheckpointIndex;
 import k3j.kernels.Workers;
 import k3j.model.BindException;
 import k3j.model.ExpertDropException;
+import k3j.model.Forward;
 import k3j.model.ForwardException;
 import k3j.model.Generation;
 import k3j.model.Model;
@@ -76,6 +80,12 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
     Integer threads;
 
+    @Option(names = "--cache-gb", paramLabel = "X", description = "routed-expert cache budget in GB (1e9 bytes). Given: experts are served "
+            + "by the cache; absent: resident when all experts fit in 64 GB, else a 64 GB cache")
+    Double cacheGb;
+
+    static final double DEFAULT_CACHE_GB = 64;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -92,6 +102,7 @@ final class RunCommand implements Callable<Integer> {
         if (sources > 1) throw usage("--ids, --prompt and --prompt-file are mutually exclusive");
         if (ids == null) throw usage("--prompt / --prompt-file need a tokenizer, which this build does not have: use --ids");
         if (threads != null && threads < 1) throw usage("--threads must be >= 1, got " + threads);
+        if (cacheGb != null && !(cacheGb > 0)) throw usage("--cache-gb must be positive, got " + cacheGb);
         // 3. config
         ModelConfig cfg;
         try {
@@ -145,8 +156,23 @@ final class RunCommand implements Callable<Integer> {
         Generation g = null;
         String failure = null;
         int nThreads = threads != null ? threads : Runtime.getRuntime().availableProcessors();
+        long expertBytes = model.binding().layers().stream().flatMap(l -> l.experts().stream()).mapToLong(ExpertLocation::length).sum();
+        double budgetGb = cacheGb != null ? cacheGb : DEFAULT_CACHE_GB;
+        ExpertCache cache = null;
+        if (cacheGb != null || expertBytes > budgetGb * 1e9) {
+            try {
+                cache = ExpertCache.open(model.experts(), ExpertCache.Settings.fromEnvironment((long) (budgetGb * 1e9), cfg.topK(), System.getenv()), null, err::println);
+            } catch (ExpertLoadException | IllegalArgumentException e) {
+                err.println("k3: expert cache: " + e.getMessage());
+                model.close();
+                return ExitCode.RUNTIME;
+            }
+            o.printf(Locale.ROOT, "routed experts: %s on disk, served by a %.2f GB cache (%d slots)%n", bytes(expertBytes), budgetGb, cache.geometry().slots());
+        } else {
+            o.printf(Locale.ROOT, "routed experts: %s, resident once read%n", bytes(expertBytes));
+        }
         try (model; Workers w = Workers.of(nThreads)) {
-            var forward = model.forward(w);
+            var forward = cache == null ? model.forward(w) : new Forward(model.weights(), cache, w, false);
             try {
                 g = Generation.greedy(forward, promptIds, gen, incremental);
             } catch (ExpertDropException e) {
@@ -170,7 +196,9 @@ final class RunCommand implements Callable<Integer> {
             }
             o.printf("PEAK RSS for the whole run: %s%n", bytes(peakRss()));
             o.printf("layers completed: %d/%d; routed expert drops: %d%n%n", forward.layersCompleted(), bound, forward.expertDrops());
-            writeOut(g, promptIds, bound, forward.layersCompleted(), forward.expertDrops(), model.experts().bytesRead());
+            if (cache != null) o.println(cache.report(true));
+            writeOut(g, promptIds, bound, forward.layersCompleted(), forward.expertDrops(),
+                    cache != null ? cache.totalStats().bytesRead() : model.experts().bytesRead());
             o.println("wrote " + out);
             if (rc == ExitCode.RUN_INVALID || forward.expertDrops() > 0) {
                 err.println("RUN INVALID: " + forward.expertDrops() + " routed expert load(s) failed and were dropped from the MoE sum. "
@@ -179,6 +207,8 @@ final class RunCommand implements Callable<Integer> {
             } else if (failure != null) {
                 err.println("forward pass failed: " + failure + "; aborting.");
             }
+        } finally {
+            if (cache != null) cache.close();
         }
         return rc;
     }
