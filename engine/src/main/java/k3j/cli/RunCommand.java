@@ -25,7 +25,6 @@ import k3j.io.CheckpointIndex;
 import k3j.kernels.Workers;
 import k3j.model.BindException;
 import k3j.model.ExpertDropException;
-import k3j.model.Forward;
 import k3j.model.ForwardException;
 import k3j.model.Generation;
 import k3j.model.Model;
@@ -146,7 +145,7 @@ final class RunCommand implements Callable<Integer> {
         try {
             CheckpointIndex idx = CheckpointIndex.open(modelDir);
             o.printf(Locale.ROOT, "indexed %d tensors from %d shards in %.2f s%n", idx.size(), idx.shards().size(), (System.nanoTime() - t0) / 1e9);
-            model = Model.open(modelDir, cfg, bound);
+            model = Model.open(idx, cfg, bound);
         } catch (CheckpointException | BindException e) {
             err.println("k3: " + e.getMessage());
             return ExitCode.RUNTIME;
@@ -172,7 +171,7 @@ final class RunCommand implements Callable<Integer> {
             o.printf(Locale.ROOT, "routed experts: %s, resident once read%n", bytes(expertBytes));
         }
         try (model; Workers w = Workers.of(nThreads)) {
-            var forward = cache == null ? model.forward(w) : new Forward(model.weights(), cache, w, false);
+            var forward = cache == null ? model.forward(w) : model.forward(w, cache);
             try {
                 g = Generation.greedy(forward, promptIds, gen, incremental);
             } catch (ExpertDropException e) {
