@@ -38,7 +38,7 @@ import picocli.CommandLine.Parameters;
  * of §7.3 before anything large is allocated, the --out JSON of §7.7, --dump-logits of §7.8 and the exit
  * codes of §7.9. Prints the generated ids.
  */
-@Command(name = "run",
+@Command(name = "run", mixinStandardHelpOptions = true, version = "k3 (k3j) 0.1.0",
         description = "Greedy generation: k3 <model_dir> --ids 1,2,3 [--gen N] [--incremental] [--out FILE] [--dump-logits PATH] [--threads N]",
         footer = "Exit codes: 0 success, 1 runtime failure (checkpoint, bind, forward), 2 bad request, 4 RUN INVALID (expert drops).")
 final class RunCommand implements Callable<Integer> {
