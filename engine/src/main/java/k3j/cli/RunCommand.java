@@ -173,7 +173,8 @@ final class RunCommand implements Callable<Integer> {
         try (model; Workers w = Workers.of(nThreads)) {
             var forward = cache == null ? model.forward(w) : model.forward(w, cache);
             try {
-                g = Generation.greedy(forward, promptIds, gen, incremental);
+                g = Generation.greedy(forward, promptIds, gen, incremental, false,
+                        (step, id, secs) -> o.printf(Locale.ROOT, "  step %d: %d (%.3f s)%n", step, id, secs).flush());
             } catch (ExpertDropException e) {
                 failure = e.getMessage();
                 rc = ExitCode.RUN_INVALID;
