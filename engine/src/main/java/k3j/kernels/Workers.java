@@ -58,6 +58,7 @@ public final class Workers implements AutoCloseable {
             return;
         }
         int per = (units + shares - 1) / shares * align;
+        shares = (n + per - 1) / per; // no empty trailing share
         @SuppressWarnings("unchecked")
         Future<?>[] running = new Future<?>[shares - 1];
         for (int s = 1; s < shares; s++) {

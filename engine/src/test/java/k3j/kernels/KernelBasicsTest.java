@@ -53,6 +53,32 @@ class KernelBasicsTest {
     }
 
     @Test
+    void slicingTheRowsKeepsTheBits() {
+        java.util.SplittableRandom r = new java.util.SplittableRandom(7);
+        int in = 37, out = 23;
+        short[] w = new short[in * out];
+        for (int i = 0; i < w.length; i++) w[i] = Fp.toBf16((float) (r.nextDouble() * 2 - 1));
+        float[] x = new float[3 * in];
+        for (int i = 0; i < x.length; i++) x[i] = (float) (r.nextDouble() * 4 - 2);
+        for (Matrix m : new Matrix[] {Matrix.bf16(w, out, in), Matrix.f32(widenAll(w), out, in)}) {
+            for (int tokens = 1; tokens <= 3; tokens++) {
+                float[] ref = new float[tokens * out], sliced = new float[tokens * out];
+                MatVec.reference(ref, x, tokens, m);
+                try (Workers two = Workers.of(2)) {
+                    MatVec.matmul(two, sliced, x, tokens, m, 5L * in * m.type().bytes);
+                }
+                for (int i = 0; i < ref.length; i++) assertEquals(Float.floatToRawIntBits(ref[i]), Float.floatToRawIntBits(sliced[i]), "element " + i);
+            }
+        }
+    }
+
+    private static float[] widenAll(short[] w) {
+        float[] f = new float[w.length];
+        for (int i = 0; i < f.length; i++) f[i] = Fp.bf16(w[i]);
+        return f;
+    }
+
+    @Test
     void badShapesAreRejectedWithWhatAndWhere() {
         assertThrows(IllegalArgumentException.class, () -> Matrix.bf16(new short[5], 2, 3));
         assertThrows(IllegalArgumentException.class, () -> Mxfp4.dequant(MemorySegment.ofArray(new byte[1]), MemorySegment.ofArray(new byte[1]), 1, 3));
