@@ -249,9 +249,9 @@ public final class Binder {
                         return "has " + t.elementCount() + " elements " + t.shapeString() + ", expected at least " + w.take()
                                 + " (the first " + w.take() + " are used, one per head)";
                     }
-                } else if (t.elementCount() != w.dims()[0] || !vectorLike(t.shape())) {
-                    return "has shape " + t.shapeString() + " (" + t.elementCount() + " elements), expected " + w.dims()[0]
-                            + " elements in one non-unit dimension";
+                } else if (t.elementCount() != w.dims()[0]) {
+                    // element count only: proj vectors are [1, E] and conv taps [P, 1, k] on disk (ENGINE §2.5)
+                    return "has shape " + t.shapeString() + " (" + t.elementCount() + " elements), expected " + w.dims()[0] + " elements";
                 }
             }
             case EXPERT_BYTES -> {
@@ -264,11 +264,6 @@ public final class Binder {
             }
         }
         return null;
-    }
-
-    /** [n], [1, n], [n, 1, k]-style conv taps: any shape whose element count matched (conv taps are [P][1][k] on disk). */
-    static boolean vectorLike(long[] shape) {
-        return shape.length >= 1;
     }
 
     static String quote(String name) {
