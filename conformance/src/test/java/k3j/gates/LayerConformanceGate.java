@@ -216,7 +216,7 @@ class LayerConformanceGate {
 
         static synchronized Conformance open() {
             if (conformance != null) return conformance;
-            if (failure != null) throw failure;
+            if (failure != null) throw new IllegalStateException(failure.getMessage(), failure); // fresh: each case's own trace
             try {
                 String m = Project.property("k3.model");
                 if (m.isEmpty()) throw new AssertionError("gate data missing: -Dk3.model is not set (mvn verify -Pcheckpoint -Dk3.model=DIR)");
