@@ -22,9 +22,9 @@ BYTES = {
     "lmhead_7168x163840": 7168 * 163840 * 2,
     "prefill_bf16_7168x12288": 7168 * 12288 * 2,
     "mxfp4_16experts": 16 * 17547264,
-    "kda_96x128x128_hot": 96 * 128 * 128 * 4 * 2,
+    "kda_96x128x128_hot": None,  # state hot in L3: no DRAM figure
     "kda_16layers_dram": 16 * 96 * 128 * 128 * 4 * 2,
-    "mla_attention": None,
+    "mla_attention": "mla",  # keys + rope + values of all cached positions, read once
 }
 PEER = {
     "bf16_7168x12288": "bf16 7168x12288 x4rows",
@@ -52,8 +52,16 @@ for r in jmh:
     ratio = f"{jmin / c[0]:.2f}" if c else "-"
     cs = f"{c[0]:.2f}/{c[1]:.2f}" if c else "-"
     b = BYTES[name]
+    if b == "mla":
+        b = int(p.get("positions")) * (96 * (128 + 128) + 64) * 4
     gbs = b / (jmin * 1e-3) / 1e9 if b else None
     print(f"{name + ('[' + extra + ']' if extra else ''):42} {t:>3} {jmin:8.2f}/{jmed:<9.2f} {cs:>18} {ratio:>7} "
           f"{(f'{gbs:.1f}' if gbs else '-'):>7} {(f'{100 * gbs / bw:.0f}' if gbs and bw else '-'):>5}")
+print()
+for r in jmh:
+    if "TranscendentalBench" in r["benchmark"]:
+        m = r["primaryMetric"]
+        best = min(x for fork in m["rawData"] for x in fork)
+        print(f"{r['benchmark'].split('.')[-1]:16} best iteration {best:7.2f} ns/element, mean {m['score']:7.2f} ± {m['scoreError']:.2f}")
 for t in (1, 2):
     print(f"measured DRAM read bandwidth ({t} thread(s), best of the window): {peers[t][1]} GB/s")

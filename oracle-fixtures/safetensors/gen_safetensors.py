@@ -408,7 +408,7 @@ def main():
                  "tolerance 0); refused cases: the reader and `k3 inspect` must refuse with [rule] and every "
                  "must_name fragment in the message",
         "tolerance_ulp": 0,
-        "files": dict(sorted(files.items())),
+        "files": [{"file": f, "sha256": h} for f, h in sorted(files.items())],
         "cases": cases,
     }
     with open(os.path.join(HERE, "MANIFEST.json"), "w") as f:

@@ -98,7 +98,7 @@ class DecoderLayerGate {
                 worst = Math.max(worst, Double.isNaN(r) ? Double.POSITIVE_INFINITY : r);
             }
             ratios.put(out, worst);
-            if (!(worst <= 1.0)) failures.add(out + ": " + worst + " x tolerance (atol " + tol[0] + ", rtol " + tol[1] + ")");
+            if (!(worst <= 1.0)) failures.add(out + ": " + worst + " x tolerance (atol " + tol[0] + ", rtol " + tol[1] + ") " + OracleGate.category(worst));
         }
         double worst = ratios.values().stream().mapToDouble(Double::doubleValue).max().orElse(Double.POSITIVE_INFINITY);
         Evidence.parameter("layer", index);

@@ -95,7 +95,7 @@ class KernelBitIdentityGate {
             c.add(new Case("l2norm_" + n, () -> l2norm(n), false));
             c.add(new Case("embedding_" + n, () -> embedding(n), false));
         }
-        for (int d : new int[] {1, 5, 8, 16, 20, 24}) {
+        for (int d : new int[] {1, 5, 8, 16, 20, 24, 64, 128}) {
             for (int th = 0; th < 3; th++) {
                 int t = th;
                 c.add(new Case("kda_recurrence_d" + d + "_" + (t + 1) + "t", () -> kda(d, 3, 4, POOLS[t]), false));
@@ -370,7 +370,7 @@ class KernelBitIdentityGate {
 
     /** Mutant: the reference step with the u accumulation fused into an FMA. */
     static float[][] kdaFmaMutant() {
-        int d = 64, heads = 2, tokens = 3;
+        int d = 128, heads = 2, tokens = 3;
         KdaInputs in = kdaInputs(d, heads, tokens);
         float[] sa = in.state().clone(), sb = in.state().clone();
         float[] oa = new float[tokens * heads * d], ob = new float[tokens * heads * d];

@@ -156,7 +156,11 @@ final class KernelFixtures {
         JsonNode m = Project.json(Project.fixture(MANIFEST));
         if (!"k3j-ops/1".equals(m.path("format").asText())) fail(MANIFEST + ": format '" + m.path("format").asText() + "', expected k3j-ops/1");
         List<Fixture> l = new ArrayList<>();
-        for (JsonNode f : m.path("fixtures")) l.add(new Fixture(f.path("name").asText(), f.path("kernel").asText(), f.path("level").asText(), f));
+        for (JsonNode f : m.path("fixtures")) {
+            Fixture fx = new Fixture(f.path("name").asText(), f.path("kernel").asText(), f.path("level").asText(), f);
+            if (!fx.level().equals("kernel") && !fx.level().equals("layer")) fail(MANIFEST + ": fixture '" + fx.name() + "' has level '" + fx.level() + "' (kernel or layer)");
+            l.add(fx);
+        }
         if (l.isEmpty()) fail(MANIFEST + " lists no fixtures");
         return l;
     }

@@ -53,7 +53,12 @@ class RealLayoutBindingTest {
             long kept = 0;
             for (Path shard : w.shards()) kept += truncateToHeader(shard);
             long t0 = System.nanoTime();
-            ModelBinding b = Binder.bind(index, config);
+            ModelBinding b;
+            try {
+                b = Binder.bind(index, config);
+            } catch (k3j.model.BindException e) {
+                throw new AssertionError(e.getMessage() + " [missing tensor]", e);
+            }
             double seconds = (System.nanoTime() - t0) / 1e9;
 
             assertEquals(93, b.layers().size(), "bound layers");

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.qameta.allure.Allure;
 import io.qameta.allure.Epic;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -69,12 +70,14 @@ class SafetensorsGate {
 
     @Test
     void theFixturesAreTheOnesTheManifestDescribes() throws IOException, NoSuchAlgorithmException {
+        Allure.feature("fixtures");
         JsonNode files = manifest().path("files");
         assertTrue(files.size() > 0, "MANIFEST.json lists no files");
-        for (Map.Entry<String, JsonNode> e : files.properties()) {
-            byte[] bytes = Files.readAllBytes(Project.existing(fixtures().resolve(e.getKey())));
+        for (JsonNode f : files) {
+            String file = f.path("file").asText();
+            byte[] bytes = Files.readAllBytes(Project.existing(fixtures().resolve(file)));
             String sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
-            assertEquals(e.getValue().asText(), sha, e.getKey() + " differs from MANIFEST.json: rerun gen_safetensors.py");
+            assertEquals(f.path("sha256").asText(), sha, file + " differs from MANIFEST.json: rerun gen_safetensors.py");
         }
     }
 
@@ -82,6 +85,8 @@ class SafetensorsGate {
     @MethodSource("cases")
     void everyCaseIsReadExactlyOrRefusedByItsRule(JsonNode c) throws Exception {
         Path path = Project.existing(fixtures().resolve(c.path("path").asText()));
+        Allure.feature(c.path("kind").asText() + " checkpoints");
+        Allure.story(c.path("name").asText());
         Evidence.parameter("case", c.path("name").asText());
         Evidence.parameter("kind", c.path("kind").asText());
         Evidence.text("what", c.path("what").asText());

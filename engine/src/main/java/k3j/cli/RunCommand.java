@@ -25,7 +25,6 @@ import k3j.io.CheckpointIndex;
 import k3j.kernels.Workers;
 import k3j.model.BindException;
 import k3j.model.ExpertDropException;
-import k3j.model.Forward;
 import k3j.model.ForwardException;
 import k3j.model.Generation;
 import k3j.model.Model;
@@ -39,7 +38,7 @@ import picocli.CommandLine.Parameters;
  * of §7.3 before anything large is allocated, the --out JSON of §7.7, --dump-logits of §7.8 and the exit
  * codes of §7.9. Prints the generated ids.
  */
-@Command(name = "run",
+@Command(name = "run", mixinStandardHelpOptions = true, version = "k3 (k3j) 0.1.0",
         description = "Greedy generation: k3 <model_dir> --ids 1,2,3 [--gen N] [--incremental] [--out FILE] [--dump-logits PATH] [--threads N]",
         footer = "Exit codes: 0 success, 1 runtime failure (checkpoint, bind, forward), 2 bad request, 4 RUN INVALID (expert drops).")
 final class RunCommand implements Callable<Integer> {
@@ -86,6 +85,10 @@ final class RunCommand implements Callable<Integer> {
 
     static final double DEFAULT_CACHE_GB = 64;
 
+    @Option(names = "--tf-check", description = "teacher-forced agreement over the --ids sequence in one forward (needs >= 2 ids); "
+            + "writes {tf_positions, tf_matches, tf_agreement} to --out")
+    boolean tfCheck;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -117,6 +120,7 @@ final class RunCommand implements Callable<Integer> {
         // 4. prompt ids
         int[] promptIds = parseIds(ids);
         if (promptIds.length == 0) throw usage("no prompt ids parsed");
+        if (tfCheck && promptIds.length < 2) throw usage("--tf-check needs at least 2 ids");
         for (int id : promptIds) if (id < 0 || id >= cfg.vocabSize()) throw usage("token id " + id + " is outside the vocabulary of " + cfg.vocabSize());
         // 5. limits
         if (gen < 0 || gen > MAX_GEN) throw usage("--gen must be 0.." + MAX_GEN + ", got " + gen);
@@ -146,7 +150,7 @@ final class RunCommand implements Callable<Integer> {
         try {
             CheckpointIndex idx = CheckpointIndex.open(modelDir);
             o.printf(Locale.ROOT, "indexed %d tensors from %d shards in %.2f s%n", idx.size(), idx.shards().size(), (System.nanoTime() - t0) / 1e9);
-            model = Model.open(modelDir, cfg, bound);
+            model = Model.open(idx, cfg, bound);
         } catch (CheckpointException | BindException e) {
             err.println("k3: " + e.getMessage());
             return ExitCode.RUNTIME;
@@ -172,9 +176,11 @@ final class RunCommand implements Callable<Integer> {
             o.printf(Locale.ROOT, "routed experts: %s, resident once read%n", bytes(expertBytes));
         }
         try (model; Workers w = Workers.of(nThreads)) {
-            var forward = cache == null ? model.forward(w) : new Forward(model.weights(), cache, w, false);
+            var forward = cache == null ? model.forward(w) : model.forward(w, cache);
+            if (tfCheck) return teacherForcing(forward, promptIds, o, err);
             try {
-                g = Generation.greedy(forward, promptIds, gen, incremental);
+                g = Generation.greedy(forward, promptIds, gen, incremental, false,
+                        (step, id, secs) -> o.printf(Locale.ROOT, "  step %d: %d (%.3f s)%n", step, id, secs).flush());
             } catch (ExpertDropException e) {
                 failure = e.getMessage();
                 rc = ExitCode.RUN_INVALID;
@@ -211,6 +217,27 @@ final class RunCommand implements Callable<Integer> {
             if (cache != null) cache.close();
         }
         return rc;
+    }
+
+    /** ENGINE §7.1 --tf-check: argmax of every position against the next id, one forward over all ids. */
+    private int teacherForcing(k3j.model.Forward forward, int[] ids, PrintWriter o, PrintWriter err) throws IOException {
+        k3j.model.Forward.Result r;
+        try {
+            r = forward.full(ids, true, null);
+        } catch (ExpertDropException e) {
+            err.println("RUN INVALID: " + e.getMessage());
+            return ExitCode.RUN_INVALID;
+        } catch (ForwardException e) {
+            err.println("forward pass failed: " + e.getMessage());
+            return ExitCode.RUNTIME;
+        }
+        int v = forward.weights().lmHead().rows(), positions = ids.length - 1, matches = 0;
+        for (int t = 0; t < positions; t++) if (k3j.kernels.Argmax.fast(r.logits(), t * v, v) == ids[t + 1]) matches++;
+        double agreement = (double) matches / positions;
+        o.printf(Locale.ROOT, "teacher forcing: %d/%d positions agree (%.4f)%n", matches, positions, agreement);
+        Files.writeString(out, String.format(Locale.ROOT, "{\"tf_positions\":%d,\"tf_matches\":%d,\"tf_agreement\":%.4f}%n", positions, matches, agreement));
+        o.println("wrote " + out);
+        return ExitCode.OK;
     }
 
     static int[] parseIds(String s) {

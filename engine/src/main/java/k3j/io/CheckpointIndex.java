@@ -3,7 +3,6 @@ package k3j.io;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
-import com.fasterxml.jackson.core.StreamReadFeature;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -172,7 +171,7 @@ public final class CheckpointIndex {
             fileMissing[id] = missingShards.contains(wm.shardFiles().get(id));
         }
         List<String> missingTensors = new ArrayList<>();
-        long missingTensorCount = 0, inMissingShards = 0, matched = 0;
+        long missingTensorCount = 0, inMissingShards = 0, matched = 0, listedMix = 0;
         for (int i = 0; i < wm.names().length; i++) {
             int id = wm.shardOf()[i];
             String file = wm.shardFiles().get(id);
@@ -183,14 +182,22 @@ public final class CheckpointIndex {
                 if (missingTensorCount++ < LISTED) missingTensors.add(CheckpointException.quote(wm.names()[i]) + " (" + file + ")");
             } else {
                 matched++;
+                listedMix += mix(t);
             }
         }
-        // ... and every header tensor listed. Names in the index are unique (duplicate keys are refused
-        // while parsing), so matching every header tensor means each was listed exactly once.
+        // ... and every header tensor listed exactly once. As many matches as tensors, with the same sum
+        // of a per-tensor mix, means no name was listed twice in place of another (a hash set of 497,052
+        // names would cost a quarter of the open); any doubt takes the exact path below.
+        long headerMix = 0;
+        for (TensorInfo t : index.tensors()) headerMix += mix(t);
         List<String> unlisted = new ArrayList<>();
-        long unlistedCount = 0;
-        if (matched != index.size()) {
-            Set<String> listed = new HashSet<>(Arrays.asList(wm.names()));
+        List<String> twice = new ArrayList<>();
+        long unlistedCount = 0, twiceCount = 0;
+        if (matched != index.size() || listedMix != headerMix) {
+            Set<String> listed = HashSet.newHashSet(wm.names().length);
+            for (String n : wm.names()) {
+                if (!listed.add(n) && twiceCount++ < LISTED) twice.add(CheckpointException.quote(n));
+            }
             for (TensorInfo t : index.tensors()) {
                 if (!listed.contains(t.name()) && unlistedCount++ < LISTED) {
                     unlisted.add(CheckpointException.quote(t.name()) + " (" + t.file().getFileName() + ")");
@@ -214,7 +221,21 @@ public final class CheckpointIndex {
             }
             throw new CheckpointException(Rule.PARTIAL_DOWNLOAD, indexFile, null, b.toString());
         }
+        if (twiceCount > 0) {
+            throw new CheckpointException(Rule.BAD_INDEX, indexFile, null,
+                    twiceCount + " name(s) listed twice in weight_map: " + list(twice, twiceCount));
+        }
         return index;
+    }
+
+    /** A tensor's identity as 64 well-mixed bits (murmur3's finaliser over shard, offset and name hash). */
+    private static long mix(TensorInfo t) {
+        long x = t.offset() * 0x9E3779B97F4A7C15L + ((long) t.shard() << 32 | (t.name().hashCode() & 0xffffffffL));
+        x ^= x >>> 33;
+        x *= 0xff51afd7ed558ccdL;
+        x ^= x >>> 33;
+        x *= 0xc4ceb9fe1a85ec53L;
+        return x ^ (x >>> 33);
     }
 
     /** Parses the present shards keeping the numbers they would have if none were missing. */
@@ -248,7 +269,6 @@ public final class CheckpointIndex {
         String lastFile = null;
         int lastId = -1;
         try (JsonParser p = SafetensorsFile.JSON.createParser(bytes)) {
-            p.enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION.mappedFeature());
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 throw new CheckpointException(Rule.BAD_INDEX, indexFile, null, "index is not a JSON object");
             }

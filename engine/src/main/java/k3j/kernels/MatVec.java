@@ -65,8 +65,9 @@ public final class MatVec {
         double[] xd = new double[tokens * in];
         for (int i = 0; i < xd.length; i++) xd[i] = x[i];
         if (w.type() == WeightType.BF16) {
-            if (tokens == 1) workers.split(w.rows(), 2, (from, to) -> bf16OneToken(y, xd, w.data(), in, from, to));
-            else workers.split(w.rows(), 2, (from, to) -> bf16Tokens(y, xd, tokens, w.data(), in, w.rows(), from, to));
+            double[] xp = laneOrder(xd, tokens, in);
+            if (tokens == 1) workers.split(w.rows(), 2, (from, to) -> bf16OneToken(y, xd, xp, w.data(), in, from, to));
+            else workers.split(w.rows(), 2, (from, to) -> bf16Tokens(y, xd, xp, tokens, w.data(), in, w.rows(), from, to));
         } else {
             workers.split(w.rows(), 2, (from, to) -> f32Rows(y, xd, tokens, w.data(), in, w.rows(), from, to));
         }
@@ -89,79 +90,133 @@ public final class MatVec {
         return acc;
     }
 
-    private static void bf16OneToken(float[] y, double[] xd, MemorySegment seg, int in, int from, int to) {
-        double[] lanes = new double[4];
+    /**
+     * x in the fast path's lane order: per full block of 16, [x0 x2 x4 x6 | x1 x3 x5 x7 | x8 x10 x12 x14 |
+     * x9 x11 x13 x15], because one 128-bit load of 8 bf16 gives the even elements (int << 16) and the odd
+     * ones (int & 0xFFFF0000) without any widening shuffle. Lane order is storage only: accumulator a[l]
+     * still sums exactly the elements i ≡ l (mod 16), in block order.
+     */
+    private static double[] laneOrder(double[] xd, int tokens, int in) {
+        double[] xp = new double[xd.length];
+        for (int t = 0; t < tokens; t++) {
+            int b = t * in, i = 0;
+            for (; i + 16 <= in; i += 16) {
+                for (int k = 0; k < 4; k++) {
+                    xp[b + i + k] = xd[b + i + 2 * k];
+                    xp[b + i + 4 + k] = xd[b + i + 2 * k + 1];
+                    xp[b + i + 8 + k] = xd[b + i + 8 + 2 * k];
+                    xp[b + i + 12 + k] = xd[b + i + 9 + 2 * k];
+                }
+            }
+            for (; i < in; i++) xp[b + i] = xd[b + i];
+        }
+        return xp;
+    }
+
+    /**
+     * The contract's tree from the four lane-ordered accumulators stored in t[0..15]
+     * (t = [a0 a2 a4 a6 | a1 a3 a5 a7 | a8 a10 a12 a14 | a9 a11 a13 a15]).
+     */
+    private static double tree(double[] t) {
+        double b0 = (t[0] + t[2]) + (t[8] + t[10]);
+        double b1 = (t[4] + t[6]) + (t[12] + t[14]);
+        double b2 = (t[1] + t[3]) + (t[9] + t[11]);
+        double b3 = (t[5] + t[7]) + (t[13] + t[15]);
+        return (b0 + b1) + (b2 + b3);
+    }
+
+    static final VectorSpecies<Integer> I128x = IntVector.SPECIES_128;
+
+    // The products are exact in double (bf16 x float), so fma(w, x, acc) IS acc + w*x: one rounding either way.
+    private static void bf16OneToken(float[] y, double[] xd, double[] xp, MemorySegment seg, int in, int from, int to) {
+        double[] t = new double[16];
         int o = from;
         for (; o + 2 <= to; o += 2) {
             long r0 = 2L * in * o, r1 = r0 + 2L * in;
-            DoubleVector a0 = DoubleVector.zero(D), a1 = a0, a2 = a0, a3 = a0, c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+            DoubleVector e0 = DoubleVector.zero(D), o0 = e0, e1 = e0, o1 = e0, f0 = e0, p0 = e0, f1 = e0, p1 = e0;
             int i = 0;
             for (; i + 16 <= in; i += 16) {
-                DoubleVector x0 = DoubleVector.fromArray(D, xd, i), x1 = DoubleVector.fromArray(D, xd, i + 4);
-                DoubleVector x2 = DoubleVector.fromArray(D, xd, i + 8), x3 = DoubleVector.fromArray(D, xd, i + 12);
-                long b0 = r0 + 2L * i, b1 = r1 + 2L * i;
-                a0 = a0.add(((DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b0, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).mul(x0));
-                a1 = a1.add(((DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b0 + 8, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).mul(x1));
-                a2 = a2.add(((DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b0 + 16, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).mul(x2));
-                a3 = a3.add(((DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b0 + 24, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).mul(x3));
-                c0 = c0.add(((DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b1, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).mul(x0));
-                c1 = c1.add(((DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b1 + 8, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).mul(x1));
-                c2 = c2.add(((DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b1 + 16, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).mul(x2));
-                c3 = c3.add(((DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b1 + 24, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).mul(x3));
+                DoubleVector xe0 = DoubleVector.fromArray(D, xp, i), xo0 = DoubleVector.fromArray(D, xp, i + 4);
+                DoubleVector xe1 = DoubleVector.fromArray(D, xp, i + 8), xo1 = DoubleVector.fromArray(D, xp, i + 12);
+                IntVector w0 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i, LE), w1 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i + 16, LE);
+                IntVector v0 = IntVector.fromMemorySegment(I128x, seg, r1 + 2L * i, LE), v1 = IntVector.fromMemorySegment(I128x, seg, r1 + 2L * i + 16, LE);
+                e0 = ((DoubleVector) w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe0, e0);
+                o0 = ((DoubleVector) w0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo0, o0);
+                e1 = ((DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe1, e1);
+                o1 = ((DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo1, o1);
+                f0 = ((DoubleVector) v0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe0, f0);
+                p0 = ((DoubleVector) v0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo0, p0);
+                f1 = ((DoubleVector) v1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe1, f1);
+                p1 = ((DoubleVector) v1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo1, p1);
             }
-            a0.add(a1).add(a2.add(a3)).intoArray(lanes, 0);
-            y[o] = (float) bf16Tail((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]), seg, r0, xd, 0, i, in);
-            c0.add(c1).add(c2.add(c3)).intoArray(lanes, 0);
-            y[o + 1] = (float) bf16Tail((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]), seg, r1, xd, 0, i, in);
+            e0.intoArray(t, 0);
+            o0.intoArray(t, 4);
+            e1.intoArray(t, 8);
+            o1.intoArray(t, 12);
+            y[o] = (float) bf16Tail(tree(t), seg, r0, xd, 0, i, in);
+            f0.intoArray(t, 0);
+            p0.intoArray(t, 4);
+            f1.intoArray(t, 8);
+            p1.intoArray(t, 12);
+            y[o + 1] = (float) bf16Tail(tree(t), seg, r1, xd, 0, i, in);
         }
-        for (; o < to; o++) bf16Row(y, o, xd, 0, seg, 2L * in * o, in, lanes);
+        for (; o < to; o++) bf16Row(y, o, xd, xp, 0, seg, 2L * in * o, in, t);
     }
 
     /** One bf16 row for one token (x at xOff), result to y[yIndex]. */
-    private static void bf16Row(float[] y, int yIndex, double[] xd, int xOff, MemorySegment seg, long r0, int in, double[] lanes) {
-        DoubleVector a0 = DoubleVector.zero(D), a1 = a0, a2 = a0, a3 = a0;
+    private static void bf16Row(float[] y, int yIndex, double[] xd, double[] xp, int xOff, MemorySegment seg, long r0, int in, double[] t) {
+        DoubleVector e0 = DoubleVector.zero(D), o0 = e0, e1 = e0, o1 = e0;
         int i = 0;
         for (; i + 16 <= in; i += 16) {
-            long b0 = r0 + 2L * i;
-            a0 = a0.add(((DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b0, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xOff + i)));
-            a1 = a1.add(((DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b0 + 8, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xOff + i + 4)));
-            a2 = a2.add(((DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b0 + 16, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xOff + i + 8)));
-            a3 = a3.add(((DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b0 + 24, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xOff + i + 12)));
+            IntVector w0 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i, LE), w1 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i + 16, LE);
+            e0 = ((DoubleVector) w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i), e0);
+            o0 = ((DoubleVector) w0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i + 4), o0);
+            e1 = ((DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i + 8), e1);
+            o1 = ((DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i + 12), o1);
         }
-        a0.add(a1).add(a2.add(a3)).intoArray(lanes, 0);
-        y[yIndex] = (float) bf16Tail((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]), seg, r0, xd, xOff, i, in);
+        e0.intoArray(t, 0);
+        o0.intoArray(t, 4);
+        e1.intoArray(t, 8);
+        o1.intoArray(t, 12);
+        y[yIndex] = (float) bf16Tail(tree(t), seg, r0, xd, xOff, i, in);
     }
 
-    private static void bf16Tokens(float[] y, double[] xd, int tokens, MemorySegment seg, int in, int out, int from, int to) {
-        double[] lanes = new double[4];
+    private static void bf16Tokens(float[] y, double[] xd, double[] xp, int tokens, MemorySegment seg, int in, int out, int from, int to) {
+        double[] t = new double[16];
         for (int o = from; o < to; o++) {
             long r0 = 2L * in * o;
-            int t = 0;
-            for (; t + 2 <= tokens; t += 2) {
-                int xa = t * in, xb = xa + in;
-                DoubleVector a0 = DoubleVector.zero(D), a1 = a0, a2 = a0, a3 = a0, c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+            int tk = 0;
+            for (; tk + 2 <= tokens; tk += 2) {
+                int xa = tk * in, xb = xa + in;
+                DoubleVector e0 = DoubleVector.zero(D), o0 = e0, e1 = e0, o1 = e0, f0 = e0, p0 = e0, f1 = e0, p1 = e0;
                 int i = 0;
                 for (; i + 16 <= in; i += 16) {
-                    long b0 = r0 + 2L * i;
-                    DoubleVector w0 = (DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b0, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
-                    DoubleVector w1 = (DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b0 + 8, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
-                    DoubleVector w2 = (DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b0 + 16, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
-                    DoubleVector w3 = (DoubleVector) ((IntVector) ShortVector.fromMemorySegment(S64, seg, b0 + 24, LE).convertShape(VectorOperators.S2I, I128, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
-                    a0 = a0.add(w0.mul(DoubleVector.fromArray(D, xd, xa + i)));
-                    a1 = a1.add(w1.mul(DoubleVector.fromArray(D, xd, xa + i + 4)));
-                    a2 = a2.add(w2.mul(DoubleVector.fromArray(D, xd, xa + i + 8)));
-                    a3 = a3.add(w3.mul(DoubleVector.fromArray(D, xd, xa + i + 12)));
-                    c0 = c0.add(w0.mul(DoubleVector.fromArray(D, xd, xb + i)));
-                    c1 = c1.add(w1.mul(DoubleVector.fromArray(D, xd, xb + i + 4)));
-                    c2 = c2.add(w2.mul(DoubleVector.fromArray(D, xd, xb + i + 8)));
-                    c3 = c3.add(w3.mul(DoubleVector.fromArray(D, xd, xb + i + 12)));
+                    IntVector w0 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i, LE), w1 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i + 16, LE);
+                    DoubleVector we0 = (DoubleVector) w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
+                    DoubleVector wo0 = (DoubleVector) w0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
+                    DoubleVector we1 = (DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
+                    DoubleVector wo1 = (DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
+                    e0 = we0.fma(DoubleVector.fromArray(D, xp, xa + i), e0);
+                    o0 = wo0.fma(DoubleVector.fromArray(D, xp, xa + i + 4), o0);
+                    e1 = we1.fma(DoubleVector.fromArray(D, xp, xa + i + 8), e1);
+                    o1 = wo1.fma(DoubleVector.fromArray(D, xp, xa + i + 12), o1);
+                    f0 = we0.fma(DoubleVector.fromArray(D, xp, xb + i), f0);
+                    p0 = wo0.fma(DoubleVector.fromArray(D, xp, xb + i + 4), p0);
+                    f1 = we1.fma(DoubleVector.fromArray(D, xp, xb + i + 8), f1);
+                    p1 = wo1.fma(DoubleVector.fromArray(D, xp, xb + i + 12), p1);
                 }
-                a0.add(a1).add(a2.add(a3)).intoArray(lanes, 0);
-                y[t * out + o] = (float) bf16Tail((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]), seg, r0, xd, xa, i, in);
-                c0.add(c1).add(c2.add(c3)).intoArray(lanes, 0);
-                y[(t + 1) * out + o] = (float) bf16Tail((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]), seg, r0, xd, xb, i, in);
+                e0.intoArray(t, 0);
+                o0.intoArray(t, 4);
+                e1.intoArray(t, 8);
+                o1.intoArray(t, 12);
+                y[tk * out + o] = (float) bf16Tail(tree(t), seg, r0, xd, xa, i, in);
+                f0.intoArray(t, 0);
+                p0.intoArray(t, 4);
+                f1.intoArray(t, 8);
+                p1.intoArray(t, 12);
+                y[(tk + 1) * out + o] = (float) bf16Tail(tree(t), seg, r0, xd, xb, i, in);
             }
-            if (t < tokens) bf16Row(y, t * out + o, xd, t * in, seg, r0, in, lanes);
+            if (tk < tokens) bf16Row(y, tk * out + o, xd, xp, tk * in, seg, r0, in, t);
         }
     }
 

@@ -8,7 +8,7 @@ import k3j.kernels.Argmax;
 /**
  * Greedy generation (ENGINE §4.3): full recompute (each step one forward over the whole sequence, fresh
  * state) or incremental (step 0 feeds the prompt, later steps the last emitted token, KV cache and KDA state
- * carried). Argmax: the first maximal index wins. stepLogits[g] = the V logits that chose generated[g].
+ * carried). Argmax: the first maximal index wins. stepLogits[g] = the V logits that chose generated[g] (only step 0 unless all were kept).
  */
 public record Generation(int[] prompt, int[] generated, List<float[]> stepLogits, double[] stepSeconds) {
 
@@ -27,7 +27,22 @@ public record Generation(int[] prompt, int[] generated, List<float[]> stepLogits
         return promptLength + gen + 1;
     }
 
+    /** Emitted once per generated token, as it is chosen. */
+    @FunctionalInterface
+    public interface Progress {
+        void token(int step, int id, double seconds);
+    }
+
+    /** Keeps every step's logits (gates). */
     public static Generation greedy(Forward f, int[] prompt, int gen, boolean incremental) {
+        return greedy(f, prompt, gen, incremental, true, null);
+    }
+
+    /**
+     * @param keepAllLogits false keeps only step 0's logits (V floats per step add up: 163840 × 4096 steps is 2.7 GB)
+     * @param progress      nullable; told each token as it is chosen
+     */
+    public static Generation greedy(Forward f, int[] prompt, int gen, boolean incremental, boolean keepAllLogits, Progress progress) {
         if (prompt.length < 1) throw new IllegalArgumentException("no prompt ids");
         int v = f.weights().lmHead().rows();
         int[] seq = Arrays.copyOf(prompt, prompt.length + gen);
@@ -42,8 +57,9 @@ public record Generation(int[] prompt, int[] generated, List<float[]> stepLogits
             else if (g == 0) r = f.step(prompt.clone(), st, false, null);
             else r = f.step(new int[] {seq[n - 1]}, st, false, null);
             seq[n++] = Argmax.fast(r.logits(), 0, v);
-            logits.add(r.logits());
+            if (keepAllLogits || g == 0) logits.add(r.logits());
             secs[g] = (System.nanoTime() - t0) / 1e9;
+            if (progress != null) progress.token(g, seq[n - 1], secs[g]);
         }
         return new Generation(prompt.clone(), Arrays.copyOfRange(seq, prompt.length, n), List.copyOf(logits), secs);
     }

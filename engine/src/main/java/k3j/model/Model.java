@@ -36,7 +36,11 @@ public final class Model implements AutoCloseable {
 
     /** {@code layers} < 0 binds all of them. */
     public static Model open(Path dir, ModelConfig config, int layers) {
-        CheckpointIndex index = CheckpointIndex.open(dir);
+        return open(CheckpointIndex.open(dir), config, layers);
+    }
+
+    /** An index already opened (the CLI times and reports it); {@code layers} < 0 binds all of them. */
+    public static Model open(CheckpointIndex index, ModelConfig config, int layers) {
         return new Model(config, index, layers < 0 ? config.layerCount() : layers);
     }
 
@@ -60,8 +64,17 @@ public final class Model implements AutoCloseable {
         return experts;
     }
 
+    /** A forward with the experts resident from the checkpoint (tiny models; every expert read once, kept). */
     public Forward forward(Workers workers) {
         return new Forward(weights, experts, workers);
+    }
+
+    /**
+     * A forward whose routed experts come from {@code source}, e.g. an {@link k3j.cache.ExpertCache} opened over
+     * {@link #experts()} as its locator (the real model: 82,432 experts do not stay resident).
+     */
+    public Forward forward(Workers workers, k3j.cache.ExpertSource source) {
+        return new Forward(weights, source, workers, source == experts);
     }
 
     @Override

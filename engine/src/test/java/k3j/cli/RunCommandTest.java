@@ -69,6 +69,17 @@ class RunCommandTest {
     }
 
     @Test
+    void teacherForcingCheckAgreesOnTheGeneratedSpan() throws Exception {
+        Path json = dir.resolve("tf.json");
+        Run r = run(tiny().toString(), "--ids", PROMPT + "," + GREEDY, "--tf-check", "--out", json.toString());
+        assertEquals(0, r.code(), r.err());
+        JsonNode j = new ObjectMapper().readTree(json.toFile());
+        assertEquals(31, j.get("tf_positions").asInt());
+        assertTrue(j.get("tf_matches").asInt() >= 20, "the 20 generated positions at least: " + j);
+        assertEquals(2, run(tiny().toString(), "--ids", "5", "--tf-check").code(), "one id is not enough");
+    }
+
+    @Test
     void badRequestsExitTwo() {
         String m = tiny().toString(), out = dir.resolve("x.json").toString();
         assertEquals(2, run(m).code(), "no prompt source");

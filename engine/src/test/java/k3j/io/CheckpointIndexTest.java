@@ -84,6 +84,17 @@ class CheckpointIndexTest {
     }
 
     @Test
+    void aNameListedTwiceInPlaceOfAnotherIsRefused() throws IOException {
+        // as many entries as tensors, each entry found in its shard: only the second one is missing
+        shard("s1.safetensors", "a", "b");
+        Files.writeString(dir.resolve(CheckpointIndex.INDEX_FILE),
+                "{\"weight_map\":{\"a\":\"s1.safetensors\",\"a\":\"s1.safetensors\"}}");
+        CheckpointException e = assertThrows(CheckpointException.class, () -> CheckpointIndex.open(dir));
+        assertEquals(Rule.PARTIAL_DOWNLOAD, e.rule());
+        assertTrue(e.getMessage().contains("\"b\" (s1.safetensors)"), e.getMessage());
+    }
+
+    @Test
     void theFirstBadShardInOrderIsReported() {
         write(dir.resolve("b.safetensors"), "[]", new byte[0]);
         write(dir.resolve("a.safetensors"), "{\"w\":1}", new byte[0]);
