@@ -120,7 +120,7 @@ final class ConformCommand implements Callable<Integer> {
                 Files.writeString(chart, Charts.overview(reports, "layers x stages: " + model.getFileName()));
                 out.println("chart: " + chart);
             }
-            if (!noLogits && c.model() != null) {
+            if (!noLogits && c.forward() != null) {
                 for (boolean incremental : new boolean[] {false, true}) {
                     LogitParity.Result p = c.teacherForcing(incremental);
                     out.println();

@@ -33,6 +33,7 @@ public final class Conformance implements AutoCloseable {
     private final Model model;
     private final BindException bindFailure;
     private final Forward forward;
+    private final ModelConfig config;
     private final int[] ids;
     private final int tokens, hidden;
 
@@ -52,14 +53,41 @@ public final class Conformance implements AutoCloseable {
         }
         this.model = m;
         this.bindFailure = bf;
-        ModelConfig c = m != null ? m.config() : k3j.config.ConfigReader.read(modelDir.resolve("config.json"));
-        this.hidden = c.hiddenSize();
-        if (c.layerCount() != dump.layerCount()) {
-            throw ReferenceDump.mismatch(dump.source() + " has " + dump.layerCount() + " layers, the model " + c.layerCount());
+        this.config = m != null ? m.config() : k3j.config.ConfigReader.read(modelDir.resolve("config.json"));
+        this.forward = m == null ? null : m.forward(workers);
+        this.hidden = config.hiddenSize();
+        checkShape();
+    }
+
+    private Conformance(Forward forward, ReferenceDump dump) {
+        this.modelDir = null;
+        this.dump = dump;
+        this.budget = dump.budget();
+        this.ids = dump.ids();
+        this.tokens = ids.length;
+        if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
+        this.model = null;
+        this.bindFailure = null;
+        this.config = forward.weights().config();
+        this.forward = forward;
+        this.hidden = config.hiddenSize();
+        checkShape();
+    }
+
+    private void checkShape() {
+        if (config.layerCount() != dump.layerCount()) {
+            throw ReferenceDump.mismatch(dump.source() + " has " + dump.layerCount() + " layers, the model " + config.layerCount());
         }
         String map = dump.field("layer_map").asText();
-        if (!map.equals(c.layerMap())) throw ReferenceDump.mismatch(dump.source() + " was made for layer map " + map + ", the model's config gives " + c.layerMap());
-        this.forward = m == null ? null : m.forward(workers);
+        if (!map.equals(config.layerMap())) throw ReferenceDump.mismatch(dump.source() + " was made for layer map " + map + ", the model's config gives " + config.layerMap());
+    }
+
+    /**
+     * Compares a forward that is already built (its weights possibly altered: the mutation gate) against a
+     * dump; no matching, the caller owns the forward. {@link #close()} closes nothing.
+     */
+    public static Conformance of(Forward forward, ReferenceDump dump) {
+        return new Conformance(forward, dump);
     }
 
     /**
@@ -89,7 +117,12 @@ public final class Conformance implements AutoCloseable {
         return budget;
     }
 
-    /** null when the model did not bind ({@link #bindFailure()}). */
+    /** The forward under test (null when the model did not bind). */
+    public Forward forward() {
+        return forward;
+    }
+
+    /** null when the model did not bind ({@link #bindFailure()}) or the forward was given ({@link #of}). */
     public Model model() {
         return model;
     }
@@ -113,7 +146,7 @@ public final class Conformance implements AutoCloseable {
         ReferenceDump.LayerInfo info = dump.layer(i);
         String kind = info.kind();
         long t0 = System.nanoTime();
-        if (model == null) {
+        if (forward == null) {
             List<String> own = bindFailure.problems().stream().filter(p -> p.contains(".layers." + i + ".")).toList();
             String msg = bindFailure.layers().contains(i)
                     ? Finding.MISSING_TENSOR.tag() + " L" + i + " " + kind + ": " + String.join("; ", own)
@@ -190,11 +223,11 @@ public final class Conformance implements AutoCloseable {
     /** The engine's [T][V] logits for the dump's ids (see {@link #teacherForcing(boolean)}). */
     public float[] engineLogits(boolean incremental) {
         requireModel();
-        int v = model.config().vocabSize();
+        int v = config.vocabSize();
         if (!incremental) return forward.full(ids, true, null).logits();
         int np = dump.promptIds().length;
         if (np < 1 || np > tokens) throw ReferenceDump.mismatch(dump.source() + ": prompt length " + np + " does not fit " + tokens + " ids");
-        DecodeState st = DecodeState.create(model.weights(), tokens + 1);
+        DecodeState st = DecodeState.create(forward.weights(), tokens + 1);
         float[] got = new float[tokens * v];
         float[] pre = forward.step(Arrays.copyOf(ids, np), st, true, null).logits();
         System.arraycopy(pre, 0, got, 0, np * v);
@@ -213,11 +246,11 @@ public final class Conformance implements AutoCloseable {
         int[] prompt = dump.promptIds(), want = dump.generatedIds();
         if (dump.has("greedy_ids") && !Arrays.equals(want, dump.i32("greedy_ids"))) throw ReferenceDump.mismatch(dump.source() + ": greedy_ids.bin and manifest generated_ids disagree");
         Generation g = Generation.greedy(forward, prompt, want.length, true);
-        return LogitParity.greedy(g.generated(), g.stepLogits(), want, dump.f32("logits"), prompt.length, model.config().vocabSize());
+        return LogitParity.greedy(g.generated(), g.stepLogits(), want, dump.f32("logits"), prompt.length, config.vocabSize());
     }
 
     private void requireModel() {
-        if (model == null) throw new ConformException(Finding.MISSING_TENSOR, firstLine(bindFailure.getMessage()));
+        if (forward == null) throw new ConformException(Finding.MISSING_TENSOR, firstLine(bindFailure.getMessage()));
     }
 
     private static String firstLine(String s) {

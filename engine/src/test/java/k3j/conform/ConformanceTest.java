@@ -137,6 +137,15 @@ class ConformanceTest {
     }
 
     @Test
+    void aGivenForwardIsComparedAsIs() {
+        try (Workers w = Workers.of(2); k3j.model.Model m = k3j.model.Model.open(MINI)) {
+            Conformance c = Conformance.of(m.forward(w), ReferenceDump.open(DUMP));
+            assertEquals(Finding.CONFORMS, c.layer(3).finding());
+            assertEquals(Finding.CONFORMS, c.teacherForcing(true).finding());
+        }
+    }
+
+    @Test
     void budgetBandsSeparateRoundingFromBinding() {
         assertEquals(Finding.CONFORMS, Finding.ofRatio(1.0));
         assertEquals(Finding.ROUNDING_DRIFT, Finding.ofRatio(1.01));
