@@ -50,6 +50,8 @@ public final class Conformance implements AutoCloseable {
             m = Model.open(modelDir);
         } catch (BindException e) {
             bf = e;
+        } catch (k3j.io.CheckpointException e) {
+            throw new ConformException(Finding.MISSING_TENSOR, "the checkpoint " + modelDir + " cannot be read as a whole: " + e.getMessage(), e);
         }
         this.model = m;
         this.bindFailure = bf;

@@ -137,6 +137,30 @@ class ConformanceTest {
     }
 
     @Test
+    void aTensorTheBinderCannotFindIsAMissingTensorNamingIt(@TempDir Path tmp) throws IOException {
+        Path copy = copyOf(MINI, tmp.resolve("mini"));
+        String name = "language_model.model.layers.37.self_attn.q_proj.weight";
+        Path shard = CheckpointIndex.open(copy).tensor(name).file();
+        byte[] b = Files.readAllBytes(shard);
+        String head = new String(b, 0, 200_000, java.nio.charset.StandardCharsets.ISO_8859_1);
+        int at = head.indexOf(name);
+        assertTrue(at > 0);
+        b[at + name.length() - 1] = 'T'; // ".weighT": same header length, the binder finds no ".weight"
+        Files.write(shard, b);
+        Path index = copy.resolve("model.safetensors.index.json");
+        Files.writeString(index, Files.readString(index).replace(name, name.substring(0, name.length() - 1) + "T"));
+        try (Workers w = Workers.of(1); Conformance c = Conformance.open(copy, ReferenceDump.open(DUMP), w)) {
+            LayerReport bad = c.layer(37), other = c.layer(36);
+            assertEquals(Finding.MISSING_TENSOR, bad.finding());
+            assertTrue(bad.message().startsWith("[missing tensor] L37 KDA: missing tensor \"" + name + "\""), bad.message());
+            assertTrue(other.message().startsWith("[missing tensor] L36 KDA not run"), other.message());
+            assertThrows(ConformException.class, () -> c.teacherForcing(false));
+        }
+        // through the matcher, the changed header is refused first
+        assertThrows(ConformException.class, () -> ReferenceMatch.check(ReferenceDump.open(DUMP), copy));
+    }
+
+    @Test
     void aGivenForwardIsComparedAsIs() {
         try (Workers w = Workers.of(2); k3j.model.Model m = k3j.model.Model.open(MINI)) {
             Conformance c = Conformance.of(m.forward(w), ReferenceDump.open(DUMP));
