@@ -22,15 +22,15 @@ public final class Charts {
         List<String> stages = new ArrayList<>(Stage.NAMES);
         stages.add(Stage.MOE_WEIGHT);
         int n = reports.size();
-        int cell = Math.max(6, Math.min(24, 1100 / Math.max(1, n))), rowH = 20;
+        int cell = Math.max(6, Math.min(24, 1000 / Math.max(1, n))), rowH = 22;
         int left = 110, top = 56, mapW = cell * n, mapH = rowH * stages.size();
-        int barTop = top + mapH + 44, barH = 190, legendTop = barTop + barH + 56;
-        int width = left + mapW + 40, height = legendTop + 64;
+        int barTop = top + mapH + 56, barH = 190, legendTop = barTop + barH + 56;
+        int width = left + mapW + 60, height = legendTop + 64;
         width = Math.max(width, 760);
         Svg s = new Svg(width, height);
-        s.text(left, 22, 15, "bold", "start", title);
-        s.text(left, 40, 12, "normal", "start", "colour = max|engine - ref| / max|ref| / budget per stage (log scale); budget = eps32 * sqrt(width) * factor");
-        for (int r = 0; r < stages.size(); r++) s.text(left - 6, top + r * rowH + rowH * 0.68, 11, "normal", "end", stages.get(r));
+        s.text(left, 22, 16, "bold", "start", title);
+        s.text(left, 40, 13, "normal", "start", "colour = max|engine - ref| / max|ref| / budget per stage (log scale); budget = eps32 * sqrt(width) * factor");
+        for (int r = 0; r < stages.size(); r++) s.text(left - 6, top + r * rowH + rowH * 0.7, 13, "normal", "end", stages.get(r));
         for (int c = 0; c < n; c++) {
             LayerReport rep = reports.get(c);
             int x = left + c * cell;
@@ -45,16 +45,16 @@ public final class Charts {
                 } else s.rect(x, y, cell, rowH, colour(m.ratioToBudget()), "#ffffff", tip);
             }
             if (rep.routing() != null && !rep.routing().equal()) s.text(x + cell / 2.0, top + mapH + 12, 10, "bold", "middle", "R");
-            if (n <= 40 || rep.layer() % 4 == 0) s.text(x + cell / 2.0, top - 4, 9, "normal", "middle", String.valueOf(rep.layer()));
+            if (n <= 40 || rep.layer() % 4 == 0) s.text(x + cell / 2.0, top - 4, 11, "normal", "middle", String.valueOf(rep.layer()));
         }
-        s.text(left + mapW / 2.0, top + mapH + 26, 11, "normal", "middle", "layer (R under a column = routing differs; grey = not run)");
+        s.text(left + mapW / 2.0, top + mapH + 28, 13, "normal", "middle", "layer (R under a column = routing differs; grey = not run; white = dense layer, no routing)");
         // worst stage per layer
-        s.text(left, barTop - 8, 12, "bold", "start", "worst stage per layer, ratio to budget (log)");
+        s.text(left, barTop - 8, 14, "bold", "start", "worst stage per layer, ratio to budget (log)");
         s.line(left, barTop, left, barTop + barH, "#555", 1, null);
         for (int e = (int) LO; e <= HI; e++) {
             double y = barTop + barH * (HI - e) / (HI - LO);
             s.line(left - 3, y, left + mapW, y, "#eeeeee", 1, null);
-            s.text(left - 6, y + 4, 10, "normal", "end", "1e" + e);
+            s.text(left - 6, y + 4, 11, "normal", "end", "1e" + e);
         }
         for (int c = 0; c < n; c++) {
             LayerReport rep = reports.get(c);
@@ -63,12 +63,13 @@ public final class Charts {
             double y = barTop + barH * (HI - v) / (HI - LO);
             s.rect(left + c * cell + 1, y, Math.max(1, cell - 2), barTop + barH - y, rep.stages().isEmpty() ? "#9e9e9e" : colour(r), null,
                     rep.name() + ": worst " + (rep.worst() == null ? "not run" : rep.worst().stage() + " " + fmt(r) + "x budget"));
+            if (r > 1 && rep.worst() != null) s.text(left + c * cell + cell / 2.0, Math.max(barTop - 22, y - 4), 11, "bold", "middle", "L" + rep.layer() + " " + fmt(r) + "x");
         }
         double yb = barTop + barH * HI / (HI - LO), yb100 = barTop + barH * (HI - 2) / (HI - LO);
         s.line(left, yb, left + mapW, yb, "#c62828", 2, "6,3");
-        s.text(left + mapW + 4, yb + 4, 10, "bold", "start", "budget");
+        s.text(left + mapW + 4, yb + 4, 12, "bold", "start", "budget");
         s.line(left, yb100, left + mapW, yb100, "#6a1b9a", 1.5, "2,3");
-        s.text(left + mapW + 4, yb100 + 4, 10, "normal", "start", "100x");
+        s.text(left + mapW + 4, yb100 + 4, 12, "normal", "start", "100x");
         legend(s, left, legendTop, Math.min(mapW, 600));
         return s.done();
     }
