@@ -38,8 +38,9 @@ public final class ReferenceMatch {
     }
 
     /**
-     * The dump to use: {@code explicit} when given (checked), else the one dump among the candidates that
-     * matches — every dump directory or archive in {@code searchDirs}, inside the model directory and next to it.
+     * The dump to use: {@code explicit} when given (checked), else the first dump among the candidates that
+     * matches — every dump directory (holding a manifest.json) or archive named like a dump
+     * ({@link #namedLikeADump}) in {@code searchDirs}, inside the model directory and next to it.
      */
     public static ReferenceDump locate(Path modelDir, Path explicit, List<Path> searchDirs) {
         if (explicit != null) {
@@ -78,13 +79,23 @@ public final class ReferenceMatch {
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
             for (Path p : ds) {
                 if (p.equals(model)) continue;
-                if (Files.isDirectory(p) ? Files.isRegularFile(p.resolve("manifest.json")) : ReferenceDump.isArchiveName(p)) out.add(p);
+                if (Files.isDirectory(p) ? Files.isRegularFile(p.resolve("manifest.json")) : ReferenceDump.isArchiveName(p) && namedLikeADump(p)) out.add(p);
             }
         } catch (IOException e) {
             return out;
         }
         out.sort(null);
         return out;
+    }
+
+    /**
+     * Pitfall: finding an archive's manifest means decompressing up to it, and a checkpoint tarball next to the
+     * model can be terabytes; so the search only opens archives whose name says "ref" or "dump" (an explicit
+     * --reference / -Dk3.reference may have any name).
+     */
+    static boolean namedLikeADump(Path p) {
+        String n = p.getFileName().toString().toLowerCase(java.util.Locale.ROOT);
+        return n.contains("ref") || n.contains("dump");
     }
 
     /** Why the dump does not fit the model, or null. {@code headers}: also hash the shard headers. */

@@ -97,6 +97,11 @@ class ConformanceTest {
             assertArrayEquals(dir.i32("layers.37.moe_idx"), d.i32("layers.37.moe_idx"));
             ReferenceMatch.check(d, MINI);
         }
+        Path next = tmp.resolve("models");
+        copyOf(MINI, next.resolve("mini"));
+        tar(DUMP, next.resolve("mini-reference.tar.gz"), "");
+        tar(DUMP, next.resolve("weights-backup.tar.gz"), ""); // not named like a dump: never opened by the search
+        assertEquals(next.resolve("mini-reference.tar.gz"), ReferenceMatch.locate(next.resolve("mini"), null, List.of()).source());
     }
 
     @Test
