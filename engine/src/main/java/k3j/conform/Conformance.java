@@ -34,6 +34,9 @@ public final class Conformance implements AutoCloseable {
     private final BindException bindFailure;
     private final Forward forward;
     private final ModelConfig config;
+    /** when the model does not bind: the layers before the first unbindable one, bound alone (else null) */
+    private final Model prefixModel;
+    private final Forward prefixForward;
     private final int[] ids;
     private final int tokens, hidden;
 
@@ -57,6 +60,17 @@ public final class Conformance implements AutoCloseable {
         this.bindFailure = bf;
         this.config = m != null ? m.config() : k3j.config.ConfigReader.read(modelDir.resolve("config.json"));
         this.forward = m == null ? null : m.forward(workers);
+        // the layers before the first one that cannot bind still run: bind that prefix alone
+        Model prefix = null;
+        if (bf != null && !bf.layers().isEmpty() && bf.layers().getFirst() > 0) {
+            try {
+                prefix = Model.open(modelDir, config, bf.layers().getFirst());
+            } catch (BindException modelLevelToo) {
+                prefix = null;
+            }
+        }
+        this.prefixModel = prefix;
+        this.prefixForward = prefix == null ? null : prefix.forward(workers);
         this.hidden = config.hiddenSize();
         checkShape();
     }
@@ -70,6 +84,8 @@ public final class Conformance implements AutoCloseable {
         if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
         this.model = null;
         this.bindFailure = null;
+        this.prefixModel = null;
+        this.prefixForward = null;
         this.config = forward.weights().config();
         this.forward = forward;
         this.hidden = config.hiddenSize();
@@ -148,8 +164,9 @@ public final class Conformance implements AutoCloseable {
         ReferenceDump.LayerInfo info = dump.layer(i);
         String kind = info.kind();
         long t0 = System.nanoTime();
-        if (forward == null) {
-            List<String> own = bindFailure.problems().stream().filter(p -> p.contains(".layers." + i + ".")).toList();
+        Forward f = forward != null ? forward : prefixForward != null && i < prefixForward.weights().layers().size() ? prefixForward : null;
+        if (f == null) {
+            List<String> own = bindFailure.problems().stream().filter(q -> q.contains(".layers." + i + ".")).toList();
             String msg = bindFailure.layers().contains(i)
                     ? Finding.MISSING_TENSOR.tag() + " L" + i + " " + kind + ": " + String.join("; ", own)
                     : Finding.MISSING_TENSOR.tag() + " L" + i + " " + kind + " not run: the checkpoint does not bind (" + firstLine(bindFailure.getMessage()) + ")";
@@ -160,7 +177,7 @@ public final class Conformance implements AutoCloseable {
         List<float[]> snaps = dump.snapshots(info.snapshotsAttn(), tokens, hidden);
         LayerStages st;
         try {
-            st = forward.runLayer(i, partialIn, snaps, tokens);
+            st = f.runLayer(i, partialIn, snaps, tokens);
         } catch (ExpertDropException e) {
             return new LayerReport(i, kind, List.of(), null, Finding.MISSING_TENSOR, Finding.MISSING_TENSOR.tag() + " L" + i + " " + kind + ": " + e.getMessage(), secs(t0));
         } catch (RuntimeException e) {
@@ -267,5 +284,6 @@ public final class Conformance implements AutoCloseable {
     @Override
     public void close() {
         if (model != null) model.close();
+        if (prefixModel != null) prefixModel.close();
     }
 }
