@@ -66,7 +66,7 @@ public final class Charts {
             if (r > 1 && rep.worst() != null) s.text(left + c * cell + cell / 2.0, Math.max(barTop - 22, y - 4), 11, "bold", "middle", "L" + rep.layer() + " " + fmt(r) + "x");
         }
         double yb = barTop + barH * HI / (HI - LO), yb100 = barTop + barH * (HI - 2) / (HI - LO);
-        s.line(left, yb, left + mapW, yb, "#c62828", 2, "6,3");
+        s.line(left, yb, left + mapW, yb, "#212121", 2, "6,3");
         s.text(left + mapW + 4, yb + 4, 12, "bold", "start", "budget");
         s.line(left, yb100, left + mapW, yb100, "#6a1b9a", 1.5, "2,3");
         s.text(left + mapW + 4, yb100 + 4, 12, "normal", "start", "100x");
@@ -167,7 +167,7 @@ public final class Charts {
             if (p.position() == r.promptLength() - 1) s.line(bx + (p.position() + 1) * cw, y0, bx + (p.position() + 1) * cw, y0 + bh, "#777", 1, "3,3");
         }
         double yb = y0 + bh * HI / (HI - LO);
-        s.line(bx, yb, bx + bw, yb, "#c62828", 2, "6,3");
+        s.line(bx, yb, bx + bw, yb, "#212121", 2, "6,3");
         s.text(bx + bw + 4, yb + 4, 10, "bold", "start", "budget");
         s.text(bx + bw / 2, y0 + bh + 30, 11, "normal", "middle", "position (dashed: end of prompt, generated span after it)");
         return s.done();
