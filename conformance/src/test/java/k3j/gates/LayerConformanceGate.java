@@ -97,7 +97,7 @@ class LayerConformanceGate {
                 : "differs on " + r.routing().tokensDiffering() + "/" + r.routing().tokens() + " tokens");
         for (StageMetric m : r.stages()) Allure.parameter(m.stage(), Evidence.format(m.ratioToBudget()) + "x budget");
         Allure.description(description(r, c.budget()));
-        Evidence.json("stage metrics", metrics(r, c.budget()));
+        Evidence.json("stage metrics", metrics(r, c));
         Evidence.text("verdict", r.line());
         if (!r.conforms()) fail(r.message());
     }
@@ -177,7 +177,9 @@ class LayerConformanceGate {
         return sb.toString();
     }
 
-    static Map<String, Object> metrics(LayerReport r, Budget b) {
+    static Map<String, Object> metrics(LayerReport r, Conformance c) {
+        Budget b = c.budget();
+        com.fasterxml.jackson.databind.JsonNode tol = c.dump().manifest().path("tolerances").path("layers").path(r.layer()).path("stages");
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("layer", r.layer());
         m.put("kind", r.kind());
@@ -196,6 +198,9 @@ class LayerConformanceGate {
             e.put("max_abs_diff", s.maxAbsDiff());
             e.put("max_abs_ref", s.maxAbsRef());
             e.put("mean_abs_diff", s.meanAbsDiff());
+            // evidence only (the verdict is the budget): the dump's drift-derived atol for a layer run alone (FORMAT.md §4)
+            double atol = tol.path(s.stage()).path("atol_layer").asDouble(Double.NaN);
+            if (Double.isFinite(atol) && atol > 0) e.put("max_abs_diff_over_atol_layer", s.maxAbsDiff() / atol);
             stages.add(e);
         }
         m.put("stages", stages);
