@@ -11,17 +11,8 @@ names under language_model.model. (+ language_model.lm_head.weight); BF16 trunk 
 (U8 weight_packed/weight_scale), each expert's six tensors contiguous (data sorted by dtype then
 name, like the safetensors writer).
 
-Adversarial choices (each keeps one plausible wrong implementation visible, see FORMAT.md):
-  A_log differs per head and the padding is zero (per-channel reading changes the decay);
-  MLA LoRA activations have mean square ~1e-5 (LoRA-norm eps 1e-6 vs 1e-5 matters) while the
-  rope slot of kv_a is O(1) (dropping it matters); the router bias is comparable to the sigmoid
-  spread (it reorders the top-k); the routed experts' latent outputs are small (mean square of the
-  weighted sum ~1e-5, comparable to rms_norm_eps: renorm and routed_scaling_factor stay visible through
-  the scale-invariant latent RMSNorm); AttnRes projections give non-uniform mixes; norm gains ~1, not 1;
-  MXFP4 scale bytes mostly 116-125 with a few 110-113 and 126-127.
+The tensors are drawn by k3ref.fixture.build (its docstring lists the adversarial choices).
 """
-import hashlib
-import json
 import os
 import sys
 
@@ -31,119 +22,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "reference-dumps", "torch"))
 
-from k3ref import ops  # noqa: E402
-from k3ref.model import LM_HEAD, PREFIX, Config  # noqa: E402
-from k3ref.safetensors_io import bf16_round, tensor_bytes, write_file  # noqa: E402
+from k3ref import fixture  # noqa: E402
 
 SEED = 13  # chosen by --search 0 40: best routing-gap headroom with a large greedy margin (see the dump manifest)
 PROMPT = [250, 17, 101, 3, 199, 64, 128, 42, 7, 230, 88, 155]
 N_GEN = 20
 SHARDS = 2
-W2_STD = 4e-4
-PROJ_STD = 0.08  # AttnRes scoring vectors: non-uniform mixes, but not a chaotic amplifier of rounding
-
-
-def build(cfg, seed):
-    """Ordered {name: (dtype, tensor)}; float tensors are already rounded to their stored dtype."""
-    g = torch.Generator().manual_seed(seed)
-
-    def randn(*shape, std=1.0):
-        return torch.randn(*shape, generator=g, dtype=torch.float64) * std
-
-    def gain(n, spread=0.1):
-        return 1.0 + randn(n, std=spread)
-
-    c = cfg
-    E, V = c.hidden, c.vocab
-    T = {}
-
-    def put(name, dt, t):
-        if dt == "BF16":
-            t = bf16_round(t)
-        elif dt == "F32":
-            t = t.to(torch.float32).to(torch.float64)
-        T[name] = (dt, t)
-
-    put(PREFIX + "embed_tokens.weight", "BF16", randn(V, E))
-    H, D = c.kda_heads, c.kda_head_dim
-    P = H * D
-    Hm, qn, qr, vh = c.n_heads, c.qk_nope, c.qk_rope, c.v_head
-    for i in range(c.n_layers):
-        p = f"{PREFIX}layers.{i}."
-        put(p + "input_layernorm.weight", "BF16", gain(E))
-        put(p + "post_attention_layernorm.weight", "BF16", gain(E))
-        put(p + "self_attention_res_norm.weight", "BF16", gain(E, 0.2))
-        put(p + "self_attention_res_proj.weight", "BF16", randn(1, E, std=PROJ_STD))
-        put(p + "mlp_res_norm.weight", "BF16", gain(E, 0.2))
-        put(p + "mlp_res_proj.weight", "BF16", randn(1, E, std=PROJ_STD))
-        a = p + "self_attn."
-        if c.is_mla(i):
-            lora_std = 3e-3 / E ** 0.5  # LoRA activations rms ~3e-3: mean square ~1e-5, comparable to eps
-            put(a + "q_a_proj.weight", "BF16", randn(c.q_lora, E, std=lora_std))
-            put(a + "q_a_layernorm.weight", "BF16", gain(c.q_lora))
-            put(a + "q_b_proj.weight", "BF16", randn(Hm * (qn + qr), c.q_lora, std=1.2 / c.q_lora ** 0.5))
-            kva = torch.cat([randn(c.kv_lora, E, std=lora_std), randn(qr, E, std=1.0 / E ** 0.5)], 0)
-            put(a + "kv_a_proj_with_mqa.weight", "BF16", kva)
-            put(a + "kv_a_layernorm.weight", "BF16", gain(c.kv_lora))
-            put(a + "kv_b_proj.weight", "BF16", randn(Hm * (qn + vh), c.kv_lora, std=1.0 / c.kv_lora ** 0.5))
-            put(a + "o_proj.weight", "BF16", randn(E, Hm * vh, std=1.0 / (Hm * vh) ** 0.5))
-            put(a + "g_proj.weight", "BF16", randn(Hm * vh, E, std=1.0 / E ** 0.5))
-        else:
-            for n in ("q_proj", "k_proj", "v_proj"):
-                put(a + n + ".weight", "BF16", randn(P, E, std=1.0 / E ** 0.5))
-            for n in ("q_conv1d", "k_conv1d", "v_conv1d"):
-                w = randn(P, 1, c.conv_k, std=0.35)
-                w[:, :, -1] += 0.6  # the current-token tap dominates, the older taps still count
-                put(a + n + ".weight", "BF16", w)
-            put(a + "f_a_proj.weight", "BF16", randn(D, E, std=1.0 / E ** 0.5))
-            put(a + "f_b_proj.weight", "BF16", randn(P, D, std=1.0 / D ** 0.5))
-            put(a + "b_proj.weight", "BF16", randn(H, E, std=1.0 / E ** 0.5))
-            alog = torch.zeros(D, dtype=torch.float64)  # padded like the release's [128] with 96 used
-            alog[:H] = torch.linspace(-0.8, 1.2, H, dtype=torch.float64) + randn(H, std=0.1)
-            put(a + "A_log", "F32", alog)
-            put(a + "dt_bias", "F32", randn(P, std=0.5))
-            put(a + "g_proj.weight", "BF16", randn(P, E, std=1.0 / E ** 0.5))
-            put(a + "o_norm.weight", "BF16", gain(D))
-            put(a + "o_proj.weight", "BF16", randn(E, P, std=1.0 / P ** 0.5))
-        if c.is_moe(i):
-            m = p + "block_sparse_moe."
-            Lt, I, N = c.latent, c.moe_inter, c.n_experts
-            SI = I * c.n_shared
-            put(m + "gate.weight", "BF16", randn(N, E, std=0.15))
-            put(m + "gate.e_score_correction_bias", "F32", randn(N, std=0.3))  # selection-only bias as wide as the sigmoid spread
-            put(m + "routed_expert_down_proj.weight", "BF16", randn(Lt, E, std=1.0 / E ** 0.5))
-            put(m + "routed_expert_up_proj.weight", "BF16", randn(E, Lt, std=0.8 / Lt ** 0.5))
-            put(m + "routed_expert_norm.weight", "BF16", gain(Lt))
-            put(m + "shared_experts.gate_proj.weight", "BF16", randn(SI, E, std=1.0 / E ** 0.5))
-            put(m + "shared_experts.up_proj.weight", "BF16", randn(SI, E, std=1.0 / E ** 0.5))
-            put(m + "shared_experts.down_proj.weight", "BF16", randn(E, SI, std=0.6 / SI ** 0.5))
-            for e in range(N):
-                for w, rows, cols in (("w1", I, Lt), ("w3", I, Lt), ("w2", Lt, I)):
-                    # w2 small: the weighted latent sum has mean square ~1e-5, comparable to rms_norm_eps,
-                    # so the renormalisation and routed_scaling_factor stay visible through the latent norm
-                    dense = randn(rows, cols, std=W2_STD if w == "w2" else 1.0 / cols ** 0.5)
-                    # per-group magnitude spread so the E8M0 bytes cover a realistic range
-                    ng = cols // 32
-                    u = torch.rand(rows, ng, generator=g, dtype=torch.float64)
-                    f = torch.pow(2.0, -3.0 + 4.0 * torch.rand(rows, ng, generator=g, dtype=torch.float64))
-                    f = torch.where(u < 0.02, torch.full_like(f, 2.0 ** -8), f)
-                    f = torch.where(u > 0.99, torch.full_like(f, 2.0 ** 2.5), f)
-                    dense = dense * f.repeat_interleave(32, dim=1)
-                    packed, scales = ops.mxfp4_quantize(dense)
-                    T[f"{m}experts.{e}.{w}.weight_packed"] = ("U8", packed)
-                    T[f"{m}experts.{e}.{w}.weight_scale"] = ("U8", scales)
-        else:
-            put(p + "mlp.gate_proj.weight", "BF16", randn(c.dense_inter, E, std=1.0 / E ** 0.5))
-            put(p + "mlp.up_proj.weight", "BF16", randn(c.dense_inter, E, std=1.0 / E ** 0.5))
-            put(p + "mlp.down_proj.weight", "BF16", randn(E, c.dense_inter, std=0.6 / c.dense_inter ** 0.5))
-    put(PREFIX + "norm.weight", "BF16", gain(E))
-    put(PREFIX + "output_attn_res_norm.weight", "BF16", gain(E, 0.2))
-    put(PREFIX + "output_attn_res_proj.weight", "BF16", randn(1, E, std=PROJ_STD))
-    put(LM_HEAD, "BF16", randn(V, E, std=3.0 / E ** 0.5))
-    return T
-
-
-_DTYPE_RANK = {"F64": 0, "F32": 1, "BF16": 2, "F16": 3, "U8": 4}
 
 
 def shard_of(name, n_layers):
@@ -154,61 +38,17 @@ def shard_of(name, n_layers):
 
 
 def write(out_dir, cfg, seed):
-    T = build(cfg, seed)
+    T = fixture.build(cfg, seed)
     groups = [[] for _ in range(SHARDS)]
     for name in T:
         groups[shard_of(name, cfg.n_layers)].append(name)
-    weight_map, total = {}, 0
-    for s, names in enumerate(groups):
-        fname = f"model-{s + 1:05d}-of-{SHARDS:05d}.safetensors"
-        names = sorted(names, key=lambda n: (_DTYPE_RANK[T[n][0]], n))  # like the safetensors writer
-        items = []
-        for n in names:
-            dt, t = T[n]
-            b = tensor_bytes(t, dt)
-            items.append((n, dt, list(t.shape), b))
-            weight_map[n] = fname
-            total += len(b)
-        write_file(os.path.join(out_dir, fname), items, metadata={"format": "pt"})
-    index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
-    with open(os.path.join(out_dir, "model.safetensors.index.json"), "w") as f:
-        json.dump(index, f, indent=2)
-        f.write("\n")
-    files = []
-    for n in sorted(os.listdir(out_dir)):
-        if n.endswith(".safetensors") or n in ("config.json", "model.safetensors.index.json"):
-            with open(os.path.join(out_dir, n), "rb") as f:
-                b = f.read()
-            files.append({"file": n, "size": len(b), "sha256": hashlib.sha256(b).hexdigest()})
-    manifest = {"fixture": "tiny-k3", "generator": "oracle-fixtures/tiny-k3/make_tiny.py", "seed": seed,
-                "torch": torch.__version__, "layer_map": cfg.layer_map(), "prompt_ids": PROMPT, "gen": N_GEN,
-                "dump": "reference-dumps/tiny-k3", "files": files}
-    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
-        f.write("\n")
+    fixture.write_shards(out_dir, T, [fixture.by_dtype_then_name(T, g) for g in groups])  # like the safetensors writer
+    fixture.write_manifest(out_dir, {
+        "fixture": "tiny-k3", "generator": "oracle-fixtures/tiny-k3/make_tiny.py", "seed": seed,
+        "torch": torch.__version__, "layer_map": cfg.layer_map(), "prompt_ids": PROMPT, "gen": N_GEN,
+        "dump": "reference-dumps/tiny-k3"})
     return T
 
 
-def main(argv):
-    cfg = Config.load(os.path.join(HERE, "config.json"))
-    if len(argv) >= 1 and argv[0] == "--search":
-        import shutil
-        import tempfile
-
-        from k3ref.metrics import score_checkpoint
-        lo, hi = int(argv[1]), int(argv[2])
-        for seed in range(lo, hi):
-            d = tempfile.mkdtemp(prefix="tinyk3-")
-            shutil.copy(os.path.join(HERE, "config.json"), d)
-            write(d, cfg, seed)
-            s = score_checkpoint(d, PROMPT, N_GEN)
-            print(f"seed {seed}: " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                                             for k, v in s.items()), flush=True)
-            shutil.rmtree(d)
-        return
-    write(HERE, cfg, SEED)
-    print(f"wrote tiny-k3 checkpoint (seed {SEED}) to {HERE}")
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    fixture.main(sys.argv[1:], HERE, "tiny-k3", write, SEED, PROMPT, N_GEN)

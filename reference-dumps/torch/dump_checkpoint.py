@@ -119,6 +119,36 @@ def mutant_table(model_dir, ids, logits, gen_lo, atol_logits, e8m0_255):
     return rows
 
 
+BUDGET_EPS32, BUDGET_FACTOR = 1.2e-7, 50.0
+
+
+def seed_budget(cfg, tolerances, logits_absmax):
+    """The C engine's per-stage rule (ENGINE.md §10.7) with the float32 drift measured here, per stage:
+    how much of the budget a float32 run of the reference uses, so a gate may tighten the budget."""
+    widths = {s: cfg.hidden for s in STAGES}
+    widths.update(moe_weight=cfg.topk, moe_choice=cfg.n_experts)
+    stages = {}
+    for s, width in widths.items():
+        rows = [lt["stages"][s] for lt in tolerances["layers"] if s in lt["stages"]]
+        if not rows:
+            continue
+        b = BUDGET_EPS32 * width ** 0.5 * BUDGET_FACTOR
+        worst_layer = max(r["drift_layer"] / max(r["ref_absmax"], 1e-300) for r in rows)
+        worst_e2e = max(r["drift_e2e"] / max(r["ref_absmax"], 1e-300) for r in rows)
+        stages[s] = {"width": width, "budget": b, "fp32_ratio_layer_max": worst_layer,
+                     "fp32_ratio_e2e_max": worst_e2e, "fp32_share_of_budget_layer": worst_layer / b,
+                     "fp32_share_of_budget_e2e": worst_e2e / b}
+    lr = tolerances["logits"]["drift_e2e"] / max(logits_absmax, 1e-300)
+    lb = BUDGET_EPS32 * cfg.vocab ** 0.5 * BUDGET_FACTOR
+    return {"rule": ("ratio = max|engine - ref| / max|ref| over a stage's array, pass iff ratio <= budget = "
+                     "eps32 * sqrt(width) * factor (width = the compared vector length: hidden for the "
+                     "layer stages, vocab for logits); the C engine's conform_all rule. fp32_ratio_* = the "
+                     "same ratio for the float32 reference run (per layer alone / end to end), the worst "
+                     "layer; a dump may tighten factor down to what these figures allow."),
+            "eps32": BUDGET_EPS32, "factor": BUDGET_FACTOR, "stages": stages,
+            "logits": {"width": cfg.vocab, "budget": lb, "fp32_ratio_e2e_max": lr, "fp32_share_of_budget_e2e": lr / lb}}
+
+
 def state_arrays(st):
     """Dump keys of one layer's final state: KDA recurrent + conv histories, or the MLA cache."""
     if "S" in st:
@@ -172,7 +202,8 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
         checks["full_recompute_greedy_equal"] = full_gen == gen
     margins = [top2_margin(logits[np_ - 1 + s]) for s in range(n_gen)]
     robust = {"greedy_top2_margins": margins, "min_greedy_margin": min(margins) if margins else None,
-              "min_routing_gap": routing_gaps(rec, cfg) if cfg.n_layers > cfg.first_dense else None}
+              "min_routing_gap": routing_gaps(rec, cfg) if cfg.n_layers > cfg.first_dense else None,
+              "min_routing_order_gap": routing_gaps(rec, cfg, order=True) if cfg.n_layers > cfg.first_dense else None}
 
     # ---- drift and tolerances ----
     tolerances = {"safety_factor": sf, "floor_f32_ulps": F32_FLOOR_ULPS}
@@ -230,6 +261,9 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
         if robust["min_routing_gap"] is not None:
             robust["routing_gap_over_choice_drift"] = robust["min_routing_gap"] / max(
                 tolerances["choice_drift_e2e_max"], 1e-300)
+            robust["routing_order_gap_over_choice_drift"] = robust["min_routing_order_gap"] / max(
+                tolerances["choice_drift_e2e_max"], 1e-300)
+    budget = seed_budget(cfg, tolerances, float(logits.abs().max())) if drift else None
     mut_rows = []
     if mutants and drift:
         log("mutant table")
@@ -255,6 +289,7 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
         "self_checks": checks,
         "robustness": robust,
         "tolerances": tolerances,
+        "budget": budget,
         "mutants": mut_rows,
         "arrays": w.arrays,
     }

@@ -11,14 +11,16 @@ def top2_margin(row):
     return float(v[0] - v[1])
 
 
-def routing_gaps(record, cfg):
-    """min over MoE layers and tokens of (k-th minus (k+1)-th selection score)."""
+def routing_gaps(record, cfg, order=False):
+    """min over MoE layers and tokens of (k-th minus (k+1)-th selection score); with order=True, of
+    every adjacent gap among the first k+1 scores (the selection ORDER is compared exactly too)."""
     gaps = []
     for i in range(cfg.n_layers):
         key = f"layers.{i}.moe_choice"
         if key in record:
             s = torch.sort(record[key], dim=-1, descending=True).values
-            gaps.append((s[:, cfg.topk - 1] - s[:, cfg.topk]).min().item())
+            lo = 0 if order else cfg.topk - 1
+            gaps.append((s[:, lo:cfg.topk] - s[:, lo + 1:cfg.topk + 1]).min().item())
     return min(gaps)
 
 
@@ -41,6 +43,7 @@ def score_checkpoint(model_dir, prompt, n_gen):
         "choice_drift32": choice_drift,
         "margin_ratio": min(margins) / float((logits32 - logits64).abs().max()),
         "gap_ratio": routing_gaps(rec, m64.cfg) / choice_drift,
+        "order_gap": routing_gaps(rec, m64.cfg, order=True),
         "logit_absmax": float(logits64.abs().max()),
         "distinct_gen": len(set(gen)),
         "gen": gen,

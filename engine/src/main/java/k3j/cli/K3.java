@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         version = "k3 (k3j) 0.1.0",
         description = "Kimi K3 inference in Java.",
-        subcommands = {InspectCommand.class, SimCacheCommand.class})
+        subcommands = {RunCommand.class, InspectCommand.class, SimCacheCommand.class})
 public final class K3 implements Runnable {
 
     @CommandLine.Spec
@@ -35,6 +35,21 @@ public final class K3 implements Runnable {
     }
 
     public static void main(String[] args) {
-        System.exit(commandLine().execute(args));
+        System.exit(execute(args));
+    }
+
+    /**
+     * {@code k3 <model_dir> [options]} is the run command (ENGINE §7.1): a first argument that is neither an
+     * option nor a subcommand name is taken as the model directory.
+     */
+    public static int execute(String... args) {
+        CommandLine cl = commandLine();
+        if (args.length > 0 && !args[0].startsWith("-") && !cl.getSubcommands().containsKey(args[0])) {
+            String[] run = new String[args.length + 1];
+            run[0] = "run";
+            System.arraycopy(args, 0, run, 1, args.length);
+            args = run;
+        }
+        return cl.execute(args);
     }
 }

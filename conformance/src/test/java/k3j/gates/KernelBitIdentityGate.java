@@ -1,0 +1,478 @@
+package k3j.gates;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.qameta.allure.Epic;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
+import k3j.harness.Evidence;
+import k3j.kernels.AttnRes;
+import k3j.kernels.Argmax;
+import k3j.kernels.Embedding;
+import k3j.kernels.Fp;
+import k3j.kernels.Kda;
+import k3j.kernels.Matrix;
+import k3j.kernels.MatVec;
+import k3j.kernels.MlaAttention;
+import k3j.kernels.MlaKv;
+import k3j.kernels.Mxfp4;
+import k3j.kernels.Norms;
+import k3j.kernels.Router;
+import k3j.kernels.Workers;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Claim: every kernel's fast path (Vector API, threads) gives the SAME BITS as its scalar reference path,
+ * for ragged shapes (widths not a multiple of 16, odd, 1), scale byte 255, exact zeros in k and q, and
+ * 1, 2 and 3 threads; a batch of T tokens equals T single calls. Metric: the number of elements whose
+ * raw float bits differ (NaNs compared as NaN). Each case also runs a plausible wrong fast path (the
+ * "mutant": reduceLanes, FMA, the C peer's one-chain MXFP4 order) and demands it DIFFERS, so the inputs
+ * are proven able to catch an order change.
+ */
+@Tag("bitidentity")
+@Epic("bitidentity")
+class KernelBitIdentityGate {
+    private static final long SEED = 0x6b336a_0001L;
+    private static final Workers[] POOLS = {Workers.serial(), Workers.of(2), Workers.of(3)};
+
+    /** One case: computes the reference and the fast outputs (and optionally a mutant that must differ). */
+    interface Check {
+        float[][] run();
+    }
+
+    record Case(String name, Check check, boolean mutant) {
+        @Override
+        public String toString() {
+            return name;
+        }
+    }
+
+    @AfterAll
+    static void closePools() {
+        for (Workers w : POOLS) w.close();
+    }
+
+    static Stream<Arguments> cases() {
+        List<Case> c = new ArrayList<>();
+        int[][] mv = {{257, 129}, {1, 1}, {16, 3}, {15, 5}, {33, 7}, {1000, 37}, {7, 2}};
+        for (int[] s : mv) {
+            for (int th = 0; th < 3; th++) {
+                int in = s[0], out = s[1], t = th;
+                c.add(new Case("matvec_bf16_" + in + "x" + out + "_" + (t + 1) + "t", () -> matvec(in, out, 1, true, POOLS[t]), false));
+                c.add(new Case("matvec_f32_" + in + "x" + out + "_" + (t + 1) + "t", () -> matvec(in, out, 1, false, POOLS[t]), false));
+            }
+            for (int tokens : new int[] {2, 3, 5}) {
+                int in = s[0], out = s[1];
+                c.add(new Case("matmul_bf16_T" + tokens + "_" + in + "x" + out + "_equals_single_calls", () -> batchEqualsSingles(in, out, tokens, true), false));
+                c.add(new Case("matmul_f32_T" + tokens + "_" + in + "x" + out + "_equals_single_calls", () -> batchEqualsSingles(in, out, tokens, false), false));
+            }
+            c.add(new Case("matvec_bf16_equals_f32_over_widened_" + s[0] + "x" + s[1], () -> bf16EqualsF32(s[0], s[1]), false));
+        }
+        c.add(new Case("mutant_matvec_reduceLanes_differs", KernelBitIdentityGate::matvecReduceLanesMutant, true));
+        int[][] mx = {{1, 2}, {3, 34}, {5, 64}, {9, 100}, {13, 96}, {64, 512}, {7, 30}};
+        for (int[] s : mx) {
+            for (int th = 0; th < 3; th++) {
+                for (int tokens : new int[] {1, 3}) {
+                    int rows = s[0], in = s[1], t = th;
+                    c.add(new Case("mxfp4_" + rows + "x" + in + "_T" + tokens + "_" + (t + 1) + "t", () -> mxfp4(rows, in, tokens, POOLS[t]), false));
+                }
+            }
+        }
+        c.add(new Case("mutant_mxfp4_one_chain_per_group_differs", KernelBitIdentityGate::mxfp4OneChainMutant, true));
+        for (int n : new int[] {1, 7, 8, 257, 7168}) {
+            c.add(new Case("rmsnorm_" + n, () -> rmsnorm(n), false));
+            c.add(new Case("l2norm_" + n, () -> l2norm(n), false));
+            c.add(new Case("embedding_" + n, () -> embedding(n), false));
+        }
+        for (int d : new int[] {1, 5, 8, 16, 20, 24}) {
+            for (int th = 0; th < 3; th++) {
+                int t = th;
+                c.add(new Case("kda_recurrence_d" + d + "_" + (t + 1) + "t", () -> kda(d, 3, 4, POOLS[t]), false));
+            }
+        }
+        c.add(new Case("mutant_kda_fma_differs", KernelBitIdentityGate::kdaFmaMutant, true));
+        int[][] mla = {{3, 5, 3, 7, 0}, {3, 8, 2, 16, 15}, {2, 8, 2, 16, 16}, {4, 16, 8, 9, 40}, {1, 1, 0, 1, 3}};
+        for (int[] s : mla) {
+            for (int th = 0; th < 3; th++) {
+                int t = th;
+                c.add(new Case("mla_attention_h" + s[0] + "_nope" + s[1] + "_rope" + s[2] + "_v" + s[3] + "_p" + s[4] + "_" + (t + 1) + "t",
+                        () -> mla(s[0], s[1], s[2], s[3], s[4], POOLS[t]), false));
+            }
+        }
+        for (int ns : new int[] {1, 3, 9}) {
+            for (int n : new int[] {9, 64}) c.add(new Case("attn_res_s" + ns + "_n" + n, () -> attnRes(ns, n), false));
+        }
+        for (int th = 0; th < 3; th++) {
+            for (int k : new int[] {1, 4}) {
+                int t = th;
+                c.add(new Case("router_n13_e33_k" + k + "_" + (t + 1) + "t", () -> router(13, 33, k, POOLS[t]), false));
+            }
+        }
+        for (int n : new int[] {1, 7, 8, 100}) c.add(new Case("argmax_" + n, () -> argmax(n), false));
+        return c.stream().map(x -> Arguments.of(x));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("cases")
+    void fastPathHasTheReferenceBits(Case c) {
+        float[][] r = c.check().run();
+        int diff = differing(r[0], r[1]);
+        Evidence.parameter("elements", r[0].length);
+        Evidence.parameter("differing", diff);
+        if (c.mutant()) {
+            assertTrue(diff > 0, c.name() + ": the plausible wrong fast path gives the reference bits on these inputs; make them adversarial");
+        } else {
+            assertEquals(r[0].length, r[1].length, c.name() + ": output lengths");
+            assertEquals(0, diff, c.name() + ": " + diff + " of " + r[0].length + " elements differ in their bits from the reference");
+        }
+    }
+
+    // ------------------------------------------------------------------ inputs
+
+    static SplittableRandom rng(String salt) {
+        return new SplittableRandom(SEED ^ salt.hashCode());
+    }
+
+    /** Activations uniform in [-2, 2) with a few exact zeros. */
+    static float[] activations(SplittableRandom r, int n) {
+        float[] x = new float[n];
+        for (int i = 0; i < n; i++) x[i] = r.nextInt(23) == 0 ? 0.0f : (float) (r.nextDouble() * 4 - 2);
+        return x;
+    }
+
+    /** bf16 weights with random sign, exponents over a 16x range and a full 7-bit mantissa (rounding-rich). */
+    static short[] bf16Weights(SplittableRandom r, int n) {
+        short[] w = new short[n];
+        for (int i = 0; i < n; i++) w[i] = (short) ((r.nextInt(2) << 15) | ((117 + r.nextInt(8)) << 7) | r.nextInt(128));
+        return w;
+    }
+
+    /**
+     * Makes order visible through the float rounding: x[2m+1] = x[2m], and in every row a few pairs
+     * (2m, 2m+1) get weights +B, −B with B ~ 2^40, so the big products cancel exactly in the math while
+     * the small products are rounded against B-sized partial sums, differently in every order.
+     */
+    static void cancelling(SplittableRandom r, short[] w, float[] x, int in, int out) {
+        for (int t = 0; t + 1 < x.length; t += 2) x[t + 1] = x[t];
+        if (in < 2) return;
+        for (int o = 0; o < out; o++) {
+            for (int pair = 0; pair < 4; pair++) {
+                int m = r.nextInt(in / 2);
+                short big = (short) ((r.nextInt(2) << 15) | ((127 + 36 + r.nextInt(8)) << 7) | r.nextInt(128));
+                w[o * in + 2 * m] = big;
+                w[o * in + 2 * m + 1] = (short) (big ^ 0x8000);
+            }
+        }
+    }
+
+    static float[] widen(short[] bits) {
+        float[] f = new float[bits.length];
+        for (int i = 0; i < f.length; i++) f[i] = Fp.bf16(bits[i]);
+        return f;
+    }
+
+    static int differing(float[] a, float[] b) {
+        if (a.length != b.length) return Math.max(a.length, b.length);
+        int d = 0;
+        for (int i = 0; i < a.length; i++) {
+            boolean same = Float.isNaN(a[i]) ? Float.isNaN(b[i]) : Float.floatToRawIntBits(a[i]) == Float.floatToRawIntBits(b[i]);
+            if (!same) d++;
+        }
+        return d;
+    }
+
+    // ------------------------------------------------------------------ cases
+
+    static float[][] matvec(int in, int out, int tokens, boolean bf16, Workers pool) {
+        SplittableRandom r = rng("mv" + in + "x" + out);
+        short[] w = bf16Weights(r, in * out);
+        float[] x = activations(r, in * tokens);
+        cancelling(r, w, x, in, out);
+        Matrix m = bf16 ? Matrix.bf16(w, out, in) : Matrix.f32(widen(w), out, in);
+        float[] ref = new float[out * tokens], fast = new float[out * tokens];
+        MatVec.reference(ref, x, tokens, m);
+        MatVec.matmul(pool, fast, x, tokens, m);
+        return new float[][] {ref, fast};
+    }
+
+    static float[][] batchEqualsSingles(int in, int out, int tokens, boolean bf16) {
+        SplittableRandom r = rng("mm" + in + "x" + out);
+        short[] w = bf16Weights(r, in * out);
+        float[] x = activations(r, in * tokens);
+        cancelling(r, w, x, in, out);
+        Matrix m = bf16 ? Matrix.bf16(w, out, in) : Matrix.f32(widen(w), out, in);
+        float[] singles = new float[out * tokens], batch = new float[out * tokens];
+        float[] xt = new float[in], yt = new float[out];
+        for (int t = 0; t < tokens; t++) {
+            System.arraycopy(x, t * in, xt, 0, in);
+            MatVec.matvec(POOLS[1], yt, xt, m);
+            System.arraycopy(yt, 0, singles, t * out, out);
+        }
+        MatVec.matmul(POOLS[2], batch, x, tokens, m);
+        float[] ref = new float[out * tokens];
+        MatVec.reference(ref, x, tokens, m);
+        if (differing(ref, batch) != 0) return new float[][] {ref, batch};
+        return new float[][] {singles, batch};
+    }
+
+    static float[][] bf16EqualsF32(int in, int out) {
+        SplittableRandom r = rng("eq" + in + "x" + out);
+        short[] w = bf16Weights(r, in * out);
+        float[] x = activations(r, in), a = new float[out], b = new float[out];
+        cancelling(r, w, x, in, out);
+        MatVec.matvec(POOLS[0], a, x, Matrix.bf16(w, out, in));
+        MatVec.matvec(POOLS[0], b, x, Matrix.f32(widen(w), out, in));
+        return new float[][] {a, b};
+    }
+
+    /** Mutant: the same sixteen accumulators reduced with reduceLanes (unspecified order). */
+    static float[][] matvecReduceLanesMutant() {
+        int in = 1000, out = 257;
+        SplittableRandom r = rng("mutant-mv");
+        short[] w = bf16Weights(r, in * out);
+        float[] x = activations(r, in);
+        cancelling(r, w, x, in, out);
+        Matrix m = Matrix.bf16(w, out, in);
+        float[] wf = widen(w), ref = new float[out], mutant = new float[out];
+        MatVec.reference(ref, x, 1, m);
+        for (int o = 0; o < out; o++) {
+            double acc = 0.0;
+            int i = 0;
+            for (; i + 4 <= in; i += 4) {
+                DoubleVector p = ((DoubleVector) FloatVector.fromArray(FloatVector.SPECIES_128, wf, o * in + i).convertShape(VectorOperators.F2D, DoubleVector.SPECIES_256, 0))
+                        .mul((DoubleVector) FloatVector.fromArray(FloatVector.SPECIES_128, x, i).convertShape(VectorOperators.F2D, DoubleVector.SPECIES_256, 0));
+                acc = acc + p.reduceLanes(VectorOperators.ADD);
+            }
+            for (; i < in; i++) acc = acc + (double) wf[o * in + i] * x[i];
+            mutant[o] = (float) acc;
+        }
+        return new float[][] {ref, mutant};
+    }
+
+    record Mx(MemorySegment packed, MemorySegment scales) {}
+
+    /**
+     * Random codes and scales (one group in 9 with scale byte 255, one in 13 with byte 0), and x made
+     * adversarial like the matvec's: where x[2m] = x[2m+1] = 2^30 the byte holds opposite codes, so the
+     * big products cancel and the small ones are rounded against them, differently in every order.
+     */
+    static Mx mxfp4Bytes(SplittableRandom r, int rows, int in, float[] x) {
+        byte[] p = new byte[rows * in / 2], s = new byte[rows * Mxfp4.groups(in)];
+        for (int t = 0; t + 1 < x.length; t += 2) {
+            if (r.nextInt(6) == 0) x[t] = x[t + 1] = (r.nextInt(2) == 0 ? 1 : -1) * 0x1p30f;
+        }
+        for (int i = 0; i < p.length; i++) {
+            int lo = r.nextInt(16);
+            boolean big = Math.abs(x[(2 * i) % in]) == 0x1p30f;
+            p[i] = (byte) (big ? (lo | ((lo ^ 8) << 4)) : r.nextInt(256));
+        }
+        for (int i = 0; i < s.length; i++) s[i] = (byte) (r.nextInt(9) == 0 ? 255 : r.nextInt(13) == 0 ? 0 : 118 + r.nextInt(10));
+        return new Mx(MemorySegment.ofArray(p), MemorySegment.ofArray(s));
+    }
+
+    static float[][] mxfp4(int rows, int in, int tokens, Workers pool) {
+        SplittableRandom r = rng("mx" + rows + "x" + in);
+        float[] x = activations(r, in * tokens);
+        Mx m = mxfp4Bytes(r, rows, in, x);
+        float[] ref = new float[rows * tokens], fast = new float[rows * tokens];
+        Mxfp4.reference(ref, x, tokens, m.packed(), m.scales(), rows, in);
+        Mxfp4.matmul(pool, fast, x, tokens, Mxfp4.repack(m.packed(), m.scales(), rows, in));
+        return new float[][] {ref, fast};
+    }
+
+    /** Mutant: the C peer's order (one sequential chain per group) instead of eight accumulators. */
+    static float[][] mxfp4OneChainMutant() {
+        int rows = 64, in = 512;
+        SplittableRandom r = rng("mutant-mx");
+        float[] x = activations(r, in);
+        Mx m = mxfp4Bytes(r, rows, in, x);
+        float[] ref = new float[rows], mutant = new float[rows];
+        Mxfp4.reference(ref, x, 1, m.packed(), m.scales(), rows, in);
+        float[] w = Mxfp4.dequant(m.packed(), m.scales(), rows, in);
+        for (int o = 0; o < rows; o++) {
+            double acc = 0.0;
+            for (int g = 0; g < in / 32; g++) {
+                float s = Mxfp4.scale(m.scales().getAtIndex(java.lang.foreign.ValueLayout.JAVA_BYTE, (long) o * (in / 32) + g));
+                if (s == 0.0f) continue;
+                double part = 0.0;
+                for (int k = 0; k < 32; k++) part = part + (double) x[g * 32 + k] * (double) (w[o * in + g * 32 + k] / s);
+                acc = acc + part * s;
+            }
+            mutant[o] = (float) acc;
+        }
+        return new float[][] {ref, mutant};
+    }
+
+    static float[][] rmsnorm(int n) {
+        SplittableRandom r = rng("rms" + n);
+        float[] x = activations(r, 3 * n), w = activations(r, n), a = new float[3 * n], b = x.clone();
+        Norms.rmsnormReference(a, x, w, 3, n, 1e-5f);
+        Norms.rmsnorm(b, b, w, 3, n, 1e-5f);
+        return new float[][] {a, b};
+    }
+
+    static float[][] l2norm(int n) {
+        SplittableRandom r = rng("l2" + n);
+        float[] x = activations(r, 3 * n), a = new float[3 * n], b = new float[3 * n];
+        Norms.l2normReference(a, x, 3, n);
+        Norms.l2norm(b, x, 3, n);
+        return new float[][] {a, b};
+    }
+
+    static float[][] embedding(int n) {
+        SplittableRandom r = rng("emb" + n);
+        Matrix table = Matrix.bf16(bf16Weights(r, 5 * n), 5, n);
+        float[] a = new float[2 * n], b = new float[2 * n];
+        Embedding.rowReference(a, 0, table, 3);
+        Embedding.rowReference(a, n, table, 0);
+        Embedding.row(b, 0, table, 3);
+        Embedding.row(b, n, table, 0);
+        return new float[][] {a, b};
+    }
+
+    record KdaInputs(float[] q, float[] k, float[] v, float[] g, float[] beta, float[] state) {}
+
+    static KdaInputs kdaInputs(int d, int heads, int tokens) {
+        SplittableRandom r = rng("kda" + d);
+        int p = heads * d;
+        float[] q = activations(r, tokens * p), k = activations(r, tokens * p), v = activations(r, tokens * p);
+        for (int i = 0; i < k.length; i += 5) k[i] = 0.0f;
+        for (int i = 3; i < q.length; i += 7) q[i] = 0.0f;
+        Norms.l2norm(q, q, tokens * heads, d);
+        Norms.l2norm(k, k, tokens * heads, d);
+        float[] g = new float[tokens * p];
+        for (int i = 0; i < g.length; i++) g[i] = (float) (-5 * r.nextDouble());
+        float[] beta = new float[tokens * heads];
+        for (int i = 0; i < beta.length; i++) beta[i] = (float) r.nextDouble();
+        float[] state = activations(r, heads * d * d);
+        return new KdaInputs(q, k, v, g, beta, state);
+    }
+
+    static float[][] kda(int d, int heads, int tokens, Workers pool) {
+        KdaInputs in = kdaInputs(d, heads, tokens);
+        float[] sa = in.state().clone(), sb = in.state().clone();
+        float[] oa = new float[tokens * heads * d], ob = new float[tokens * heads * d];
+        Kda.recurrence(Workers.serial(), false, sa, oa, in.q(), in.k(), in.v(), in.g(), in.beta(), tokens, heads, d);
+        Kda.recurrence(pool, true, sb, ob, in.q(), in.k(), in.v(), in.g(), in.beta(), tokens, heads, d);
+        return new float[][] {concat(oa, sa), concat(ob, sb)};
+    }
+
+    /** Mutant: the reference step with the u accumulation fused into an FMA. */
+    static float[][] kdaFmaMutant() {
+        int d = 64, heads = 2, tokens = 3;
+        KdaInputs in = kdaInputs(d, heads, tokens);
+        float[] sa = in.state().clone(), sb = in.state().clone();
+        float[] oa = new float[tokens * heads * d], ob = new float[tokens * heads * d];
+        Kda.recurrence(Workers.serial(), false, sa, oa, in.q(), in.k(), in.v(), in.g(), in.beta(), tokens, heads, d);
+        float qs = Kda.queryScale(d);
+        int p = heads * d;
+        for (int h = 0; h < heads; h++) {
+            for (int t = 0; t < tokens; t++) {
+                int off = t * p + h * d, so = h * d * d;
+                float[] u = new float[d];
+                for (int i = 0; i < d; i++) {
+                    float a = Fp.exp(in.g()[off + i]);
+                    for (int j = 0; j < d; j++) sb[so + i * d + j] *= a;
+                }
+                for (int i = 0; i < d; i++) {
+                    float ki = in.k()[off + i];
+                    if (ki != 0.0f) for (int j = 0; j < d; j++) u[j] = Math.fma(ki, sb[so + i * d + j], u[j]);
+                }
+                float b = in.beta()[t * heads + h];
+                for (int i = 0; i < d; i++) {
+                    float ki = in.k()[off + i];
+                    if (ki != 0.0f) for (int j = 0; j < d; j++) sb[so + i * d + j] += (ki * b) * (in.v()[off + j] - u[j]);
+                }
+                for (int j = 0; j < d; j++) ob[off + j] = 0.0f;
+                for (int i = 0; i < d; i++) {
+                    float qi = in.q()[off + i] * qs;
+                    if (qi != 0.0f) for (int j = 0; j < d; j++) ob[off + j] += qi * sb[so + i * d + j];
+                }
+            }
+        }
+        return new float[][] {concat(oa, sa), concat(ob, sb)};
+    }
+
+    static float[][] mla(int heads, int nope, int rope, int value, int p, Workers pool) {
+        SplittableRandom r = rng("mla" + heads + nope + rope + value + p);
+        MlaKv kv = new MlaKv(heads, nope, rope, value, p + 1);
+        for (int s = 0; s <= p; s++) kv.put(s, activations(r, heads * (nope + value)), 0, activations(r, Math.max(rope, 1)), 0);
+        float[] q = activations(r, heads * (nope + rope));
+        float sc = MlaAttention.scale(nope, rope);
+        float[] a = new float[heads * value], b = new float[heads * value];
+        MlaAttention.attend(Workers.serial(), false, a, 0, q, 0, kv, p, sc);
+        MlaAttention.attend(pool, true, b, 0, q, 0, kv, p, sc);
+        return new float[][] {a, b};
+    }
+
+    static float[][] attnRes(int sources, int n) {
+        SplittableRandom r = rng("ar" + sources + "x" + n);
+        int tokens = 2;
+        float[][] src = new float[sources][];
+        for (int s = 0; s < sources; s++) src[s] = activations(r, tokens * n);
+        float[] fold = AttnRes.fold(activations(r, n), activations(r, n));
+        float[] a = new float[tokens * n], b = new float[tokens * n];
+        AttnRes.mixReference(a, src, tokens, n, fold, 1e-5f);
+        AttnRes.mix(b, src, tokens, n, fold, 1e-5f);
+        return new float[][] {a, b};
+    }
+
+    static float[][] router(int experts, int width, int k, Workers pool) {
+        SplittableRandom r = rng("router" + experts + "x" + width);
+        int tokens = 3;
+        Matrix wg = Matrix.bf16(bf16Weights(r, experts * width), experts, width);
+        float[] x = activations(r, tokens * width), bias = activations(r, experts);
+        bias[4] = bias[7];
+        int[] ia = new int[tokens * k], ib = new int[tokens * k];
+        float[] wa = new float[tokens * k], wb = new float[tokens * k];
+        Router.route(Workers.serial(), false, ia, wa, x, tokens, wg, bias, k, true, 2.5f);
+        Router.route(pool, true, ib, wb, x, tokens, wg, bias, k, true, 2.5f);
+        float[] fa = new float[2 * ia.length], fb = new float[2 * ib.length];
+        for (int i = 0; i < ia.length; i++) {
+            fa[i] = ia[i];
+            fb[i] = ib[i];
+            fa[ia.length + i] = wa[i];
+            fb[ia.length + i] = wb[i];
+        }
+        return new float[][] {fa, fb};
+    }
+
+    static float[][] argmax(int n) {
+        SplittableRandom r = rng("argmax" + n);
+        float[][] inputs = new float[5][];
+        inputs[0] = activations(r, n);
+        inputs[1] = new float[n];
+        java.util.Arrays.fill(inputs[1], Float.NEGATIVE_INFINITY);
+        inputs[2] = new float[n];
+        java.util.Arrays.fill(inputs[2], Float.NaN);
+        inputs[3] = activations(r, n);
+        inputs[3][n - 1] = 3.0f;
+        inputs[3][n / 2] = 3.0f;
+        inputs[3][0] = Float.NaN;
+        inputs[4] = new float[n];
+        for (int i = 0; i < n; i++) inputs[4][i] = (i % 3 == 0) ? Float.NaN : 1.0f;
+        float[] a = new float[5], b = new float[5];
+        for (int i = 0; i < 5; i++) {
+            a[i] = Argmax.reference(inputs[i], 0, n);
+            b[i] = Argmax.fast(inputs[i], 0, n);
+        }
+        return new float[][] {a, b};
+    }
+
+    static float[] concat(float[] a, float[] b) {
+        float[] c = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, c, a.length, b.length);
+        return c;
+    }
+}

@@ -1,0 +1,252 @@
+package k3j.kernels;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * MXFP4 (OCP MX FP4, compressed-tensors mxfp4-pack-quantized) expert weights: format, dequantisation and
+ * matvec (FP-CONTRACT §mxfp4, ENGINE §3.4-3.5).
+ *
+ * <p>Packed row r = in/2 bytes; byte j holds element 2j in the LOW nibble and 2j+1 in the HIGH nibble
+ * (swapping them keeps every statistic and breaks the model). One E8M0 scale byte per 32 elements:
+ * 2^(b − 127); byte 255 zeroes its whole group (a deliberate choice, see the contract: OCP says NaN, only
+ * corrupt data carries 255).
+ *
+ * <p>Matvec order per row: x widened to double once; for each group g in order, skipped if its scale byte
+ * is 255: eight double accumulators s[k mod 8] over the group's full blocks of 8, reduced
+ * ((s0+s4)+(s1+s5)) + ((s2+s6)+(s3+s7)), then the group's leftover elements added in order; then
+ * acc = acc + sub · scale. y = (float) acc.
+ */
+public final class Mxfp4 {
+    private Mxfp4() {}
+
+    public static final int GROUP = 32;
+
+    /** E2M1 code → value (bit 3 is the sign; code 8 is −0). */
+    static final float[] E2M1 = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+        -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+    /** 2 × E2M1 as int8: the fast path's pshufb table (−0 becomes 0, which never changes a sum: see contract). */
+    static final byte[] E2M1_TWICE = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+    /** E8M0 scale byte → float 2^(b − 127) exactly (b = 0 is the subnormal 2^−127); 255 → 0 (group zeroed). */
+    public static float scale(int b) {
+        b &= 0xFF;
+        return b == 255 ? 0.0f : Math.scalb(1.0f, b - 127);
+    }
+
+    static void checkGeometry(long packedBytes, long scaleBytes, int rows, int in) {
+        if (rows <= 0 || in <= 0) throw new IllegalArgumentException("MXFP4 shape [" + rows + ", " + in + "] must be positive");
+        if ((in & 1) != 0) throw new IllegalArgumentException("MXFP4 row length " + in + " must be even (two codes per byte)");
+        long wantPacked = (long) rows * (in / 2), wantScales = (long) rows * groups(in);
+        if (packedBytes != wantPacked) throw new IllegalArgumentException("MXFP4 packed has " + packedBytes + " bytes, [" + rows + ", " + in + "] needs " + wantPacked);
+        if (scaleBytes != wantScales) throw new IllegalArgumentException("MXFP4 scales have " + scaleBytes + " bytes, [" + rows + ", " + in + "] needs " + wantScales);
+    }
+
+    public static int groups(int in) {
+        return (in + GROUP - 1) / GROUP;
+    }
+
+    /** Element (r, k) of the canonical layout, dequantised (exact in float). */
+    static float element(MemorySegment packed, MemorySegment scales, int in, int r, int k) {
+        int b = packed.get(ValueLayout.JAVA_BYTE, (long) r * (in / 2) + k / 2) & 0xFF;
+        int code = (k & 1) == 0 ? b & 15 : b >>> 4;
+        return E2M1[code] * scale(scales.get(ValueLayout.JAVA_BYTE, (long) r * groups(in) + k / GROUP));
+    }
+
+    /** w[rows][in] = E2M1[code] · 2^(b − 127), exact (the fixture demands zero differing elements). */
+    public static float[] dequant(MemorySegment packed, MemorySegment scales, int rows, int in) {
+        checkGeometry(packed.byteSize(), scales.byteSize(), rows, in);
+        float[] w = new float[rows * in];
+        for (int r = 0; r < rows; r++) {
+            for (int k = 0; k < in; k++) w[r * in + k] = element(packed, scales, in, r, k);
+        }
+        return w;
+    }
+
+    /** Dequantises from the repacked layout (proves the repack loses nothing: must equal {@link #dequant}). */
+    public static float[] dequant(Repacked w) {
+        int in = w.in(), ng = groups(in);
+        float[] out = new float[w.rows() * in];
+        for (int r = 0; r < w.rows(); r++) {
+            int bl = r / 4, j = r % 4;
+            for (int k = 0; k < in; k++) {
+                int g = k / GROUP;
+                long base = ((long) bl * ng + g) * 64;
+                out[r * in + k] = code(w.packed(), base, j, k % GROUP) * scale(w.scales().get(ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 4 + j));
+            }
+        }
+        return out;
+    }
+
+    // ------------------------------------------------------------------ reference path
+
+    /** Reference: y[tokens][rows] = W x[tokens][in] over the canonical (checkpoint) layout. */
+    public static void reference(float[] y, float[] x, int tokens, MemorySegment packed, MemorySegment scales, int rows, int in) {
+        checkGeometry(packed.byteSize(), scales.byteSize(), rows, in);
+        int ng = groups(in);
+        float[] wf = new float[GROUP];
+        double[] s = new double[8];
+        for (int t = 0; t < tokens; t++) {
+            for (int r = 0; r < rows; r++) {
+                double acc = 0.0;
+                for (int g = 0; g < ng; g++) {
+                    int sb = scales.get(ValueLayout.JAVA_BYTE, (long) r * ng + g) & 0xFF;
+                    if (sb == 255) continue;
+                    int i0 = g * GROUP, n = Math.min(GROUP, in - i0);
+                    for (int k = 0; k < n; k++) {
+                        int b = packed.get(ValueLayout.JAVA_BYTE, (long) r * (in / 2) + (i0 + k) / 2) & 0xFF;
+                        wf[k] = E2M1[(k & 1) == 0 ? b & 15 : b >>> 4];
+                    }
+                    java.util.Arrays.fill(s, 0.0);
+                    int k = 0;
+                    for (; k + 8 <= n; k += 8) {
+                        for (int l = 0; l < 8; l++) s[l] = s[l] + (double) wf[k + l] * (double) x[t * in + i0 + k + l];
+                    }
+                    double sub = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+                    for (; k < n; k++) sub = sub + (double) wf[k] * (double) x[t * in + i0 + k];
+                    acc = acc + sub * (double) scale(sb);
+                }
+                y[t * rows + r] = (float) acc;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ repacked layout + fast path
+
+    /**
+     * The load-time repack for the across-rows fast path: rows in blocks of 4 (the last block padded with
+     * scale-255 rows); per (block, group) 64 bytes where byte p (0..15) of row j sits at p·4 + j (a ragged
+     * last group is padded with zero codes), and 4 scale bytes (row j at j). Scales carry 8 bytes of padding
+     * so an 8-byte load at the last group stays in bounds.
+     */
+    public record Repacked(MemorySegment packed, MemorySegment scales, int rows, int in) {
+        public int blocks() {
+            return (rows + 3) / 4;
+        }
+    }
+
+    /** Repacks canonical bytes (checkpoint layout) for {@link #matmul}. */
+    public static Repacked repack(MemorySegment packed, MemorySegment scales, int rows, int in) {
+        checkGeometry(packed.byteSize(), scales.byteSize(), rows, in);
+        int ng = groups(in), blocks = (rows + 3) / 4, rb = in / 2;
+        byte[] dp = new byte[blocks * ng * 64];
+        byte[] ds = new byte[blocks * ng * 4 + 8];
+        java.util.Arrays.fill(ds, (byte) 255);
+        for (int bl = 0; bl < blocks; bl++) {
+            for (int g = 0; g < ng; g++) {
+                int base = (bl * ng + g) * 64;
+                for (int j = 0; j < 4; j++) {
+                    int r = 4 * bl + j;
+                    if (r >= rows) continue;
+                    for (int p = 0; p < 16 && g * 16 + p < rb; p++) {
+                        dp[base + p * 4 + j] = packed.get(ValueLayout.JAVA_BYTE, (long) r * rb + g * 16 + p);
+                    }
+                    ds[(bl * ng + g) * 4 + j] = scales.get(ValueLayout.JAVA_BYTE, (long) r * ng + g);
+                }
+            }
+        }
+        return new Repacked(MemorySegment.ofArray(dp), MemorySegment.ofArray(ds), rows, in);
+    }
+
+    static final VectorSpecies<Byte> B128 = ByteVector.SPECIES_128;
+    static final VectorSpecies<Byte> B64 = ByteVector.SPECIES_64;
+    static final VectorSpecies<Double> D = DoubleVector.SPECIES_256;
+    static final VectorSpecies<Long> L256 = LongVector.SPECIES_256;
+    static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+
+    /** Fast: y[tokens][rows] = W x[tokens][in] from the repacked layout, bit-identical to {@link #reference}. */
+    public static void matmul(Workers workers, float[] y, float[] x, int tokens, Repacked w) {
+        int in = w.in(), rows = w.rows();
+        if (x.length < (long) tokens * in || y.length < (long) tokens * rows) {
+            throw new IllegalArgumentException("MXFP4 matmul: x " + x.length + " / y " + y.length + " floats too short for " + tokens + " tokens of [" + rows + ", " + in + "]");
+        }
+        double[] xd = new double[tokens * in];
+        for (int i = 0; i < xd.length; i++) xd[i] = x[i];
+        workers.split(w.blocks(), 1, (from, to) -> blocks(y, xd, tokens, w, from, to));
+    }
+
+    /**
+     * Lanes are the 4 rows of a block, so each lane adds in exactly its row's scalar order. Per chunk of
+     * 8 elements (16 bytes = byte positions 4c..4c+3 of 4 rows) the low nibbles give elements 8c, 8c+2, ..
+     * (accumulators s0, s2, s4, s6), the high nibbles 8c+1, 8c+3, .. (s1, s3, s5, s7). The decoded int8
+     * values are spilled to a 40-byte buffer and reloaded 4 at a time so every B2D conversion is part 0.
+     * The LUT holds 2·E2M1 and the scale is 2^(b − 128): every partial sum is exactly twice the scalar one
+     * and the product with the halved scale is the same double.
+     */
+    private static void blocks(float[] y, double[] xd, int tokens, Repacked w, int from, int to) {
+        final int in = w.in(), rows = w.rows(), ng = groups(in), full = in / GROUP;
+        final MemorySegment pk = w.packed(), sc = w.scales();
+        final ByteVector lut = ByteVector.fromArray(B128, E2M1_TWICE, 0);
+        final byte[] buf = new byte[40];
+        final double[] lanes = new double[4];
+        final LongVector bias = LongVector.broadcast(L256, 1023 - 128);
+        for (int bl = from; bl < to; bl++) {
+            for (int t = 0; t < tokens; t++) {
+                final int xo = t * in;
+                DoubleVector acc = DoubleVector.zero(D);
+                for (int g = 0; g < full; g++) {
+                    DoubleVector s0 = DoubleVector.zero(D), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+                    final long base = ((long) bl * ng + g) * 64;
+                    final int xg = xo + g * GROUP;
+                    for (int c = 0; c < 4; c++) {
+                        ByteVector b = ByteVector.fromMemorySegment(B128, pk, base + 16L * c, LE);
+                        b.and((byte) 0x0F).selectFrom(lut).intoArray(buf, 0);
+                        b.lanewise(VectorOperators.LSHR, 4).and((byte) 0x0F).selectFrom(lut).intoArray(buf, 16);
+                        final int xk = xg + 8 * c;
+                        s0 = s0.add(((DoubleVector) ByteVector.fromArray(B64, buf, 0).convertShape(VectorOperators.B2D, D, 0)).mul(xd[xk]));
+                        s1 = s1.add(((DoubleVector) ByteVector.fromArray(B64, buf, 16).convertShape(VectorOperators.B2D, D, 0)).mul(xd[xk + 1]));
+                        s2 = s2.add(((DoubleVector) ByteVector.fromArray(B64, buf, 4).convertShape(VectorOperators.B2D, D, 0)).mul(xd[xk + 2]));
+                        s3 = s3.add(((DoubleVector) ByteVector.fromArray(B64, buf, 20).convertShape(VectorOperators.B2D, D, 0)).mul(xd[xk + 3]));
+                        s4 = s4.add(((DoubleVector) ByteVector.fromArray(B64, buf, 8).convertShape(VectorOperators.B2D, D, 0)).mul(xd[xk + 4]));
+                        s5 = s5.add(((DoubleVector) ByteVector.fromArray(B64, buf, 24).convertShape(VectorOperators.B2D, D, 0)).mul(xd[xk + 5]));
+                        s6 = s6.add(((DoubleVector) ByteVector.fromArray(B64, buf, 12).convertShape(VectorOperators.B2D, D, 0)).mul(xd[xk + 6]));
+                        s7 = s7.add(((DoubleVector) ByteVector.fromArray(B64, buf, 28).convertShape(VectorOperators.B2D, D, 0)).mul(xd[xk + 7]));
+                    }
+                    DoubleVector sub = s0.add(s4).add(s1.add(s5)).add(s2.add(s6).add(s3.add(s7)));
+                    LongVector sb = ((LongVector) ByteVector.fromMemorySegment(B64, sc, ((long) bl * ng + g) * 4, LE)
+                            .convertShape(VectorOperators.B2L, L256, 0)).and(0xFFL);
+                    VectorMask<Double> keep = sb.compare(VectorOperators.NE, 255L).cast(D);
+                    DoubleVector half = sb.add(bias).lanewise(VectorOperators.LSHL, 52).reinterpretAsDoubles();
+                    acc = acc.add(sub.mul(half), keep);
+                }
+                acc.intoArray(lanes, 0);
+                for (int j = 0; j < 4; j++) {
+                    int r = 4 * bl + j;
+                    if (r >= rows) break;
+                    double a = lanes[j];
+                    if (full < ng) a = raggedGroup(a, pk, sc, bl, ng, full, j, in, xd, xo);
+                    y[t * rows + r] = (float) a;
+                }
+            }
+        }
+    }
+
+    /** The last, partial group of one row (scalar order of the contract) from the repacked bytes. */
+    private static double raggedGroup(double acc, MemorySegment pk, MemorySegment sc, int bl, int ng, int g, int j, int in, double[] xd, int xo) {
+        int sb = sc.get(ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 4 + j) & 0xFF;
+        if (sb == 255) return acc;
+        int i0 = g * GROUP, n = in - i0;
+        long base = ((long) bl * ng + g) * 64;
+        double[] s = new double[8];
+        int k = 0;
+        for (; k + 8 <= n; k += 8) {
+            for (int l = 0; l < 8; l++) s[l] = s[l] + (double) code(pk, base, j, k + l) * xd[xo + i0 + k + l];
+        }
+        double sub = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+        for (; k < n; k++) sub = sub + (double) code(pk, base, j, k) * xd[xo + i0 + k];
+        return acc + sub * (double) scale(sb);
+    }
+
+    private static float code(MemorySegment pk, long base, int j, int k) {
+        int b = pk.get(ValueLayout.JAVA_BYTE, base + (k / 2) * 4L + j) & 0xFF;
+        return E2M1[(k & 1) == 0 ? b & 15 : b >>> 4];
+    }
+}

@@ -1,0 +1,103 @@
+package k3j.kernels;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The MoE router (ENGINE §3.7 with OFFICIAL §7's renormalisation): per expert e,
+ * logit_e = Σ_i (double)Wg[e][i]·(double)x[i] — ONE sequential double chain (not the matvec tree);
+ * score_e = sigmoid((float) logit_e); choice_e = score_e + bias_e (float). Top-K by repeated strict
+ * maximum over choice (ties → lowest index, NaN never picked, nothing pickable → index 0 weight 0),
+ * weights are the UNBIASED scores; if renormalize and K > 1: inv = (float)(1 / (Σ_j (double)w_j + 1e-20)),
+ * w_j = w_j · inv; then w_j = w_j · scaling (float), always.
+ */
+public final class Router {
+    private Router() {}
+
+    /** Router logits (as float) for one token: reference, one expert at a time. */
+    static void logitsReference(float[] logits, float[] x, int xOff, Matrix wg) {
+        int e = wg.cols();
+        for (int r = 0; r < wg.rows(); r++) {
+            double acc = 0.0;
+            for (int i = 0; i < e; i++) acc = acc + (double) wg.get(r, i) * (double) x[xOff + i];
+            logits[r] = (float) acc;
+        }
+    }
+
+    /** Fast logits: four experts' chains in flight (each chain in its own sequential order), parallel over experts. */
+    static void logitsFast(Workers workers, float[] logits, float[] x, int xOff, Matrix wg) {
+        int e = wg.cols(), n = wg.rows();
+        double[] xd = new double[e];
+        for (int i = 0; i < e; i++) xd[i] = x[xOff + i];
+        boolean bf16 = wg.type() == WeightType.BF16;
+        MemorySegment seg = wg.data();
+        workers.split(n, 4, (from, to) -> {
+            int r = from;
+            if (bf16) {
+                for (; r + 4 <= to; r += 4) {
+                    long b0 = 2L * e * r, b1 = b0 + 2L * e, b2 = b1 + 2L * e, b3 = b2 + 2L * e;
+                    double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+                    for (int i = 0; i < e; i++) {
+                        double xi = xd[i];
+                        a0 = a0 + (double) Fp.bf16(seg.get(Matrix.BF16, b0 + 2L * i)) * xi;
+                        a1 = a1 + (double) Fp.bf16(seg.get(Matrix.BF16, b1 + 2L * i)) * xi;
+                        a2 = a2 + (double) Fp.bf16(seg.get(Matrix.BF16, b2 + 2L * i)) * xi;
+                        a3 = a3 + (double) Fp.bf16(seg.get(Matrix.BF16, b3 + 2L * i)) * xi;
+                    }
+                    logits[r] = (float) a0;
+                    logits[r + 1] = (float) a1;
+                    logits[r + 2] = (float) a2;
+                    logits[r + 3] = (float) a3;
+                }
+            }
+            for (; r < to; r++) {
+                double acc = 0.0;
+                for (int i = 0; i < e; i++) acc = acc + (double) wg.get(r, i) * xd[i];
+                logits[r] = (float) acc;
+            }
+        });
+    }
+
+    /**
+     * Routes {@code tokens} tokens: x [T][E], Wg [N][E], bias [N] (null = 0). Writes idx [T][K] in selection
+     * order and weights [T][K].
+     */
+    public static void route(Workers workers, boolean fast, int[] idx, float[] weights, float[] x, int tokens, Matrix wg,
+            float[] bias, int topK, boolean renormalize, float scaling) {
+        int n = wg.rows(), e = wg.cols();
+        if (bias != null && bias.length != n) throw new IllegalArgumentException("router bias has " + bias.length + " entries, " + n + " experts");
+        float[] logits = new float[n], score = new float[n], choice = new float[n];
+        for (int t = 0; t < tokens; t++) {
+            if (fast) logitsFast(workers, logits, x, t * e, wg);
+            else logitsReference(logits, x, t * e, wg);
+            for (int r = 0; r < n; r++) {
+                score[r] = Fp.sigmoid(logits[r]);
+                choice[r] = score[r] + (bias == null ? 0.0f : bias[r]);
+            }
+            for (int j = 0; j < topK; j++) {
+                float best = Float.NEGATIVE_INFINITY;
+                int pick = -1;
+                for (int r = 0; r < n; r++) {
+                    if (choice[r] > best) {
+                        best = choice[r];
+                        pick = r;
+                    }
+                }
+                if (pick < 0) {
+                    idx[t * topK + j] = 0;
+                    weights[t * topK + j] = 0.0f;
+                } else {
+                    idx[t * topK + j] = pick;
+                    weights[t * topK + j] = score[pick];
+                    choice[pick] = Float.NEGATIVE_INFINITY;
+                }
+            }
+            if (renormalize && topK > 1) {
+                double s = 0.0;
+                for (int j = 0; j < topK; j++) s = s + (double) weights[t * topK + j];
+                float inv = (float) (1.0 / (s + 1e-20));
+                for (int j = 0; j < topK; j++) weights[t * topK + j] = weights[t * topK + j] * inv;
+            }
+            for (int j = 0; j < topK; j++) weights[t * topK + j] = weights[t * topK + j] * scaling;
+        }
+    }
+}

@@ -1,0 +1,63 @@
+package k3j.model;
+
+import java.util.Arrays;
+import k3j.kernels.Layers;
+import k3j.kernels.MlaKv;
+
+/**
+ * What incremental decoding carries between steps (ENGINE §4.3): per KDA layer the recurrent state and the
+ * three short-conv histories, per MLA layer the expanded K/V rows of positions 0..cached−1, and
+ * {@code cached}. The capacity is fixed when the state is made; writing past it is a
+ * {@link ForwardException}, never stale data.
+ */
+public final class DecodeState {
+    final Layers.KdaState[] kda;
+    final MlaKv[] kv;
+    final int capacity;
+    int cached;
+
+    private DecodeState(ModelWeights w, int capacity) {
+        this.capacity = capacity;
+        int n = w.layers().size();
+        kda = new Layers.KdaState[n];
+        kv = new MlaKv[n];
+        for (LayerWeights l : w.layers()) {
+            switch (l.mixer()) {
+                case TokenMixer.Kda k -> kda[l.index()] = newKdaState(k.weights());
+                case TokenMixer.Mla m -> kv[l.index()] = new MlaKv(m.weights().heads(), m.weights().nope(), m.weights().rope(), m.weights().value(), capacity);
+            }
+        }
+    }
+
+    /** A fresh state for up to {@code capacity} positions (prompt + generated + 1 for the C engine's cap). */
+    public static DecodeState create(ModelWeights w, int capacity) {
+        if (capacity < 1) throw new IllegalArgumentException("KV capacity must be >= 1, got " + capacity);
+        return new DecodeState(w, capacity);
+    }
+
+    static Layers.KdaState newKdaState(Layers.KdaWeights k) {
+        int p = k.heads() * k.headDim(), hist = k.convKernel() - 1;
+        return new Layers.KdaState(new float[k.heads() * k.headDim() * k.headDim()], new float[p * hist], new float[p * hist], new float[p * hist]);
+    }
+
+    static void clear(Layers.KdaState s) {
+        Arrays.fill(s.recurrent(), 0.0f);
+        Arrays.fill(s.qConv(), 0.0f);
+        Arrays.fill(s.kConv(), 0.0f);
+        Arrays.fill(s.vConv(), 0.0f);
+    }
+
+    /** Positions already absorbed. */
+    public int cached() {
+        return cached;
+    }
+
+    public int capacity() {
+        return capacity;
+    }
+
+    /** The KDA state of layer l (null for an MLA layer). */
+    public Layers.KdaState kda(int layer) {
+        return kda[layer];
+    }
+}

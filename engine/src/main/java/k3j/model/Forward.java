@@ -1,0 +1,336 @@
+package k3j.model;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import k3j.cache.ExpertLoadException;
+import k3j.cache.ExpertPart;
+import k3j.cache.ExpertSource;
+import k3j.cache.ResidentExpert;
+import k3j.config.ModelConfig;
+import k3j.kernels.Activations;
+import k3j.kernels.AttnRes;
+import k3j.kernels.Embedding;
+import k3j.kernels.Layers;
+import k3j.kernels.MatVec;
+import k3j.kernels.MlaKv;
+import k3j.kernels.Mxfp4;
+import k3j.kernels.Norms;
+import k3j.kernels.Router;
+import k3j.kernels.Workers;
+
+/**
+ * The forward pass (ENGINE §4 with OFFICIAL §6 semantics): embedding, 93 decoder layers with Attention
+ * Residuals, the model-level mix, final norm and LM head. Orchestration only: every number is computed by a
+ * k3j.kernels kernel (fast paths, which are bit-identical to the reference paths and to any thread count).
+ *
+ * <p>Decoder layer, per OFFICIAL §6: mix the incoming partial with the snapshots (only if there are any);
+ * on a boundary snapshot the INCOMING partial (not the mix) and clear it; norm, KDA or MLA; partial += out
+ * (or = out when cleared); mix again (always); norm, dense MLP or LatentMoE; return partial + mlp. The
+ * returned partial, not the mix, feeds the next layer (pitfall: passing the mix on runs and is wrong).
+ */
+public final class Forward {
+    /** Tokens per chunk-union MoE sub-chunk (ENGINE §3.17). */
+    static final int MOE_CHUNK = 64;
+
+    /** Receives every layer's stages as the forward computes them. */
+    @FunctionalInterface
+    public interface StageSink {
+        void accept(LayerStages stages);
+    }
+
+    /**
+     * One forward's output. logits [rows][V]: every position when asked for all, else the last one only
+     * (rows = 1). finalMix / finalNorm [tokens][E] are the model-level AttnRes output and its norm.
+     */
+    public record Result(int tokens, int rows, float[] logits, float[] finalMix, float[] finalNorm) {}
+
+    private final ModelWeights w;
+    private final ModelConfig c;
+    private final ExpertSource experts;
+    private final Workers workers;
+    private final boolean memoize;
+    private final Map<Long, Layers.Expert> kernelExperts = new ConcurrentHashMap<>();
+    private final AtomicLong drops = new AtomicLong();
+    private int layersCompleted;
+
+    /**
+     * @param experts where routed experts come from; a source that never evicts ({@link CheckpointExperts})
+     *                lets the forward keep each expert's repacked form
+     */
+    public Forward(ModelWeights weights, ExpertSource experts, Workers workers) {
+        this(weights, experts, workers, experts instanceof CheckpointExperts);
+    }
+
+    /**
+     * @param expertsNeverEvict the source hands out bytes that never change for a (layer, expert), so the
+     *                          forward may keep each expert's repacked MXFP4 form instead of repacking per call
+     */
+    public Forward(ModelWeights weights, ExpertSource experts, Workers workers, boolean expertsNeverEvict) {
+        this.w = weights;
+        this.c = weights.config();
+        this.experts = experts;
+        this.workers = workers;
+        this.memoize = expertsNeverEvict;
+    }
+
+    public ModelWeights weights() {
+        return w;
+    }
+
+    /** Routed experts that failed to load over this forward's life (any drop makes the run INVALID). */
+    public long expertDrops() {
+        return drops.get();
+    }
+
+    /** Layers finished by the last forward. */
+    public int layersCompleted() {
+        return layersCompleted;
+    }
+
+    // ------------------------------------------------------------------ whole model
+
+    /** Full recompute over {@code ids} from an empty state (ENGINE §4.3 default mode). */
+    public Result full(int[] ids, boolean allPositions, StageSink sink) {
+        return run(ids, null, false, allPositions, sink);
+    }
+
+    /**
+     * Full recompute with ONE KDA state slot, cleared before every KDA layer (GATE 1b): valid because a
+     * layer's state is dead once the layer has processed the whole sequence. Must give the same bits.
+     */
+    public Result fullReusingOneStateSlot(int[] ids, boolean allPositions) {
+        return run(ids, null, true, allPositions, null);
+    }
+
+    /** Incremental: feeds {@code ids} at positions state.cached() .. and advances it (ENGINE §4.3). */
+    public Result step(int[] ids, DecodeState state, boolean allPositions, StageSink sink) {
+        if (state == null) throw new IllegalArgumentException("incremental step needs a DecodeState");
+        return run(ids, state, false, allPositions, sink);
+    }
+
+    private Result run(int[] ids, DecodeState state, boolean reuseOneSlot, boolean allPositions, StageSink sink) {
+        int t = ids.length, e = c.hiddenSize();
+        if (t < 1) throw new IllegalArgumentException("a forward needs at least one token");
+        int cached = state == null ? 0 : state.cached;
+        if (state != null && cached + t > state.capacity) {
+            throw new ForwardException("MLA KV cache position " + (cached + t - 1) + " exceeds the limit " + (state.capacity - 1)
+                    + " (capacity " + state.capacity + " positions)");
+        }
+        layersCompleted = 0;
+        float[] h = new float[t * e];
+        for (int i = 0; i < t; i++) Embedding.row(h, i * e, w.embed(), ids[i]);
+        List<float[]> snaps = new ArrayList<>();
+        Layers.KdaState slot = null;
+        for (LayerWeights lw : w.layers()) {
+            Layers.KdaState kda = null;
+            MlaKv kv = null;
+            switch (lw.mixer()) {
+                case TokenMixer.Kda k -> {
+                    if (state != null) kda = state.kda[lw.index()];
+                    else if (reuseOneSlot) {
+                        if (slot == null) slot = DecodeState.newKdaState(k.weights());
+                        DecodeState.clear(slot);
+                        kda = slot;
+                    } else kda = DecodeState.newKdaState(k.weights());
+                }
+                case TokenMixer.Mla m -> kv = state != null ? state.kv[lw.index()]
+                        : new MlaKv(m.weights().heads(), m.weights().nope(), m.weights().rope(), m.weights().value(), t);
+            }
+            LayerStages s = layer(lw, h, snaps, t, kda, kv, cached);
+            if (sink != null) sink.accept(s);
+            h = s.partialOut();
+            layersCompleted++;
+        }
+        if (state != null) state.cached += t;
+        float[] mix = new float[t * e];
+        AttnRes.mix(mix, sources(snaps, h), t, e, w.outputResFold(), c.rmsNormEps());
+        float[] norm = new float[t * e];
+        Norms.rmsnorm(norm, mix, w.finalNorm(), t, e, c.rmsNormEps());
+        int rows = allPositions ? t : 1, v = w.lmHead().rows();
+        float[] x = allPositions ? norm : java.util.Arrays.copyOfRange(norm, (t - 1) * e, t * e);
+        float[] logits = new float[rows * v];
+        MatVec.matmul(workers, logits, x, rows, w.lmHead());
+        return new Result(t, rows, logits, mix, norm);
+    }
+
+    // ------------------------------------------------------------------ one layer (harness API)
+
+    /**
+     * Runs ONE decoder layer from given inputs, as the torch dump's single-layer run does: the incoming
+     * partial [T][E], the snapshots it sees (oldest first; not modified), a fresh KDA state or an empty
+     * MLA cache, all T tokens in one call at positions 0..T−1. Returns every stage.
+     */
+    public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens) {
+        return runLayer(w.layers().get(layer), partialIn, snapshots, tokens);
+    }
+
+    /** {@link #runLayer(int, float[], List, int)} for layer weights that are not part of this model (fixtures). */
+    public LayerStages runLayer(LayerWeights lw, float[] partialIn, List<float[]> snapshots, int tokens) {
+        int e = c.hiddenSize();
+        if (partialIn.length != tokens * e) throw new IllegalArgumentException("partial has " + partialIn.length + " floats, " + tokens + " x " + e + " expected");
+        for (float[] s : snapshots) if (s.length != tokens * e) throw new IllegalArgumentException("a snapshot has " + s.length + " floats, " + tokens + " x " + e + " expected");
+        Layers.KdaState kda = null;
+        MlaKv kv = null;
+        switch (lw.mixer()) {
+            case TokenMixer.Kda k -> kda = DecodeState.newKdaState(k.weights());
+            case TokenMixer.Mla m -> kv = new MlaKv(m.weights().heads(), m.weights().nope(), m.weights().rope(), m.weights().value(), tokens);
+        }
+        return layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, kda, kv, 0);
+    }
+
+    /**
+     * Runs ONE decoder layer incrementally: the T tokens sit at positions state.cached() .. and read and
+     * extend the layer's carried state (KDA recurrent + conv, MLA KV rows); advances state.cached().
+     */
+    public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens, DecodeState state) {
+        LayerWeights lw = w.layers().get(layer);
+        if (state.cached + tokens > state.capacity) {
+            throw new ForwardException("MLA KV cache position " + (state.cached + tokens - 1) + " exceeds the limit " + (state.capacity - 1));
+        }
+        LayerStages s = layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, state.kda[lw.index()], state.kv[lw.index()], state.cached);
+        state.cached += tokens;
+        return s;
+    }
+
+    private LayerStages layer(LayerWeights lw, float[] partialIn, List<float[]> snaps, int t, Layers.KdaState kda, MlaKv kv, int cached) {
+        int e = c.hiddenSize();
+        float eps = c.rmsNormEps();
+        float[] attnIn;
+        if (snaps.isEmpty()) attnIn = partialIn.clone();
+        else {
+            attnIn = new float[t * e];
+            AttnRes.mix(attnIn, sources(snaps, partialIn), t, e, lw.attnResFold(), eps);
+        }
+        boolean cleared = false;
+        if (lw.boundary()) {
+            snaps.add(partialIn);
+            cleared = true;
+        }
+        float[] attnNorm = new float[t * e];
+        Norms.rmsnorm(attnNorm, attnIn, lw.inputNorm(), t, e, eps);
+        float[] attnOut = new float[t * e];
+        switch (lw.mixer()) {
+            case TokenMixer.Kda k -> Layers.kda(workers, true, attnOut, attnNorm, t, k.weights(), kda);
+            case TokenMixer.Mla m -> Layers.mla(workers, true, attnOut, attnNorm, t, m.weights(), kv, cached);
+        }
+        float[] partialAttn = cleared ? attnOut.clone() : add(partialIn, attnOut);
+        float[] mlpIn = new float[t * e];
+        AttnRes.mix(mlpIn, sources(snaps, partialAttn), t, e, lw.mlpResFold(), eps);
+        float[] mlpNorm = new float[t * e];
+        Norms.rmsnorm(mlpNorm, mlpIn, lw.postAttentionNorm(), t, e, eps);
+        float[] mlpOut = new float[t * e];
+        int[] idx = null;
+        float[] wts = null;
+        switch (lw.mlp()) {
+            case Mlp.Dense d -> Layers.mlp(workers, true, mlpOut, mlpNorm, t, d.weights());
+            case Mlp.LatentMoe m -> {
+                idx = new int[t * m.topK()];
+                wts = new float[t * m.topK()];
+                moe(lw.index(), m, mlpOut, idx, wts, mlpNorm, t);
+            }
+        }
+        float[] partialOut = add(partialAttn, mlpOut);
+        return new LayerStages(lw.index(), t, partialIn, attnIn, attnNorm, attnOut, partialAttn, mlpIn, mlpNorm, mlpOut, partialOut,
+                idx, wts, kda, List.copyOf(snaps));
+    }
+
+    private static float[][] sources(List<float[]> snaps, float[] partial) {
+        float[][] src = new float[snaps.size() + 1][];
+        for (int i = 0; i < snaps.size(); i++) src[i] = snaps.get(i);
+        src[snaps.size()] = partial;
+        return src;
+    }
+
+    private static float[] add(float[] a, float[] b) {
+        float[] y = new float[a.length];
+        for (int i = 0; i < y.length; i++) y[i] = a[i] + b[i];
+        return y;
+    }
+
+    // ------------------------------------------------------------------ Stable LatentMoE (§3.17, chunk-union)
+
+    /**
+     * Route every token, down-project, then per sub-chunk of {@value #MOE_CHUNK} tokens fetch the union of
+     * selected experts ONCE each and apply each to all (token, slot) pairs that chose it (batched MXFP4);
+     * then per token sum the contributions in the ORIGINAL top-K order — the same bits as one token at a time.
+     * A failed expert load is counted, its slots stay zero, and the layer fails after the loop.
+     */
+    void moe(int layer, Mlp.LatentMoe m, float[] y, int[] idx, float[] wts, float[] x, int t) {
+        int e = c.hiddenSize(), k = m.topK(), lt = m.latent(), inter = m.intermediate();
+        Router.route(workers, true, idx, wts, x, t, m.gate(), m.bias(), k, m.renormalize(), m.scaling());
+        float[] z = new float[t * lt];
+        MatVec.matmul(workers, z, x, t, m.down());
+        float[] contrib = new float[t * k * lt];
+        long dropsBefore = drops.get();
+        String firstFailure = null;
+        for (int c0 = 0; c0 < t; c0 += MOE_CHUNK) {
+            int c1 = Math.min(t, c0 + MOE_CHUNK);
+            TreeMap<Integer, List<Integer>> union = new TreeMap<>();
+            for (int i = c0 * k; i < c1 * k; i++) union.computeIfAbsent(idx[i], u -> new ArrayList<>()).add(i);
+            experts.getMany(layer, union.keySet().stream().mapToInt(Integer::intValue).toArray());
+            for (var entry : union.entrySet()) {
+                Layers.Expert ex;
+                try {
+                    ex = kernelExpert(layer, entry.getKey(), m);
+                } catch (ExpertLoadException fail) {
+                    drops.incrementAndGet();
+                    if (firstFailure == null) firstFailure = fail.getMessage();
+                    System.err.println("EXPERT DROP: layer " + layer + " expert " + entry.getKey() + " failed to load; this token is CORRUPT");
+                    continue;
+                }
+                List<Integer> slots = entry.getValue();
+                int n = slots.size();
+                float[] zs = new float[n * lt];
+                for (int s = 0; s < n; s++) System.arraycopy(z, (slots.get(s) / k) * lt, zs, s * lt, lt);
+                float[] g = new float[n * inter], u = new float[n * inter], act = new float[n * inter], dn = new float[n * lt];
+                Mxfp4.matmul(workers, g, zs, n, ex.w1().repacked());
+                Mxfp4.matmul(workers, u, zs, n, ex.w3().repacked());
+                Activations.situGlu(act, g, u, n * inter, m.beta(), m.linearBeta());
+                Mxfp4.matmul(workers, dn, act, n, ex.w2().repacked());
+                for (int s = 0; s < n; s++) System.arraycopy(dn, s * lt, contrib, slots.get(s) * lt, lt);
+            }
+        }
+        if (drops.get() != dropsBefore) throw new ExpertDropException(layer, drops.get() - dropsBefore, firstFailure);
+        float[] acc = new float[t * lt];
+        for (int tok = 0; tok < t; tok++) {
+            int a = tok * lt;
+            for (int j = 0; j < k; j++) {
+                float wj = wts[tok * k + j];
+                int b = (tok * k + j) * lt;
+                for (int i = 0; i < lt; i++) acc[a + i] = acc[a + i] + wj * contrib[b + i];
+            }
+        }
+        if (m.latentNorm()) Norms.rmsnorm(acc, acc, m.norm(), t, lt, m.rmsEps());
+        MatVec.matmul(workers, y, acc, t, m.up());
+        float[] sh = new float[t * e];
+        Layers.mlp(workers, true, sh, x, t, m.shared());
+        for (int i = 0; i < t * e; i++) y[i] = y[i] + sh[i];
+    }
+
+    private Layers.Expert kernelExpert(int layer, int expert, Mlp.LatentMoe m) throws ExpertLoadException {
+        long key = (long) layer * m.experts() + expert;
+        if (memoize) {
+            Layers.Expert ex = kernelExperts.get(key);
+            if (ex != null) {
+                experts.get(layer, expert); // counted as a get like any other
+                return ex;
+            }
+        }
+        ResidentExpert r = experts.get(layer, expert);
+        int lt = m.latent(), inter = m.intermediate();
+        Layers.Expert ex;
+        try {
+            ex = new Layers.Expert(Layers.Mx.of(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt),
+                    Layers.Mx.of(r.part(ExpertPart.W3_PACKED), r.part(ExpertPart.W3_SCALE), inter, lt),
+                    Layers.Mx.of(r.part(ExpertPart.W2_PACKED), r.part(ExpertPart.W2_SCALE), lt, inter));
+        } catch (IllegalArgumentException | IndexOutOfBoundsException bad) {
+            throw new ExpertLoadException(layer, expert, "bytes do not fit the MXFP4 geometry: " + bad.getMessage(), bad);
+        }
+        if (memoize) kernelExperts.put(key, ex);
+        return ex;
+    }
+}

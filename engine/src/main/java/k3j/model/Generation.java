@@ -1,0 +1,50 @@
+package k3j.model;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import k3j.kernels.Argmax;
+
+/**
+ * Greedy generation (ENGINE §4.3): full recompute (each step one forward over the whole sequence, fresh
+ * state) or incremental (step 0 feeds the prompt, later steps the last emitted token, KV cache and KDA state
+ * carried). Argmax: the first maximal index wins. stepLogits[g] = the V logits that chose generated[g].
+ */
+public record Generation(int[] prompt, int[] generated, List<float[]> stepLogits, double[] stepSeconds) {
+
+    public int[] fullIds() {
+        int[] all = Arrays.copyOf(prompt, prompt.length + generated.length);
+        System.arraycopy(generated, 0, all, prompt.length, generated.length);
+        return all;
+    }
+
+    public double seconds() {
+        return Arrays.stream(stepSeconds).sum();
+    }
+
+    /** KV capacity for an incremental run: prompt + gen + 1 positions (ENGINE §4.3). */
+    public static int capacity(int promptLength, int gen) {
+        return promptLength + gen + 1;
+    }
+
+    public static Generation greedy(Forward f, int[] prompt, int gen, boolean incremental) {
+        if (prompt.length < 1) throw new IllegalArgumentException("no prompt ids");
+        int v = f.weights().lmHead().rows();
+        int[] seq = Arrays.copyOf(prompt, prompt.length + gen);
+        int n = prompt.length;
+        List<float[]> logits = new ArrayList<>();
+        double[] secs = new double[gen];
+        DecodeState st = incremental ? DecodeState.create(f.weights(), capacity(prompt.length, gen)) : null;
+        for (int g = 0; g < gen; g++) {
+            long t0 = System.nanoTime();
+            Forward.Result r;
+            if (!incremental) r = f.full(Arrays.copyOf(seq, n), false, null);
+            else if (g == 0) r = f.step(prompt.clone(), st, false, null);
+            else r = f.step(new int[] {seq[n - 1]}, st, false, null);
+            seq[n++] = Argmax.fast(r.logits(), 0, v);
+            logits.add(r.logits());
+            secs[g] = (System.nanoTime() - t0) / 1e9;
+        }
+        return new Generation(prompt.clone(), Arrays.copyOfRange(seq, prompt.length, n), List.copyOf(logits), secs);
+    }
+}

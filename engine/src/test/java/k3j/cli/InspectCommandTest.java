@@ -1,0 +1,98 @@
+package k3j.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import k3j.io.ReleasedLayout;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+class InspectCommandTest {
+    @TempDir
+    Path dir;
+
+    record Run(int exit, String out, String err) {}
+
+    private static Run inspect(String path) {
+        StringWriter out = new StringWriter(), err = new StringWriter();
+        CommandLine cl = K3.commandLine();
+        cl.setOut(new PrintWriter(out, true));
+        cl.setErr(new PrintWriter(err, true));
+        int exit = cl.execute("inspect", path);
+        return new Run(exit, out.toString(), err.toString());
+    }
+
+    private static void safetensors(Path file, String header, int dataBytes) throws IOException {
+        byte[] h = header.getBytes(StandardCharsets.UTF_8);
+        ByteBuffer b = ByteBuffer.allocate(8 + h.length + dataBytes).order(ByteOrder.LITTLE_ENDIAN).putLong(h.length).put(h);
+        Files.write(file, b.array());
+    }
+
+    @Test
+    void aReleasedLayoutIsSummarisedFromItsNames() throws IOException {
+        Path model = dir.resolve("model");
+        new ReleasedLayout(ReleasedLayout.Geometry.released().withExperts(2).withShards(5)).write(model);
+        Files.writeString(model.resolve("config.json"), "{}");
+        Run r = inspect(model.toString());
+        assertEquals(ExitCode.OK, r.exit(), r.err());
+        assertTrue(r.out().contains("shards: 5 files"), r.out());
+        assertTrue(r.out().contains("config.json: present"), r.out());
+        assertTrue(r.out().contains("attention: " + "KKKM".repeat(23) + "M (69 KDA, 24 MLA)"), r.out());
+        assertTrue(r.out().contains("mlp:       D" + "E".repeat(92) + " (1 dense, 92 MoE)"), r.out());
+        assertTrue(r.out().contains("routed experts: 184"), r.out());
+        assertTrue(r.out().matches("(?s).*routed expert +1104 tensors.*"), r.out());
+        assertTrue(r.out().matches("(?s).*embedding +2 tensors.*"), r.out());
+    }
+
+    @Test
+    void trailingBytesAreANoteNotAnError() throws IOException {
+        Path f = dir.resolve("t.safetensors");
+        safetensors(f, "{\"w\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]}}", 7);
+        Run r = inspect(f.toString());
+        assertEquals(ExitCode.OK, r.exit(), r.err());
+        assertTrue(r.out().contains("5 trailing bytes"), r.out());
+        assertTrue(r.out().matches("(?s).*U8 +1 tensors +2 bytes.*"), r.out());
+    }
+
+    @Test
+    void anInvalidCheckpointIsOneLineAndExitOne() throws IOException {
+        Path f = dir.resolve("bad.safetensors");
+        safetensors(f, "{\"w\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[0,2]}}", 2);
+        Run r = inspect(f.toString());
+        assertEquals(ExitCode.RUNTIME, r.exit());
+        assertEquals("k3 inspect: " + f + ": tensor \"w\": data_offsets span 2 bytes but shape [3] of U8 implies 3 [size-mismatch]",
+                r.err().strip());
+        assertFalse(r.err().contains("Exception"));
+    }
+
+    @Test
+    void badArgumentsAreUsageErrors() throws IOException {
+        assertEquals(ExitCode.USAGE, inspect(dir.resolve("missing").toString()).exit());
+        Path txt = Files.writeString(dir.resolve("notes.txt"), "x");
+        Run r = inspect(txt.toString());
+        assertEquals(ExitCode.USAGE, r.exit());
+        assertTrue(r.err().contains("not a model directory"), r.err());
+        StringWriter err = new StringWriter();
+        CommandLine cl = K3.commandLine();
+        cl.setErr(new PrintWriter(err, true));
+        assertEquals(ExitCode.USAGE, cl.execute("inspect"));
+    }
+
+    @Test
+    void aConfigIsRecognised() throws IOException {
+        Path c = Files.writeString(dir.resolve("config.json"), "{}");
+        Run r = inspect(c.toString());
+        assertEquals(ExitCode.OK, r.exit());
+        assertTrue(r.out().contains("a model config"), r.out());
+    }
+}
