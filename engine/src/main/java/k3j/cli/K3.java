@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         version = "k3 (k3j) 0.1.0",
         description = "Kimi K3 inference in Java.",
-        subcommands = {RunCommand.class, InspectCommand.class, SimCacheCommand.class, BisectCommand.class, CorruptCommand.class})
+        subcommands = {RunCommand.class, InspectCommand.class, SimCacheCommand.class, ConformCommand.class, BisectCommand.class, CorruptCommand.class})
 public final class K3 implements Runnable {
 
     @CommandLine.Spec

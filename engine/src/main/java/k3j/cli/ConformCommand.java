@@ -1,0 +1,166 @@
+package k3j.cli;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import k3j.conform.Charts;
+import k3j.conform.ConformException;
+import k3j.conform.Conformance;
+import k3j.conform.Finding;
+import k3j.conform.LayerReport;
+import k3j.conform.LayerSelection;
+import k3j.conform.LogitParity;
+import k3j.conform.ReferenceDump;
+import k3j.conform.ReferenceMatch;
+import k3j.kernels.Workers;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code k3 conform MODEL [--reference DUMP] [--layers 0-92|40,41,50-60]}: the checkpoint gates without
+ * Maven (issue "[checkpoint]"): every selected layer run alone from the reference dump's own inputs and
+ * compared stage by stage against the seed's rounding budget, then logit parity at every position (full
+ * recompute and incremental) and greedy generation. {@code --verify-data} hashes every byte of the model
+ * against the dump's sha256 list instead.
+ */
+@Command(name = "conform",
+        description = "Per-layer conformance and logit parity of a checkpoint against its torch reference dump.",
+        footer = {"The dump defaults to the one whose manifest matches the model's shards (names, sizes, header sha256),",
+                "searched in --dumps, ./reference-dumps, the repository's reference-dumps/, the model directory and next to it.",
+                "Exit codes: 0 every layer and the logits conform, 1 something does not (or a runtime failure), 2 bad usage."})
+final class ConformCommand implements Callable<Integer> {
+    @Parameters(index = "0", paramLabel = "MODEL", description = "the checkpoint directory")
+    Path model;
+
+    @Option(names = "--reference", paramLabel = "DUMP", description = "the reference dump (directory, .tar.gz or .tar.xz); refused if made for other weights")
+    Path reference;
+
+    @Option(names = "--layers", paramLabel = "SPEC", description = "layers to compare: 0-92, 40,41,50-60 (default all)")
+    String layers;
+
+    @Option(names = "--dumps", paramLabel = "DIR", description = "another folder to search for the matching dump (repeatable)")
+    List<Path> dumps = new ArrayList<>();
+
+    @Option(names = "--no-logits", description = "per-layer conformance only")
+    boolean noLogits;
+
+    @Option(names = "--verify-data", description = "hash every file of the model against the dump's sha256 list (reads all bytes) and stop")
+    boolean verifyData;
+
+    @Option(names = "--chart", paramLabel = "FILE", description = "write the layers x stages SVG chart")
+    Path chart;
+
+    @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
+    Integer threads;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
+        if (!Files.isDirectory(model)) throw usage("no model directory " + model);
+        if (threads != null && threads < 1) throw usage("--threads must be >= 1, got " + threads);
+        List<Path> search = searchDirs();
+        if (verifyData) {
+            ReferenceDump d = ReferenceMatch.locate(model, reference, search);
+            out.println("reference: " + d.source());
+            ReferenceMatch.verifyData(d, model, out::println);
+            out.println("VERIFIED: every listed file's sha256 equals the dump's");
+            return ExitCode.OK;
+        }
+        long t0 = System.nanoTime();
+        int failed = 0;
+        try (Workers w = Workers.of(threads != null ? threads : Runtime.getRuntime().availableProcessors());
+             Conformance c = Conformance.open(model, reference, search, w)) {
+            List<Integer> sel;
+            try {
+                sel = LayerSelection.parse(layers, c.layerCount());
+            } catch (IllegalArgumentException e) {
+                throw usage(e.getMessage());
+            }
+            out.println("model     : " + model);
+            out.println("reference : " + c.dump().source() + " (" + c.tokens() + " ids)");
+            out.println("budget    : " + c.budget().rule());
+            if (c.bindFailure() != null) err.println("k3: " + c.bindFailure().getMessage());
+            out.flush();
+            List<LayerReport> reports = new ArrayList<>();
+            int kda = 0, mla = 0;
+            double worstPassing = 0;
+            for (int layer : sel) {
+                LayerReport r = c.layer(layer);
+                reports.add(r);
+                out.println(r.line());
+                out.flush();
+                if (r.conforms()) worstPassing = Math.max(worstPassing, r.worstRatioToBudget());
+                else failed++;
+                if (r.kind().startsWith("KDA")) kda++;
+                else mla++;
+            }
+            out.println("=".repeat(78));
+            out.printf(Locale.ROOT, "LAYERS %s   %d passed, %d failed   (%d KDA, %d MLA)   %.1f s total%n", LayerSelection.format(sel),
+                    sel.size() - failed, failed, kda, mla, (System.nanoTime() - t0) / 1e9);
+            out.printf(Locale.ROOT, "worst stage across all passing layers: %.3gx of its rounding budget%n", worstPassing);
+            for (Finding f : Finding.values()) {
+                long n = reports.stream().filter(r -> r.finding() == f).count();
+                if (f != Finding.CONFORMS && n > 0) out.printf(Locale.ROOT, "%-22s %d layer(s): %s%n", f.tag(), n,
+                        LayerSelection.format(reports.stream().filter(r -> r.finding() == f).map(LayerReport::layer).toList()));
+            }
+            out.println("=".repeat(78));
+            out.println(failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM");
+            if (chart != null) {
+                Files.writeString(chart, Charts.overview(reports, "layers x stages: " + model.getFileName()));
+                out.println("chart: " + chart);
+            }
+            if (!noLogits && c.model() != null) {
+                for (boolean incremental : new boolean[] {false, true}) {
+                    LogitParity.Result p = c.teacherForcing(incremental);
+                    out.println();
+                    out.println("===== ELEMENTWISE LOGIT COMPARISON (" + p.mode() + ") =====");
+                    out.print(p.text());
+                    if (p.finding() != Finding.CONFORMS) failed++;
+                }
+                LogitParity.Greedy g = c.greedy();
+                out.println();
+                out.println("===== GREEDY GENERATION (incremental) =====");
+                out.print(g.text());
+                if (!g.equal()) failed++;
+            }
+        } catch (ConformException e) {
+            err.println("k3: " + e.getMessage());
+            return ExitCode.RUNTIME;
+        }
+        out.printf(Locale.ROOT, "wall time %.1f s%n", (System.nanoTime() - t0) / 1e9);
+        return failed == 0 ? ExitCode.OK : ExitCode.RUNTIME;
+    }
+
+    /** --dumps, ./reference-dumps, and the reference-dumps/ of the repository the jar was built in. */
+    private List<Path> searchDirs() {
+        LinkedHashSet<Path> s = new LinkedHashSet<>(dumps);
+        s.add(Path.of("reference-dumps"));
+        try {
+            Path jar = Path.of(ConformCommand.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            for (Path p = jar.getParent(); p != null; p = p.getParent()) {
+                if (Files.isDirectory(p.resolve("reference-dumps"))) {
+                    s.add(p.resolve("reference-dumps"));
+                    break;
+                }
+            }
+        } catch (Exception ignored) {
+            // no code source (unusual class loader): the other folders still count
+        }
+        return new ArrayList<>(s);
+    }
+
+    private CommandLine.ParameterException usage(String msg) {
+        return new CommandLine.ParameterException(spec.commandLine(), msg);
+    }
+}

@@ -1,0 +1,219 @@
+package k3j.conform;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Small SVG charts for the report (plain text, no charting library: two fixed layouts do not justify one).
+ * Ratios are drawn on a log scale where 1 is the budget line and 100 the binding-error line.
+ */
+public final class Charts {
+    private Charts() {}
+
+    /** Log scale floor and ceiling of the charts: ratios below 1e-4 budgets are all "deep inside". */
+    static final double LO = -4, HI = 4;
+
+    /**
+     * The overview: a heatmap of layers (columns) × stages (rows) coloured by ratio to budget, and under it the
+     * worst stage per layer as bars on a log axis with the budget (1) and binding-error (100) lines.
+     */
+    public static String overview(List<LayerReport> reports, String title) {
+        List<String> stages = new ArrayList<>(Stage.NAMES);
+        stages.add(Stage.MOE_WEIGHT);
+        int n = reports.size();
+        int cell = Math.max(6, Math.min(24, 1100 / Math.max(1, n))), rowH = 20;
+        int left = 110, top = 56, mapW = cell * n, mapH = rowH * stages.size();
+        int barTop = top + mapH + 44, barH = 190, legendTop = barTop + barH + 56;
+        int width = left + mapW + 40, height = legendTop + 64;
+        width = Math.max(width, 760);
+        Svg s = new Svg(width, height);
+        s.text(left, 22, 15, "bold", "start", title);
+        s.text(left, 40, 12, "normal", "start", "colour = max|engine - ref| / max|ref| / budget per stage (log scale); budget = eps32 * sqrt(width) * factor");
+        for (int r = 0; r < stages.size(); r++) s.text(left - 6, top + r * rowH + rowH * 0.68, 11, "normal", "end", stages.get(r));
+        for (int c = 0; c < n; c++) {
+            LayerReport rep = reports.get(c);
+            int x = left + c * cell;
+            for (int r = 0; r < stages.size(); r++) {
+                String st = stages.get(r);
+                StageMetric m = rep.stages().stream().filter(q -> q.stage().equals(st)).findFirst().orElse(null);
+                int y = top + r * rowH;
+                String tip = rep.name() + " " + st + ": " + (m == null ? (st.equals(Stage.MOE_WEIGHT) && !rep.stages().isEmpty() ? "dense layer, no routing" : "not run") : fmt(m.ratioToBudget()) + "x budget");
+                if (m == null) {
+                    boolean dense = st.equals(Stage.MOE_WEIGHT) && !rep.stages().isEmpty();
+                    s.rect(x, y, cell, rowH, dense ? "#ffffff" : "#9e9e9e", "#e0e0e0", tip);
+                } else s.rect(x, y, cell, rowH, colour(m.ratioToBudget()), "#ffffff", tip);
+            }
+            if (rep.routing() != null && !rep.routing().equal()) s.text(x + cell / 2.0, top + mapH + 12, 10, "bold", "middle", "R");
+            if (n <= 40 || rep.layer() % 4 == 0) s.text(x + cell / 2.0, top - 4, 9, "normal", "middle", String.valueOf(rep.layer()));
+        }
+        s.text(left + mapW / 2.0, top + mapH + 26, 11, "normal", "middle", "layer (R under a column = routing differs; grey = not run)");
+        // worst stage per layer
+        s.text(left, barTop - 8, 12, "bold", "start", "worst stage per layer, ratio to budget (log)");
+        s.line(left, barTop, left, barTop + barH, "#555", 1, null);
+        for (int e = (int) LO; e <= HI; e++) {
+            double y = barTop + barH * (HI - e) / (HI - LO);
+            s.line(left - 3, y, left + mapW, y, "#eeeeee", 1, null);
+            s.text(left - 6, y + 4, 10, "normal", "end", "1e" + e);
+        }
+        for (int c = 0; c < n; c++) {
+            LayerReport rep = reports.get(c);
+            double r = rep.worstRatioToBudget();
+            double v = Math.max(LO, Math.min(HI, r <= 0 ? LO : Math.log10(r)));
+            double y = barTop + barH * (HI - v) / (HI - LO);
+            s.rect(left + c * cell + 1, y, Math.max(1, cell - 2), barTop + barH - y, rep.stages().isEmpty() ? "#9e9e9e" : colour(r), null,
+                    rep.name() + ": worst " + (rep.worst() == null ? "not run" : rep.worst().stage() + " " + fmt(r) + "x budget"));
+        }
+        double yb = barTop + barH * HI / (HI - LO), yb100 = barTop + barH * (HI - 2) / (HI - LO);
+        s.line(left, yb, left + mapW, yb, "#c62828", 2, "6,3");
+        s.text(left + mapW + 4, yb + 4, 10, "bold", "start", "budget");
+        s.line(left, yb100, left + mapW, yb100, "#6a1b9a", 1.5, "2,3");
+        s.text(left + mapW + 4, yb100 + 4, 10, "normal", "start", "100x");
+        legend(s, left, legendTop, Math.min(mapW, 600));
+        return s.done();
+    }
+
+    /** Colour legend: the log scale with the budget line marked. */
+    static void legend(Svg s, int x, int y, int w) {
+        int steps = 64;
+        for (int i = 0; i < steps; i++) {
+            double e = LO + (HI - LO) * (i + 0.5) / steps;
+            s.rect(x + w * i / (double) steps, y, w / (double) steps + 0.5, 14, colour(Math.pow(10, e)), null, null);
+        }
+        for (int e = (int) LO; e <= HI; e++) {
+            double xx = x + w * (e - LO) / (HI - LO);
+            s.line(xx, y + 14, xx, y + 18, "#555", 1, null);
+            s.text(xx, y + 30, 10, "normal", "middle", e == 0 ? "1 = budget" : e == 2 ? "100x: binding error" : "1e" + e);
+        }
+        double xb = x + w * (0 - LO) / (HI - LO);
+        s.line(xb, y - 4, xb, y + 18, "#c62828", 2.5, null);
+        s.text(x, y - 8, 10, "normal", "start", "within budget (rounding)");
+        s.text(x + w, y - 8, 10, "normal", "end", "over budget: drift, then binding error");
+    }
+
+    /** Green (far inside) → yellow (at the budget) → orange (drift) → red (≥ 100: binding error). */
+    static String colour(double ratio) {
+        if (Double.isNaN(ratio) || ratio >= 100) return "#c62828";
+        double e = ratio <= 0 ? LO : Math.max(LO, Math.log10(ratio));
+        if (e <= 0) {
+            double t = (e - LO) / -LO; // 0 deep inside .. 1 at the budget
+            return hsl(135 - 80 * t, 55 + 25 * t, 38 + 14 * t);
+        }
+        double t = e / 2; // 1 .. 100
+        return hsl(38 - 22 * t, 90, 52 - 6 * t);
+    }
+
+    static String hsl(double h, double sat, double l) {
+        return String.format(Locale.ROOT, "hsl(%.0f,%.0f%%,%.0f%%)", h, sat, l);
+    }
+
+    /**
+     * Logit parity: left, engine vs reference logits (at most {@code maxPoints} points, every row's argmax
+     * always included) on the diagonal; right, each position's max|diff| / max|ref| / budget with the budget line.
+     */
+    public static String parity(LogitParity.Result r, float[] engine, float[] reference, int maxPoints) {
+        int w = 980, h = 430, pad = 50, side = 320;
+        Svg s = new Svg(w, h);
+        s.text(pad, 22, 15, "bold", "start", "logit parity (" + r.mode() + "): " + r.rows() + " positions x " + r.vocab() + " vocab");
+        double lo = Double.POSITIVE_INFINITY, hi = Double.NEGATIVE_INFINITY;
+        for (float v : reference) {
+            lo = Math.min(lo, v);
+            hi = Math.max(hi, v);
+        }
+        if (!(hi > lo)) hi = lo + 1;
+        double x0 = pad, y0 = 50;
+        s.rect(x0, y0, side, side, "#fafafa", "#888", null);
+        s.line(x0, y0 + side, x0 + side, y0, "#c62828", 1, "4,3");
+        int stride = Math.max(1, reference.length / Math.max(1, maxPoints));
+        for (int i = 0; i < reference.length; i += stride) dot(s, x0, y0, side, lo, hi, reference[i], engine[i], "#1565c0");
+        for (LogitParity.Position p : r.positions()) {
+            int j = p.position() * r.vocab() + p.referenceArgmax();
+            dot(s, x0, y0, side, lo, hi, reference[j], engine[j], p.argmaxEqual() ? "#2e7d32" : "#c62828");
+        }
+        s.text(x0 + side / 2.0, y0 + side + 30, 11, "normal", "middle", "reference logit");
+        s.text(x0 - 30, y0 + side / 2.0, 11, "normal", "middle", "engine", -90);
+        s.text(x0 + side / 2.0, y0 + side + 46, 10, "normal", "middle",
+                String.format(Locale.ROOT, "corr %.9f, max|diff| %.3g; green = each row's reference argmax", r.correlation(), r.maxAbsDiff()));
+        for (double v : new double[] {lo, (lo + hi) / 2, hi}) {
+            double t = (v - lo) / (hi - lo);
+            s.text(x0 + t * side, y0 + side + 14, 9, "normal", "middle", fmt(v));
+            s.text(x0 - 4, y0 + side - t * side + 3, 9, "normal", "end", fmt(v));
+        }
+        // per-position ratio to budget
+        double bx = x0 + side + 90, bw = w - bx - 70, bh = side;
+        s.text(bx, y0 - 10, 12, "bold", "start", "per position: max|diff| / max|ref| / budget (log)");
+        s.line(bx, y0, bx, y0 + bh, "#555", 1, null);
+        for (int e = (int) LO; e <= HI; e++) {
+            double y = y0 + bh * (HI - e) / (HI - LO);
+            s.line(bx - 3, y, bx + bw, y, "#eeeeee", 1, null);
+            s.text(bx - 6, y + 4, 10, "normal", "end", "1e" + e);
+        }
+        int n = r.positions().size();
+        double cw = bw / Math.max(1, n);
+        for (LogitParity.Position p : r.positions()) {
+            double v = p.ratioToBudget() <= 0 ? LO : Math.max(LO, Math.min(HI, Math.log10(p.ratioToBudget())));
+            double y = y0 + bh * (HI - v) / (HI - LO);
+            s.rect(bx + p.position() * cw + 1, y, Math.max(1, cw - 2), y0 + bh - y, colour(p.ratioToBudget()), null,
+                    "position " + p.position() + ": " + fmt(p.ratioToBudget()) + "x budget, argmax " + (p.argmaxEqual() ? "equal" : "differs"));
+            if (n <= 40 || p.position() % 8 == 0) s.text(bx + (p.position() + 0.5) * cw, y0 + bh + 14, 9, "normal", "middle", String.valueOf(p.position()));
+            if (p.position() == r.promptLength() - 1) s.line(bx + (p.position() + 1) * cw, y0, bx + (p.position() + 1) * cw, y0 + bh, "#777", 1, "3,3");
+        }
+        double yb = y0 + bh * HI / (HI - LO);
+        s.line(bx, yb, bx + bw, yb, "#c62828", 2, "6,3");
+        s.text(bx + bw + 4, yb + 4, 10, "bold", "start", "budget");
+        s.text(bx + bw / 2, y0 + bh + 30, 11, "normal", "middle", "position (dashed: end of prompt, generated span after it)");
+        return s.done();
+    }
+
+    private static void dot(Svg s, double x0, double y0, double side, double lo, double hi, double ref, double eng, String fill) {
+        double x = x0 + (ref - lo) / (hi - lo) * side, y = y0 + side - (Math.max(lo, Math.min(hi, eng)) - lo) / (hi - lo) * side;
+        s.raw(String.format(Locale.ROOT, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"1.8\" fill=\"%s\" fill-opacity=\"0.6\"/>", x, y, fill));
+    }
+
+    static String fmt(double v) {
+        return String.format(Locale.ROOT, "%.3g", v);
+    }
+
+    /** A minimal SVG builder. */
+    static final class Svg {
+        private final StringBuilder b = new StringBuilder();
+
+        Svg(int w, int h) {
+            b.append(String.format(Locale.ROOT, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">%n", w, h, w, h));
+            b.append(String.format(Locale.ROOT, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>%n", w, h));
+        }
+
+        void rect(double x, double y, double w, double h, String fill, String stroke, String title) {
+            b.append(String.format(Locale.ROOT, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"%s>", x, y, w, h, fill,
+                    stroke == null ? "" : " stroke=\"" + stroke + "\" stroke-width=\"0.5\""));
+            if (title != null) b.append("<title>").append(esc(title)).append("</title>");
+            b.append("</rect>\n");
+        }
+
+        void line(double x1, double y1, double x2, double y2, String stroke, double width, String dash) {
+            b.append(String.format(Locale.ROOT, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%.1f\"%s/>%n", x1, y1, x2, y2,
+                    stroke, width, dash == null ? "" : " stroke-dasharray=\"" + dash + "\""));
+        }
+
+        void text(double x, double y, int size, String weight, String anchor, String text) {
+            text(x, y, size, weight, anchor, text, 0);
+        }
+
+        void text(double x, double y, int size, String weight, String anchor, String text, int rotate) {
+            b.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%d\" font-weight=\"%s\" text-anchor=\"%s\"%s>%s</text>%n", x, y, size, weight,
+                    anchor, rotate == 0 ? "" : String.format(Locale.ROOT, " transform=\"rotate(%d %.1f %.1f)\"", rotate, x, y), esc(text)));
+        }
+
+        void raw(String s) {
+            b.append(s).append('\n');
+        }
+
+        String done() {
+            return b.append("</svg>\n").toString();
+        }
+
+        static String esc(String s) {
+            return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\"", "&quot;");
+        }
+    }
+}

@@ -1,0 +1,229 @@
+package k3j.conform;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import k3j.config.ModelConfig;
+import k3j.kernels.Workers;
+import k3j.model.BindException;
+import k3j.model.DecodeState;
+import k3j.model.ExpertDropException;
+import k3j.model.Forward;
+import k3j.model.Generation;
+import k3j.model.LayerStages;
+import k3j.model.Model;
+
+/**
+ * A model directory and the reference dump made for it, ready to compare (the checkpoint gates and
+ * {@code k3 conform}): {@link #layer(int)} runs ONE layer alone from the dump's own inputs (its incoming
+ * partial sum and the snapshots it sees, fresh state, all T tokens in one call: FORMAT.md §6), so a bad layer
+ * cannot poison the next; {@link #teacherForcing(boolean)} and {@link #greedy()} compare logits.
+ *
+ * <p>Open order: the dump is located and matched first (headers only), then the model is bound. A model that
+ * does not bind is kept as {@link #bindFailure()}: the layers it names report {@link Finding#MISSING_TENSOR}
+ * with their own problem lines.
+ */
+public final class Conformance implements AutoCloseable {
+    private final Path modelDir;
+    private final ReferenceDump dump;
+    private final Budget budget;
+    private final Model model;
+    private final BindException bindFailure;
+    private final Forward forward;
+    private final int[] ids;
+    private final int tokens, hidden;
+
+    private Conformance(Path modelDir, ReferenceDump dump, Workers workers) {
+        this.modelDir = modelDir;
+        this.dump = dump;
+        this.budget = dump.budget();
+        this.ids = dump.ids();
+        this.tokens = ids.length;
+        if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
+        Model m = null;
+        BindException bf = null;
+        try {
+            m = Model.open(modelDir);
+        } catch (BindException e) {
+            bf = e;
+        }
+        this.model = m;
+        this.bindFailure = bf;
+        ModelConfig c = m != null ? m.config() : k3j.config.ConfigReader.read(modelDir.resolve("config.json"));
+        this.hidden = c.hiddenSize();
+        if (c.layerCount() != dump.layerCount()) {
+            throw ReferenceDump.mismatch(dump.source() + " has " + dump.layerCount() + " layers, the model " + c.layerCount());
+        }
+        String map = dump.field("layer_map").asText();
+        if (!map.equals(c.layerMap())) throw ReferenceDump.mismatch(dump.source() + " was made for layer map " + map + ", the model's config gives " + c.layerMap());
+        this.forward = m == null ? null : m.forward(workers);
+    }
+
+    /**
+     * Opens {@code modelDir} with {@code reference} (null = the one dump in {@code searchDirs}, in the model
+     * directory or next to it whose manifest matches the model's shards; see {@link ReferenceMatch}).
+     */
+    public static Conformance open(Path modelDir, Path reference, List<Path> searchDirs, Workers workers) {
+        if (modelDir == null || !Files.isDirectory(modelDir)) throw new IllegalArgumentException("no model directory " + modelDir);
+        ReferenceDump d = ReferenceMatch.locate(modelDir, reference, searchDirs);
+        return new Conformance(modelDir, d, workers);
+    }
+
+    /** Opens with a dump already matched (or deliberately unmatched: tests). */
+    public static Conformance open(Path modelDir, ReferenceDump dump, Workers workers) {
+        return new Conformance(modelDir, dump, workers);
+    }
+
+    public Path modelDir() {
+        return modelDir;
+    }
+
+    public ReferenceDump dump() {
+        return dump;
+    }
+
+    public Budget budget() {
+        return budget;
+    }
+
+    /** null when the model did not bind ({@link #bindFailure()}). */
+    public Model model() {
+        return model;
+    }
+
+    public BindException bindFailure() {
+        return bindFailure;
+    }
+
+    public int layerCount() {
+        return dump.layerCount();
+    }
+
+    public int tokens() {
+        return tokens;
+    }
+
+    // ------------------------------------------------------------------ per layer
+
+    /** Runs layer {@code i} alone from the dump's inputs and compares every stage and the routing. Never throws for the layer's own faults. */
+    public LayerReport layer(int i) {
+        ReferenceDump.LayerInfo info = dump.layer(i);
+        String kind = info.kind();
+        long t0 = System.nanoTime();
+        if (model == null) {
+            List<String> own = bindFailure.problems().stream().filter(p -> p.contains(".layers." + i + ".")).toList();
+            String msg = bindFailure.layers().contains(i)
+                    ? Finding.MISSING_TENSOR.tag() + " L" + i + " " + kind + ": " + String.join("; ", own)
+                    : Finding.MISSING_TENSOR.tag() + " L" + i + " " + kind + " not run: the checkpoint does not bind (" + firstLine(bindFailure.getMessage()) + ")";
+            return new LayerReport(i, kind, List.of(), null, Finding.MISSING_TENSOR, msg, 0);
+        }
+        String p = "layers." + i + ".";
+        float[] partialIn = dump.f32(p + "partial_in");
+        List<float[]> snaps = dump.snapshots(info.snapshotsAttn(), tokens, hidden);
+        LayerStages st;
+        try {
+            st = forward.runLayer(i, partialIn, snaps, tokens);
+        } catch (ExpertDropException e) {
+            return new LayerReport(i, kind, List.of(), null, Finding.MISSING_TENSOR, Finding.MISSING_TENSOR.tag() + " L" + i + " " + kind + ": " + e.getMessage(), secs(t0));
+        } catch (RuntimeException e) {
+            return new LayerReport(i, kind, List.of(), null, Finding.BINDING_ERROR,
+                    Finding.BINDING_ERROR.tag() + " L" + i + " " + kind + ": the layer failed to run: " + e, secs(t0));
+        }
+        double seconds = secs(t0);
+        List<StageMetric> metrics = new ArrayList<>();
+        for (Stage s : Stage.values()) {
+            metrics.add(StageMetric.of(s.dumpName(), budget.width(s.dumpName()), s.of(st), dump.f32(p + s.dumpName()), budget.of(s.dumpName())));
+        }
+        Routing routing = null;
+        if (info.mlp().equals("moe")) {
+            int[] want = dump.i32(p + "moe_idx");
+            int k = dump.shape(p + "moe_idx")[1];
+            routing = Routing.compare(want, st.moeIdx(), k);
+            metrics.add(StageMetric.of(Stage.MOE_WEIGHT, budget.width(Stage.MOE_WEIGHT), st.moeWeight(), dump.f32(p + Stage.MOE_WEIGHT), budget.of(Stage.MOE_WEIGHT)));
+        }
+        return judge(i, kind, metrics, routing, seconds);
+    }
+
+    /** The verdict of one layer's metrics: the worst stage's band, a routing difference is a binding error. */
+    public static LayerReport judge(int layer, String kind, List<StageMetric> metrics, Routing routing, double seconds) {
+        StageMetric worst = null, firstOver = null;
+        for (StageMetric m : metrics) {
+            if (worst == null || !(m.ratioToBudget() <= worst.ratioToBudget())) worst = m;
+            if (firstOver == null && !(m.ratioToBudget() <= 1.0)) firstOver = m;
+        }
+        Finding f = worst == null ? Finding.CONFORMS : Finding.ofRatio(worst.ratioToBudget());
+        if (routing != null && !routing.equal()) f = Finding.BINDING_ERROR;
+        String msg = "";
+        if (f != Finding.CONFORMS) {
+            StringBuilder sb = new StringBuilder(f.tag()).append(" L").append(layer).append(' ').append(kind).append(": ");
+            if (firstOver != null) {
+                sb.append(describe(firstOver)).append(" (first stage over budget)");
+                if (worst != firstOver) sb.append("; worst ").append(describe(worst));
+            }
+            if (routing != null && !routing.equal()) {
+                if (firstOver != null) sb.append("; ");
+                sb.append("routing differs on ").append(routing.tokensDiffering()).append('/').append(routing.tokens()).append(" tokens (").append(routing.first()).append(')');
+            }
+            msg = sb.toString();
+        }
+        return new LayerReport(layer, kind, metrics, routing, f, msg, seconds);
+    }
+
+    static String describe(StageMetric m) {
+        return String.format(Locale.ROOT, "%s %.3gx budget (max|diff| %.3g, max|ref| %.3g, budget %.3g)", m.stage(), m.ratioToBudget(), m.maxAbsDiff(), m.maxAbsRef(), m.budget());
+    }
+
+    // ------------------------------------------------------------------ logits
+
+    /**
+     * Logits at EVERY position against the dump's teacher-forcing logits. {@code incremental}: prefill the
+     * prompt in one step, then feed the remaining ids one at a time through the KV cache and carried KDA
+     * state; else one full forward over all ids.
+     */
+    public LogitParity.Result teacherForcing(boolean incremental) {
+        requireModel();
+        int v = model.config().vocabSize();
+        float[] got;
+        if (!incremental) got = forward.full(ids, true, null).logits();
+        else {
+            int np = dump.promptIds().length;
+            if (np < 1 || np > tokens) throw ReferenceDump.mismatch(dump.source() + ": prompt length " + np + " does not fit " + tokens + " ids");
+            DecodeState st = DecodeState.create(model.weights(), tokens + 1);
+            got = new float[tokens * v];
+            float[] pre = forward.step(Arrays.copyOf(ids, np), st, true, null).logits();
+            System.arraycopy(pre, 0, got, 0, np * v);
+            for (int t = np; t < tokens; t++) System.arraycopy(forward.step(new int[] {ids[t]}, st, true, null).logits(), 0, got, t * v, v);
+        }
+        return LogitParity.compare(incremental ? "incremental" : "full recompute", got, dump.f32("logits"), ids, dump.promptIds().length, v, budget);
+    }
+
+    /** Greedy generation (incremental) from the prompt against the dump's greedy ids. */
+    public LogitParity.Greedy greedy() {
+        requireModel();
+        int[] prompt = dump.promptIds(), want = dump.generatedIds();
+        if (dump.has("greedy_ids") && !Arrays.equals(want, dump.i32("greedy_ids"))) throw ReferenceDump.mismatch(dump.source() + ": greedy_ids.bin and manifest generated_ids disagree");
+        Generation g = Generation.greedy(forward, prompt, want.length, true);
+        return LogitParity.greedy(g.generated(), g.stepLogits(), want, dump.f32("logits"), prompt.length, model.config().vocabSize());
+    }
+
+    private void requireModel() {
+        if (model == null) throw new ConformException(Finding.MISSING_TENSOR, firstLine(bindFailure.getMessage()));
+    }
+
+    private static String firstLine(String s) {
+        int nl = s.indexOf('\n');
+        return nl < 0 ? s : s.substring(0, nl);
+    }
+
+    private static double secs(long t0) {
+        return (System.nanoTime() - t0) / 1e9;
+    }
+
+    @Override
+    public void close() {
+        if (model != null) model.close();
+    }
+}

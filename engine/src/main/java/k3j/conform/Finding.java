@@ -1,0 +1,40 @@
+package k3j.conform;
+
+/**
+ * What a compared layer (or a refused run) amounts to. The ratio bands follow the seed's rule: rounding
+ * misses a stage's budget by about 1e-6 of max|ref|, a wrong binding by about 1 (so by 10^4 budgets and more);
+ * 100 budgets separate the two with room on both sides.
+ */
+public enum Finding {
+    /** every stage within its budget, routing equal */
+    CONFORMS("[conforms]"),
+    /** over budget but under {@value #BINDING_RATIO} budgets: accumulation order or precision */
+    ROUNDING_DRIFT("[rounding drift]"),
+    /** {@value #BINDING_RATIO} budgets or more, or a different routing decision: a wrong, swapped or transposed weight */
+    BINDING_ERROR("[binding error]"),
+    /** the checkpoint lacks a tensor the layer needs or holds it with the wrong shape or dtype */
+    MISSING_TENSOR("[missing tensor]"),
+    /** the dump was made for other weights, or is unreadable */
+    REFERENCE_MISMATCH("[reference mismatch]");
+
+    /** Ratio to budget at and above which a miss is a binding error, not rounding. */
+    public static final double BINDING_RATIO = 100.0;
+
+    private final String tag;
+
+    Finding(String tag) {
+        this.tag = tag;
+    }
+
+    /** The bracketed tag failure messages start with (matched by reports/categories.json). */
+    public String tag() {
+        return tag;
+    }
+
+    /** The finding for a worst ratio to budget (NaN and infinity are binding errors). */
+    public static Finding ofRatio(double ratioToBudget) {
+        if (ratioToBudget <= 1.0) return CONFORMS;
+        if (ratioToBudget < BINDING_RATIO) return ROUNDING_DRIFT;
+        return BINDING_ERROR;
+    }
+}

@@ -1,0 +1,58 @@
+package k3j.conform;
+
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * One layer run alone from the dump's own inputs and compared stage by stage.
+ *
+ * @param kind     "KDA", "MLA" or "KDA dense" (mixer, and "dense" on a dense-MLP layer)
+ * @param stages   every compared stage in order (the eight of FORMAT.md §2.2, then moe_weight on MoE layers);
+ *                 empty when the layer could not run
+ * @param routing  null on a dense layer
+ * @param finding  the verdict; {@link Finding#MISSING_TENSOR} / {@link Finding#REFERENCE_MISMATCH} when it could not run
+ * @param message  "" when it conforms, else a one-line reason starting with the finding's tag
+ */
+public record LayerReport(int layer, String kind, List<StageMetric> stages, Routing routing, Finding finding, String message, double seconds) {
+    public LayerReport {
+        stages = List.copyOf(stages);
+    }
+
+    public boolean conforms() {
+        return finding == Finding.CONFORMS;
+    }
+
+    /** "L37 MLA". */
+    public String name() {
+        return "L" + layer + " " + kind;
+    }
+
+    /** The stage with the largest ratio to budget (null when none ran). */
+    public StageMetric worst() {
+        return stages.stream().max(Comparator.comparingDouble(StageMetric::ratioToBudget)).orElse(null);
+    }
+
+    public double worstRatioToBudget() {
+        StageMetric w = worst();
+        return w == null ? Double.POSITIVE_INFINITY : w.ratioToBudget();
+    }
+
+    /** stage → ratio to budget. */
+    public Map<String, Double> ratios() {
+        Map<String, Double> m = new LinkedHashMap<>();
+        for (StageMetric s : stages) m.put(s.stage(), s.ratioToBudget());
+        return m;
+    }
+
+    /** "L37 MLA   PASS   9 stages  worst 0.021x budget (attn_out)   0.4 s" — the seed's conform_all line. */
+    public String line() {
+        StageMetric w = worst();
+        String verdict = conforms() ? "PASS" : "FAIL";
+        String worst = w == null ? "not run" : String.format(Locale.ROOT, "worst %.3gx budget (%s)", w.ratioToBudget(), w.stage());
+        return String.format(Locale.ROOT, "%-12s %s  %d stages  %s  %.1f s%s", name(), verdict, stages.size(), worst, seconds,
+                conforms() ? "" : "   " + message);
+    }
+}

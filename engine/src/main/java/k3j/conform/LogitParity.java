@@ -1,0 +1,186 @@
+package k3j.conform;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Engine logits against the reference's, the seed's cmp_logits figures (ENGINE §10.7) at every position:
+ * max |diff|, max |diff| / max |ref| against the logits budget, mean |diff|, correlation, top-10 overlap and
+ * argmax equality per position; for greedy generation the first step where the ids part, with both top-5 lists.
+ */
+public final class LogitParity {
+    private LogitParity() {}
+
+    /** One logit with its token id. */
+    public record Candidate(int id, float logit) {
+        @Override
+        public String toString() {
+            return String.format(Locale.ROOT, "%d (%.5g)", id, logit);
+        }
+    }
+
+    /**
+     * One position (row) of the teacher-forced logits: row t follows ids[0..t] and predicts ids[t+1].
+     *
+     * @param ratioToBudget max|diff| of the row / max|ref| of the row / budget
+     */
+    public record Position(int position, int lastId, double maxAbsDiff, double ratioToBudget, int engineArgmax, int referenceArgmax, int top10Overlap) {
+        public boolean argmaxEqual() {
+            return engineArgmax == referenceArgmax;
+        }
+    }
+
+    /**
+     * @param relToMaxRef       max|diff| / max|ref| over all rows (the seed's "relative to max|ref|")
+     * @param budget            eps32 · sqrt(vocab) · factor
+     * @param argmaxEqual       positions whose argmax agrees, of {@code rows}
+     * @param spanArgmaxWrong   rows NP−1 … T−2 (they produced the greedy ids) whose argmax is not the next id: must be none
+     */
+    public record Result(String mode, int rows, int vocab, int promptLength, double maxAbsDiff, double maxAbsRef, double relToMaxRef,
+            double budget, double meanAbsDiff, double correlation, int top10OverlapMin, double top10OverlapMean, int argmaxEqual,
+            List<String> spanArgmaxWrong, List<Position> positions) {
+        public double ratioToBudget() {
+            return relToMaxRef / budget;
+        }
+
+        public Finding finding() {
+            Finding f = Finding.ofRatio(ratioToBudget());
+            return f == Finding.CONFORMS && !spanArgmaxWrong.isEmpty() ? Finding.ROUNDING_DRIFT : f;
+        }
+
+        /** The seed's cmp_logits block. */
+        public String text() {
+            StringBuilder sb = new StringBuilder();
+            sb.append(String.format(Locale.ROOT, "mode                  : %s, %d positions (prompt %d), vocab %d%n", mode, rows, promptLength, vocab));
+            sb.append(String.format(Locale.ROOT, "max |diff|            : %.6e%n", maxAbsDiff));
+            sb.append(String.format(Locale.ROOT, "relative to max|ref|  : %.6e   (budget %.2e, %.3gx budget)%n", relToMaxRef, budget, ratioToBudget()));
+            sb.append(String.format(Locale.ROOT, "mean |diff|           : %.6e%n", meanAbsDiff));
+            sb.append(String.format(Locale.ROOT, "correlation           : %.9f%n", correlation));
+            sb.append(String.format(Locale.ROOT, "top-10 overlap        : min %d/10, mean %.2f/10%n", top10OverlapMin, top10OverlapMean));
+            sb.append(String.format(Locale.ROOT, "argmax equal          : %d/%d positions%n", argmaxEqual, rows));
+            sb.append(String.format(Locale.ROOT, "generated span argmax : %s%n", spanArgmaxWrong.isEmpty() ? "all equal to the next id" : String.join("; ", spanArgmaxWrong)));
+            sb.append(String.format(Locale.ROOT, "%n%4s %6s %12s %10s %8s %8s %6s%n", "pos", "id", "max|diff|", "xbudget", "engine", "ref", "top10"));
+            for (Position p : positions) {
+                sb.append(String.format(Locale.ROOT, "%4d %6d %12.4e %10.3g %8d %8d %6d%s%n", p.position(), p.lastId(), p.maxAbsDiff(), p.ratioToBudget(),
+                        p.engineArgmax(), p.referenceArgmax(), p.top10Overlap(), p.argmaxEqual() ? "" : "   <- argmax differs"));
+            }
+            return sb.toString();
+        }
+    }
+
+    /**
+     * @param firstDivergence the first generated step where the engine's id differs, or −1
+     * @param engineTop5      the engine's top-5 at that step (empty when none)
+     * @param referenceTop5   the reference's top-5 at that step (teacher-forced row NP−1+step)
+     */
+    public record Greedy(int[] engine, int[] reference, int firstDivergence, List<Candidate> engineTop5, List<Candidate> referenceTop5) {
+        public boolean equal() {
+            return firstDivergence < 0;
+        }
+
+        public String text() {
+            String s = "engine    : " + Arrays.toString(engine) + "\nreference : " + Arrays.toString(reference) + "\n";
+            if (equal()) return s + "all " + reference.length + " generated ids equal\n";
+            return s + "first divergence at generated step " + firstDivergence + "\n  engine top-5    : " + engineTop5 + "\n  reference top-5 : " + referenceTop5 + "\n";
+        }
+    }
+
+    /** Compares [rows][vocab] logits (rows = all T positions). */
+    public static Result compare(String mode, float[] engine, float[] reference, int[] ids, int promptLength, int vocab, Budget budget) {
+        int rows = ids.length;
+        if (reference.length != rows * vocab) throw ReferenceDump.mismatch("the dump's logits hold " + reference.length + " floats, " + rows + " x " + vocab + " expected");
+        if (engine.length != reference.length) throw new IllegalStateException("engine logits hold " + engine.length + " floats, " + reference.length + " expected");
+        double b = budget.of("logits");
+        double worst = 0, refMax = 0, sum = 0;
+        double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+        boolean nan = false;
+        List<Position> positions = new ArrayList<>();
+        int topMin = 10, argEq = 0;
+        long topSum = 0;
+        List<String> spanWrong = new ArrayList<>();
+        for (int r = 0; r < rows; r++) {
+            double rowDiff = 0, rowRef = 0;
+            for (int j = r * vocab; j < (r + 1) * vocab; j++) {
+                double x = engine[j], y = reference[j], d = Math.abs(x - y);
+                if (Double.isNaN(d)) nan = true;
+                else rowDiff = Math.max(rowDiff, d);
+                rowRef = Math.max(rowRef, Math.abs(y));
+                sum += Double.isNaN(d) ? 0 : d;
+                sx += x; sy += y; sxx += x * x; syy += y * y; sxy += x * y;
+            }
+            worst = Math.max(worst, rowDiff);
+            refMax = Math.max(refMax, rowRef);
+            int ea = argmax(engine, r * vocab, vocab), ra = argmax(reference, r * vocab, vocab);
+            int overlap = overlap(top(engine, r * vocab, vocab, 10), top(reference, r * vocab, vocab, 10));
+            topMin = Math.min(topMin, overlap);
+            topSum += overlap;
+            if (ea == ra) argEq++;
+            double rr = rowDiff == 0 ? 0 : rowRef == 0 ? Double.POSITIVE_INFINITY : rowDiff / rowRef / b;
+            positions.add(new Position(r, ids[r], rowDiff, rr, ea, ra, overlap));
+            if (r >= promptLength - 1 && r <= rows - 2 && ea != ids[r + 1]) {
+                spanWrong.add("position " + r + ": engine argmax " + ea + ", next id " + ids[r + 1]);
+            }
+        }
+        if (nan) worst = Double.POSITIVE_INFINITY;
+        double n = (double) rows * vocab;
+        double cov = sxy / n - (sx / n) * (sy / n), vx = sxx / n - (sx / n) * (sx / n), vy = syy / n - (sy / n) * (sy / n);
+        double corr = nan ? Double.NaN : cov / Math.sqrt(vx * vy);
+        double rel = worst == 0 ? 0 : refMax == 0 ? Double.POSITIVE_INFINITY : worst / refMax;
+        return new Result(mode, rows, vocab, promptLength, worst, refMax, rel, b, sum / n, corr, topMin, topSum / (double) rows, argEq,
+                List.copyOf(spanWrong), List.copyOf(positions));
+    }
+
+    /** Greedy ids against the reference's, and at the first divergence both top-5 lists. */
+    public static Greedy greedy(int[] engine, List<float[]> stepLogits, int[] reference, float[] referenceLogits, int promptLength, int vocab) {
+        int first = -1;
+        for (int g = 0; g < reference.length; g++) {
+            if (g >= engine.length || engine[g] != reference[g]) {
+                first = g;
+                break;
+            }
+        }
+        if (first < 0) return new Greedy(engine, reference, -1, List.of(), List.of());
+        List<Candidate> e = first < stepLogits.size() ? candidates(stepLogits.get(first), 0, vocab, 5) : List.of();
+        List<Candidate> r = candidates(referenceLogits, (promptLength - 1 + first) * vocab, vocab, 5);
+        return new Greedy(engine, reference, first, e, r);
+    }
+
+    /** First maximal index wins (ENGINE's argmax rule). */
+    static int argmax(float[] v, int off, int n) {
+        int best = 0;
+        for (int i = 1; i < n; i++) if (v[off + i] > v[off + best]) best = i;
+        return best;
+    }
+
+    /** Indices of the k largest values, descending (ties: lower id first). */
+    static int[] top(float[] v, int off, int n, int k) {
+        k = Math.min(k, n);
+        int[] best = new int[k];
+        int filled = 0;
+        for (int i = 0; i < n; i++) {
+            float x = v[off + i];
+            int pos = filled;
+            while (pos > 0 && x > v[off + best[pos - 1]]) pos--;
+            if (pos >= k) continue;
+            int end = Math.min(filled, k - 1);
+            System.arraycopy(best, pos, best, pos + 1, end - pos);
+            best[pos] = i;
+            if (filled < k) filled++;
+        }
+        return best;
+    }
+
+    static List<Candidate> candidates(float[] v, int off, int n, int k) {
+        List<Candidate> c = new ArrayList<>();
+        for (int i : top(v, off, n, k)) c.add(new Candidate(i, v[off + i]));
+        return c;
+    }
+
+    static int overlap(int[] a, int[] b) {
+        int n = 0;
+        for (int x : a) for (int y : b) if (x == y) n++;
+        return n;
+    }
+}

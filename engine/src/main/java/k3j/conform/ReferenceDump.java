@@ -1,0 +1,307 @@
+package k3j.conform;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.BufferedInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
+import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
+import org.apache.commons.compress.compressors.gzip.GzipCompressorInputStream;
+import org.apache.commons.compress.compressors.xz.XZCompressorInputStream;
+
+/**
+ * A torch reference dump (reference-dumps/FORMAT.md, {@code k3ref-dump} v1): a directory, or the same
+ * directory as {@code .tar.gz} / {@code .tar.xz} read in place (never unpacked to disk). The manifest is read
+ * on open; arrays on demand, each checked against its shape's size and its sha256. An archive is scanned
+ * once for the manifest and read whole (into memory) at the first array.
+ *
+ * <p>Every failure is a {@link ConformException} tagged {@link Finding#REFERENCE_MISMATCH}, naming the file.
+ */
+public final class ReferenceDump {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    /** Largest single array an archive may hold (one Java array). */
+    private static final long MAX_ENTRY = Integer.MAX_VALUE - 16;
+
+    private final Path source;
+    private final boolean archive;
+    /** archive only: the folder inside the archive holding manifest.json ("" at the root) */
+    private final String prefix;
+    private final JsonNode manifest;
+    private Map<String, byte[]> entries;
+
+    private ReferenceDump(Path source, boolean archive, String prefix, JsonNode manifest) {
+        this.source = source;
+        this.archive = archive;
+        this.prefix = prefix;
+        this.manifest = manifest;
+        if (!"k3ref-dump".equals(manifest.path("format").asText()) || manifest.path("format_version").asInt() != 1) {
+            throw mismatch(source + ": not a k3ref-dump v1 (format '" + manifest.path("format").asText() + "', version "
+                    + manifest.path("format_version") + ")");
+        }
+    }
+
+    /** Opens a dump directory or a {@code .tar.gz} / {@code .tgz} / {@code .tar.xz} archive of one. */
+    public static ReferenceDump open(Path path) {
+        if (!Files.exists(path)) throw mismatch("no reference dump at " + path);
+        if (Files.isDirectory(path)) {
+            Path m = path.resolve("manifest.json");
+            if (!Files.isRegularFile(m)) throw mismatch(path + " holds no manifest.json: not a reference dump");
+            try {
+                return new ReferenceDump(path, false, "", JSON.readTree(m.toFile()));
+            } catch (IOException e) {
+                throw mismatch("cannot read " + m + ": " + e.getMessage());
+            }
+        }
+        if (!isArchiveName(path)) throw mismatch(path + " is neither a dump directory nor a .tar.gz / .tar.xz archive");
+        try (TarArchiveInputStream tar = tar(path)) {
+            for (TarArchiveEntry en; (en = tar.getNextEntry()) != null; ) {
+                if (en.isDirectory()) continue;
+                String name = strip(en.getName());
+                String prefix = manifestPrefix(name);
+                if (prefix == null) continue;
+                if (en.getSize() > 64L << 20) throw mismatch(path + ": " + name + " is " + en.getSize() + " bytes, too large for a manifest");
+                return new ReferenceDump(path, true, prefix, JSON.readTree(tar.readAllBytes()));
+            }
+        } catch (IOException e) {
+            throw mismatch("cannot read the archive " + path + ": " + e.getMessage());
+        }
+        throw mismatch(path + ": no manifest.json at the archive root or under one top-level folder");
+    }
+
+    /** A name a dump archive may have. */
+    public static boolean isArchiveName(Path p) {
+        String n = p.getFileName().toString().toLowerCase(Locale.ROOT);
+        return n.endsWith(".tar.gz") || n.endsWith(".tgz") || n.endsWith(".tar.xz") || n.endsWith(".txz");
+    }
+
+    /** "" for manifest.json, "dir/" for dir/manifest.json, null otherwise (deeper or another file). */
+    private static String manifestPrefix(String name) {
+        if (name.equals("manifest.json")) return "";
+        int slash = name.indexOf('/');
+        if (slash > 0 && name.substring(slash + 1).equals("manifest.json")) return name.substring(0, slash + 1);
+        return null;
+    }
+
+    private static String strip(String name) {
+        return name.startsWith("./") ? name.substring(2) : name;
+    }
+
+    private static TarArchiveInputStream tar(Path path) throws IOException {
+        InputStream raw = new BufferedInputStream(Files.newInputStream(path), 1 << 16);
+        String n = path.getFileName().toString().toLowerCase(Locale.ROOT);
+        InputStream un = n.endsWith("xz") ? new XZCompressorInputStream(raw) : new GzipCompressorInputStream(raw);
+        return new TarArchiveInputStream(un);
+    }
+
+    // ------------------------------------------------------------------ manifest
+
+    /** Where the dump was read from (directory or archive). */
+    public Path source() {
+        return source;
+    }
+
+    public JsonNode manifest() {
+        return manifest;
+    }
+
+    /** A manifest field that must be present. */
+    public JsonNode field(String... path) {
+        JsonNode n = manifest;
+        for (String p : path) {
+            n = n.get(p);
+            if (n == null || n.isNull()) throw mismatch(source + ": manifest has no " + String.join(".", path));
+        }
+        return n;
+    }
+
+    /** An int list of the manifest (prompt_ids, generated_ids, ids, boundaries). */
+    public int[] ints(String name) {
+        JsonNode a = field(name);
+        if (!a.isArray()) throw mismatch(source + ": manifest " + name + " is not a list");
+        int[] v = new int[a.size()];
+        for (int i = 0; i < v.length; i++) {
+            if (!a.get(i).canConvertToInt()) throw mismatch(source + ": manifest " + name + "[" + i + "] is not an int");
+            v[i] = a.get(i).intValue();
+        }
+        return v;
+    }
+
+    public int[] promptIds() {
+        return ints("prompt_ids");
+    }
+
+    public int[] generatedIds() {
+        return ints("generated_ids");
+    }
+
+    /** prompt followed by generated: the teacher-forcing input (T ids). */
+    public int[] ids() {
+        return ints("ids");
+    }
+
+    public int layerCount() {
+        return field("layers").size();
+    }
+
+    /** One entry of manifest.layers[]. */
+    public LayerInfo layer(int i) {
+        JsonNode l = field("layers").get(i);
+        if (l == null || l.path("index").asInt(-1) != i) throw mismatch(source + ": manifest has no layers[" + i + "]");
+        String mixer = need(l, "mixer", i).asText(), mlp = need(l, "mlp", i).asText();
+        if (!mixer.equals("kda") && !mixer.equals("mla")) throw mismatch(source + ": layers[" + i + "].mixer is '" + mixer + "'");
+        if (!mlp.equals("dense") && !mlp.equals("moe")) throw mismatch(source + ": layers[" + i + "].mlp is '" + mlp + "'");
+        return new LayerInfo(i, mixer.equals("kda") ? "KDA" : "MLA", mlp, need(l, "boundary", i).asBoolean(),
+                need(l, "snapshots_attn", i).asInt(), need(l, "snapshots_mlp", i).asInt());
+    }
+
+    private JsonNode need(JsonNode l, String key, int i) {
+        JsonNode v = l.get(key);
+        if (v == null || v.isNull()) throw mismatch(source + ": manifest layers[" + i + "] has no " + key);
+        return v;
+    }
+
+    /** manifest.layers[i]: the mixer (KDA / MLA), the MLP (dense / moe) and how many snapshots each mix sees. */
+    public record LayerInfo(int index, String mixer, String mlp, boolean boundary, int snapshotsAttn, int snapshotsMlp) {
+        /** "KDA", "MLA", or "KDA dense" for a dense-MLP layer. */
+        public String kind() {
+            return mlp.equals("dense") ? mixer + " dense" : mixer;
+        }
+    }
+
+    /** The rounding budget of this dump (its manifest's constants; the seed's when it states none). */
+    public Budget budget() {
+        return Budget.of(this);
+    }
+
+    // ------------------------------------------------------------------ arrays
+
+    public boolean has(String key) {
+        return manifest.path("arrays").has(key);
+    }
+
+    public int[] shape(String key) {
+        JsonNode s = array(key).path("shape");
+        int[] v = new int[s.size()];
+        for (int i = 0; i < v.length; i++) v[i] = s.get(i).intValue();
+        return v;
+    }
+
+    public float[] f32(String key) {
+        ByteBuffer b = bytes(key, "F32");
+        float[] f = new float[b.remaining() / 4];
+        b.asFloatBuffer().get(f);
+        return f;
+    }
+
+    public int[] i32(String key) {
+        ByteBuffer b = bytes(key, "I32");
+        int[] v = new int[b.remaining() / 4];
+        b.asIntBuffer().get(v);
+        return v;
+    }
+
+    /** snapshots[0 : n], each [T][E]. */
+    public List<float[]> snapshots(int n, int tokens, int hidden) {
+        List<float[]> out = new ArrayList<>();
+        if (n == 0) return out;
+        float[] all = f32("snapshots");
+        int size = tokens * hidden;
+        if ((long) n * size > all.length) throw mismatch(source + ": snapshots holds " + all.length / Math.max(1, size) + " snapshots, " + n + " needed");
+        for (int s = 0; s < n; s++) out.add(java.util.Arrays.copyOfRange(all, s * size, (s + 1) * size));
+        return out;
+    }
+
+    private JsonNode array(String key) {
+        JsonNode a = manifest.path("arrays").get(key);
+        if (a == null) throw mismatch(source + ": array '" + key + "' is not in the manifest");
+        return a;
+    }
+
+    private ByteBuffer bytes(String key, String dtype) {
+        JsonNode a = array(key);
+        if (!dtype.equals(a.path("dtype").asText())) throw mismatch(source + ": array '" + key + "' is " + a.path("dtype").asText() + ", expected " + dtype);
+        long n = 4;
+        for (int d : shape(key)) {
+            if (d < 0) throw mismatch(source + ": array '" + key + "' has a negative dimension");
+            n *= d;
+        }
+        if (n > MAX_ENTRY) throw mismatch(source + ": array '" + key + "' is " + n + " bytes, more than one Java array holds");
+        String file = a.path("file").asText("");
+        if (file.isEmpty() || file.contains("/") || file.contains("\\")) throw mismatch(source + ": array '" + key + "' names file '" + file + "'");
+        byte[] b = read(file);
+        if (b.length != n) throw mismatch(source + "/" + file + ": " + b.length + " bytes, shape " + a.path("shape") + " needs " + n);
+        String sha = a.path("sha256").asText("");
+        if (!sha.isEmpty() && !sha.equals(sha256(b))) throw mismatch(source + "/" + file + ": sha256 differs from the manifest (corrupt or stale dump)");
+        return ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    private byte[] read(String file) {
+        if (!archive) {
+            Path p = source.resolve(file);
+            try {
+                long size = Files.size(p);
+                if (size > MAX_ENTRY) throw mismatch(p + " is " + size + " bytes, too large");
+                return Files.readAllBytes(p);
+            } catch (IOException e) {
+                throw mismatch("cannot read " + p + ": " + e.getMessage());
+            }
+        }
+        synchronized (this) {
+            if (entries == null) entries = loadArchive();
+        }
+        byte[] b = entries.get(file);
+        if (b == null) throw mismatch(source + ": the archive holds no " + prefix + file);
+        return b;
+    }
+
+    private Map<String, byte[]> loadArchive() {
+        Map<String, byte[]> m = new HashMap<>();
+        try (TarArchiveInputStream tar = tar(source)) {
+            for (TarArchiveEntry en; (en = tar.getNextEntry()) != null; ) {
+                String name = strip(en.getName());
+                if (en.isDirectory() || !name.startsWith(prefix)) continue;
+                String rest = name.substring(prefix.length());
+                if (rest.contains("/") || !rest.endsWith(".bin")) continue;
+                if (en.getSize() > MAX_ENTRY) throw mismatch(source + ": " + name + " is " + en.getSize() + " bytes, too large");
+                m.put(rest, tar.readAllBytes());
+            }
+        } catch (IOException e) {
+            throw mismatch("cannot read the archive " + source + ": " + e.getMessage());
+        }
+        return m;
+    }
+
+    static String sha256(byte[] b) {
+        return HexFormat.of().formatHex(digest().digest(b));
+    }
+
+    static MessageDigest digest() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static ConformException mismatch(String message) {
+        return new ConformException(Finding.REFERENCE_MISMATCH, message);
+    }
+
+    @Override
+    public String toString() {
+        return source.toString();
+    }
+}
