@@ -3,7 +3,6 @@ package k3j.bisect;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
@@ -149,7 +148,4 @@ public final class LayerRunner implements AutoCloseable {
         arena.close();
     }
 
-    static List<ExpertPart> packedParts() {
-        return new ArrayList<>(List.of(ExpertPart.W1_PACKED, ExpertPart.W2_PACKED, ExpertPart.W3_PACKED));
-    }
 }
