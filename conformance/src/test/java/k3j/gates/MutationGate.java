@@ -55,7 +55,15 @@ import org.junit.jupiter.params.provider.MethodSource;
 @Epic("mutation")
 class MutationGate {
     /** One corruption, the first (and only) layer that must fail, its first failing stage, bisect's verdict (null: unexplained). */
-    record Mutation(String name, Corruption corruption, int failingLayer, Stage stage, Candidate verdict) {
+    record Mutation(String name, List<Corruption> corruptions, int failingLayer, Stage stage, Candidate verdict) {
+        Mutation(String name, Corruption corruption, int failingLayer, Stage stage, Candidate verdict) {
+            this(name, List.of(corruption), failingLayer, stage, verdict);
+        }
+
+        String spec() {
+            return String.join(" + ", corruptions.stream().map(Corruption::spec).toList());
+        }
+
         @Override
         public String toString() {
             return name;
@@ -81,6 +89,10 @@ class MutationGate {
                     38, Stage.MLP_OUT, new Candidate.NibbleFlip(6, PACKED)),
             new Mutation("MLA L91 expert 1 nibbles flipped", new Corruption.NibbleFlip(91, 1),
                     91, Stage.MLP_OUT, new Candidate.NibbleFlip(1, PACKED)),
+            new Mutation("MLA L11 expert 4 w1 <-> w3 (packed and scales)", List.of(
+                    new Corruption.Swap(11, "block_sparse_moe.experts.4.w1.weight_packed", "block_sparse_moe.experts.4.w3.weight_packed"),
+                    new Corruption.Swap(11, "block_sparse_moe.experts.4.w1.weight_scale", "block_sparse_moe.experts.4.w3.weight_scale")),
+                    11, Stage.MLP_OUT, new Candidate.GateUpSwap(4)),
             new Mutation("KDA L5 o_proj stored transposed", new Corruption.Transpose(5, "self_attn.o_proj.weight"),
                     5, Stage.ATTN_OUT, new Candidate.Transpose("self_attn.o_proj.weight")),
             new Mutation("KDA L13 A_log padding tail filled (control: never read)", new Corruption.Fill(13, "self_attn.A_log", 5, 3.0f),
@@ -123,7 +135,7 @@ class MutationGate {
     void conformanceFailsExactlyTheCorruptedLayerAndBisectNamesIt(Mutation m) {
         Path copy = scratch.resolve("case-" + TABLE.indexOf(m));
         long t0 = System.nanoTime();
-        Corruptions.write(mini, copy, List.of(m.corruption()));
+        Corruptions.write(mini, copy, m.corruptions());
         Bisect.Report report;
         // the explicit reference is still matched by shard names, sizes, header sha256 and config: a data-only corruption passes
         try (Conformance c = Conformance.open(copy, dump, List.of(), workers); LayerRunner runner = new LayerRunner(c.model(), workers)) {
@@ -131,7 +143,7 @@ class MutationGate {
         }
         double seconds = (System.nanoTime() - t0) / 1e9;
 
-        Evidence.parameter("corruption", m.corruption().spec());
+        Evidence.parameter("corruption", m.spec());
         Evidence.parameter("expected failing layer", m.failingLayer() == NONE ? "none" : m.failingLayer() + " " + m.stage().key);
         Evidence.parameter("expected verdict", m.verdict() == null ? (m.failingLayer() == NONE ? "-" : "unexplained") : m.verdict().describe());
         Evidence.parameter("failing layers", report.failing().toString());
@@ -144,7 +156,7 @@ class MutationGate {
 
         if (m.failingLayer() == NONE) {
             Evidence.parameter("worst ratio to budget", report.layers().stream().mapToDouble(LayerReport::worstRatioToBudget).max().orElse(Double.POSITIVE_INFINITY));
-            assertEquals(List.of(), report.failing(), m.corruption().spec() + " must be invisible, yet layers fail: " + report.summary());
+            assertEquals(List.of(), report.failing(), m.spec() + " must be invisible, yet layers fail: " + report.summary());
             assertNull(report.diagnosis());
             return;
         }
@@ -158,7 +170,7 @@ class MutationGate {
         assertTrue(d.summary().contains(" " + m.stage().key + " "), "the summary names the stage: " + d.summary());
         if (m.verdict() == null) {
             assertEquals(List.of(), d.explanations().stream().map(e -> e.candidate().describe()).toList(),
-                    m.corruption().spec() + " is none of bisect's kinds: nothing may explain it");
+                    m.spec() + " is none of bisect's kinds: nothing may explain it");
             assertTrue(d.summary().contains("nothing explains it"), d.summary());
         } else {
             assertEquals(List.of(m.verdict()), d.explanations().stream().map(Bisect.Explanation::candidate).toList(),

@@ -64,6 +64,19 @@ public sealed interface Candidate {
         }
     }
 
+    /** One routed expert's gate (w1) and up (w3) projections hold each other's packed bytes and scales. */
+    record GateUpSwap(int expert) implements Candidate {
+        @Override
+        public String describe() {
+            return "expert " + expert + "'s w1 and w3 are swapped";
+        }
+
+        @Override
+        public List<String> touches() {
+            return List.of("block_sparse_moe.experts." + expert + ".");
+        }
+    }
+
     /** Two routed experts of the layer hold each other's six tensors (an expert-id mix-up). */
     record ExpertSwap(int a, int b) implements Candidate {
         @Override

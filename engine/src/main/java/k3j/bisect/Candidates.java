@@ -17,8 +17,8 @@ import k3j.model.TensorBinding;
  * <li>every 2-D matrix with both dims above 1, stored transposed (for a square matrix the plain transpose; for
  *     [r][c] the bytes read as [c][r] — the header still binds, so only the values can show it);
  * <li>per routed expert that the reference selects (an unselected expert cannot change the stage): its three
- *     packed parts' nibble order flipped together, then each part alone; the E8M0 scale bytes hold one value
- *     each and have no nibble order;
+ *     packed parts' nibble order flipped together, then each part alone (the E8M0 scale bytes hold one value
+ *     each and have no nibble order); then its w1 and w3 (its two same-shaped parts, packed bytes and scales) swapped;
  * <li>every pair of experts with at least one selected, swapped.
  * </ul>
  */
@@ -46,6 +46,7 @@ public final class Candidates {
             for (int e : routed) {
                 out.add(new Candidate.NibbleFlip(e, List.of(ExpertPart.W1_PACKED, ExpertPart.W2_PACKED, ExpertPart.W3_PACKED)));
                 for (ExpertPart p : List.of(ExpertPart.W1_PACKED, ExpertPart.W2_PACKED, ExpertPart.W3_PACKED)) out.add(new Candidate.NibbleFlip(e, List.of(p)));
+                out.add(new Candidate.GateUpSwap(e));
             }
             for (int a = 0; a < experts; a++) {
                 for (int b = a + 1; b < experts; b++) if (routed.contains(a) || routed.contains(b)) out.add(new Candidate.ExpertSwap(a, b));

@@ -127,6 +127,13 @@ public final class LayerRunner implements AutoCloseable {
                     }
                     yield new ResidentExpert(layer, expert, MemorySegment.ofArray(copy), r.location());
                 }
+                case Candidate.GateUpSwap g when expert == g.expert() -> {
+                    ResidentExpert r = inner.get(layer, expert);
+                    byte[] copy = r.bytes().toArray(ValueLayout.JAVA_BYTE);
+                    swap(copy, r, ExpertPart.W1_PACKED, ExpertPart.W3_PACKED);
+                    swap(copy, r, ExpertPart.W1_SCALE, ExpertPart.W3_SCALE);
+                    yield new ResidentExpert(layer, expert, MemorySegment.ofArray(copy), r.location());
+                }
                 default -> inner.get(layer, expert);
             };
         }
@@ -134,6 +141,15 @@ public final class LayerRunner implements AutoCloseable {
         @Override
         public int getMany(int layer, int... experts) {
             return 0;
+        }
+
+        private static void swap(byte[] b, ResidentExpert r, ExpertPart x, ExpertPart y) {
+            int a = Math.toIntExact(r.location().partOffset(x)), c = Math.toIntExact(r.location().partOffset(y));
+            int n = Math.toIntExact(r.location().partLength(x));
+            if (n != r.location().partLength(y)) throw new IllegalStateException(x + " and " + y + " differ in length");
+            byte[] t = java.util.Arrays.copyOfRange(b, a, a + n);
+            System.arraycopy(b, c, b, a, n);
+            System.arraycopy(t, 0, b, c, n);
         }
     }
 
