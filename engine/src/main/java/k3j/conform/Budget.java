@@ -39,7 +39,7 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
     }
 
     public String rule() {
-        return "ratio = max|engine - ref| / max|ref| over a stage's array; budget = " + eps32 + " * sqrt(width) * " + factor + " (" + source + ")";
+        return String.format(java.util.Locale.ROOT, "ratio = max|engine - ref| / max|ref| over a stage's array; budget = %.3g * sqrt(width) * %.3g (%s)", eps32, factor, source);
     }
 
     static Budget of(ReferenceDump d) {

@@ -114,31 +114,38 @@ public final class Charts {
     public static String parity(LogitParity.Result r, float[] engine, float[] reference, int maxPoints) {
         int w = 980, h = 430, pad = 50, side = 320;
         Svg s = new Svg(w, h);
-        s.text(pad, 22, 15, "bold", "start", "logit parity (" + r.mode() + "): " + r.rows() + " positions x " + r.vocab() + " vocab");
-        double lo = Double.POSITIVE_INFINITY, hi = Double.NEGATIVE_INFINITY;
-        for (float v : reference) {
-            lo = Math.min(lo, v);
-            hi = Math.max(hi, v);
+        s.text(pad, 22, 15, "bold", "start", "logit parity (" + r.mode() + "): " + r.rows() + " positions x " + r.vocab() + " vocab; left: residuals, right: per position");
+        double lo = Double.POSITIVE_INFINITY, hi = Double.NEGATIVE_INFINITY, dmax = 0;
+        for (int i = 0; i < reference.length; i++) {
+            lo = Math.min(lo, reference[i]);
+            hi = Math.max(hi, reference[i]);
+            double d = Math.abs((double) engine[i] - reference[i]);
+            if (Double.isFinite(d)) dmax = Math.max(dmax, d);
         }
         if (!(hi > lo)) hi = lo + 1;
-        double x0 = pad, y0 = 50;
+        // residuals: engine - reference against the reference, inside the budget band +-budget*max|ref|
+        double band = r.budget() * r.maxAbsRef(), ymax = Math.max(dmax, band) * 1.15;
+        if (!(ymax > 0)) ymax = 1;
+        double x0 = pad + 20, y0 = 50;
         s.rect(x0, y0, side, side, "#fafafa", "#888", null);
-        s.line(x0, y0 + side, x0 + side, y0, "#c62828", 1, "4,3");
+        double yTop = y0 + side / 2.0 - band / ymax * side / 2, yBot = y0 + side / 2.0 + band / ymax * side / 2;
+        s.rect(x0, yTop, side, yBot - yTop, "#e8f5e9", null, "within budget: |diff| <= budget * max|ref|");
+        s.line(x0, yTop, x0 + side, yTop, "#c62828", 1.5, "6,3");
+        s.line(x0, yBot, x0 + side, yBot, "#c62828", 1.5, "6,3");
+        s.line(x0, y0 + side / 2.0, x0 + side, y0 + side / 2.0, "#888", 0.5, null);
+        s.text(x0 + side - 4, yTop - 4, 10, "bold", "end", "budget");
         int stride = Math.max(1, reference.length / Math.max(1, maxPoints));
-        for (int i = 0; i < reference.length; i += stride) dot(s, x0, y0, side, lo, hi, reference[i], engine[i], "#1565c0");
+        for (int i = 0; i < reference.length; i += stride) dot(s, x0, y0, side, lo, hi, ymax, reference[i], engine[i], "#1565c0");
         for (LogitParity.Position p : r.positions()) {
             int j = p.position() * r.vocab() + p.referenceArgmax();
-            dot(s, x0, y0, side, lo, hi, reference[j], engine[j], p.argmaxEqual() ? "#2e7d32" : "#c62828");
+            dot(s, x0, y0, side, lo, hi, ymax, reference[j], engine[j], p.argmaxEqual() ? "#2e7d32" : "#c62828");
         }
         s.text(x0 + side / 2.0, y0 + side + 30, 11, "normal", "middle", "reference logit");
-        s.text(x0 - 30, y0 + side / 2.0, 11, "normal", "middle", "engine", -90);
+        s.text(x0 - 52, y0 + side / 2.0, 11, "normal", "middle", "engine - reference", -90);
         s.text(x0 + side / 2.0, y0 + side + 46, 10, "normal", "middle",
                 String.format(Locale.ROOT, "corr %.9f, max|diff| %.3g; green = each row's reference argmax", r.correlation(), r.maxAbsDiff()));
-        for (double v : new double[] {lo, (lo + hi) / 2, hi}) {
-            double t = (v - lo) / (hi - lo);
-            s.text(x0 + t * side, y0 + side + 14, 9, "normal", "middle", fmt(v));
-            s.text(x0 - 4, y0 + side - t * side + 3, 9, "normal", "end", fmt(v));
-        }
+        for (double v : new double[] {lo, (lo + hi) / 2, hi}) s.text(x0 + (v - lo) / (hi - lo) * side, y0 + side + 14, 9, "normal", "middle", fmt(v));
+        for (double v : new double[] {-ymax / 1.15, 0, ymax / 1.15}) s.text(x0 - 4, y0 + side / 2.0 - v / ymax * side / 2 + 3, 9, "normal", "end", fmt(v));
         // per-position ratio to budget
         double bx = x0 + side + 90, bw = w - bx - 70, bh = side;
         s.text(bx, y0 - 10, 12, "bold", "start", "per position: max|diff| / max|ref| / budget (log)");
@@ -165,8 +172,10 @@ public final class Charts {
         return s.done();
     }
 
-    private static void dot(Svg s, double x0, double y0, double side, double lo, double hi, double ref, double eng, String fill) {
-        double x = x0 + (ref - lo) / (hi - lo) * side, y = y0 + side - (Math.max(lo, Math.min(hi, eng)) - lo) / (hi - lo) * side;
+    private static void dot(Svg s, double x0, double y0, double side, double lo, double hi, double ymax, double ref, double eng, String fill) {
+        double d = eng - ref;
+        if (!Double.isFinite(d)) d = ymax;
+        double x = x0 + (ref - lo) / (hi - lo) * side, y = y0 + side / 2.0 - Math.max(-ymax, Math.min(ymax, d)) / ymax * side / 2;
         s.raw(String.format(Locale.ROOT, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"1.8\" fill=\"%s\" fill-opacity=\"0.6\"/>", x, y, fill));
     }
 

@@ -184,20 +184,27 @@ public final class Conformance implements AutoCloseable {
      * state; else one full forward over all ids.
      */
     public LogitParity.Result teacherForcing(boolean incremental) {
+        return compareLogits(incremental ? "incremental" : "full recompute", engineLogits(incremental));
+    }
+
+    /** The engine's [T][V] logits for the dump's ids (see {@link #teacherForcing(boolean)}). */
+    public float[] engineLogits(boolean incremental) {
         requireModel();
         int v = model.config().vocabSize();
-        float[] got;
-        if (!incremental) got = forward.full(ids, true, null).logits();
-        else {
-            int np = dump.promptIds().length;
-            if (np < 1 || np > tokens) throw ReferenceDump.mismatch(dump.source() + ": prompt length " + np + " does not fit " + tokens + " ids");
-            DecodeState st = DecodeState.create(model.weights(), tokens + 1);
-            got = new float[tokens * v];
-            float[] pre = forward.step(Arrays.copyOf(ids, np), st, true, null).logits();
-            System.arraycopy(pre, 0, got, 0, np * v);
-            for (int t = np; t < tokens; t++) System.arraycopy(forward.step(new int[] {ids[t]}, st, true, null).logits(), 0, got, t * v, v);
-        }
-        return LogitParity.compare(incremental ? "incremental" : "full recompute", got, dump.f32("logits"), ids, dump.promptIds().length, v, budget);
+        if (!incremental) return forward.full(ids, true, null).logits();
+        int np = dump.promptIds().length;
+        if (np < 1 || np > tokens) throw ReferenceDump.mismatch(dump.source() + ": prompt length " + np + " does not fit " + tokens + " ids");
+        DecodeState st = DecodeState.create(model.weights(), tokens + 1);
+        float[] got = new float[tokens * v];
+        float[] pre = forward.step(Arrays.copyOf(ids, np), st, true, null).logits();
+        System.arraycopy(pre, 0, got, 0, np * v);
+        for (int t = np; t < tokens; t++) System.arraycopy(forward.step(new int[] {ids[t]}, st, true, null).logits(), 0, got, t * v, v);
+        return got;
+    }
+
+    /** Engine logits [T][V] against the dump's. */
+    public LogitParity.Result compareLogits(String mode, float[] engine) {
+        return LogitParity.compare(mode, engine, dump.f32("logits"), ids, dump.promptIds().length, dump.shape("logits")[1], budget);
     }
 
     /** Greedy generation (incremental) from the prompt against the dump's greedy ids. */

@@ -1,0 +1,248 @@
+package k3j.gates;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.qameta.allure.Allure;
+import io.qameta.allure.Epic;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+import k3j.conform.Budget;
+import k3j.conform.Charts;
+import k3j.conform.ConformException;
+import k3j.conform.Conformance;
+import k3j.conform.Finding;
+import k3j.conform.LayerReport;
+import k3j.conform.LayerSelection;
+import k3j.conform.StageMetric;
+import k3j.harness.Evidence;
+import k3j.harness.Project;
+import k3j.kernels.Workers;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Claim: every layer of the checkpoint, run ALONE from the reference dump's own inputs (its incoming partial
+ * sum and the snapshots it sees; fresh state), reproduces the torch reference at every stage — mixed
+ * attention input and its norm, token-mixer output, partial after attention, mixed MLP input and its norm,
+ * MLP/MoE output, returned partial sum, MoE combine weights — within the seed's rounding budget, and routes
+ * every token to the same experts in the same order. One bad layer cannot poison the next.
+ *
+ * <p>Metric per stage: ratio = max|engine − ref| / max|ref| over the stage's [T][E] array, reported as a
+ * ratio to budget = eps32 · sqrt(width) · factor (constants from the dump's manifest; seed: 1.2e-7, 50).
+ * Verdict bands: ≤ 1 conforms, &lt; 100 "[rounding drift]", ≥ 100 or a routing difference "[binding error]".
+ *
+ * <p>Run: {@code mvn verify -Pcheckpoint -Dk3.model=DIR [-Dk3.reference=DUMP] [-Dk3.layers=40,41,50-60]}; the
+ * same from {@code k3 conform}. No model, an unreadable one, or no matching dump FAILS.
+ */
+@Tag("checkpoint")
+@Epic("checkpoint conformance")
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class LayerConformanceGate {
+    static final Map<Integer, LayerReport> reports = new TreeMap<>();
+
+    @Test
+    @Order(0)
+    void theReferenceDumpMatchesTheModel() {
+        named("the reference dump matches the model");
+        Allure.feature("reference");
+        Conformance c = Checkpoint.open();
+        Evidence.parameter("model", c.modelDir().toString());
+        Evidence.parameter("reference", c.dump().source().toString());
+        Evidence.parameter("layers", LayerSelection.format(Checkpoint.selected()));
+        Evidence.text("budget rule", c.budget().rule() + "\nverdict bands: <= 1 budget conforms; < " + Finding.BINDING_RATIO
+                + "x rounding drift; >= " + Finding.BINDING_RATIO + "x or a routing difference binding error");
+        if (c.bindFailure() != null) fail(Finding.MISSING_TENSOR.tag() + " " + c.bindFailure().getMessage());
+    }
+
+    /** One layer case: its display name is the report's case name, "L37 MLA". */
+    record LayerCase(int layer, String kind) {
+        @Override
+        public String toString() {
+            return "L" + layer + " " + kind;
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("layerCases")
+    @Order(1)
+    void layerConformsFromTheReferencesOwnInputs(LayerCase lc) {
+        named(lc.toString());
+        int layer = lc.layer();
+        Conformance c = Checkpoint.open();
+        String kind = lc.kind();
+        Allure.feature(kind.endsWith("dense") ? "dense" : kind);
+        Allure.story("L" + layer);
+        LayerReport r = c.layer(layer);
+        synchronized (reports) {
+            reports.put(layer, r);
+        }
+        StageMetric w = r.worst();
+        Evidence.parameter("verdict", r.conforms() ? "conforms" : r.finding().tag());
+        Evidence.parameter("worst stage", w == null ? "not run" : w.stage() + " " + Evidence.format(w.ratioToBudget()) + "x budget");
+        Evidence.parameter("layer", layer);
+        Evidence.parameter("kind", kind);
+        if (r.routing() != null) Evidence.parameter("routing", r.routing().equal() ? "equal (" + r.routing().tokens() + " tokens x top-" + r.routing().topK() + ")"
+                : "differs on " + r.routing().tokensDiffering() + "/" + r.routing().tokens() + " tokens");
+        for (StageMetric m : r.stages()) Allure.parameter(m.stage(), Evidence.format(m.ratioToBudget()) + "x budget");
+        Allure.description(description(r, c.budget()));
+        Evidence.json("stage metrics", metrics(r, c.budget()));
+        Evidence.text("verdict", r.line());
+        if (!r.conforms()) fail(r.message());
+    }
+
+    static Stream<LayerCase> layerCases() {
+        Conformance c = Checkpoint.open();
+        return Checkpoint.selected().stream().map(l -> new LayerCase(l, c.dump().layer(l).kind()));
+    }
+
+    /** The case name in the report (allure-junit-platform would prefix a template invocation with its method). */
+    static void named(String name) {
+        // historyId from the name: merged shards' overviews ("layers 0-46", "layers 47-92") stay distinct cases
+        Allure.getLifecycle().updateTestCase(t -> {
+            t.setName(name);
+            t.setHistoryId(java.util.UUID.nameUUIDFromBytes((t.getFullName() + " " + name).getBytes(java.nio.charset.StandardCharsets.UTF_8)).toString());
+        });
+    }
+
+    @Test
+    @Order(2)
+    void overviewOfEveryStageOfEveryLayer() {
+        String selection = "layers " + LayerSelection.format(Checkpoint.selected());
+        // one overview per -Dk3.layers shard: the selection in the name keeps merged shards apart
+        named("overview: " + selection + " x stages");
+        Allure.parameter("selection", selection);
+        Allure.feature("overview");
+        Conformance c = Checkpoint.open();
+        List<LayerReport> all = new ArrayList<>();
+        for (int l : Checkpoint.selected()) {
+            LayerReport r;
+            synchronized (reports) {
+                r = reports.get(l);
+            }
+            all.add(r != null ? r : c.layer(l)); // the overview alone (-Dtest=...#overview...) still sees every layer
+        }
+        String title = "ratio to budget, " + selection + " of " + c.modelDir().getFileName() + " (reference " + c.dump().source().getFileName() + ")";
+        String svg = Charts.overview(all, title);
+        Allure.addAttachment("layers x stages (ratio to budget)", "image/svg+xml", svg, ".svg");
+        Allure.descriptionHtml("<p>Every stage of every selected layer, coloured by its ratio to the rounding budget (green inside, red = binding error). "
+                + "Below: the worst stage per layer with the budget line.</p><img alt=\"layers x stages\" style=\"max-width:100%\" src=\"data:image/svg+xml;base64,"
+                + java.util.Base64.getEncoder().encodeToString(svg.getBytes(java.nio.charset.StandardCharsets.UTF_8)) + "\"/>");
+        List<LayerReport> bad = all.stream().filter(r -> !r.conforms()).toList();
+        double worst = all.stream().filter(LayerReport::conforms).mapToDouble(LayerReport::worstRatioToBudget).max().orElse(0);
+        Evidence.parameter("conforming", (all.size() - bad.size()) + "/" + all.size());
+        Evidence.parameter("worst passing", Evidence.format(worst) + "x budget");
+        for (Finding f : Finding.values()) {
+            List<Integer> ls = all.stream().filter(r -> r.finding() == f).map(LayerReport::layer).toList();
+            if (f != Finding.CONFORMS && !ls.isEmpty()) Evidence.parameter(f.tag(), LayerSelection.format(ls));
+        }
+        Map<String, Object> summary = new LinkedHashMap<>();
+        summary.put("budget", c.budget().rule());
+        summary.put("layers", all.stream().map(r -> Map.of("layer", r.layer(), "kind", r.kind(), "finding", r.finding().name(),
+                "worst_ratio_to_budget", r.worstRatioToBudget(), "ratios_to_budget", r.ratios())).toList());
+        Evidence.json("all layers", summary);
+        StringBuilder lines = new StringBuilder();
+        for (LayerReport r : all) lines.append(r.line()).append('\n');
+        lines.append(String.format(Locale.ROOT, "%d passed, %d failed; worst stage across all passing layers: %.3gx of its rounding budget%n",
+                all.size() - bad.size(), bad.size(), worst));
+        Evidence.text("conform_all", lines.toString());
+        if (!bad.isEmpty()) {
+            fail(bad.size() + " of " + all.size() + " layers do not conform: "
+                    + String.join(", ", bad.stream().map(r -> r.name() + " (" + r.finding().tag().replaceAll("[\\[\\]]", "") + ")").toList()));
+        }
+    }
+
+    /** The case's description: the verdict and a stage table in markdown (what a reader sees first). */
+    static String description(LayerReport r, Budget b) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("**").append(r.conforms() ? "Conforms" : r.message()).append("**\n\n");
+        sb.append("Layer run alone from the reference dump's own inputs. ratio = max|engine - ref| / max|ref|; budget = ")
+                .append(Evidence.format(b.eps32())).append(" x sqrt(width) x ").append(Evidence.format(b.factor())).append(" (").append(b.source()).append(").\n\n");
+        sb.append("| stage | ratio / budget | max abs diff | max abs ref |\n|---|---:|---:|---:|\n");
+        for (StageMetric m : r.stages()) {
+            sb.append(String.format(Locale.ROOT, "| %s | %s | %.3g | %.3g |%n", m.stage(), Evidence.format(m.ratioToBudget()), m.maxAbsDiff(), m.maxAbsRef()));
+        }
+        if (r.routing() != null) sb.append("\nRouting: ").append(r.routing().equal() ? "equal" : "differs, " + r.routing().first()).append('\n');
+        return sb.toString();
+    }
+
+    static Map<String, Object> metrics(LayerReport r, Budget b) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("layer", r.layer());
+        m.put("kind", r.kind());
+        m.put("finding", r.finding().name());
+        m.put("message", r.message());
+        m.put("seconds", r.seconds());
+        m.put("budget_rule", b.rule());
+        List<Map<String, Object>> stages = new ArrayList<>();
+        for (StageMetric s : r.stages()) {
+            Map<String, Object> e = new LinkedHashMap<>();
+            e.put("stage", s.stage());
+            e.put("ratio_to_budget", s.ratioToBudget());
+            e.put("ratio", s.ratio());
+            e.put("budget", s.budget());
+            e.put("width", s.width());
+            e.put("max_abs_diff", s.maxAbsDiff());
+            e.put("max_abs_ref", s.maxAbsRef());
+            e.put("mean_abs_diff", s.meanAbsDiff());
+            stages.add(e);
+        }
+        m.put("stages", stages);
+        if (r.routing() != null) m.put("routing", Map.of("equal", r.routing().equal(), "tokens", r.routing().tokens(), "top_k", r.routing().topK(),
+                "tokens_differing", r.routing().tokensDiffering(), "first", r.routing().first()));
+        return m;
+    }
+
+    /**
+     * The checkpoint under test, shared by the checkpoint gates: -Dk3.model (relative to the repository root
+     * when relative), -Dk3.reference (else the matching dump in reference-dumps/, in the model directory or
+     * next to it), -Dk3.layers. Opened once per test JVM; a failure to open is remembered and FAILS every case.
+     */
+    static final class Checkpoint {
+        private static Conformance conformance;
+        private static RuntimeException failure;
+        private static Workers workers;
+
+        static synchronized Conformance open() {
+            if (conformance != null) return conformance;
+            if (failure != null) throw failure;
+            try {
+                String m = Project.property("k3.model");
+                if (m.isEmpty()) throw new AssertionError("gate data missing: -Dk3.model is not set (mvn verify -Pcheckpoint -Dk3.model=DIR)");
+                Path model = resolve(m);
+                if (!Files.isDirectory(model)) throw new AssertionError("gate data missing: -Dk3.model=" + m + " is not a readable directory (" + model + ")");
+                String ref = Project.property("k3.reference");
+                workers = Workers.of(Runtime.getRuntime().availableProcessors());
+                conformance = Conformance.open(model, ref.isEmpty() ? null : resolve(ref), List.of(Project.root().resolve("reference-dumps")), workers);
+                return conformance;
+            } catch (AssertionError | ConformException e) {
+                failure = e instanceof ConformException ce ? ce : new IllegalStateException(e.getMessage(), e);
+                throw failure;
+            } catch (RuntimeException e) {
+                failure = new IllegalStateException("cannot open the checkpoint under test: " + e, e);
+                throw failure;
+            }
+        }
+
+        /** The -Dk3.layers selection (all layers when unset). */
+        static List<Integer> selected() {
+            return LayerSelection.parse(Project.property("k3.layers"), open().layerCount());
+        }
+
+        static Path resolve(String p) {
+            Path path = Path.of(p);
+            return path.isAbsolute() ? path : Project.root().resolve(path).normalize();
+        }
+    }
+}
