@@ -71,6 +71,19 @@ public final class Bisect {
     }
 
     /**
+     * The diagnosis line of one failing layer of an open {@link k3j.conform.Conformance} (for a report's summary,
+     * e.g. the checkpoint gate's failing-layer message): "L37 KDA attn_out 4.75e+04x budget: k_proj and q_proj
+     * are swapped", or null when the layer conforms or did not run.
+     */
+    public static String diagnosisLine(k3j.conform.Conformance c, LayerReport failing, k3j.kernels.Workers workers) {
+        if (failing.conforms() || c.model() == null) return null;
+        try (LayerRunner runner = new LayerRunner(c.model(), workers)) {
+            Diagnosis d = diagnose(new LayerConformance(c), runner, failing);
+            return d == null ? null : d.summary();
+        }
+    }
+
+    /**
      * Re-runs the failing layer once per candidate that reaches its first failing stage. Null when the layer
      * did not run at all (a missing tensor: the binder's message already names it) or no stage is over budget.
      */
