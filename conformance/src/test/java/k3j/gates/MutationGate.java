@@ -149,6 +149,10 @@ class MutationGate {
         Evidence.parameter("failing layers", report.failing().toString());
         Evidence.parameter("verdict", report.summary());
         Evidence.parameter("wall s", String.format(java.util.Locale.ROOT, "%.2f", seconds));
+        if (report.diagnosis() != null) {
+            Evidence.parameter("candidates re-run", report.diagnosis().tried());
+            Evidence.parameter("diagnosis ms", String.format(java.util.Locale.ROOT, "%.0f", report.diagnosis().nanos() / 1e6));
+        }
         Map<String, Object> evidence = new LinkedHashMap<>();
         for (LayerReport r : report.layers()) if (!r.conforms() || r.layer() == m.failingLayer()) evidence.put(r.name(), r.ratios());
         Evidence.json("failing layer ratios to budget", evidence);
