@@ -1,0 +1,93 @@
+package k3j.bisect;
+
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * One corruption {@link Corruptions} writes into a checkpoint copy: data only, every header stays as it was
+ * (so the copy still binds, and still matches the reference dump's header hashes). Tensors are named by
+ * their suffix after {@code language_model.model.layers.<L>.}. The text form ({@link #spec()}) is what
+ * {@code k3 corrupt --corruption} takes.
+ */
+public sealed interface Corruption {
+    int layer();
+
+    /** "swap:37:self_attn.q_proj.weight,self_attn.k_proj.weight" */
+    String spec();
+
+    /** Two same-shape, same-dtype tensors exchange their bytes. */
+    record Swap(int layer, String a, String b) implements Corruption {
+        @Override
+        public String spec() {
+            return "swap:" + layer + ":" + a + "," + b;
+        }
+    }
+
+    /** Every packed byte (w1, w2, w3) of one routed expert holds its two FP4 elements in the other nibble order. */
+    record NibbleFlip(int layer, int expert) implements Corruption {
+        @Override
+        public String spec() {
+            return "nibbles:" + layer + ":" + expert;
+        }
+    }
+
+    /** Elements {@code from} .. end of a float tensor are set to {@code value} (e.g. A_log's padding tail). */
+    record Fill(int layer, String tensor, long from, float value) implements Corruption {
+        @Override
+        public String spec() {
+            return "fill:" + layer + ":" + tensor + ":" + from + ":" + fmt(value);
+        }
+    }
+
+    /** Every element of a float tensor multiplied by {@code factor} (re-rounded to the tensor's dtype). */
+    record Scale(int layer, String tensor, float factor) implements Corruption {
+        @Override
+        public String spec() {
+            return "scale:" + layer + ":" + tensor + ":" + fmt(factor);
+        }
+    }
+
+    /** A 2-D tensor [r][c] rewritten to hold its transpose's bytes (row-major [c][r]) under the same header. */
+    record Transpose(int layer, String tensor) implements Corruption {
+        @Override
+        public String spec() {
+            return "transpose:" + layer + ":" + tensor;
+        }
+    }
+
+    /** Parses {@link #spec()}'s form; a malformed spec is an error quoting it. */
+    static Corruption parse(String spec) {
+        String[] p = spec.split(":");
+        try {
+            int layer = Integer.parseInt(p[1]);
+            switch (p[0]) {
+                case "swap" -> {
+                    String[] ab = p[2].split(",");
+                    if (p.length == 3 && ab.length == 2) return new Swap(layer, ab[0], ab[1]);
+                }
+                case "nibbles" -> {
+                    if (p.length == 3) return new NibbleFlip(layer, Integer.parseInt(p[2]));
+                }
+                case "fill" -> {
+                    if (p.length == 5) return new Fill(layer, p[2], Long.parseLong(p[3]), Float.parseFloat(p[4]));
+                }
+                case "scale" -> {
+                    if (p.length == 4) return new Scale(layer, p[2], Float.parseFloat(p[3]));
+                }
+                case "transpose" -> {
+                    if (p.length == 3) return new Transpose(layer, p[2]);
+                }
+                default -> {}
+            }
+        } catch (RuntimeException e) {
+            // falls through to the one message below
+        }
+        throw new BisectException("bad corruption '" + spec + "': expected one of " + String.join(" | ", FORMS));
+    }
+
+    List<String> FORMS = List.of("swap:L:A,B", "nibbles:L:EXPERT", "fill:L:TENSOR:FROM:VALUE", "scale:L:TENSOR:FACTOR", "transpose:L:TENSOR");
+
+    private static String fmt(float v) {
+        return v == Math.rint(v) && Math.abs(v) < 1e6 ? String.valueOf((long) v) : String.format(Locale.ROOT, "%s", v);
+    }
+}

@@ -1,0 +1,205 @@
+package k3j.bisect;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Stream;
+import k3j.io.CheckpointIndex;
+import k3j.io.DType;
+import k3j.io.TensorInfo;
+import k3j.kernels.Fp;
+import k3j.model.Binder;
+
+/**
+ * Writes a corrupted copy of a checkpoint directory: every file of the source is hard-linked into the target
+ * (copied where links are refused) except the shards a corruption touches, which are copied and patched in
+ * place. Headers are never rewritten, so the copy binds exactly as the source does and its shards keep their
+ * header hashes; only tensor bytes differ. Cheap on any size: a corruption costs one shard copy.
+ */
+public final class Corruptions {
+    private Corruptions() {}
+
+    /** Writes {@code dst} (must not exist or be empty) = {@code src} with every corruption applied, in order. */
+    public static void write(Path src, Path dst, List<Corruption> corruptions) {
+        CheckpointIndex index = CheckpointIndex.open(src);
+        Set<Path> touched = new LinkedHashSet<>();
+        for (Corruption c : corruptions) for (TensorInfo t : tensors(index, c)) touched.add(t.file().getFileName());
+        try {
+            Files.createDirectories(dst);
+            try (Stream<Path> files = Files.list(src)) {
+                for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
+                    Path to = dst.resolve(f.getFileName());
+                    if (touched.contains(f.getFileName())) Files.copy(f, to, StandardCopyOption.COPY_ATTRIBUTES);
+                    else link(f, to);
+                }
+            }
+        } catch (IOException e) {
+            throw new BisectException("cannot write the corrupted copy " + dst + ": " + e.getMessage(), e);
+        }
+        for (Corruption c : corruptions) apply(index, dst, c);
+    }
+
+    private static void link(Path f, Path to) throws IOException {
+        try {
+            Files.createLink(to, f.toAbsolutePath());
+        } catch (FileAlreadyExistsException e) {
+            throw e;
+        } catch (IOException | UnsupportedOperationException e) {
+            Files.copy(f, to, StandardCopyOption.COPY_ATTRIBUTES);
+        }
+    }
+
+    /** The tensors a corruption rewrites, each checked to exist and to fit the corruption. */
+    static List<TensorInfo> tensors(CheckpointIndex index, Corruption c) {
+        return switch (c) {
+            case Corruption.Swap s -> {
+                TensorInfo a = tensor(index, c.layer(), s.a()), b = tensor(index, c.layer(), s.b());
+                if (a.dtype() != b.dtype() || !Arrays.equals(a.shape(), b.shape())) {
+                    throw new BisectException("cannot swap " + a + " and " + b + ": a swap needs the same shape and dtype (else the copy would not bind)");
+                }
+                yield List.of(a, b);
+            }
+            case Corruption.NibbleFlip n -> Stream.of("w1", "w2", "w3")
+                    .map(w -> tensor(index, c.layer(), "block_sparse_moe.experts." + n.expert() + "." + w + ".weight_packed")).toList();
+            case Corruption.Fill f -> List.of(floats(tensor(index, c.layer(), f.tensor())));
+            case Corruption.Scale s -> List.of(floats(tensor(index, c.layer(), s.tensor())));
+            case Corruption.Transpose t -> {
+                TensorInfo m = floats(tensor(index, c.layer(), t.tensor()));
+                if (m.rank() != 2) throw new BisectException("cannot transpose " + m + ": not 2-D");
+                yield List.of(m);
+            }
+        };
+    }
+
+    private static void apply(CheckpointIndex index, Path dst, Corruption c) {
+        List<TensorInfo> ts = tensors(index, c);
+        Path file = dst.resolve(ts.getFirst().file().getFileName());
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            switch (c) {
+                case Corruption.Swap s -> {
+                    if (ts.get(0).file().equals(ts.get(1).file())) {
+                        ByteBuffer a = read(ch, ts.get(0)), b = read(ch, ts.get(1));
+                        write(ch, ts.get(0), b);
+                        write(ch, ts.get(1), a);
+                    } else {
+                        try (FileChannel other = FileChannel.open(dst.resolve(ts.get(1).file().getFileName()), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                            ByteBuffer a = read(ch, ts.get(0)), b = read(other, ts.get(1));
+                            write(ch, ts.get(0), b);
+                            write(other, ts.get(1), a);
+                        }
+                    }
+                }
+                case Corruption.NibbleFlip n -> {
+                    for (TensorInfo t : ts) {
+                        if (!t.file().getFileName().equals(file.getFileName())) throw new BisectException(t + ": an expert's tensors must share a shard");
+                        ByteBuffer b = read(ch, t);
+                        for (int i = 0; i < b.capacity(); i++) b.put(i, flipNibbles(b.get(i)));
+                        write(ch, t, b);
+                    }
+                }
+                case Corruption.Fill f -> {
+                    TensorInfo t = ts.getFirst();
+                    float[] v = decode(t, read(ch, t));
+                    if (f.from() < 0 || f.from() >= v.length) throw new BisectException(t + ": fill from " + f.from() + " is outside its " + v.length + " elements");
+                    Arrays.fill(v, (int) f.from(), v.length, f.value());
+                    write(ch, t, encode(t, v));
+                }
+                case Corruption.Scale s -> {
+                    TensorInfo t = ts.getFirst();
+                    float[] v = decode(t, read(ch, t));
+                    for (int i = 0; i < v.length; i++) v[i] *= s.factor();
+                    write(ch, t, encode(t, v));
+                }
+                case Corruption.Transpose tr -> {
+                    TensorInfo t = ts.getFirst();
+                    int r = Math.toIntExact(t.shape()[0]), cols = Math.toIntExact(t.shape()[1]), size = t.dtype().size();
+                    ByteBuffer in = read(ch, t), out = ByteBuffer.allocate(in.capacity());
+                    for (int i = 0; i < r; i++) {
+                        for (int j = 0; j < cols; j++) out.put((j * r + i) * size, in, (i * cols + j) * size, size);
+                    }
+                    write(ch, t, out);
+                }
+            }
+        } catch (IOException e) {
+            throw new BisectException("cannot patch " + file + " for " + c.spec() + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Parses one corruption spec (see {@link Corruption#spec()}). */
+    public static Corruption parse(String spec) {
+        return Corruption.parse(spec);
+    }
+
+    /** The byte with its low and high nibbles exchanged (FP4 element 2j ↔ 2j+1). */
+    public static byte flipNibbles(byte b) {
+        int v = b & 0xFF;
+        return (byte) ((v << 4 | v >>> 4) & 0xFF);
+    }
+
+    private static TensorInfo tensor(CheckpointIndex index, int layer, String suffix) {
+        String name = Binder.LAYERS + layer + "." + suffix;
+        return index.find(name).orElseThrow(() -> new BisectException("no tensor \"" + name + "\" in " + index.path()));
+    }
+
+    private static TensorInfo floats(TensorInfo t) {
+        if (t.dtype() != DType.BF16 && t.dtype() != DType.F16 && t.dtype() != DType.F32) {
+            throw new BisectException(t + ": only BF16, F16 and F32 tensors can be filled, scaled or transposed");
+        }
+        return t;
+    }
+
+    private static ByteBuffer read(FileChannel ch, TensorInfo t) throws IOException {
+        ByteBuffer b = ByteBuffer.allocate(Math.toIntExact(t.length()));
+        long at = t.offset();
+        while (b.hasRemaining()) {
+            int n = ch.read(b, at + b.position());
+            if (n < 0) throw new IOException("short read of " + t);
+        }
+        return b.flip().order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    private static void write(FileChannel ch, TensorInfo t, ByteBuffer b) throws IOException {
+        b.position(0).limit(b.capacity());
+        if (b.capacity() != t.length()) throw new IllegalStateException("rewrite of " + t + " has " + b.capacity() + " bytes");
+        while (b.hasRemaining()) ch.write(b, t.offset() + b.position());
+    }
+
+    private static float[] decode(TensorInfo t, ByteBuffer b) {
+        b.order(ByteOrder.LITTLE_ENDIAN);
+        float[] v = new float[Math.toIntExact(t.elementCount())];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = switch (t.dtype()) {
+                case BF16 -> Fp.bf16(b.getShort(2 * i));
+                case F16 -> Float.float16ToFloat(b.getShort(2 * i));
+                default -> b.getFloat(4 * i);
+            };
+        }
+        return v;
+    }
+
+    /** Back to the tensor's dtype, rounded to nearest even (BF16: the top half of the float, rounded). */
+    private static ByteBuffer encode(TensorInfo t, float[] v) {
+        ByteBuffer b = ByteBuffer.allocate(Math.toIntExact(t.length())).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < v.length; i++) {
+            switch (t.dtype()) {
+                case BF16 -> {
+                    int bits = Float.floatToRawIntBits(v[i]);
+                    b.putShort(2 * i, (short) ((bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16));
+                }
+                case F16 -> b.putShort(2 * i, Float.floatToFloat16(v[i]));
+                default -> b.putFloat(4 * i, v[i]);
+            }
+        }
+        return b;
+    }
+}

@@ -1,0 +1,167 @@
+package k3j.bisect;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import k3j.cache.ExpertLoadException;
+import k3j.cache.ExpertPart;
+import k3j.cache.ExpertSource;
+import k3j.cache.ResidentExpert;
+import k3j.io.DType;
+import k3j.io.TensorInfo;
+import k3j.io.TensorReader;
+import k3j.kernels.Matrix;
+import k3j.kernels.WeightType;
+import k3j.kernels.Workers;
+import k3j.model.Forward;
+import k3j.model.LayerBinding;
+import k3j.model.LayerStages;
+import k3j.model.LayerWeights;
+import k3j.model.Model;
+import k3j.model.TensorBinding;
+import k3j.model.WeightLoader;
+
+/**
+ * Runs one decoder layer of an opened model from given inputs, either as bound or with one {@link Candidate}
+ * applied to its weights: the layer's tensors go through {@link WeightLoader#layer} (the one table that says
+ * which tensor feeds which argument) with the candidate's substitutions; routed experts through an
+ * {@link ExpertSource} that rewrites the candidate's experts. Nothing of the model is modified.
+ */
+public final class LayerRunner implements AutoCloseable {
+    private final Model model;
+    private final Workers workers;
+    private final TensorReader reader = new TensorReader();
+    private final Arena arena = Arena.ofShared();
+    private final WeightLoader loader;
+    private final Forward bound;
+
+    public LayerRunner(Model model, Workers workers) {
+        this.model = model;
+        this.workers = workers;
+        this.loader = new WeightLoader(reader, arena);
+        this.bound = model.forward(workers);
+    }
+
+    public Model model() {
+        return model;
+    }
+
+    /** The layer as the model binds it. */
+    public LayerStages run(int layer, float[] partialIn, List<float[]> snapshots, int tokens) {
+        return bound.runLayer(layer, partialIn, snapshots, tokens);
+    }
+
+    /** The layer with {@code c} applied. */
+    public LayerStages run(int layer, Candidate c, float[] partialIn, List<float[]> snapshots, int tokens) {
+        LayerBinding b = model.binding().layers().get(layer);
+        LayerWeights lw = WeightLoader.layer(model.config(), layer, new Substituted(b, c));
+        Forward f = new Forward(model.weights(), new RewrittenExperts(model.experts(), c), workers, false);
+        return f.runLayer(lw, partialIn, snapshots, tokens);
+    }
+
+    /** A layer's tensors by suffix with a swap or a transpose applied. */
+    private final class Substituted implements WeightLoader.LayerTensors {
+        private final LayerBinding b;
+        private final Map<String, String> rename = new HashMap<>();
+        private final String transposed;
+
+        Substituted(LayerBinding b, Candidate c) {
+            this.b = b;
+            if (c instanceof Candidate.Swap s) {
+                rename.put(s.a(), s.b());
+                rename.put(s.b(), s.a());
+            }
+            this.transposed = c instanceof Candidate.Transpose t ? t.tensor() : null;
+        }
+
+        @Override
+        public Matrix matrix(String suffix) {
+            TensorBinding t = b.tensor(rename.getOrDefault(suffix, suffix));
+            return suffix.equals(transposed) ? storedTransposed(t.info()) : loader.matrix(t);
+        }
+
+        @Override
+        public float[] vector(String suffix, int take) {
+            float[] f = reader.readFloats(b.tensor(rename.getOrDefault(suffix, suffix)).info());
+            if (suffix.equals(transposed)) throw new IllegalStateException(suffix + " is a vector; a transpose candidate needs a matrix");
+            return take < 0 ? f : Arrays.copyOf(f, take);
+        }
+    }
+
+    /** The [r][c] matrix whose bytes hold the row-major [c][r] matrix: element (i, j) is stored at j·r + i. */
+    private Matrix storedTransposed(TensorInfo t) {
+        int r = Math.toIntExact(t.shape()[0]), c = Math.toIntExact(t.shape()[1]);
+        if (t.dtype() == DType.F16) {
+            float[] f = reader.readFloats(t), out = new float[f.length];
+            for (int i = 0; i < r; i++) for (int j = 0; j < c; j++) out[i * c + j] = f[j * r + i];
+            return Matrix.f32(out, r, c);
+        }
+        int size = t.dtype().size();
+        MemorySegment src = reader.read(t, arena);
+        byte[] out = new byte[Math.toIntExact(t.length())];
+        for (int i = 0; i < r; i++) {
+            for (int j = 0; j < c; j++) MemorySegment.copy(src, ValueLayout.JAVA_BYTE, (long) (j * r + i) * size, out, (i * c + j) * size, size);
+        }
+        return new Matrix(MemorySegment.ofArray(out), t.dtype() == DType.BF16 ? WeightType.BF16 : WeightType.F32, r, c);
+    }
+
+    /** The model's routed experts with a nibble flip or an expert swap applied. */
+    private record RewrittenExperts(ExpertSource inner, Candidate c) implements ExpertSource {
+        @Override
+        public ResidentExpert get(int layer, int expert) throws ExpertLoadException {
+            return switch (c) {
+                case Candidate.ExpertSwap s when expert == s.a() || expert == s.b() -> {
+                    ResidentExpert other = inner.get(layer, expert == s.a() ? s.b() : s.a());
+                    yield new ResidentExpert(layer, expert, other.bytes(), other.location());
+                }
+                case Candidate.NibbleFlip n when expert == n.expert() -> {
+                    ResidentExpert r = inner.get(layer, expert);
+                    byte[] copy = r.bytes().toArray(ValueLayout.JAVA_BYTE);
+                    for (ExpertPart p : n.parts()) {
+                        int from = Math.toIntExact(r.location().partOffset(p)), to = from + Math.toIntExact(r.location().partLength(p));
+                        for (int i = from; i < to; i++) copy[i] = Corruptions.flipNibbles(copy[i]);
+                    }
+                    yield new ResidentExpert(layer, expert, MemorySegment.ofArray(copy), r.location());
+                }
+                case Candidate.GateUpSwap g when expert == g.expert() -> {
+                    ResidentExpert r = inner.get(layer, expert);
+                    byte[] copy = r.bytes().toArray(ValueLayout.JAVA_BYTE);
+                    swap(copy, r, ExpertPart.W1_PACKED, ExpertPart.W3_PACKED);
+                    swap(copy, r, ExpertPart.W1_SCALE, ExpertPart.W3_SCALE);
+                    yield new ResidentExpert(layer, expert, MemorySegment.ofArray(copy), r.location());
+                }
+                default -> inner.get(layer, expert);
+            };
+        }
+
+        @Override
+        public int getMany(int layer, int... experts) {
+            return 0;
+        }
+
+        private static void swap(byte[] b, ResidentExpert r, ExpertPart x, ExpertPart y) {
+            int a = Math.toIntExact(r.location().partOffset(x)), c = Math.toIntExact(r.location().partOffset(y));
+            int n = Math.toIntExact(r.location().partLength(x));
+            if (n != r.location().partLength(y)) throw new IllegalStateException(x + " and " + y + " differ in length");
+            byte[] t = java.util.Arrays.copyOfRange(b, a, a + n);
+            System.arraycopy(b, c, b, a, n);
+            System.arraycopy(t, 0, b, c, n);
+        }
+    }
+
+    /** Every candidate bisect tries on this layer, in a fixed order (see {@link Candidates}). */
+    public List<Candidate> candidates(int layer, int[] routedExperts) {
+        return Candidates.of(model.binding().layers().get(layer), routedExperts, model.config().expertCount());
+    }
+
+    @Override
+    public void close() {
+        reader.close();
+        arena.close();
+    }
+
+}

@@ -1,0 +1,97 @@
+package k3j.cli;
+
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import k3j.bisect.Bisect;
+import k3j.bisect.BisectException;
+import k3j.bisect.LayerConformance;
+import k3j.bisect.LayerRunner;
+import k3j.conform.ConformException;
+import k3j.conform.Conformance;
+import k3j.conform.LayerReport;
+import k3j.conform.LayerSelection;
+import k3j.config.ConfigException;
+import k3j.io.CheckpointException;
+import k3j.kernels.Workers;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code k3 bisect MODEL --reference DUMP}: runs the selected layers alone from the dump's inputs (k3j.conform),
+ * names the first layer and stage over budget and diagnoses it: which mix-up of that layer's weights (a
+ * same-shape swap, a stored transpose, an expert's nibble order, two experts swapped) makes the stage pass,
+ * or that none does. The dump is checked against the model's shard headers (sizes, header sha256, config),
+ * as {@code k3 conform} does: a dump of other weights is refused; a copy whose DATA differs (a bad
+ * conversion, a corrupted download) still matches, and that difference is what bisect finds.
+ */
+@Command(name = "bisect",
+        description = "Per-layer conformance against a reference dump; names and diagnoses the first failing layer and stage.",
+        footer = "Exit codes: 0 every layer conforms, 1 a layer fails (or the model/dump cannot be read or do not match), 2 bad arguments.")
+final class BisectCommand implements Callable<Integer> {
+    @Parameters(index = "0", paramLabel = "MODEL", description = "the model directory (config.json + safetensors shards)")
+    Path model;
+
+    @Option(names = "--reference", required = true, paramLabel = "DUMP", description = "the reference dump of these weights (directory, .tar.gz or .tar.xz)")
+    Path reference;
+
+    @Option(names = "--layers", paramLabel = "SPEC", description = "layers to check: 0-92, 40,41,50-60 (default all)")
+    String layers;
+
+    @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
+    Integer threads;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
+        if (!Files.isDirectory(model)) return usage(err, model + ": not a model directory");
+        if (!Files.exists(reference)) return usage(err, reference + ": no such reference dump");
+        if (threads != null && threads < 1) return usage(err, "--threads must be at least 1, got " + threads);
+        long t0 = System.nanoTime();
+        try (Workers w = Workers.of(threads != null ? threads : Runtime.getRuntime().availableProcessors());
+             Conformance c = Conformance.open(model, reference, List.of(), w)) {
+            List<Integer> sel;
+            try {
+                sel = LayerSelection.parse(layers, c.layerCount());
+            } catch (IllegalArgumentException e) {
+                return usage(err, e.getMessage());
+            }
+            if (c.model() == null) {
+                err.println("k3 bisect: " + c.bindFailure().getMessage());
+                return ExitCode.RUNTIME;
+            }
+            out.printf(Locale.ROOT, "bisect: %s against %s (%d ids), layers %s%n", model, c.dump().source(), c.tokens(), LayerSelection.format(sel));
+            out.println("budget: " + c.budget().rule());
+            Bisect.Report r;
+            try (LayerRunner runner = new LayerRunner(c.model(), w)) {
+                r = Bisect.run(new LayerConformance(c), runner, sel);
+            }
+            for (LayerReport l : r.layers()) if (!l.conforms()) out.println(l.line());
+            out.printf(Locale.ROOT, "%d of %d layers conform%n", r.layers().size() - r.failing().size(), r.layers().size());
+            Bisect.Diagnosis d = r.diagnosis();
+            if (d != null) {
+                out.printf(Locale.ROOT, "diagnosis of L%d %s: %d candidates re-run in %.0f ms%n", d.layer(), d.stage().key, d.tried(), d.nanos() / 1e6);
+                if (d.explained()) for (Bisect.Explanation e : d.explanations()) out.println("  L" + d.layer() + ": " + e.describe());
+                else out.println("  L" + d.layer() + ": nothing explains it");
+            }
+            out.printf(Locale.ROOT, "VERDICT: %s (%.1f s)%n", r.summary(), (System.nanoTime() - t0) / 1e9);
+            return r.failing().isEmpty() ? ExitCode.OK : ExitCode.RUNTIME;
+        } catch (ConformException | BisectException | CheckpointException | ConfigException e) {
+            err.println("k3 bisect: " + e.getMessage());
+            return ExitCode.RUNTIME;
+        }
+    }
+
+    private static int usage(PrintWriter err, String message) {
+        err.println("k3 bisect: " + message);
+        return ExitCode.USAGE;
+    }
+}
