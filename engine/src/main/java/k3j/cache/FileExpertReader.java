@@ -4,9 +4,6 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import k3j.io.DirectIo;
@@ -20,8 +17,7 @@ import k3j.io.DirectIo;
  */
 public final class FileExpertReader implements ExpertReader {
     private final ReadMode mode;
-    private final DirectIo.Channels direct;
-    private final Map<Path, FileChannel> buffered = new ConcurrentHashMap<>();
+    private final DirectIo.Channels channels;
     private final AtomicLong directReads = new AtomicLong();
     private final AtomicLong bufferedReads = new AtomicLong();
 
@@ -32,7 +28,7 @@ public final class FileExpertReader implements ExpertReader {
     /** With {@code opener} standing in for open(O_DIRECT): tests use it to play a refusing filesystem. */
     public FileExpertReader(ReadMode mode, Consumer<String> notes, DirectIo.Opener opener) {
         this.mode = mode;
-        this.direct = new DirectIo.Channels(opener, s -> notes.accept("note: " + s));
+        this.channels = new DirectIo.Channels(opener, s -> notes.accept("note: " + s));
     }
 
     /** Expert reads that went through O_DIRECT. */
@@ -50,7 +46,7 @@ public final class FileExpertReader implements ExpertReader {
         long n = loc.length();
         if (!loc.contiguous()) {
             if (n > slot.byteSize()) throw new IOException("expert of " + n + " bytes does not fit a slot of " + slot.byteSize());
-            FileChannel ch = bufferedChannel(loc.file());
+            FileChannel ch = channels.buffered(loc.file());
             for (ExpertPart p : ExpertPart.values()) {
                 ExpertLocation.Extent e = loc.parts().get(p.ordinal());
                 readFully(ch, slot.asSlice(loc.partOffset(p), e.length()), e.offset(), loc, p.name());
@@ -59,10 +55,10 @@ public final class FileExpertReader implements ExpertReader {
             return 0;
         }
         long off = loc.offset();
-        FileChannel dch = mode == ReadMode.DIRECT ? direct.direct(loc.file()) : null;
+        FileChannel dch = mode == ReadMode.DIRECT ? channels.direct(loc.file()) : null;
         if (dch == null) {
             if (n > slot.byteSize()) throw new IOException("expert of " + n + " bytes does not fit a slot of " + slot.byteSize());
-            readFully(bufferedChannel(loc.file()), slot.asSlice(0, n), off, loc, "run");
+            readFully(channels.buffered(loc.file()), slot.asSlice(0, n), off, loc, "run");
             bufferedReads.incrementAndGet();
             return 0;
         }
@@ -85,45 +81,13 @@ public final class FileExpertReader implements ExpertReader {
         }
     }
 
-    private FileChannel bufferedChannel(Path file) throws IOException {
-        FileChannel ch = buffered.get(file);
-        if (ch != null) return ch;
-        synchronized (this) {
-            ch = buffered.get(file);
-            if (ch == null) {
-                ch = FileChannel.open(file, StandardOpenOption.READ);
-                buffered.put(file, ch);
-            }
-            return ch;
-        }
-    }
-
     /** Whether O_DIRECT was refused for {@code file} and its reads fell back to buffered. */
     public boolean directRefused(Path file) {
-        return direct.refused(file);
+        return channels.refused(file);
     }
 
     @Override
     public void close() throws IOException {
-        IOException first = null;
-        for (FileChannel ch : buffered.values()) first = closeQuietly(ch, first);
-        buffered.clear();
-        try {
-            direct.close();
-        } catch (IOException e) {
-            if (first == null) first = e;
-            else first.addSuppressed(e);
-        }
-        if (first != null) throw first;
-    }
-
-    private static IOException closeQuietly(FileChannel ch, IOException first) {
-        try {
-            ch.close();
-        } catch (IOException e) {
-            if (first == null) return e;
-            first.addSuppressed(e);
-        }
-        return first;
+        channels.close();
     }
 }

@@ -8,6 +8,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -91,12 +92,14 @@ public final class DirectIo {
     }
 
     /**
-     * O_DIRECT channels per file, opened once and shared by threads. A file whose O_DIRECT open is refused is
-     * remembered and reported once (for all files); {@link #direct} then gives null and the caller reads buffered.
+     * Read channels per file, opened once and shared by threads: buffered ones, and O_DIRECT ones where the
+     * file system allows. A file whose O_DIRECT open is refused is remembered and reported once (for all
+     * files); {@link #direct} then gives null and the caller reads through {@link #buffered}.
      */
     public static final class Channels implements AutoCloseable {
         private final Opener opener;
         private final Consumer<String> notes;
+        private final Map<Path, FileChannel> buffered = new ConcurrentHashMap<>();
         private final Map<Path, FileChannel> open = new ConcurrentHashMap<>();
         private final Map<Path, Boolean> refused = new ConcurrentHashMap<>();
         private final AtomicBoolean noted = new AtomicBoolean();
@@ -126,6 +129,20 @@ public final class DirectIo {
             }
         }
 
+        /** The buffered (page cache) channel of {@code file}. */
+        public FileChannel buffered(Path file) throws IOException {
+            FileChannel ch = buffered.get(file);
+            if (ch != null) return ch;
+            synchronized (this) {
+                ch = buffered.get(file);
+                if (ch == null) {
+                    ch = FileChannel.open(file, StandardOpenOption.READ);
+                    buffered.put(file, ch);
+                }
+                return ch;
+            }
+        }
+
         /** Whether O_DIRECT was refused for {@code file}. */
         public boolean refused(Path file) {
             return refused.containsKey(file);
@@ -134,15 +151,17 @@ public final class DirectIo {
         @Override
         public void close() throws IOException {
             IOException first = null;
-            for (FileChannel ch : open.values()) {
-                try {
-                    ch.close();
-                } catch (IOException e) {
-                    if (first == null) first = e;
-                    else first.addSuppressed(e);
+            for (Map<Path, FileChannel> m : List.of(buffered, open)) {
+                for (FileChannel ch : m.values()) {
+                    try {
+                        ch.close();
+                    } catch (IOException e) {
+                        if (first == null) first = e;
+                        else first.addSuppressed(e);
+                    }
                 }
+                m.clear();
             }
-            open.clear();
             if (first != null) throw first;
         }
     }

@@ -5,9 +5,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import k3j.io.CheckpointException.Rule;
 
@@ -17,8 +14,7 @@ import k3j.io.CheckpointException.Rule;
  * streamed experts. Channels are opened once per file and shared; every method is thread-safe.
  */
 public final class TensorReader implements AutoCloseable {
-    private final Map<Path, FileChannel> channels = new ConcurrentHashMap<>();
-    private final DirectIo.Channels direct;
+    private final DirectIo.Channels channels;
 
     /** A reader whose one-time notes (O_DIRECT refused) go to standard error. */
     public TensorReader() {
@@ -26,7 +22,7 @@ public final class TensorReader implements AutoCloseable {
     }
 
     TensorReader(DirectIo.Opener opener, Consumer<String> notes) {
-        this.direct = new DirectIo.Channels(opener, notes);
+        this.channels = new DirectIo.Channels(opener, notes);
     }
 
     /** The tensor's bytes, read with a positional loop into a segment of {@code arena}. */
@@ -102,18 +98,16 @@ public final class TensorReader implements AutoCloseable {
     }
 
     private FileChannel channel(Path file) {
-        return channels.computeIfAbsent(file, f -> {
-            try {
-                return FileChannel.open(f, StandardOpenOption.READ);
-            } catch (IOException e) {
-                throw new CheckpointException(Rule.IO, f, null, "cannot open: " + e, e);
-            }
-        });
+        try {
+            return channels.buffered(file);
+        } catch (IOException e) {
+            throw new CheckpointException(Rule.IO, file, null, "cannot open: " + e, e);
+        }
     }
 
     private FileChannel directChannel(Path file) {
         try {
-            return direct.direct(file);
+            return channels.direct(file);
         } catch (IOException e) {
             throw new CheckpointException(Rule.IO, file, null, "cannot open: " + e, e);
         }
@@ -121,18 +115,8 @@ public final class TensorReader implements AutoCloseable {
 
     @Override
     public void close() {
-        channels.values().forEach(TensorReader::close);
-        channels.clear();
         try {
-            direct.close();
-        } catch (IOException ignored) {
-            // read-only channels lose nothing when close fails
-        }
-    }
-
-    private static void close(FileChannel ch) {
-        try {
-            ch.close();
+            channels.close();
         } catch (IOException ignored) {
             // read-only channels lose nothing when close fails
         }
