@@ -19,6 +19,7 @@ import k3j.cache.ResidentExpert;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.harness.Evidence;
+import k3j.harness.KernelFixtures;
 import k3j.harness.Project;
 import k3j.kernels.Matrix;
 import k3j.kernels.Workers;

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 import k3j.harness.Evidence;
+import k3j.harness.KernelFixtures;
 import k3j.kernels.Mxfp4;
 import k3j.kernels.Workers;
 import org.junit.jupiter.api.AfterAll;

@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import k3j.harness.Evidence;
+import k3j.harness.KernelFixtures;
 import k3j.harness.Project;
 import k3j.kernels.Workers;
 import org.junit.jupiter.api.BeforeAll;

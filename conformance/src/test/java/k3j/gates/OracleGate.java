@@ -14,6 +14,8 @@ import java.util.Map;
 import java.util.stream.IntStream;
 import k3j.cache.ExpertCache;
 import k3j.cache.ReadMode;
+import k3j.conform.ConformException;
+import k3j.conform.ReferenceDump;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.kernels.Argmax;
@@ -54,11 +56,12 @@ class OracleGate {
         ids = dump.ints("ids");
         prompt = dump.ints("prompt_ids");
         generated = dump.ints("generated_ids");
+        if (ids.length == 0 || prompt.length == 0 || generated.length == 0) fail(dump + "/manifest.json: ids, prompt_ids or generated_ids is empty");
         assertArrayEquals(generated, dump.i32("greedy_ids"), "the dump's manifest and greedy_ids disagree");
         t = ids.length;
         e = model.config().hiddenSize();
         v = model.config().vocabSize();
-        assertEquals(model.config().layerMap(), dump.manifest.path("layer_map").asText(), "the dump was made for another layer map [reference mismatch]");
+        assertEquals(model.config().layerMap(), dump.manifest().path("layer_map").asText(), "the dump was made for another layer map [reference mismatch]");
         assertEquals(model.config().layerCount(), dump.layerCount(), "the dump has a different layer count [reference mismatch]");
     }
 
@@ -76,9 +79,9 @@ class OracleGate {
     void teacherForcingMatchesEveryPositionAndTheGeneratedSpanExactly() {
         Forward.Result r = forward(two).full(ids, true, null);
         double atol = dump.atol("logits");
-        double ratio = ReferenceDump.ratio(r.logits(), dump.f32("logits"), atol);
-        double mix = ReferenceDump.ratio(r.finalMix(), dump.f32("final_mix"), dump.atol("final_mix"));
-        double norm = ReferenceDump.ratio(r.finalNorm(), dump.f32("final_norm"), dump.atol("final_norm"));
+        double ratio = ratio(r.logits(), dump.f32("logits"), atol);
+        double mix = ratio(r.finalMix(), dump.f32("final_mix"), dump.atol("final_mix"));
+        double norm = ratio(r.finalNorm(), dump.f32("final_norm"), dump.atol("final_norm"));
         int np = prompt.length, matches = 0;
         List<String> wrong = new ArrayList<>();
         for (int p = np - 1; p <= t - 2; p++) {
@@ -108,7 +111,7 @@ class OracleGate {
         Generation inc = Generation.greedy(forward(two), prompt, generated.length, true);
         Generation full = Generation.greedy(forward(two), prompt, generated.length, false);
         double atol = dump.atol("logits"), worst = 0.0;
-        for (int g = 0; g < generated.length; g++) worst = Math.max(worst, ReferenceDump.ratio(inc.stepLogits().get(g), full.stepLogits().get(g), atol));
+        for (int g = 0; g < generated.length; g++) worst = Math.max(worst, ratio(inc.stepLogits().get(g), full.stepLogits().get(g), atol));
         Evidence.parameter("ids equal", same(inc.generated()) + "/" + generated.length);
         Evidence.parameter("worst ratio to tolerance", worst);
         assertArrayEquals(generated, inc.generated(), "incremental greedy ids");
@@ -167,15 +170,12 @@ class OracleGate {
     @ParameterizedTest(name = "layer {0} from the dump's inputs")
     @MethodSource("layers")
     void everyStageOfOneLayerFromTheDumpsInputs(int layer) {
-        int nSnap = dump.layer(layer).path("snapshots_attn").asInt(-1);
-        if (nSnap < 0) fail("layers[" + layer + "].snapshots_attn missing");
-        float[] all = dump.f32("snapshots");
-        List<float[]> snaps = new ArrayList<>();
-        for (int s = 0; s < nSnap; s++) snaps.add(Arrays.copyOfRange(all, s * t * e, (s + 1) * t * e));
+        int nSnap = dump.layer(layer).snapshotsAttn();
+        List<float[]> snaps = dump.snapshots(nSnap, t, e);
         float[] partialIn = dump.f32("layers." + layer + ".partial_in");
         LayerStages st = forward(two).runLayer(layer, partialIn, snaps, t);
         Map<String, Double> ratios = compare(layer, st, "atol_layer");
-        if (dump.layer(layer).path("boundary").asBoolean()) {
+        if (dump.layer(layer).boundary()) {
             assertEquals(nSnap + 1, st.snapshotsOut().size(), "layer " + layer + " is a boundary: one more snapshot");
             assertArrayEquals(partialIn, st.snapshotsOut().get(nSnap), "layer " + layer + ": the boundary snapshot is the INCOMING partial");
         }
@@ -192,7 +192,7 @@ class OracleGate {
         for (LayerStages s : stages) {
             try {
                 for (var en : compare(s.layer(), s, "atol_e2e").entrySet()) worst.put("layer " + s.layer() + " " + en.getKey(), en.getValue());
-            } catch (AssertionError a) {
+            } catch (AssertionError | ConformException a) {
                 failures.add(a.getMessage());
             }
         }
@@ -207,7 +207,7 @@ class OracleGate {
         Map<String, Double> ratios = new LinkedHashMap<>();
         float[][] got = {st.attnIn(), st.attnNorm(), st.attnOut(), st.partialAttn(), st.mlpIn(), st.mlpNorm(), st.mlpOut(), st.partialOut()};
         for (int i = 0; i < STAGES.length; i++) {
-            ratios.put(STAGES[i], ReferenceDump.ratio(got[i], dump.f32("layers." + layer + "." + STAGES[i]), dump.atol(layer, STAGES[i], kind)));
+            ratios.put(STAGES[i], ratio(got[i], dump.f32("layers." + layer + "." + STAGES[i]), dump.atol(layer, STAGES[i], kind)));
         }
         List<String> failures = new ArrayList<>();
         String p = "layers." + layer + ".";
@@ -216,20 +216,32 @@ class OracleGate {
             else {
                 int[] want = dump.i32(p + "moe_idx");
                 if (!Arrays.equals(want, st.moeIdx())) failures.add("layer " + layer + " stage moe_idx: routing differs " + firstDiff(want, st.moeIdx()) + " [binding error]");
-                ratios.put("moe_weight", ReferenceDump.ratio(st.moeWeight(), dump.f32(p + "moe_weight"), dump.atol(layer, "moe_weight", kind)));
+                ratios.put("moe_weight", ratio(st.moeWeight(), dump.f32(p + "moe_weight"), dump.atol(layer, "moe_weight", kind)));
             }
         }
         if (dump.has(p + "kda_state") && st.kdaState() != null && kind.equals("atol_layer")) {
-            ratios.put("kda_state", ReferenceDump.ratio(st.kdaState().recurrent(), dump.f32(p + "kda_state"), dump.atol(layer, "kda_state", kind)));
-            ratios.put("q_conv_state", ReferenceDump.ratio(st.kdaState().qConv(), dump.f32(p + "q_conv_state"), dump.atol(layer, "q_conv_state", kind)));
-            ratios.put("k_conv_state", ReferenceDump.ratio(st.kdaState().kConv(), dump.f32(p + "k_conv_state"), dump.atol(layer, "k_conv_state", kind)));
-            ratios.put("v_conv_state", ReferenceDump.ratio(st.kdaState().vConv(), dump.f32(p + "v_conv_state"), dump.atol(layer, "v_conv_state", kind)));
+            ratios.put("kda_state", ratio(st.kdaState().recurrent(), dump.f32(p + "kda_state"), dump.atol(layer, "kda_state", kind)));
+            ratios.put("q_conv_state", ratio(st.kdaState().qConv(), dump.f32(p + "q_conv_state"), dump.atol(layer, "q_conv_state", kind)));
+            ratios.put("k_conv_state", ratio(st.kdaState().kConv(), dump.f32(p + "k_conv_state"), dump.atol(layer, "k_conv_state", kind)));
+            ratios.put("v_conv_state", ratio(st.kdaState().vConv(), dump.f32(p + "v_conv_state"), dump.atol(layer, "v_conv_state", kind)));
         }
         for (var en : ratios.entrySet()) {
             if (!(en.getValue() <= 1.0)) failures.add("layer " + layer + " stage " + en.getKey() + ": " + en.getValue() + " x " + kind + " " + category(en.getValue()));
         }
         if (!failures.isEmpty()) fail(String.join("; ", failures));
         return ratios;
+    }
+
+    /** max |got − want| / atol (infinite on a length mismatch or a NaN). */
+    static double ratio(float[] got, float[] want, double atol) {
+        if (got.length != want.length) return Double.POSITIVE_INFINITY;
+        double worst = 0.0;
+        for (int i = 0; i < got.length; i++) {
+            double r = Math.abs((double) got[i] - (double) want[i]) / atol;
+            if (Double.isNaN(r)) return Double.POSITIVE_INFINITY;
+            worst = Math.max(worst, r);
+        }
+        return worst;
     }
 
     /** The report's failure categories (reports/categories.json): 100x over budget is a wrong weight, not rounding. */

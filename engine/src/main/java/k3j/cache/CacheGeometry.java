@@ -1,6 +1,7 @@
 package k3j.cache;
 
 import java.util.Locale;
+import k3j.io.DirectIo;
 
 /**
  * Slot geometry (ENGINE.md §6.1). A slot holds the probe expert plus 2·4096 bytes of O_DIRECT
@@ -8,20 +9,12 @@ import java.util.Locale;
  * 17,547,264-byte expert is aligned by coincidence, the stride must not rely on it).
  */
 public record CacheGeometry(long expertBytes, long slotBytes, int slots, int topK) {
-    public static final long ALIGN = 4096;
+    public static final long ALIGN = DirectIo.ALIGN;
     /** K3 (93 layers, the dense layer 0 excluded) × 896 experts: the denominator of the printed pool share. */
     public static final long K3_POOL_EXPERTS = 92L * 896;
 
     public static long slotBytes(long expertBytes) {
-        return alignUp(expertBytes + 2 * ALIGN);
-    }
-
-    static long alignUp(long n) {
-        return (n + ALIGN - 1) & -ALIGN;
-    }
-
-    static long alignDown(long n) {
-        return n & -ALIGN;
+        return DirectIo.alignUp(expertBytes + 2 * ALIGN);
     }
 
     /** nslot = floor(budget / slot); a cache smaller than one token's working set is refused. */

@@ -181,6 +181,21 @@ public final class ReferenceDump {
         }
     }
 
+    /** A model-level tolerance: the manifest's {@code tolerances.<what>.atol}. */
+    public double atol(String what) {
+        JsonNode t = manifest.path("tolerances").path(what).get("atol");
+        if (t == null || !t.isNumber()) throw mismatch(source + ": manifest has no tolerances." + what + ".atol");
+        return t.doubleValue();
+    }
+
+    /** A per-stage tolerance: {@code tolerances.layers[layer].stages.<stage>.<kind>} (kind atol_layer or atol_e2e). */
+    public double atol(int layer, String stage, String kind) {
+        JsonNode t = manifest.path("tolerances").path("layers").get(layer);
+        JsonNode v = t == null ? null : t.path("stages").path(stage).get(kind);
+        if (v == null || !v.isNumber()) throw mismatch(source + ": manifest has no tolerances.layers[" + layer + "].stages." + stage + "." + kind);
+        return v.doubleValue();
+    }
+
     /** The rounding budget of this dump (its manifest's constants; the seed's when it states none). */
     public Budget budget() {
         return Budget.of(this);

@@ -6,6 +6,7 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import k3j.io.DirectIo;
 
 /**
  * Large aligned off-heap buffers for O_DIRECT reads. On Linux: an anonymous {@code mmap} aligned to 2 MiB
@@ -45,7 +46,7 @@ final class AlignedMemory {
 
     /** {@code bytes} (rounded up to 4096, or to 2 MiB when huge) of zeroed memory, aligned to match, freed with {@code arena}. */
     static MemorySegment allocate(Arena arena, long bytes, boolean huge) {
-        long align = huge && bytes >= HUGE ? HUGE : DirectReader.ALIGN;
+        long align = huge && bytes >= HUGE ? HUGE : DirectIo.ALIGN;
         long len = TrunkManifest.roundUp(bytes, align);
         if (MMAP != null && huge) {
             long mapLen = len + align;

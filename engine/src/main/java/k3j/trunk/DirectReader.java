@@ -1,13 +1,12 @@
 package k3j.trunk;
 
-import com.sun.nio.file.ExtendedOpenOption;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.function.Consumer;
+import k3j.io.DirectIo;
 
 /**
  * Positional reads of whole aligned runs from one file, through O_DIRECT where the file system allows it
@@ -17,9 +16,7 @@ import java.util.function.Consumer;
  * that ends early is a {@link TrunkException}, never a padded or tolerated run.
  */
 public final class DirectReader implements AutoCloseable {
-    public static final int ALIGN = TrunkManifest.ALIGN;
-    /** Bytes per read call: a ByteBuffer is limited to 2 GiB, and one large O_DIRECT call keeps many requests in flight. */
-    static final long CHUNK = 1L << 30;
+    public static final int ALIGN = DirectIo.ALIGN;
 
     private final Path file;
     private final FileChannel channel;
@@ -38,11 +35,9 @@ public final class DirectReader implements AutoCloseable {
     public static DirectReader open(Path file, boolean wantDirect, Consumer<String> notes) {
         if (wantDirect) {
             try {
-                long block = Files.getFileStore(file).getBlockSize();
-                if (block <= 0 || ALIGN % block != 0) throw new IOException("file store block size " + block + " does not divide " + ALIGN);
-                return new DirectReader(file, FileChannel.open(file, StandardOpenOption.READ, ExtendedOpenOption.DIRECT), true);
+                return new DirectReader(file, DirectIo.O_DIRECT.open(file), true);
             } catch (IOException | UnsupportedOperationException e) {
-                notes.accept("O_DIRECT refused for " + file + " (" + e.getMessage() + "); reading through the page cache");
+                notes.accept(DirectIo.refusal(file, e));
             }
         }
         try {
@@ -79,23 +74,15 @@ public final class DirectReader implements AutoCloseable {
                     + offset + ", length " + length + ", buffer address " + dst.address());
         }
         if (dst.byteSize() < length) throw new IllegalArgumentException("buffer of " + dst.byteSize() + " bytes for a " + length + "-byte read");
-        long got = 0;
+        long got;
         try {
-            while (got < length) {
-                int n = channel.read(dst.asSlice(got, Math.min(CHUNK, length - got)).asByteBuffer(), offset + got);
-                if (n <= 0) {
-                    throw new TrunkException(file, layer, "short read: " + got + " of " + length + " bytes at offset " + offset
-                            + " (the file ends at " + size() + "; truncated since it was opened?)");
-                }
-                got += n;
-                if (direct && got < length && got % ALIGN != 0) {
-                    // O_DIRECT reads whole blocks: a partial block means the file ended there
-                    throw new TrunkException(file, layer, "short read: " + got + " of " + length + " bytes at offset " + offset
-                            + " (the file ends at " + size() + "; truncated since it was opened?)");
-                }
-            }
+            got = DirectIo.read(channel, dst.asSlice(0, length), offset, length, direct);
         } catch (IOException e) {
-            throw new TrunkException(file, layer, "read failed after " + got + " of " + length + " bytes at offset " + offset + ": " + e, e);
+            throw new TrunkException(file, layer, "read failed at offset " + offset + " (" + length + " bytes): " + e, e);
+        }
+        if (got < length) {
+            throw new TrunkException(file, layer, "short read: " + got + " of " + length + " bytes at offset " + offset
+                    + " (the file ends at " + size() + "; truncated since it was opened?)");
         }
     }
 

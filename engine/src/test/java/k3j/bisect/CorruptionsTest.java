@@ -15,6 +15,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import k3j.Repo;
 import k3j.cli.K3;
 import k3j.io.CheckpointIndex;
 import k3j.io.TensorInfo;
@@ -34,10 +35,7 @@ class CorruptionsTest {
     Path tmp;
 
     static Path mini() {
-        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
-            if (Files.isDirectory(p.resolve("oracle-fixtures/mini-k3-93"))) return p.resolve("oracle-fixtures/mini-k3-93");
-        }
-        throw new AssertionError("oracle-fixtures/mini-k3-93 not found above " + Path.of("").toAbsolutePath());
+        return Repo.path("oracle-fixtures/mini-k3-93");
     }
 
     static byte[] bytes(TensorInfo t) throws IOException {

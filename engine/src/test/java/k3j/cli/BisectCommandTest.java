@@ -1,44 +1,25 @@
 package k3j.cli;
 
+import static k3j.cli.CliRun.k3;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import k3j.Repo;
 import k3j.bisect.Corruption;
 import k3j.bisect.Corruptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /** {@code k3 bisect}: exit 0 when the layers conform, 1 naming and diagnosing the first failing layer, 1 for a dump of other weights, 2 for bad usage. */
 class BisectCommandTest {
     @TempDir
     Path tmp;
 
-    record Run(int exit, String out, String err) {}
-
-    static Path repo(String relative) {
-        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
-            if (Files.exists(p.resolve(relative))) return p.resolve(relative);
-        }
-        throw new AssertionError(relative + " not found above " + Path.of("").toAbsolutePath());
-    }
-
-    static Run k3(String... args) {
-        StringWriter out = new StringWriter(), err = new StringWriter();
-        CommandLine cl = K3.commandLine();
-        cl.setOut(new PrintWriter(out, true));
-        cl.setErr(new PrintWriter(err, true));
-        return new Run(cl.execute(args), out.toString(), err.toString());
-    }
-
     @Test
     void conformingLayersExitZero() {
-        Run r = k3("bisect", repo("oracle-fixtures/mini-k3-93").toString(), "--reference", repo("reference-dumps/mini-k3-93").toString(), "--layers", "0-3", "--threads", "1");
+        CliRun r = k3("bisect", Repo.path("oracle-fixtures/mini-k3-93").toString(), "--reference", Repo.path("reference-dumps/mini-k3-93").toString(), "--layers", "0-3", "--threads", "1");
         assertEquals(0, r.exit(), r.err());
         assertTrue(r.out().contains("VERDICT: all 4 layers conform"), r.out());
     }
@@ -46,8 +27,8 @@ class BisectCommandTest {
     @Test
     void aSwappedPairIsNamedWithItsLayerAndStage() {
         Path copy = tmp.resolve("m");
-        Corruptions.write(repo("oracle-fixtures/mini-k3-93"), copy, List.of(new Corruption.Swap(37, "self_attn.q_proj.weight", "self_attn.k_proj.weight")));
-        Run r = k3("bisect", copy.toString(), "--reference", repo("reference-dumps/mini-k3-93").toString(), "--layers", "36-38", "--threads", "1");
+        Corruptions.write(Repo.path("oracle-fixtures/mini-k3-93"), copy, List.of(new Corruption.Swap(37, "self_attn.q_proj.weight", "self_attn.k_proj.weight")));
+        CliRun r = k3("bisect", copy.toString(), "--reference", Repo.path("reference-dumps/mini-k3-93").toString(), "--layers", "36-38", "--threads", "1");
         assertEquals(1, r.exit(), r.out() + r.err());
         assertTrue(r.out().contains("  L37: k_proj and q_proj are swapped"), r.out());
         assertTrue(r.out().contains("VERDICT: L37 KDA attn_out"), r.out());
@@ -56,11 +37,11 @@ class BisectCommandTest {
 
     @Test
     void aDumpOfOtherWeightsIsRefusedAndBadUsageIsTwo() {
-        Run r = k3("bisect", repo("oracle-fixtures/mini-k3-93").toString(), "--reference", repo("reference-dumps/tiny-k3").toString());
+        CliRun r = k3("bisect", Repo.path("oracle-fixtures/mini-k3-93").toString(), "--reference", Repo.path("reference-dumps/tiny-k3").toString());
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("[reference mismatch]") || r.err().contains("other weights"), r.err());
-        assertEquals(2, k3("bisect", repo("oracle-fixtures/mini-k3-93").toString(), "--reference", repo("reference-dumps/mini-k3-93").toString(), "--layers", "90-99").exit());
-        assertEquals(2, k3("bisect", repo("oracle-fixtures/mini-k3-93").toString()).exit(), "--reference is required");
-        assertEquals(2, k3("bisect", tmp.resolve("none").toString(), "--reference", repo("reference-dumps/mini-k3-93").toString()).exit());
+        assertEquals(2, k3("bisect", Repo.path("oracle-fixtures/mini-k3-93").toString(), "--reference", Repo.path("reference-dumps/mini-k3-93").toString(), "--layers", "90-99").exit());
+        assertEquals(2, k3("bisect", Repo.path("oracle-fixtures/mini-k3-93").toString()).exit(), "--reference is required");
+        assertEquals(2, k3("bisect", tmp.resolve("none").toString(), "--reference", Repo.path("reference-dumps/mini-k3-93").toString()).exit());
     }
 }

@@ -1,5 +1,6 @@
 package k3j.cli;
 
+import static k3j.cli.CliRun.k3;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -21,15 +22,8 @@ class InspectCommandTest {
     @TempDir
     Path dir;
 
-    record Run(int exit, String out, String err) {}
-
-    private static Run inspect(String path) {
-        StringWriter out = new StringWriter(), err = new StringWriter();
-        CommandLine cl = K3.commandLine();
-        cl.setOut(new PrintWriter(out, true));
-        cl.setErr(new PrintWriter(err, true));
-        int exit = cl.execute("inspect", path);
-        return new Run(exit, out.toString(), err.toString());
+    private static CliRun inspect(String path) {
+        return k3("inspect", path);
     }
 
     private static void safetensors(Path file, String header, int dataBytes) throws IOException {
@@ -43,7 +37,7 @@ class InspectCommandTest {
         Path model = dir.resolve("model");
         new ReleasedLayout(ReleasedLayout.Geometry.released().withExperts(2).withShards(5)).write(model);
         Files.writeString(model.resolve("config.json"), "{}");
-        Run r = inspect(model.toString());
+        CliRun r = inspect(model.toString());
         assertEquals(ExitCode.OK, r.exit(), r.err());
         assertTrue(r.out().contains("shards: 5 files"), r.out());
         assertTrue(r.out().contains("config.json: present"), r.out());
@@ -58,7 +52,7 @@ class InspectCommandTest {
     void trailingBytesAreANoteNotAnError() throws IOException {
         Path f = dir.resolve("t.safetensors");
         safetensors(f, "{\"w\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]}}", 7);
-        Run r = inspect(f.toString());
+        CliRun r = inspect(f.toString());
         assertEquals(ExitCode.OK, r.exit(), r.err());
         assertTrue(r.out().contains("5 trailing bytes"), r.out());
         assertTrue(r.out().matches("(?s).*U8 +1 tensors +2 bytes.*"), r.out());
@@ -68,7 +62,7 @@ class InspectCommandTest {
     void anInvalidCheckpointIsOneLineAndExitOne() throws IOException {
         Path f = dir.resolve("bad.safetensors");
         safetensors(f, "{\"w\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[0,2]}}", 2);
-        Run r = inspect(f.toString());
+        CliRun r = inspect(f.toString());
         assertEquals(ExitCode.RUNTIME, r.exit());
         assertEquals("k3 inspect: " + f + ": tensor \"w\": data_offsets span 2 bytes but shape [3] of U8 implies 3 [size-mismatch]",
                 r.err().strip());
@@ -79,7 +73,7 @@ class InspectCommandTest {
     void badArgumentsAreUsageErrors() throws IOException {
         assertEquals(ExitCode.USAGE, inspect(dir.resolve("missing").toString()).exit());
         Path txt = Files.writeString(dir.resolve("notes.txt"), "x");
-        Run r = inspect(txt.toString());
+        CliRun r = inspect(txt.toString());
         assertEquals(ExitCode.USAGE, r.exit());
         assertTrue(r.err().contains("not a model directory"), r.err());
         StringWriter err = new StringWriter();
@@ -91,7 +85,7 @@ class InspectCommandTest {
     @Test
     void aConfigIsRecognised() throws IOException {
         Path c = Files.writeString(dir.resolve("config.json"), "{}");
-        Run r = inspect(c.toString());
+        CliRun r = inspect(c.toString());
         assertEquals(ExitCode.OK, r.exit());
         assertTrue(r.out().contains("a model config"), r.out());
     }

@@ -1,44 +1,32 @@
 package k3j.cli;
 
+import static k3j.cli.CliRun.k3;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import k3j.trunk.MarkedCheckpoint;
 import k3j.trunk.TrunkManifest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 class PackTrunkCommandTest {
     @TempDir
     Path dir;
 
-    record Run(int exit, String out, String err) {}
-
-    private static Run k3(String... args) {
-        StringWriter out = new StringWriter(), err = new StringWriter();
-        CommandLine cl = K3.commandLine();
-        cl.setOut(new PrintWriter(out, true));
-        cl.setErr(new PrintWriter(err, true));
-        return new Run(cl.execute(args), out.toString(), err.toString());
-    }
-
     @Test
     void packsThenFindsItUpToDate() {
         Path model = dir.resolve("m");
         MarkedCheckpoint.write(model, 4, 1, 1, MarkedCheckpoint.Defect.NONE);
-        Run r = k3("pack-trunk", model.toString(), dir.resolve("t").toString());
+        CliRun r = k3("pack-trunk", model.toString(), dir.resolve("t").toString());
         assertEquals(ExitCode.OK, r.exit(), r.err());
         assertTrue(r.out().contains("packing 4 layers (language_model.model.layers.<L>.*"), r.out());
         assertTrue(r.out().contains("re-read and CRC-32C verified"), r.out());
         assertTrue(Files.isRegularFile(dir.resolve("t").resolve(TrunkManifest.JSON)));
-        Run again = k3("pack-trunk", model.toString(), dir.resolve("t").toString());
+        CliRun again = k3("pack-trunk", model.toString(), dir.resolve("t").toString());
         assertEquals(ExitCode.OK, again.exit(), again.err());
         assertTrue(again.out().contains("already holds a trunk packed from these weights"), again.out());
     }
@@ -47,7 +35,7 @@ class PackTrunkCommandTest {
     void aGapIsExitOneWithTheReason() {
         Path model = dir.resolve("m");
         MarkedCheckpoint.write(model, 4, 1, 1, MarkedCheckpoint.Defect.GAP_IN_LAYER_1);
-        Run r = k3("pack-trunk", model.toString(), dir.resolve("t").toString());
+        CliRun r = k3("pack-trunk", model.toString(), dir.resolve("t").toString());
         assertEquals(ExitCode.RUNTIME, r.exit());
         assertTrue(r.err().startsWith("k3 pack-trunk: ") && r.err().contains("layer 1: is not contiguous"), r.err());
         assertFalse(Files.exists(dir.resolve("t").resolve(TrunkManifest.JSON)));
@@ -58,20 +46,20 @@ class PackTrunkCommandTest {
         Path model = dir.resolve("m");
         MarkedCheckpoint.write(model, 4, 1, 1, MarkedCheckpoint.Defect.NONE);
         Files.copy(Path.of("..", "oracle-fixtures", "config", "released.json"), model.resolve("config.json"));
-        Run r = k3("pack-trunk", model.toString(), dir.resolve("t").toString());
+        CliRun r = k3("pack-trunk", model.toString(), dir.resolve("t").toString());
         assertEquals(ExitCode.RUNTIME, r.exit());
         assertTrue(r.err().contains("the shards hold trunk tensors for 4 layers, config.json says 93"), r.err());
     }
 
     @Test
     void notADirectoryIsUsage() {
-        Run r = k3("pack-trunk", dir.resolve("absent").toString(), dir.resolve("t").toString());
+        CliRun r = k3("pack-trunk", dir.resolve("absent").toString(), dir.resolve("t").toString());
         assertEquals(ExitCode.USAGE, r.exit());
     }
 
     @Test
     void doctorListsPresets() {
-        Run r = k3("doctor", "--list-presets");
+        CliRun r = k3("doctor", "--list-presets");
         assertEquals(ExitCode.OK, r.exit(), r.err());
         assertTrue(r.out().startsWith("presets (trunk / expert-cache, in GB):\n  ultra "), r.out());
     }

@@ -1,34 +1,21 @@
 package k3j.conform;
 
+import static k3j.cli.CliRun.k3;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import k3j.cli.K3;
+import k3j.cli.CliRun;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /** {@code k3 conform}: the seed's conform_all lines and verdict, exit codes 0 / 1 / 2, the chart file. */
 class ConformCommandTest {
-    record Run(int exit, String out, String err) {}
-
-    static Run k3(String... args) {
-        CommandLine cl = K3.commandLine();
-        StringWriter out = new StringWriter(), err = new StringWriter();
-        cl.setOut(new PrintWriter(out, true));
-        cl.setErr(new PrintWriter(err, true));
-        int exit = cl.execute(args);
-        return new Run(exit, out.toString(), err.toString());
-    }
-
     @Test
     void selectedLayersConformAndTheChartIsWritten(@TempDir Path tmp) throws Exception {
         Path chart = tmp.resolve("chart.svg");
-        Run r = k3("conform", ConformanceTest.MINI.toString(), "--dumps", ConformanceTest.DUMPS.toString(), "--layers", "36-39",
+        CliRun r = k3("conform", ConformanceTest.MINI.toString(), "--dumps", ConformanceTest.DUMPS.toString(), "--layers", "36-39",
                 "--no-logits", "--threads", "1", "--chart", chart.toString());
         assertEquals(0, r.exit(), r.out() + r.err());
         assertTrue(r.out().contains("L39 MLA      PASS  9 stages"), r.out());
@@ -39,14 +26,14 @@ class ConformCommandTest {
 
     @Test
     void aDumpForOtherWeightsExitsOneNamingTheFile() {
-        Run r = k3("conform", ConformanceTest.MINI.toString(), "--reference", ConformanceTest.DUMPS.resolve("tiny-k3").toString());
+        CliRun r = k3("conform", ConformanceTest.MINI.toString(), "--reference", ConformanceTest.DUMPS.resolve("tiny-k3").toString());
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("[reference mismatch]") && r.err().contains("model-00001-of-00002.safetensors"), r.err());
     }
 
     @Test
     void aLayerOutsideTheModelIsUsage() {
-        Run r = k3("conform", ConformanceTest.MINI.toString(), "--dumps", ConformanceTest.DUMPS.toString(), "--layers", "90-93");
+        CliRun r = k3("conform", ConformanceTest.MINI.toString(), "--dumps", ConformanceTest.DUMPS.toString(), "--layers", "90-93");
         assertEquals(2, r.exit());
         assertTrue(r.err().contains("90-93 is outside 0-92"), r.err());
     }

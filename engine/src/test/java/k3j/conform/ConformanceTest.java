@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.stream.Stream;
+import k3j.Repo;
 import k3j.io.CheckpointIndex;
 import k3j.io.TensorInfo;
 import k3j.kernels.Workers;
@@ -30,15 +31,8 @@ import org.junit.jupiter.api.io.TempDir;
  * pair in ONE layer is a binding error in that layer only, and the budget bands separate rounding from binding.
  */
 class ConformanceTest {
-    static Path root() {
-        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
-            if (Files.isDirectory(p.resolve("oracle-fixtures/mini-k3-93"))) return p;
-        }
-        throw new AssertionError("oracle-fixtures/mini-k3-93 not found above " + Path.of("").toAbsolutePath());
-    }
-
-    static final Path MINI = root().resolve("oracle-fixtures/mini-k3-93"), DUMP = root().resolve("reference-dumps/mini-k3-93"),
-            DUMPS = root().resolve("reference-dumps");
+    static final Path MINI = Repo.path("oracle-fixtures/mini-k3-93"), DUMP = Repo.path("reference-dumps/mini-k3-93"),
+            DUMPS = Repo.path("reference-dumps");
 
     @Test
     void theMatchingDumpIsFoundByItsShardHeadersAmongOthers() {

@@ -69,7 +69,7 @@ class TensorReaderTest {
             byte[] data = random(10_500);
             SafetensorsFile s = sample(d.resolve("t.safetensors"), data);
             List<String> notes = new ArrayList<>();
-            try (TensorReader r = new TensorReader(TensorReader.O_DIRECT, notes::add); Arena arena = Arena.ofConfined()) {
+            try (TensorReader r = new TensorReader(DirectIo.O_DIRECT, notes::add); Arena arena = Arena.ofConfined()) {
                 for (TensorInfo t : s.tensors()) {
                     assertArrayEquals(slice(data, t, s.dataStart()), r.readDirect(t, arena).toArray(ValueLayout.JAVA_BYTE));
                 }
@@ -89,7 +89,7 @@ class TensorReaderTest {
         byte[] data = random(11_000);
         SafetensorsFile s = sample(dir.resolve("f.safetensors"), data);
         List<String> notes = new ArrayList<>();
-        TensorReader.DirectOpener refusing = f -> {
+        DirectIo.Opener refusing = f -> {
             throw new FileSystemException(f.toString(), null, "Invalid argument");
         };
         try (TensorReader r = new TensorReader(refusing, notes::add); Arena arena = Arena.ofConfined()) {

@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
+import k3j.Repo;
 import k3j.kernels.Workers;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -19,10 +19,7 @@ class TinyOracleTest {
     static Model model;
 
     static Path tiny() {
-        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
-            if (Files.isDirectory(p.resolve("oracle-fixtures/tiny-k3"))) return p.resolve("oracle-fixtures/tiny-k3");
-        }
-        throw new AssertionError("oracle-fixtures/tiny-k3 not found above " + Path.of("").toAbsolutePath());
+        return Repo.path("oracle-fixtures/tiny-k3");
     }
 
     @BeforeAll

@@ -1,4 +1,4 @@
-package k3j.gates;
+package k3j.harness;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -16,7 +16,6 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import k3j.harness.Project;
 import k3j.kernels.Activations;
 import k3j.kernels.AttnRes;
 import k3j.kernels.Kda;
@@ -34,60 +33,60 @@ import k3j.kernels.Workers;
  * short or corrupt file FAILS, naming it) and running one through a kernel path. Shared by KernelGate and
  * the interpreter-determinism check.
  */
-final class KernelFixtures {
+public final class KernelFixtures {
     private KernelFixtures() {}
 
-    static final String MANIFEST = "ops/MANIFEST.json";
+    public static final String MANIFEST = "ops/MANIFEST.json";
 
     /** One manifest entry. */
-    record Fixture(String name, String kernel, String level, JsonNode node) {
+    public record Fixture(String name, String kernel, String level, JsonNode node) {
         @Override
         public String toString() {
             return name;
         }
 
-        JsonNode params() {
+        public JsonNode params() {
             return node.path("params");
         }
 
-        int i(String p) {
+        public int i(String p) {
             JsonNode v = params().get(p);
             if (v == null || !v.isNumber()) fail(name + ": param '" + p + "' missing or not a number");
             return v.intValue();
         }
 
-        float f(String p) {
+        public float f(String p) {
             JsonNode v = params().get(p);
             if (v == null || !v.isNumber()) fail(name + ": param '" + p + "' missing or not a number");
             return (float) v.doubleValue();
         }
 
-        boolean b(String p) {
+        public boolean b(String p) {
             JsonNode v = params().get(p);
             if (v == null || !v.isBoolean()) fail(name + ": param '" + p + "' missing or not a boolean");
             return v.booleanValue();
         }
 
-        boolean hasInput(String n) {
+        public boolean hasInput(String n) {
             return node.path("inputs").has(n);
         }
 
-        Array in(String n) {
+        public Array in(String n) {
             return read(this, "inputs", n);
         }
 
-        Array want(String n) {
+        public Array want(String n) {
             return read(this, "outputs", n);
         }
 
-        List<String> outputs() {
+        public List<String> outputs() {
             List<String> l = new ArrayList<>();
             node.path("outputs").fieldNames().forEachRemaining(l::add);
             return l;
         }
 
         /** {atol, rtol} for an output, or null when the output must be exact. */
-        double[] tolerance(String output) {
+        public double[] tolerance(String output) {
             JsonNode t = node.path("tolerance");
             if (t.has(output)) t = t.get(output);
             if (t.path("exact").asBoolean(false)) return null;
@@ -97,18 +96,18 @@ final class KernelFixtures {
     }
 
     /** A raw array as stored: bytes plus dtype and shape. */
-    record Array(String what, String dtype, int[] shape, byte[] bytes) {
-        int count() {
+    public record Array(String what, String dtype, int[] shape, byte[] bytes) {
+        public int count() {
             int n = 1;
             for (int s : shape) n *= s;
             return n;
         }
 
-        ByteBuffer buf() {
+        public ByteBuffer buf() {
             return ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
         }
 
-        float[] f32() {
+        public float[] f32() {
             if (!dtype.equals("f32")) fail(what + ": dtype " + dtype + ", expected f32");
             float[] f = new float[count()];
             buf().asFloatBuffer().get(f);
@@ -116,7 +115,7 @@ final class KernelFixtures {
         }
 
         /** bf16 or f32, widened to float. */
-        float[] floats() {
+        public float[] floats() {
             if (dtype.equals("f32")) return f32();
             if (!dtype.equals("bf16")) fail(what + ": dtype " + dtype + ", expected bf16 or f32");
             float[] f = new float[count()];
@@ -125,7 +124,7 @@ final class KernelFixtures {
             return f;
         }
 
-        double[] f64() {
+        public double[] f64() {
             double[] d = new double[count()];
             if (dtype.equals("f64")) buf().asDoubleBuffer().get(d);
             else if (dtype.equals("i32")) {
@@ -136,7 +135,7 @@ final class KernelFixtures {
         }
 
         /** A weight matrix [rows][cols] where rows = shape[0] and cols = the rest (conv [P,1,k] → [P][k]). */
-        Matrix matrix() {
+        public Matrix matrix() {
             int rows = shape.length == 1 ? 1 : shape[0], cols = count() / rows;
             MemorySegment seg = MemorySegment.ofArray(bytes.clone());
             return switch (dtype) {
@@ -146,13 +145,13 @@ final class KernelFixtures {
             };
         }
 
-        MemorySegment u8() {
+        public MemorySegment u8() {
             if (!dtype.equals("u8")) fail(what + ": dtype " + dtype + ", expected u8");
             return MemorySegment.ofArray(bytes.clone());
         }
     }
 
-    static List<Fixture> all() {
+    public static List<Fixture> all() {
         JsonNode m = Project.json(Project.fixture(MANIFEST));
         if (!"k3j-ops/1".equals(m.path("format").asText())) fail(MANIFEST + ": format '" + m.path("format").asText() + "', expected k3j-ops/1");
         List<Fixture> l = new ArrayList<>();
@@ -165,11 +164,11 @@ final class KernelFixtures {
         return l;
     }
 
-    static List<Fixture> kernelLevel() {
+    public static List<Fixture> kernelLevel() {
         return all().stream().filter(f -> f.level().equals("kernel")).toList();
     }
 
-    static Array read(Fixture fx, String side, String name) {
+    public static Array read(Fixture fx, String side, String name) {
         JsonNode a = fx.node().path(side).get(name);
         if (a == null) return fail(fx.name() + ": " + side + " '" + name + "' not in the manifest");
         Path p = Project.fixture("ops/" + a.path("file").asText());
@@ -196,7 +195,7 @@ final class KernelFixtures {
         return arr;
     }
 
-    static String sha256(byte[] b) {
+    public static String sha256(byte[] b) {
         try {
             return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(b));
         } catch (NoSuchAlgorithmException e) {
@@ -204,20 +203,20 @@ final class KernelFixtures {
         }
     }
 
-    static double[] widen(float[] f) {
+    public static double[] widen(float[] f) {
         double[] d = new double[f.length];
         for (int i = 0; i < f.length; i++) d[i] = f[i];
         return d;
     }
 
-    static double[] widen(int[] v) {
+    public static double[] widen(int[] v) {
         double[] d = new double[v.length];
         for (int i = 0; i < v.length; i++) d[i] = v[i];
         return d;
     }
 
     /** Runs a fixture through one path; returns its outputs by manifest name (as double). */
-    static Map<String, double[]> run(Fixture fx, boolean fast, Workers w) {
+    public static Map<String, double[]> run(Fixture fx, boolean fast, Workers w) {
         Map<String, double[]> out = new LinkedHashMap<>();
         switch (fx.kernel()) {
             case "rmsnorm" -> {
@@ -384,7 +383,7 @@ final class KernelFixtures {
     }
 
     /** A digest of every output's bits (for the interpreter comparison). */
-    static String digest(Map<String, double[]> outputs) {
+    public static String digest(Map<String, double[]> outputs) {
         try {
             MessageDigest md = MessageDigest.getInstance("SHA-256");
             for (var e : outputs.entrySet()) {

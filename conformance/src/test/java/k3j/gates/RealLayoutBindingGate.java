@@ -38,7 +38,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Tag("binding")
 @Epic("binding")
-class RealLayoutBindingTest {
+class RealLayoutBindingGate {
     @TempDir
     Path tmp;
 
