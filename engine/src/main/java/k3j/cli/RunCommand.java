@@ -31,6 +31,7 @@ import k3j.plan.MemoryPlan;
 import k3j.plan.Preset;
 import k3j.trunk.TrunkException;
 import k3j.trunk.TrunkPlan;
+import k3j.trunk.TrunkSource;
 import k3j.trunk.TrunkStats;
 import k3j.trunk.TrunkStream;
 import k3j.cache.ExpertCache;
@@ -71,6 +72,8 @@ final class RunCommand implements Callable<Integer> {
 
     /** Tests wrap the expert cache's file reader here to inject read failures (a short read must make the run INVALID, exit 4). */
     static volatile UnaryOperator<ExpertReader> expertReaderHook;
+    /** Tests wrap the trunk stream here to inject a failed layer read mid-run (the forward must fail, exit 1). */
+    static volatile UnaryOperator<TrunkSource> trunkSourceHook;
 
     @Parameters(index = "0", arity = "0..1", paramLabel = "MODEL_DIR", description = "the model directory (config.json + safetensors shards)")
     Path modelDir;
@@ -357,7 +360,9 @@ final class RunCommand implements Callable<Integer> {
         int nThreads = threads != null ? threads : Runtime.getRuntime().availableProcessors();
         try (Workers w = Workers.of(nThreads)) {
             ExpertSource experts = cache != null ? cache : model.experts();
-            Forward forward = stream != null ? model.forward(w, experts, stream) : model.forward(w, experts);
+            UnaryOperator<TrunkSource> hook = trunkSourceHook;
+            Forward forward = stream == null ? model.forward(w, experts)
+                    : model.forward(w, experts, hook == null ? stream : hook.apply(stream));
             if (tfCheck) return teacherForcing(forward, promptIds, o, err);
             StepTable table = new StepTable();
             long[] trunkReadBefore = {stream != null ? stream.stats().readNanos() : 0};

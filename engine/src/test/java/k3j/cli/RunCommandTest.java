@@ -17,7 +17,11 @@ import java.util.ArrayList;
 import java.util.List;
 import k3j.cache.ShortReadException;
 import k3j.io.CheckpointIndex;
+import k3j.trunk.LayerBytes;
 import k3j.trunk.Progress;
+import k3j.trunk.TrunkException;
+import k3j.trunk.TrunkSource;
+import k3j.trunk.TrunkStats;
 import k3j.trunk.TrunkPacker;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -248,6 +252,48 @@ class RunCommandTest {
             assertEquals(4, streamed.code(), streamed.out() + streamed.err());
         } finally {
             RunCommand.expertReaderHook = null;
+        }
+    }
+
+    @Test
+    void aFailedTrunkReadMidRunFailsTheForwardAndExitsOne() throws Exception {
+        Path t = packedTiny(), json = dir.resolve("fail.json");
+        int[] acquires = {0};
+        RunCommand.trunkSourceHook = real -> new TrunkSource() {
+            @Override
+            public int layerCount() {
+                return real.layerCount();
+            }
+
+            @Override
+            public LayerBytes acquire(int layer) {
+                if (++acquires[0] > 13 + 5) throw new TrunkException(Path.of("trunk.bin"), layer, "short read on layer " + layer + ": 0 of 4096 bytes");
+                return real.acquire(layer);
+            }
+
+            @Override
+            public void release(LayerBytes bytes) {
+                real.release(bytes);
+            }
+
+            @Override
+            public TrunkStats stats() {
+                return real.stats();
+            }
+
+            @Override
+            public void close() {}
+        };
+        try {
+            Run r = run(tiny().toString(), "--ids", PROMPT, "--gen", "3", "--incremental", "--trunk", t.toString(), "--trunk-gb", "0.0001",
+                    "--trunk-ring", "1", "--cache-gb", "0.001", "--out", json.toString());
+            assertEquals(1, r.code(), r.out() + r.err());
+            assertTrue(r.err().contains("forward pass failed: trunk bind failed at layer 5") && r.err().contains("short read on layer 5"), r.err());
+            assertTrue(r.out().contains("layers completed: 5/13"), "the second step stopped at layer 5:\n" + r.out());
+            JsonNode j = new ObjectMapper().readTree(json.toFile());
+            assertEquals(0, j.get("generated_ids").size(), "no ids from a failed run: " + j);
+        } finally {
+            RunCommand.trunkSourceHook = null;
         }
     }
 }
