@@ -45,6 +45,11 @@ public final class K3 implements Runnable {
      */
     public static int execute(String... args) {
         CommandLine cl = commandLine();
+        if (java.util.Arrays.asList(args).contains("--list-presets")) {   // ENGINE §7.1: anywhere on the line, no model needed
+            System.out.print(k3j.plan.Preset.table());
+            System.out.flush();
+            return ExitCode.OK;
+        }
         if (args.length > 0 && !args[0].startsWith("-") && !cl.getSubcommands().containsKey(args[0])) {
             String[] run = new String[args.length + 1];
             run[0] = "run";

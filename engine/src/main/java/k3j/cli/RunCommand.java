@@ -14,6 +14,26 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import java.util.OptionalLong;
+import java.util.function.UnaryOperator;
+import k3j.cache.CacheStats;
+import k3j.cache.CacheTrace;
+import k3j.cache.ExpertReader;
+import k3j.cache.ExpertSource;
+import k3j.cache.FileExpertReader;
+import k3j.model.Binder;
+import k3j.model.Forward;
+import k3j.model.ModelBinding;
+import k3j.plan.AutoBudget;
+import k3j.plan.Human;
+import k3j.plan.MemInfo;
+import k3j.plan.MemoryPlan;
+import k3j.plan.Preset;
+import k3j.trunk.TrunkException;
+import k3j.trunk.TrunkPlan;
+import k3j.trunk.TrunkSource;
+import k3j.trunk.TrunkStats;
+import k3j.trunk.TrunkStream;
 import k3j.cache.ExpertCache;
 import k3j.cache.ExpertLoadException;
 import k3j.cache.ExpertLocation;
@@ -35,18 +55,27 @@ import picocli.CommandLine.Parameters;
 
 /**
  * {@code k3 <model_dir> [options]}: greedy generation from raw ids (ENGINE §7.1), validated in the order
- * of §7.3 before anything large is allocated, the --out JSON of §7.7, --dump-logits of §7.8 and the exit
- * codes of §7.9. Prints the generated ids.
+ * of §7.3 before anything large is allocated, the memory plan of §7.4, the STEP table of §7.5, the end-of-run
+ * output of §7.6, the --out JSON of §7.7, --dump-logits of §7.8 and the exit codes of §7.9. With
+ * {@code --trunk DIR} the decoder layers are streamed from a packed trunk and the routed experts served by the
+ * expert cache; the tokens and logits are bit-identical to the resident run.
  */
 @Command(name = "run", mixinStandardHelpOptions = true, version = "k3 (k3j) 0.1.0",
-        description = "Greedy generation: k3 <model_dir> --ids 1,2,3 [--gen N] [--incremental] [--out FILE] [--dump-logits PATH] [--threads N]",
-        footer = "Exit codes: 0 success, 1 runtime failure (checkpoint, bind, forward), 2 bad request, 4 RUN INVALID (expert drops).")
+        description = "Greedy generation: k3 <model_dir> --ids 1,2,3 [--gen N] [--incremental] [--trunk DIR [--preset NAME | --trunk-gb X --cache-gb Y]] ...",
+        footer = "Exit codes: 0 success, 1 runtime failure (checkpoint, bind, trunk, forward, memory plan refused), 2 bad request, "
+                + "4 RUN INVALID (expert drops).")
 final class RunCommand implements Callable<Integer> {
     static final int MAX_PROMPT = 32768, MAX_GEN = 4096, MAX_POSITIONS = 36864;
-    /** Tests set this to pretend a machine size (bytes) for the KV refusal; unset = /proc/meminfo MemAvailable. */
+    /** Tests set this to pretend a machine size (bytes) for the refusals; unset = /proc/meminfo MemAvailable. */
     static final String MEM_AVAILABLE_PROPERTY = "k3.memAvailableBytes";
+    static final double DEFAULT_CACHE_GB = 64, DEFAULT_TRUNK_GB = 16;
 
-    @Parameters(index = "0", paramLabel = "MODEL_DIR", description = "the model directory (config.json + safetensors shards)")
+    /** Tests wrap the expert cache's file reader here to inject read failures (a short read must make the run INVALID, exit 4). */
+    static volatile UnaryOperator<ExpertReader> expertReaderHook;
+    /** Tests wrap the trunk stream here to inject a failed layer read mid-run (the forward must fail, exit 1). */
+    static volatile UnaryOperator<TrunkSource> trunkSourceHook;
+
+    @Parameters(index = "0", arity = "0..1", paramLabel = "MODEL_DIR", description = "the model directory (config.json + safetensors shards)")
     Path modelDir;
 
     @Option(names = "--ids", paramLabel = "IDS", description = "raw token ids, separated by ',' or spaces")
@@ -67,6 +96,29 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--incremental", description = "KV cache + carried KDA state (default: full recompute)")
     boolean incremental;
 
+    @Option(names = "--trunk", paramLabel = "DIR", description = "packed trunk directory (k3 pack-trunk): stream the layers instead of binding them resident")
+    Path trunk;
+
+    @Option(names = "--trunk-gb", paramLabel = "X|auto", description = "trunk budget in GB (1e9 bytes), or auto (default 16)")
+    String trunkGb;
+
+    @Option(names = "--trunk-ring", paramLabel = "N", description = "ring slots wanted, 1..8 (0 means 2; default 2)")
+    Integer trunkRing;
+
+    @Option(names = "--cache-gb", paramLabel = "X", description = "routed-expert cache budget in GB (1e9 bytes). Given (or --trunk): experts are "
+            + "served by the cache; absent: resident when all experts fit in 64 GB, else a 64 GB cache")
+    Double cacheGb;
+
+    @Option(names = "--preset", paramLabel = "NAME", description = "ultra/laptop/desktop/workstation/server/max/auto: trunk and cache budgets "
+            + "(flags after it override it; needs --trunk)")
+    String preset;
+
+    @Option(names = "--list-presets", description = "print the preset table and exit 0 (no model needed)")
+    boolean listPresets;
+
+    @Option(names = "--dump-cache-trace", paramLabel = "DIR", description = "write expert_trace.bin and expert_hist.json into DIR")
+    Path dumpCacheTrace;
+
     @Option(names = "--layers", paramLabel = "N", description = "bind only the first N layers (the output is not the real model)")
     Integer layers;
 
@@ -79,12 +131,6 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
     Integer threads;
 
-    @Option(names = "--cache-gb", paramLabel = "X", description = "routed-expert cache budget in GB (1e9 bytes). Given: experts are served "
-            + "by the cache; absent: resident when all experts fit in 64 GB, else a 64 GB cache")
-    Double cacheGb;
-
-    static final double DEFAULT_CACHE_GB = 64;
-
     @Option(names = "--tf-check", description = "teacher-forced agreement over the --ids sequence in one forward (needs >= 2 ids); "
             + "writes {tf_positions, tf_matches, tf_agreement} to --out")
     boolean tfCheck;
@@ -96,16 +142,62 @@ final class RunCommand implements Callable<Integer> {
         return new CommandLine.ParameterException(spec.commandLine(), msg);
     }
 
+    /** Budgets after the preset and the flags, applied in argv order. */
+    record Budgets(String presetName, double trunkGb, double cacheGb, boolean cacheGiven) {}
+
     @Override
     public Integer call() throws IOException {
         PrintWriter o = spec.commandLine().getOut(), err = spec.commandLine().getErr();
-        // 1. prompt sources
+        if (listPresets) {
+            o.print(Preset.table());
+            o.flush();
+            return ExitCode.OK;
+        }
+        if (modelDir == null) throw usage("the model directory is required: k3 <model_dir> [options]");
+        // 1. flag conflicts, prompt sources
         int sources = (ids != null ? 1 : 0) + (prompt != null ? 1 : 0) + (promptFile != null ? 1 : 0);
         if (sources == 0) throw usage("one of --ids, --prompt or --prompt-file is required");
         if (sources > 1) throw usage("--ids, --prompt and --prompt-file are mutually exclusive");
         if (ids == null) throw usage("--prompt / --prompt-file need a tokenizer, which this build does not have: use --ids");
         if (threads != null && threads < 1) throw usage("--threads must be >= 1, got " + threads);
         if (cacheGb != null && !(cacheGb > 0)) throw usage("--cache-gb must be positive, got " + cacheGb);
+        if (trunkRing != null && (trunkRing < 0 || trunkRing > TrunkPlan.MAX_RING)) throw usage("--trunk-ring must be 0..8, got " + trunkRing);
+        if (trunk == null && (trunkGb != null || trunkRing != null || preset != null)) {
+            throw usage((preset != null ? "--preset" : trunkGb != null ? "--trunk-gb" : "--trunk-ring") + " needs --trunk <packed_dir> (presets stream the trunk)");
+        }
+        Preset named = null;
+        if (preset != null && !preset.equals(Preset.AUTO)) {
+            try {
+                named = Preset.parse(preset);
+            } catch (IllegalArgumentException e) {
+                err.print("k3: " + e.getMessage());
+                err.flush();
+                return ExitCode.USAGE;
+            }
+            if (named.ultra()) throw usage("--preset ultra selects ultra-low-memory mode, which k3j does not implement; use laptop or a budget");
+        }
+        Double trunkGbFlag = null;
+        if (trunkGb != null && !trunkGb.equals("auto")) {
+            try {
+                trunkGbFlag = Double.parseDouble(trunkGb);
+            } catch (NumberFormatException e) {
+                throw usage("--trunk-gb must be a number of GB or auto, got '" + trunkGb + "'");
+            }
+            if (!(trunkGbFlag > 0)) throw usage("--trunk-gb must be positive, got " + trunkGb);
+        }
+        // 2. auto budget
+        MemInfo mem = memInfo();
+        AutoBudget auto = null;
+        if (Preset.AUTO.equals(preset) || "auto".equals(trunkGb)) {
+            try {
+                auto = AutoBudget.of(mem);
+            } catch (IllegalStateException e) {
+                err.println("k3: " + e.getMessage());
+                return ExitCode.USAGE;
+            }
+            o.println(auto.line());
+        }
+        Budgets budgets = budgets(named, auto, trunkGbFlag);
         // 3. config
         ModelConfig cfg;
         try {
@@ -128,59 +220,169 @@ final class RunCommand implements Callable<Integer> {
         if (promptIds.length + gen + 1 > MAX_POSITIONS) throw usage("prompt + gen + 1 = " + (promptIds.length + gen + 1) + " positions, at most " + MAX_POSITIONS);
         // 6. incremental KV check
         if (incremental) {
-            int positions = Generation.capacity(promptIds.length, gen);
-            long perPosition = (long) cfg.mlaLayerCount() * ((long) cfg.mlaHeads() * cfg.mlaKvHeadDim() + cfg.qkRopeHeadDim()) * 4L;
-            long need = perPosition * positions;
-            o.printf(Locale.ROOT, "  KV cache : %s for %d positions (%.2f MB/position)%n", bytes(need), positions, perPosition / 1e6);
-            long avail = memAvailable();
-            if (avail > 0 && need > 0.9 * avail) {
-                err.printf(Locale.ROOT, "REFUSING: the KV cache for %d positions needs %s and the machine has %s available (limit 90%%). "
-                        + "This is a MEMORY limit, not an engine ceiling: shorten the request or use full recompute (drop --incremental).%n",
-                        positions, bytes(need), bytes(avail));
-                return ExitCode.USAGE;
+            MemoryPlan kvOnly = MemoryPlan.of(cfg, false, 0, 0, false, 0, true, promptIds.length, gen);
+            o.printf(Locale.ROOT, "  KV cache : %s for %d positions (%.2f MB/position)%n", Human.bytes(kvOnly.kvCache()), kvOnly.positions(),
+                    kvOnly.kvCache() / 1e6 / kvOnly.positions());
+            var refused = kvOnly.kvRefusal(mem);
+            if (refused.isPresent()) {
+                err.println(refused.get().message());
+                return refused.get().exitCode();
             }
         }
         // 7. banner
         o.println("Kimi K3, Java (k3j), released checkpoint layout");
         o.println("  model    : " + modelDir);
         o.printf("  prompt   : %d tokens, generating %d (%s)%n", promptIds.length, gen, incremental ? "incremental" : "full recompute");
-        // 8.-9. index and bind
+        if (budgets.presetName() != null) {
+            o.printf(Locale.ROOT, "  preset   : %s (trunk %.2f GB / expert cache %.2f GB)%n", budgets.presetName(), budgets.trunkGb(), budgets.cacheGb());
+        }
+        // 8.-9. index, binding sizes
         long t0 = System.nanoTime();
-        Model model;
+        CheckpointIndex idx;
+        ModelBinding binding;
         try {
-            CheckpointIndex idx = CheckpointIndex.open(modelDir);
+            idx = CheckpointIndex.open(modelDir);
             o.printf(Locale.ROOT, "indexed %d tensors from %d shards in %.2f s%n", idx.size(), idx.shards().size(), (System.nanoTime() - t0) / 1e9);
-            model = Model.open(idx, cfg, bound);
+            binding = Binder.bind(idx, cfg, bound);
         } catch (CheckpointException | BindException e) {
             err.println("k3: " + e.getMessage());
             return ExitCode.RUNTIME;
         }
+        long trunkOnDisk = binding.layers().stream().flatMap(l -> l.tensors().values().stream()).mapToLong(t -> t.info().length()).sum();
+        long expertBytes = binding.layers().stream().flatMap(l -> l.experts().stream()).mapToLong(ExpertLocation::length).sum();
+        boolean useCache = trunk != null || budgets.cacheGiven() || dumpCacheTrace != null || expertBytes > budgets.cacheGb() * 1e9;
+        if (trunk != null) o.printf("trunk on disk : %s total (STREAMED from %s, not held in RAM)%n", Human.bytes(trunkOnDisk), trunk);
+        else o.printf("trunk on disk : %s total (resident: bound from the shards)%n", Human.bytes(trunkOnDisk));
+        // 10. memory plan
+        MemoryPlan plan = MemoryPlan.of(cfg, trunk != null, trunk != null ? Math.round(budgets.trunkGb() * 1e9) : trunkOnDisk,
+                useCache ? Math.round(budgets.cacheGb() * 1e9) : expertBytes, false, 0, incremental, promptIds.length, gen);
+        o.print(plan.block(mem));
+        var refused = plan.planRefusal(mem);
+        if (refused.isPresent()) {
+            err.println(refused.get().message());
+            return refused.get().exitCode();
+        }
         o.flush();
+        return run(o, err, cfg, idx, bound, promptIds, budgets, useCache, expertBytes);
+    }
+
+    /** The preset, then --trunk-gb / --cache-gb, in the order they appear on the command line (later wins). */
+    private Budgets budgets(Preset named, AutoBudget auto, Double trunkGbFlag) {
+        List<String> argv = spec.commandLine().getParseResult() == null ? List.of() : spec.commandLine().getParseResult().originalArgs();
+        int presetAt = lastIndex(argv, "--preset"), trunkAt = lastIndex(argv, "--trunk-gb"), cacheAt = lastIndex(argv, "--cache-gb");
+        boolean autoPreset = Preset.AUTO.equals(preset);
+        Double presetTrunk = null, presetCache = null, flagTrunk = trunkGbFlag;   // no ternaries: a null Double must not unbox
+        if (named != null) {
+            presetTrunk = named.trunkGb();
+            presetCache = named.cacheGb();
+        } else if (autoPreset) {
+            presetTrunk = auto.trunkGb();
+            presetCache = auto.cacheGb();
+        }
+        if ("auto".equals(trunkGb)) flagTrunk = auto.trunkGb();
+        double t = pick(presetTrunk, presetAt, flagTrunk, trunkAt, DEFAULT_TRUNK_GB);
+        double c = pick(presetCache, presetAt, cacheGb, cacheAt, DEFAULT_CACHE_GB);
+        String name = named != null ? named.id() : autoPreset ? Preset.AUTO : null;
+        return new Budgets(name, t, c, presetCache != null || cacheGb != null);
+    }
+
+    private static double pick(Double fromPreset, int presetAt, Double fromFlag, int flagAt, double dflt) {
+        if (fromPreset != null && fromFlag != null) return presetAt > flagAt ? fromPreset : fromFlag;
+        return fromFlag != null ? fromFlag : fromPreset != null ? fromPreset : dflt;
+    }
+
+    private static int lastIndex(List<String> argv, String name) {
+        int at = -1;
+        for (int i = 0; i < argv.size(); i++) if (argv.get(i).equals(name) || argv.get(i).startsWith(name + "=")) at = i;
+        return at;
+    }
+
+    static MemInfo memInfo() {
+        String p = System.getProperty(MEM_AVAILABLE_PROPERTY, "");
+        if (!p.isBlank()) return new MemInfo(OptionalLong.empty(), OptionalLong.of(Long.parseLong(p.trim())));
+        return MemInfo.read();
+    }
+
+    private int run(PrintWriter o, PrintWriter err, ModelConfig cfg, CheckpointIndex idx, int bound, int[] promptIds, Budgets budgets,
+                    boolean useCache, long expertBytes) throws IOException {
+        Model model;
+        try {
+            model = Model.open(idx, cfg, bound, trunk == null);
+        } catch (CheckpointException | BindException e) {
+            err.println("k3: " + e.getMessage());
+            return ExitCode.RUNTIME;
+        }
+        TrunkStream stream = null;
+        ExpertCache cache = null;
+        ExpertReader injected = null;
+        CacheTrace trace = dumpCacheTrace != null ? new CacheTrace(bound, cfg.expertCount()) : null;
+        try (model) {
+            if (trunk != null) {
+                try {
+                    TrunkStream.Options opt = TrunkStream.Options.budget(Math.round(budgets.trunkGb() * 1e9))
+                            .withRing(trunkRing == null ? 2 : trunkRing).withLayers(bound).withNotes(s -> err.println("k3: note: " + s));
+                    stream = TrunkStream.open(trunk, idx, bound, opt);
+                } catch (TrunkException | CheckpointException e) {
+                    err.println("k3: trunk: " + e.getMessage());
+                    return ExitCode.RUNTIME;
+                }
+                o.print(stream.describe());
+            }
+            if (useCache) {
+                try {
+                    ExpertCache.Settings settings = ExpertCache.Settings.fromEnvironment(Math.round(budgets.cacheGb() * 1e9), cfg.topK(), System.getenv());
+                    UnaryOperator<ExpertReader> hook = expertReaderHook;
+                    if (hook == null) cache = ExpertCache.open(model.experts(), settings, trace, err::println);
+                    else cache = new ExpertCache(model.experts(), injected = hook.apply(new FileExpertReader(settings.readMode(), err::println)), settings, trace);
+                } catch (ExpertLoadException | IllegalArgumentException e) {
+                    err.println("k3: expert cache: " + e.getMessage());
+                    return ExitCode.RUNTIME;
+                }
+                o.printf(Locale.ROOT, "routed experts: %s on disk, served by a %.2f GB cache (%d slots)%n", Human.bytes(expertBytes), budgets.cacheGb(),
+                        cache.geometry().slots());
+            } else {
+                o.printf(Locale.ROOT, "routed experts: %s, resident once read%n", Human.bytes(expertBytes));
+            }
+            MemInfo.peakRss().ifPresent(p -> o.printf("peak RSS after loading weights: %s  (the plan above is a forecast, this is measured)%n", Human.bytes(p)));
+            return generate(o, err, model, stream, cache, trace, bound, promptIds);
+        } finally {
+            if (cache != null) cache.close();
+            if (injected != null) injected.close();
+            if (stream != null) stream.close();
+        }
+    }
+
+    private int generate(PrintWriter o, PrintWriter err, Model model, TrunkStream stream, ExpertCache cache, CacheTrace trace, int bound,
+                         int[] promptIds) throws IOException {
         int rc = ExitCode.OK;
         Generation g = null;
         String failure = null;
         int nThreads = threads != null ? threads : Runtime.getRuntime().availableProcessors();
-        long expertBytes = model.binding().layers().stream().flatMap(l -> l.experts().stream()).mapToLong(ExpertLocation::length).sum();
-        double budgetGb = cacheGb != null ? cacheGb : DEFAULT_CACHE_GB;
-        ExpertCache cache = null;
-        if (cacheGb != null || expertBytes > budgetGb * 1e9) {
-            try {
-                cache = ExpertCache.open(model.experts(), ExpertCache.Settings.fromEnvironment((long) (budgetGb * 1e9), cfg.topK(), System.getenv()), null, err::println);
-            } catch (ExpertLoadException | IllegalArgumentException e) {
-                err.println("k3: expert cache: " + e.getMessage());
-                model.close();
-                return ExitCode.RUNTIME;
-            }
-            o.printf(Locale.ROOT, "routed experts: %s on disk, served by a %.2f GB cache (%d slots)%n", bytes(expertBytes), budgetGb, cache.geometry().slots());
-        } else {
-            o.printf(Locale.ROOT, "routed experts: %s, resident once read%n", bytes(expertBytes));
-        }
-        try (model; Workers w = Workers.of(nThreads)) {
-            var forward = cache == null ? model.forward(w) : model.forward(w, cache);
+        try (Workers w = Workers.of(nThreads)) {
+            ExpertSource experts = cache != null ? cache : model.experts();
+            UnaryOperator<TrunkSource> hook = trunkSourceHook;
+            Forward forward = stream == null ? model.forward(w, experts)
+                    : model.forward(w, experts, hook == null ? stream : hook.apply(stream));
             if (tfCheck) return teacherForcing(forward, promptIds, o, err);
+            StepTable table = new StepTable();
+            long[] trunkReadBefore = {stream != null ? stream.stats().readNanos() : 0};
+            double[] expertReadSeconds = {0};
+            if (cache != null) cache.resetStep();
+            o.println(StepTable.HEADER);
+            o.println(StepTable.RULE);
+            o.flush();
             try {
-                g = Generation.greedy(forward, promptIds, gen, incremental, false,
-                        (step, id, secs) -> o.printf(Locale.ROOT, "  step %d: %d (%.3f s)%n", step, id, secs).flush());
+                g = Generation.greedy(forward, promptIds, gen, incremental, false, (step, id, secs) -> {
+                    CacheStats cs = cache != null ? cache.stepStats() : CacheStats.ZERO;
+                    if (cache != null && step < gen - 1) cache.resetStep();   // the last step's counters stay for the final-step report
+                    long trunkRead = stream != null ? stream.stats().readNanos() : 0;
+                    double io = (trunkRead - trunkReadBefore[0]) / 1e9 + cs.readSeconds();
+                    trunkReadBefore[0] = trunkRead;
+                    expertReadSeconds[0] += cs.readSeconds();
+                    int fed = incremental ? (step == 0 ? promptIds.length : 1) : promptIds.length + step;
+                    o.println(table.add(new StepTable.Row(step, id, fed, secs, 100 * cs.hitRate(), cs.bytesRead(), io)));
+                    o.flush();
+                });
             } catch (ExpertDropException e) {
                 failure = e.getMessage();
                 rc = ExitCode.RUN_INVALID;
@@ -188,6 +390,7 @@ final class RunCommand implements Callable<Integer> {
                 failure = e.getMessage();
                 rc = ExitCode.RUNTIME;
             }
+            o.println(table.footer());
             if (g != null) {
                 StringBuilder sb = new StringBuilder();
                 for (int id : g.generated()) sb.append(sb.isEmpty() ? "" : ",").append(id);
@@ -200,12 +403,34 @@ final class RunCommand implements Callable<Integer> {
                     o.printf("wrote %s (%d float32 logits)%n", dumpLogits, l.length);
                 }
             }
-            o.printf("PEAK RSS for the whole run: %s%n", bytes(peakRss()));
+            long peak = MemInfo.peakRss().orElse(0);
+            o.printf("PEAK RSS for the whole run: %s   <- quote this, not the plan%n", Human.bytes(peak));
             o.printf("layers completed: %d/%d; routed expert drops: %d%n%n", forward.layersCompleted(), bound, forward.expertDrops());
-            if (cache != null) o.println(cache.report(true));
+            if (cache != null) o.print(cache.report(false));
+            TrunkStats ts = stream != null ? stream.stats() : null;
+            CacheStats total = cache != null ? cache.totalStats() : null;
             writeOut(g, promptIds, bound, forward.layersCompleted(), forward.expertDrops(),
-                    cache != null ? cache.totalStats().bytesRead() : model.experts().bytesRead());
+                    total != null ? total.bytesRead() : model.experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak);
             o.println("wrote " + out);
+            if (trace != null) {
+                Files.createDirectories(dumpCacheTrace);
+                o.println(trace.write(dumpCacheTrace));
+            }
+            double wall = table.seconds(), trunkSecs = ts != null ? ts.readNanos() / 1e9 : 0;
+            o.printf(Locale.ROOT, "I/O share of wall clock: %.1f%%  (trunk %.2f s + experts %.2f s + model tables %.2f s of %.2f s)%n",
+                    wall > 0 ? 100 * (trunkSecs + expertReadSeconds[0]) / wall : 0.0, trunkSecs, expertReadSeconds[0], 0.0, wall);
+            o.printf("  both figures are WHOLE-RUN totals over %d steps%n", table.rows().size());
+            if (wall > 0 && trunkSecs + expertReadSeconds[0] > wall) {
+                o.println("  (over 100%: reads on the reader threads overlapped compute)");
+            }
+            if (total != null) {
+                o.printf(Locale.ROOT, "  experts, whole run: %.2f GB read | %d of %d requests retained in RAM (%.2f%%) | %d evictions%n",
+                        total.bytesRead() / 1e9, Math.max(0, total.requests() - total.evictions()), total.requests(),
+                        total.requests() == 0 ? 0.0 : 100.0 * Math.max(0, total.requests() - total.evictions()) / total.requests(), total.evictions());
+                o.println("  retained = requests - evictions: a request whose expert was not evicted since it was last read was served from RAM;");
+                o.println("  the per-step CACHE HIT column counts the batch prefetch as hits, so it is near 100% at every cache size.");
+            }
+            if (ts != null) o.print(ts.report());
             if (rc == ExitCode.RUN_INVALID || forward.expertDrops() > 0) {
                 err.println("RUN INVALID: " + forward.expertDrops() + " routed expert load(s) failed and were dropped from the MoE sum. "
                         + "The token ids above are CORRUPT. (" + failure + ")");
@@ -214,7 +439,8 @@ final class RunCommand implements Callable<Integer> {
                 err.println("forward pass failed: " + failure + "; aborting.");
             }
         } finally {
-            if (cache != null) cache.close();
+            o.flush();
+            err.flush();
         }
         return rc;
     }
@@ -253,7 +479,7 @@ final class RunCommand implements Callable<Integer> {
         return l.stream().mapToInt(Integer::intValue).toArray();
     }
 
-    private void writeOut(Generation g, int[] promptIds, int bound, int completed, long drops, long expertBytes) throws IOException {
+    private void writeOut(Generation g, int[] promptIds, int bound, int completed, long drops, long expertBytes, long trunkBytes, long peak) throws IOException {
         int[] generated = g == null ? new int[0] : g.generated();
         double wall = g == null ? 0 : g.seconds();
         try (OutputStream os = Files.newOutputStream(out); JsonGenerator j = new JsonFactory().createGenerator(os, JsonEncoding.UTF8)) {
@@ -271,50 +497,18 @@ final class RunCommand implements Callable<Integer> {
             j.writeNumberField("layers_requested", bound);
             j.writeNumberField("layers_completed", completed);
             j.writeNumberField("expert_drops", drops);
-            j.writeNumberField("peak_rss_bytes", peakRss());
+            j.writeNumberField("peak_rss_bytes", peak);
             j.writeFieldName("wall_seconds");
             j.writeRawValue(String.format(Locale.ROOT, "%.4f", wall));
             j.writeFieldName("seconds_per_token");
             j.writeRawValue(String.format(Locale.ROOT, "%.4f", generated.length == 0 ? 0.0 : wall / generated.length));
             j.writeNumberField("expert_bytes_read", expertBytes);
-            j.writeNumberField("trunk_bytes_read", 0);
+            j.writeNumberField("trunk_bytes_read", trunkBytes);
             j.writeNumberField("embedding_bytes_read", 0);
             j.writeNumberField("lm_head_bytes_read", 0);
             j.writeBooleanField("ultra_low_memory", false);
             j.writeNullField("generated_text");
             j.writeEndObject();
         }
-    }
-
-    /** MemAvailable in bytes, or -1 when unknown; {@value #MEM_AVAILABLE_PROPERTY} overrides it. */
-    static long memAvailable() {
-        String p = System.getProperty(MEM_AVAILABLE_PROPERTY, "");
-        if (!p.isBlank()) return Long.parseLong(p.trim());
-        try {
-            for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
-                if (line.startsWith("MemAvailable:")) return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024L;
-            }
-        } catch (IOException | NumberFormatException e) {
-            return -1;
-        }
-        return -1;
-    }
-
-    /** VmHWM of /proc/self/status in bytes (0 when unknown). */
-    static long peakRss() {
-        try {
-            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-                if (line.startsWith("VmHWM:")) return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024L;
-            }
-        } catch (IOException | NumberFormatException e) {
-            return 0;
-        }
-        return 0;
-    }
-
-    static String bytes(long b) {
-        if (b >= 1e9) return String.format(Locale.ROOT, "%.2f GB", b / 1e9);
-        if (b >= 1e6) return String.format(Locale.ROOT, "%.2f MB", b / 1e6);
-        return String.format(Locale.ROOT, "%.1f KB", b / 1e3);
     }
 }

@@ -29,6 +29,27 @@ public final class DecodeState {
         }
     }
 
+    /** The same state from the config alone, for layers 0..layers−1 (a streamed trunk binds no layer up front). */
+    private DecodeState(k3j.config.ModelConfig c, int layers, int capacity) {
+        this.capacity = capacity;
+        kda = new Layers.KdaState[layers];
+        kv = new MlaKv[layers];
+        int h = c.kdaHeads(), d = c.kdaHeadDim(), hist = c.shortConvKernel() - 1;
+        for (int l = 0; l < layers; l++) {
+            if (c.layerKind(l) == k3j.config.LayerKind.KDA) {
+                kda[l] = new Layers.KdaState(new float[h * d * d], new float[h * d * hist], new float[h * d * hist], new float[h * d * hist]);
+            } else {
+                kv[l] = new MlaKv(c.mlaHeads(), c.qkNopeHeadDim(), c.qkRopeHeadDim(), c.vHeadDim(), capacity);
+            }
+        }
+    }
+
+    /** A fresh state for layers 0..layers−1 from the config (shapes as {@link WeightLoader#layer} binds them). */
+    public static DecodeState create(k3j.config.ModelConfig c, int layers, int capacity) {
+        if (capacity < 1) throw new IllegalArgumentException("KV capacity must be >= 1, got " + capacity);
+        return new DecodeState(c, layers, capacity);
+    }
+
     /** A fresh state for up to {@code capacity} positions (prompt + generated + 1 for the C engine's cap). */
     public static DecodeState create(ModelWeights w, int capacity) {
         if (capacity < 1) throw new IllegalArgumentException("KV capacity must be >= 1, got " + capacity);

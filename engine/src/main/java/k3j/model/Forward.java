@@ -51,6 +51,7 @@ public final class Forward {
     private final ModelWeights w;
     private final ModelConfig c;
     private final ExpertSource experts;
+    private final LayerSource layers;
     private final Workers workers;
     private final boolean memoize;
     private final Map<Long, Layers.Expert> kernelExperts = new ConcurrentHashMap<>();
@@ -70,8 +71,17 @@ public final class Forward {
      *                          forward may keep each expert's repacked MXFP4 form instead of repacking per call
      */
     public Forward(ModelWeights weights, ExpertSource experts, Workers workers, boolean expertsNeverEvict) {
+        this(weights, LayerSource.resident(weights.layers()), experts, workers, expertsNeverEvict);
+    }
+
+    /**
+     * @param layers where each decoder layer's weights come from in walk order: resident, or bound per use from
+     *               a streamed trunk ({@link StreamedLayers}); the model-level tables are {@code weights}'
+     */
+    public Forward(ModelWeights weights, LayerSource layers, ExpertSource experts, Workers workers, boolean expertsNeverEvict) {
         this.w = weights;
         this.c = weights.config();
+        this.layers = layers;
         this.experts = experts;
         this.workers = workers;
         this.memoize = expertsNeverEvict;
@@ -84,6 +94,16 @@ public final class Forward {
     /** Routed experts that failed to load over this forward's life (any drop makes the run INVALID). */
     public long expertDrops() {
         return drops.get();
+    }
+
+    /** Decoder layers the forward walks. */
+    public int layerCount() {
+        return layers.layerCount();
+    }
+
+    /** A fresh incremental state for this forward's layers, sized from the config (the layers may be streamed). */
+    public DecodeState newState(int capacity) {
+        return DecodeState.create(c, layers.layerCount(), capacity);
     }
 
     /** Layers finished by the last forward. */
@@ -125,7 +145,9 @@ public final class Forward {
         for (int i = 0; i < t; i++) Embedding.row(h, i * e, w.embed(), ids[i]);
         List<float[]> snaps = new ArrayList<>();
         Layers.KdaState slot = null;
-        for (LayerWeights lw : w.layers()) {
+        for (int l = 0; l < layers.layerCount(); l++) {
+          try (LayerSource.Held held = layers.acquire(l)) {   // streamed: read, bind; released once the layer is computed
+            LayerWeights lw = held.weights();
             Layers.KdaState kda = null;
             MlaKv kv = null;
             switch (lw.mixer()) {
@@ -144,6 +166,7 @@ public final class Forward {
             if (sink != null) sink.accept(s);
             h = s.partialOut();
             layersCompleted++;
+          }
         }
         if (state != null) state.cached += t;
         float[] mix = new float[t * e];

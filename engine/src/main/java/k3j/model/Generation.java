@@ -49,7 +49,7 @@ public record Generation(int[] prompt, int[] generated, List<float[]> stepLogits
         int n = prompt.length;
         List<float[]> logits = new ArrayList<>();
         double[] secs = new double[gen];
-        DecodeState st = incremental ? DecodeState.create(f.weights(), capacity(prompt.length, gen)) : null;
+        DecodeState st = incremental ? f.newState(capacity(prompt.length, gen)) : null;
         for (int g = 0; g < gen; g++) {
             long t0 = System.nanoTime();
             Forward.Result r;

@@ -21,11 +21,14 @@ public final class Model implements AutoCloseable {
     private final ModelWeights weights;
     private final CheckpointExperts experts;
 
-    private Model(ModelConfig config, CheckpointIndex index, int layers) {
+    private final boolean residentLayers;
+
+    private Model(ModelConfig config, CheckpointIndex index, int layers, boolean residentLayers) {
         this.config = config;
         this.index = index;
+        this.residentLayers = residentLayers;
         this.binding = Binder.bind(index, config, layers);
-        this.weights = new WeightLoader(reader, arena).load(binding);
+        this.weights = new WeightLoader(reader, arena).load(binding, residentLayers);
         this.experts = new CheckpointExperts(binding, reader);
     }
 
@@ -41,7 +44,15 @@ public final class Model implements AutoCloseable {
 
     /** An index already opened (the CLI times and reports it); {@code layers} < 0 binds all of them. */
     public static Model open(CheckpointIndex index, ModelConfig config, int layers) {
-        return new Model(config, index, layers < 0 ? config.layerCount() : layers);
+        return open(index, config, layers, true);
+    }
+
+    /**
+     * {@code residentLayers} false: only the model-level tables are loaded; the decoder layers must come from a
+     * streamed trunk ({@link #forward(Workers, k3j.cache.ExpertSource, k3j.trunk.TrunkSource)}).
+     */
+    public static Model open(CheckpointIndex index, ModelConfig config, int layers, boolean residentLayers) {
+        return new Model(config, index, layers < 0 ? config.layerCount() : layers, residentLayers);
     }
 
     public ModelConfig config() {
@@ -66,7 +77,7 @@ public final class Model implements AutoCloseable {
 
     /** A forward with the experts resident from the checkpoint (tiny models; every expert read once, kept). */
     public Forward forward(Workers workers) {
-        return new Forward(weights, experts, workers);
+        return forward(workers, experts);
     }
 
     /**
@@ -74,7 +85,13 @@ public final class Model implements AutoCloseable {
      * {@link #experts()} as its locator (the real model: 82,432 experts do not stay resident).
      */
     public Forward forward(Workers workers, k3j.cache.ExpertSource source) {
+        if (!residentLayers) throw new IllegalStateException("this model was opened without resident layers: give the trunk they stream from");
         return new Forward(weights, source, workers, source == experts);
+    }
+
+    /** A forward whose decoder layers are bound per use from {@code trunk} (ENGINE §5.5) and whose experts come from {@code source}. */
+    public Forward forward(Workers workers, k3j.cache.ExpertSource source, k3j.trunk.TrunkSource trunk) {
+        return new Forward(weights, new StreamedLayers(binding, trunk), source, workers, source == experts);
     }
 
     @Override

@@ -29,9 +29,14 @@ public final class WeightLoader {
     }
 
     public ModelWeights load(ModelBinding b) {
+        return load(b, true);
+    }
+
+    /** {@code withLayers} false: the model-level tables only (the decoder layers are streamed from a trunk). */
+    public ModelWeights load(ModelBinding b, boolean withLayers) {
         ModelConfig c = b.config();
         List<LayerWeights> layers = new ArrayList<>();
-        for (LayerBinding l : b.layers()) layers.add(layer(c, l));
+        if (withLayers) for (LayerBinding l : b.layers()) layers.add(layer(c, l));
         float[] outFold = AttnRes.fold(vector(b.tensor(Binder.OUTPUT_RES_NORM)), vector(b.tensor(Binder.OUTPUT_RES_PROJ)));
         return new ModelWeights(c, matrix(b.tensor(Binder.EMBED)), layers, outFold, vector(b.tensor(Binder.FINAL_NORM)), matrix(b.tensor(Binder.LM_HEAD)));
     }

@@ -10,6 +10,9 @@
  * {@link k3j.model.Generation} (greedy ids). Routed experts come through {@link k3j.cache.ExpertSource}:
  * {@link k3j.model.CheckpointExperts} keeps them resident (and is the {@link k3j.cache.ExpertLocator} an
  * {@link k3j.cache.ExpertCache} needs); a failed load fails the forward ({@link k3j.model.ExpertDropException}).
- * {@link k3j.model.Model} opens a directory end to end.
+ * Decoder layers come through {@link k3j.model.LayerSource}: resident (bound once), or
+ * {@link k3j.model.StreamedLayers}, which acquires each layer from a packed trunk ({@link k3j.trunk.TrunkSource}),
+ * binds it from the run's bytes and releases it once computed (bit-identical to resident: same bytes, same kernels,
+ * same order); a failed trunk read fails the forward. {@link k3j.model.Model} opens a directory end to end.
  */
 package k3j.model;

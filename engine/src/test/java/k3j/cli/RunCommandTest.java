@@ -1,6 +1,8 @@
 package k3j.cli;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -13,6 +15,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import k3j.cache.ShortReadException;
+import k3j.io.CheckpointIndex;
+import k3j.trunk.LayerBytes;
+import k3j.trunk.Progress;
+import k3j.trunk.TrunkException;
+import k3j.trunk.TrunkSource;
+import k3j.trunk.TrunkStats;
+import k3j.trunk.TrunkPacker;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -101,10 +111,189 @@ class RunCommandTest {
         try {
             Run r = run(tiny().toString(), "--ids", "1,2", "--incremental", "--out", dir.resolve("x.json").toString());
             assertEquals(2, r.code(), r.out() + r.err());
-            assertTrue(r.err().contains("REFUSING"), r.err());
-            assertEquals(0, run(tiny().toString(), "--ids", "1,2", "--gen", "1", "--out", dir.resolve("y.json").toString()).code(), "full recompute has no KV cache");
+            assertTrue(r.err().contains("REFUSING: the KV cache"), r.err());
+            Run full = run(tiny().toString(), "--ids", "1,2", "--gen", "1", "--out", dir.resolve("y.json").toString());
+            assertFalse(full.err().contains("REFUSING: the KV cache"), "full recompute has no KV cache: " + full.err());
+            assertEquals(1, full.code(), "but the whole plan is over 95% of 30 KB: exit 1\n" + full.out() + full.err());
+            assertTrue(full.err().contains("REFUSING TO START"), full.err());
+            assertTrue(full.out().contains("memory plan") && full.out().contains("available        30.00 KB"), full.out());
+            assertFalse(Files.exists(dir.resolve("y.json")), "refused before running");
         } finally {
             System.clearProperty(RunCommand.MEM_AVAILABLE_PROPERTY);
+        }
+    }
+
+    // --------------------------------------------------------------------------------- streaming
+
+    /** tiny-k3 packed into a trunk (its layer 0 has a gap, so the gathering layout, as `k3 pack-trunk --gather`). */
+    Path packedTiny() {
+        CheckpointIndex index = CheckpointIndex.open(tiny());
+        Path t = dir.resolve("trunk");
+        TrunkPacker.pack(index, TrunkPacker.layout(index, true), t, Progress.silent(), s -> {}, null);
+        return t;
+    }
+
+    @Test
+    void aStreamedRunIsBitIdenticalToTheResidentRunAndPrintsTheWholeReport() throws Exception {
+        Path t = packedTiny(), trace = dir.resolve("trace");
+        String m = tiny().toString();
+        for (String mode : List.of("--incremental", "--full")) {
+            List<String> flags = mode.equals("--incremental") ? List.of("--incremental") : List.of();
+            Path resLogits = dir.resolve("res" + mode + ".bin"), strLogits = dir.resolve("str" + mode + ".bin"), json = dir.resolve("str" + mode + ".json");
+            List<String> a = new ArrayList<>(List.of(m, "--ids", PROMPT, "--gen", "20", "--out", dir.resolve("res.json").toString(), "--dump-logits", resLogits.toString()));
+            a.addAll(flags);
+            Run res = run(a.toArray(String[]::new));
+            assertEquals(0, res.code(), res.err());
+            // one ring slot, the smallest cache (top-k + 1 slots): everything is read every token
+            List<String> b = new ArrayList<>(List.of(m, "--ids", PROMPT, "--gen", "20", "--trunk", t.toString(), "--trunk-gb", "0.00001", "--trunk-ring", "1",
+                    "--cache-gb", "0.0001", "--threads", "2", "--out", json.toString(), "--dump-logits", strLogits.toString(), "--dump-cache-trace", trace.toString()));
+            b.addAll(flags);
+            Run str = run(b.toArray(String[]::new));
+            assertEquals(0, str.code(), str.out() + str.err());
+            assertTrue(str.out().contains("generated ids: " + GREEDY), str.out());
+            assertArrayEquals(Files.readAllBytes(resLogits), Files.readAllBytes(strLogits), mode + ": the first step's logits, bit for bit");
+            String o = str.out();
+            int at = 0;
+            for (String part : List.of("memory plan", "trunk (STREAMED)", "TOTAL", "trunk stream:", "ring 1 x", "STEP   TOKEN      FED", "20 tokens in",
+                    "generated ids:", "PEAK RSS for the whole run:", "layers completed: 13/13; routed expert drops: 0", "cache [final step]",
+                    "wrote " + json, "wrote " + trace.resolve("expert_trace.bin"), "I/O share of wall clock:", "experts, whole run:", "trunk [final]",
+                    "pinned 0/13 layers, ring 1 slots")) {
+                int i = o.indexOf(part, at);
+                assertTrue(i >= 0, "'" + part + "' after position " + at + " of:\n" + o);
+                at = i;
+            }
+            JsonNode j = new ObjectMapper().readTree(json.toFile());
+            assertEquals(GREEDY, j.get("generated_ids").toString().replaceAll("[\\[\\]]", ""));
+            assertTrue(j.get("trunk_bytes_read").asLong() >= 20L * Files.size(t.resolve("trunk.bin")) / 2, "every token streams the trunk: " + j);
+            assertTrue(j.get("expert_bytes_read").asLong() > 0, j.toString());
+            assertTrue(Files.size(trace.resolve("expert_trace.bin")) > 0 && Files.exists(trace.resolve("expert_hist.json")));
+        }
+    }
+
+    @Test
+    void presetsAreListedWithoutAModelAndLaterFlagsOverrideThem() throws Exception {
+        java.io.PrintStream saved = System.out;
+        java.io.ByteArrayOutputStream buf = new java.io.ByteArrayOutputStream();
+        System.setOut(new java.io.PrintStream(buf, true));
+        int code;
+        try {
+            code = K3.execute("--list-presets");
+        } finally {
+            System.setOut(saved);
+        }
+        assertEquals(0, code);
+        assertEquals(k3j.plan.Preset.table(), buf.toString());
+        assertTrue(buf.toString().contains("  laptop         3.00 / 1.00    8.2 GB peak RSS."), buf.toString());
+        Run listed = run("--list-presets");
+        assertEquals(0, listed.code());
+        assertEquals(k3j.plan.Preset.table(), listed.out());
+        Path t = packedTiny();
+        String m = tiny().toString();
+        Run laptop = run(m, "--ids", "1,2", "--gen", "1", "--trunk", t.toString(), "--cache-gb", "5", "--preset", "laptop", "--out", dir.resolve("a.json").toString());
+        assertEquals(0, laptop.code(), laptop.err());
+        assertTrue(laptop.out().contains("preset   : laptop (trunk 3.00 GB / expert cache 1.00 GB)"), "the preset after --cache-gb wins:\n" + laptop.out());
+        Run over = run(m, "--ids", "1,2", "--gen", "1", "--trunk", t.toString(), "--preset", "laptop", "--cache-gb", "0.5", "--trunk-gb", "0.01",
+                "--out", dir.resolve("b.json").toString());
+        assertEquals(0, over.code(), over.err());
+        assertTrue(over.out().contains("preset   : laptop (trunk 0.01 GB / expert cache 0.50 GB)"), "flags after the preset win:\n" + over.out());
+        Run unknown = run(m, "--ids", "1", "--trunk", t.toString(), "--preset", "bogus");
+        assertEquals(2, unknown.code());
+        assertTrue(unknown.err().contains("unknown preset 'bogus'") && unknown.err().contains("workstation"), unknown.err());
+        assertEquals(2, run(m, "--ids", "1", "--preset", "laptop").code(), "a preset streams the trunk: needs --trunk");
+        assertEquals(2, run(m, "--ids", "1", "--trunk", t.toString(), "--preset", "ultra").code(), "ultra-low-memory is not implemented");
+    }
+
+    @Test
+    void badStreamingFlagsExitTwoAndTrunkOrCacheFailuresExitOne() throws Exception {
+        Path t = packedTiny();
+        String m = tiny().toString(), out = dir.resolve("x.json").toString();
+        assertEquals(2, run(m, "--ids", "1", "--trunk", t.toString(), "--trunk-ring", "9").code(), "ring 0..8");
+        assertEquals(2, run(m, "--ids", "1", "--trunk", t.toString(), "--trunk-gb", "lots").code(), "not a number");
+        assertEquals(2, run(m, "--ids", "1", "--trunk", t.toString(), "--trunk-gb", "0").code(), "not positive");
+        assertEquals(2, run(m, "--ids", "1", "--trunk-gb", "3").code(), "--trunk-gb without --trunk");
+        assertEquals(2, run(m, "--ids", "1", "--cache-gb", "-1").code(), "negative cache");
+        assertEquals(2, run(m, "--ids", "1", "--threads", "0").code(), "threads");
+        assertEquals(2, run(m, "--ids", "1", "--prompt-file", "p.txt").code(), "two prompt sources");
+        assertEquals(2, run(m, "--ids", "-1").code(), "negative id");
+        assertEquals(2, run(m, "--ids", "1", "--layers", "14").code(), "more layers than the config");
+        Run small = run(m, "--ids", "1", "--trunk", t.toString(), "--trunk-gb", "0.001", "--cache-gb", "0.000001", "--out", out);
+        assertEquals(1, small.code(), "a cache under top-k + 1 slots cannot start: " + small.err());
+        assertTrue(small.err().contains("expert cache"), small.err());
+        Run missing = run(m, "--ids", "1", "--trunk", dir.resolve("nowhere").toString(), "--trunk-gb", "0.001", "--cache-gb", "0.001", "--out", out);
+        assertEquals(1, missing.code(), missing.err());
+        assertTrue(missing.err().contains("trunk"), missing.err());
+        // a short trunk.bin: the run refuses it (exit 1) instead of computing on a partial layer
+        Path cut = dir.resolve("cut");
+        Files.createDirectories(cut);
+        Files.copy(t.resolve("trunk.json"), cut.resolve("trunk.json"));
+        byte[] bin = Files.readAllBytes(t.resolve("trunk.bin"));
+        Files.write(cut.resolve("trunk.bin"), java.util.Arrays.copyOf(bin, bin.length - 4096));
+        Run shortTrunk = run(m, "--ids", "1", "--trunk", cut.toString(), "--trunk-gb", "0.001", "--cache-gb", "0.001", "--out", out);
+        assertEquals(1, shortTrunk.code(), shortTrunk.err());
+        assertTrue(shortTrunk.err().contains("trunk.bin"), shortTrunk.err());
+        Run streamedLayers = run(m, "--ids", PROMPT, "--gen", "2", "--trunk", t.toString(), "--trunk-gb", "0.001", "--cache-gb", "0.001", "--layers", "3", "--out", out);
+        assertEquals(0, streamedLayers.code(), streamedLayers.err());
+        assertTrue(streamedLayers.out().contains("layers completed: 3/3") && streamedLayers.out().contains("NOTE: binding only 3 of 13"), streamedLayers.out());
+    }
+
+    @Test
+    void aShortExpertReadThroughTheCacheMakesTheRunInvalid() throws Exception {
+        RunCommand.expertReaderHook = real -> (location, slot) -> {
+            real.read(location, slot);
+            throw new ShortReadException("read " + (location.length() - 1) + " of " + location.length() + " bytes of " + location.file().getFileName());
+        };
+        try {
+            Path json = dir.resolve("bad.json");
+            Run r = run(tiny().toString(), "--ids", PROMPT, "--gen", "2", "--cache-gb", "0.001", "--out", json.toString());
+            assertEquals(4, r.code(), r.out() + r.err());
+            assertTrue(r.err().contains("RUN INVALID") && r.err().contains("CORRUPT"), r.err());
+            assertTrue(new ObjectMapper().readTree(json.toFile()).get("expert_drops").asLong() > 0, "the drops are in --out");
+            Run streamed = run(tiny().toString(), "--ids", PROMPT, "--gen", "2", "--trunk", packedTiny().toString(), "--trunk-gb", "0.001", "--cache-gb", "0.001", "--out", json.toString());
+            assertEquals(4, streamed.code(), streamed.out() + streamed.err());
+        } finally {
+            RunCommand.expertReaderHook = null;
+        }
+    }
+
+    @Test
+    void aFailedTrunkReadMidRunFailsTheForwardAndExitsOne() throws Exception {
+        Path t = packedTiny(), json = dir.resolve("fail.json");
+        int[] acquires = {0};
+        RunCommand.trunkSourceHook = real -> new TrunkSource() {
+            @Override
+            public int layerCount() {
+                return real.layerCount();
+            }
+
+            @Override
+            public LayerBytes acquire(int layer) {
+                if (++acquires[0] > 13 + 5) throw new TrunkException(Path.of("trunk.bin"), layer, "short read on layer " + layer + ": 0 of 4096 bytes");
+                return real.acquire(layer);
+            }
+
+            @Override
+            public void release(LayerBytes bytes) {
+                real.release(bytes);
+            }
+
+            @Override
+            public TrunkStats stats() {
+                return real.stats();
+            }
+
+            @Override
+            public void close() {}
+        };
+        try {
+            Run r = run(tiny().toString(), "--ids", PROMPT, "--gen", "3", "--incremental", "--trunk", t.toString(), "--trunk-gb", "0.0001",
+                    "--trunk-ring", "1", "--cache-gb", "0.001", "--out", json.toString());
+            assertEquals(1, r.code(), r.out() + r.err());
+            assertTrue(r.err().contains("forward pass failed: trunk bind failed at layer 5") && r.err().contains("short read on layer 5"), r.err());
+            assertTrue(r.out().contains("layers completed: 5/13"), "the second step stopped at layer 5:\n" + r.out());
+            JsonNode j = new ObjectMapper().readTree(json.toFile());
+            assertEquals(0, j.get("generated_ids").size(), "no ids from a failed run: " + j);
+        } finally {
+            RunCommand.trunkSourceHook = null;
         }
     }
 }
