@@ -13,6 +13,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.stream.Stream;
+import k3j.bisect.Bisect;
 import k3j.conform.Budget;
 import k3j.conform.Charts;
 import k3j.conform.ConformException;
@@ -158,8 +159,15 @@ class LayerConformanceGate {
                 all.size() - bad.size(), bad.size(), worst));
         Evidence.text("conform_all", lines.toString());
         if (!bad.isEmpty()) {
-            fail(bad.size() + " of " + all.size() + " layers do not conform: "
-                    + String.join(", ", bad.stream().map(r -> r.name() + " (" + r.finding().tag().replaceAll("[\\[\\]]", "") + ")").toList()));
+            // the summary names the first failing layer and stage, then what k3 bisect finds would explain it
+            LayerReport first = bad.get(0);
+            String diagnosis = Bisect.diagnosisLine(c, first, Checkpoint.workers());
+            String firstFailing = diagnosis != null ? diagnosis : first.message();
+            Evidence.parameter("first failing", firstFailing);
+            Evidence.text("bisect", firstFailing);
+            fail(first.finding().tag() + " " + bad.size() + " of " + all.size() + " layers do not conform: "
+                    + String.join(", ", bad.stream().map(r -> r.name() + " (" + r.finding().tag().replaceAll("[\\[\\]]", "") + ")").toList())
+                    + "; first failing: " + firstFailing);
         }
     }
 
@@ -238,6 +246,11 @@ class LayerConformanceGate {
                 failure = new IllegalStateException("cannot open the checkpoint under test: " + e, e);
                 throw failure;
             }
+        }
+
+        static synchronized Workers workers() {
+            open();
+            return workers;
         }
 
         /** The -Dk3.layers selection (all layers when unset). */
