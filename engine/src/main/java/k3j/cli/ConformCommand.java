@@ -79,7 +79,7 @@ final class ConformCommand implements Callable<Integer> {
         }
         long t0 = System.nanoTime();
         int failed = 0;
-        try (Workers w = Workers.of(threads != null ? threads : Runtime.getRuntime().availableProcessors());
+        try (Workers w = Workers.of(Threads.orAvailable(threads));
              Conformance c = Conformance.open(model, reference, search, w)) {
             List<Integer> sel;
             try {

@@ -357,8 +357,7 @@ final class RunCommand implements Callable<Integer> {
         int rc = ExitCode.OK;
         Generation g = null;
         String failure = null;
-        int nThreads = threads != null ? threads : Runtime.getRuntime().availableProcessors();
-        try (Workers w = Workers.of(nThreads)) {
+        try (Workers w = Workers.of(Threads.orAvailable(threads))) {
             ExpertSource experts = cache != null ? cache : model.experts();
             UnaryOperator<TrunkSource> hook = trunkSourceHook;
             Forward forward = stream == null ? model.forward(w, experts)
