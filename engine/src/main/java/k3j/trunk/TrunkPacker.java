@@ -19,6 +19,7 @@ import java.util.TreeMap;
 import java.util.function.Consumer;
 import java.util.zip.CRC32C;
 import k3j.io.CheckpointIndex;
+import k3j.io.DirectIo;
 import k3j.io.TensorInfo;
 
 /**
@@ -391,7 +392,7 @@ public final class TrunkPacker {
     static void verify(Path binPart, List<TrunkManifest.Layer> layers, long fileSize, Consumer<String> notes, Progress progress) {
         try (DirectReader r = DirectReader.open(binPart, true, notes); Arena arena = Arena.ofConfined()) {
             if (r.size() != fileSize) throw new TrunkException(binPart, TrunkException.NO_LAYER, "is " + r.size() + " bytes, expected " + fileSize);
-            MemorySegment buf = arena.allocate(BUFFER, DirectReader.ALIGN);
+            MemorySegment buf = DirectIo.allocate(arena, BUFFER);
             long checked = 0;
             for (TrunkManifest.Layer l : layers) {
                 CRC32C crc = new CRC32C();
