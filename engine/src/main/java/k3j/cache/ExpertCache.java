@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import k3j.io.DirectIo;
 
 /**
  * The routed-expert cache (ENGINE.md §6): a fixed arena of 4096-aligned slots, one lock over the
@@ -133,7 +134,7 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
         this.padOf = new long[geometry.slots()];
         this.locationOf = new ExpertLocation[geometry.slots()];
         this.arena = Arena.ofShared();
-        this.slots = arena.allocate(geometry.arenaBytes(), CacheGeometry.ALIGN);
+        this.slots = DirectIo.allocate(arena, geometry.arenaBytes());
         AtomicInteger n = new AtomicInteger();
         this.pool = Executors.newFixedThreadPool(settings.readThreads(), r -> {
             Thread t = new Thread(r, "k3-expert-read-" + n.incrementAndGet());

@@ -56,7 +56,7 @@ final class BisectCommand implements Callable<Integer> {
         if (!Files.exists(reference)) return usage(err, reference + ": no such reference dump");
         if (threads != null && threads < 1) return usage(err, "--threads must be at least 1, got " + threads);
         long t0 = System.nanoTime();
-        try (Workers w = Workers.of(threads != null ? threads : Runtime.getRuntime().availableProcessors());
+        try (Workers w = Workers.of(Threads.orAvailable(threads));
              Conformance c = Conformance.open(model, reference, List.of(), w)) {
             List<Integer> sel;
             try {

@@ -79,7 +79,7 @@ final class ConformCommand implements Callable<Integer> {
         }
         long t0 = System.nanoTime();
         int failed = 0;
-        try (Workers w = Workers.of(threads != null ? threads : Runtime.getRuntime().availableProcessors());
+        try (Workers w = Workers.of(Threads.orAvailable(threads));
              Conformance c = Conformance.open(model, reference, search, w)) {
             List<Integer> sel;
             try {
@@ -110,9 +110,10 @@ final class ConformCommand implements Callable<Integer> {
                     sel.size() - failed, failed, kda, mla, (System.nanoTime() - t0) / 1e9);
             out.printf(Locale.ROOT, "worst stage across all passing layers: %.3gx of its rounding budget%n", worstPassing);
             for (Finding f : Finding.values()) {
-                long n = reports.stream().filter(r -> r.finding() == f).count();
-                if (f != Finding.CONFORMS && n > 0) out.printf(Locale.ROOT, "%-22s %d layer(s): %s%n", f.tag(), n,
-                        LayerSelection.format(reports.stream().filter(r -> r.finding() == f).map(LayerReport::layer).toList()));
+                List<Integer> found = reports.stream().filter(r -> r.finding() == f).map(LayerReport::layer).toList();
+                if (f != Finding.CONFORMS && !found.isEmpty()) {
+                    out.printf(Locale.ROOT, "%-22s %d layer(s): %s%n", f.tag(), found.size(), LayerSelection.format(found));
+                }
             }
             out.println("=".repeat(78));
             out.println(failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM");

@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import k3j.io.DirectIo;
 import k3j.plan.AutoBudget;
 import k3j.plan.Human;
 import k3j.plan.MemInfo;
@@ -107,7 +108,7 @@ final class DoctorCommand implements Callable<Integer> {
                 fill(file, readMb << 20);
             }
             long size = Files.size(file);
-            long len = Math.min(readMb << 20, size) / DirectReader.ALIGN * DirectReader.ALIGN;
+            long len = DirectIo.alignDown(Math.min(readMb << 20, size));
             if (len == 0) {
                 out.println("  disk         : " + file + " is smaller than one 4 KiB block; nothing to measure");
                 return;
@@ -115,7 +116,7 @@ final class DoctorCommand implements Callable<Integer> {
             StringBuilder note = new StringBuilder();
             try (DirectReader r = DirectReader.open(file, true, note::append); Arena arena = Arena.ofConfined()) {
                 long chunk = 64L << 20;
-                MemorySegment buf = arena.allocate(chunk, DirectReader.ALIGN);
+                MemorySegment buf = DirectIo.allocate(arena, chunk);
                 long t0 = System.nanoTime();
                 for (long pos = 0; pos < len; pos += chunk) r.read(pos, Math.min(chunk, len - pos), buf, -1);
                 double s = (System.nanoTime() - t0) / 1e9;

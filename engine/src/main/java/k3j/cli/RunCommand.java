@@ -143,7 +143,15 @@ final class RunCommand implements Callable<Integer> {
     }
 
     /** Budgets after the preset and the flags, applied in argv order. */
-    record Budgets(String presetName, double trunkGb, double cacheGb, boolean cacheGiven) {}
+    record Budgets(String presetName, double trunkGb, double cacheGb, boolean cacheGiven) {
+        long trunkBytes() {
+            return Math.round(trunkGb * 1e9);
+        }
+
+        long cacheBytes() {
+            return Math.round(cacheGb * 1e9);
+        }
+    }
 
     @Override
     public Integer call() throws IOException {
@@ -254,8 +262,8 @@ final class RunCommand implements Callable<Integer> {
         if (trunk != null) o.printf("trunk on disk : %s total (STREAMED from %s, not held in RAM)%n", Human.bytes(trunkOnDisk), trunk);
         else o.printf("trunk on disk : %s total (resident: bound from the shards)%n", Human.bytes(trunkOnDisk));
         // 10. memory plan
-        MemoryPlan plan = MemoryPlan.of(cfg, trunk != null, trunk != null ? Math.round(budgets.trunkGb() * 1e9) : trunkOnDisk,
-                useCache ? Math.round(budgets.cacheGb() * 1e9) : expertBytes, false, 0, incremental, promptIds.length, gen);
+        MemoryPlan plan = MemoryPlan.of(cfg, trunk != null, trunk != null ? budgets.trunkBytes() : trunkOnDisk,
+                useCache ? budgets.cacheBytes() : expertBytes, false, 0, incremental, promptIds.length, gen);
         o.print(plan.block(mem));
         var refused = plan.planRefusal(mem);
         if (refused.isPresent()) {
@@ -319,7 +327,7 @@ final class RunCommand implements Callable<Integer> {
         try (model) {
             if (trunk != null) {
                 try {
-                    TrunkStream.Options opt = TrunkStream.Options.budget(Math.round(budgets.trunkGb() * 1e9))
+                    TrunkStream.Options opt = TrunkStream.Options.budget(budgets.trunkBytes())
                             .withRing(trunkRing == null ? 2 : trunkRing).withLayers(bound).withNotes(s -> err.println("k3: note: " + s));
                     stream = TrunkStream.open(trunk, idx, bound, opt);
                 } catch (TrunkException | CheckpointException e) {
@@ -330,7 +338,7 @@ final class RunCommand implements Callable<Integer> {
             }
             if (useCache) {
                 try {
-                    ExpertCache.Settings settings = ExpertCache.Settings.fromEnvironment(Math.round(budgets.cacheGb() * 1e9), cfg.topK(), System.getenv());
+                    ExpertCache.Settings settings = ExpertCache.Settings.fromEnvironment(budgets.cacheBytes(), cfg.topK(), System.getenv());
                     UnaryOperator<ExpertReader> hook = expertReaderHook;
                     if (hook == null) cache = ExpertCache.open(model.experts(), settings, trace, err::println);
                     else cache = new ExpertCache(model.experts(), injected = hook.apply(new FileExpertReader(settings.readMode(), err::println)), settings, trace);
@@ -357,8 +365,7 @@ final class RunCommand implements Callable<Integer> {
         int rc = ExitCode.OK;
         Generation g = null;
         String failure = null;
-        int nThreads = threads != null ? threads : Runtime.getRuntime().availableProcessors();
-        try (Workers w = Workers.of(nThreads)) {
+        try (Workers w = Workers.of(Threads.orAvailable(threads))) {
             ExpertSource experts = cache != null ? cache : model.experts();
             UnaryOperator<TrunkSource> hook = trunkSourceHook;
             Forward forward = stream == null ? model.forward(w, experts)

@@ -15,6 +15,8 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import k3j.io.DType;
+import k3j.io.ReleasedLayout;
 
 /**
  * Writes a small checkpoint with the released K3's layer names ({@code language_model.model.layers.<L>.},
@@ -38,11 +40,7 @@ public final class MarkedCheckpoint {
 
     private record Entry(String name, String dtype, long[] shape, int layer, int index, int shard) {
         long bytes() {
-            long n = switch (dtype) {
-                case "F32" -> 4;
-                case "BF16" -> 2;
-                default -> 1;
-            };
+            long n = DType.parse(dtype).size();
             for (long d : shape) n *= d;
             return n;
         }
@@ -103,7 +101,7 @@ public final class MarkedCheckpoint {
             for (int s = 0; s < 2; s++) {
                 List<Entry> in = new ArrayList<>();
                 for (Entry e : order) if (e.shard() == s) in.add(e);
-                Path f = dir.resolve(String.format("model-%05d-of-%05d.safetensors", s + 1, 2));
+                Path f = dir.resolve(ReleasedLayout.shardName(s, 2));
                 writeShard(f, in, seed);
                 out.add(f);
             }

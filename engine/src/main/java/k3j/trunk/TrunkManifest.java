@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import k3j.io.CheckpointIndex;
 import k3j.io.DType;
+import k3j.io.DirectIo;
 
 /**
  * {@code trunk.json}: where each layer's run lies in {@code trunk.bin}, the tensors inside each run, and
@@ -47,7 +48,7 @@ public record TrunkManifest(Path dir, int align, long fileSize, Source source, L
     public static final String FORMAT = "k3j-trunk";
     public static final int VERSION = 1;
     /** The only alignment this packer writes and this reader accepts: what O_DIRECT needs (pitfall 18). */
-    public static final int ALIGN = 4096;
+    public static final int ALIGN = DirectIo.ALIGN;
     /** Manifests larger than this are refused before reading (the real K3's is ~1 MB). */
     public static final long MAX_JSON_BYTES = 64L << 20;
 

@@ -19,6 +19,7 @@ import java.util.TreeMap;
 import java.util.function.Consumer;
 import java.util.zip.CRC32C;
 import k3j.io.CheckpointIndex;
+import k3j.io.DirectIo;
 import k3j.io.TensorInfo;
 
 /**
@@ -304,14 +305,18 @@ public final class TrunkPacker {
         CRC32C crc = new CRC32C();
         for (long pos = 0; pos < l.nbytes(); ) {
             buf.clear().limit((int) Math.min(BUFFER, l.nbytes() - pos));
-            while (buf.hasRemaining()) {
-                if (in.read(buf, l.offset() + pos + buf.position()) <= 0) return -1;
-            }
+            if (!fill(in, buf, l.offset() + pos)) return -1;
             buf.flip();
             crc.update(buf);
             pos += buf.limit();
         }
         return crc.getValue();
+    }
+
+    /** Fills a cleared {@code buf} up to its limit from file position {@code at}; false when the file ends first (buf's position tells where). */
+    private static boolean fill(FileChannel in, ByteBuffer buf, long at) throws IOException {
+        while (buf.hasRemaining()) if (in.read(buf, at + buf.position()) <= 0) return false;
+        return true;
     }
 
     private static List<TrunkManifest.Layer> copy(Layout layout, Path binPart, Path journal, List<TrunkManifest.Layer> resumed,
@@ -339,10 +344,8 @@ public final class TrunkPacker {
                         long pos = 0;
                         while (pos < piece.length()) {
                             buf.clear().limit((int) Math.min(BUFFER, piece.length() - pos));
-                            while (buf.hasRemaining()) {
-                                if (in.read(buf, piece.source() + pos + buf.position()) <= 0) {
-                                    throw new TrunkException(piece.file(), l.layer(), "short read at " + (piece.source() + pos + buf.position()));
-                                }
+                            if (!fill(in, buf, piece.source() + pos)) {
+                                throw new TrunkException(piece.file(), l.layer(), "short read at " + (piece.source() + pos + buf.position()));
                             }
                             buf.flip();
                             crc.update(buf.duplicate());
@@ -391,7 +394,7 @@ public final class TrunkPacker {
     static void verify(Path binPart, List<TrunkManifest.Layer> layers, long fileSize, Consumer<String> notes, Progress progress) {
         try (DirectReader r = DirectReader.open(binPart, true, notes); Arena arena = Arena.ofConfined()) {
             if (r.size() != fileSize) throw new TrunkException(binPart, TrunkException.NO_LAYER, "is " + r.size() + " bytes, expected " + fileSize);
-            MemorySegment buf = arena.allocate(BUFFER, DirectReader.ALIGN);
+            MemorySegment buf = DirectIo.allocate(arena, BUFFER);
             long checked = 0;
             for (TrunkManifest.Layer l : layers) {
                 CRC32C crc = new CRC32C();

@@ -59,14 +59,14 @@ public record TrunkPlan(long budget, int ringWanted, int ring, long slotBytes, l
             long big = -1;
             for (int i = 0; i < n; i++) if (!chosen[i]) big = Math.max(big, runBytes[i]);
             if (big < 0) big = runBytes[n - 1];
-            long newSlot = TrunkManifest.roundUp(TrunkManifest.roundUp(big, 4096) + widenBytes, 4096);
+            long newSlot = TrunkManifest.roundUp(TrunkManifest.roundUp(big, TrunkManifest.ALIGN) + widenBytes, TrunkManifest.ALIGN);
             ring = want;
             while (ring > 1 && (double) ring * newSlot > budget) ring--;
             boolean[] next = new boolean[n];
             spent = ring * newSlot;
             int newCount = 0;
             for (int i : walk) {
-                long need = TrunkManifest.roundUp(runBytes[i], 4096) + widenBytes;
+                long need = TrunkManifest.roundUp(runBytes[i], TrunkManifest.ALIGN) + widenBytes;
                 if (spent + need <= budget) {
                     next[i] = true;
                     spent += need;
@@ -136,7 +136,7 @@ public record TrunkPlan(long budget, int ringWanted, int ring, long slotBytes, l
     /** The startup lines of ENGINE.md §5.4 (the read method line is the stream's, not the plan's). */
     public String describe() {
         long packed = 0;
-        for (long r : runBytes) packed += TrunkManifest.roundUp(r, 4096);
+        for (long r : runBytes) packed += TrunkManifest.roundUp(r, TrunkManifest.ALIGN);
         StringBuilder b = new StringBuilder();
         b.append(String.format(Locale.ROOT, "trunk stream: %.2f GB packed, %d/%d layers PINNED (%.2f GB), ring %d x %.2f GB%n",
                 packed / 1e9, pinnedCount(), layers(), pinnedBytes / 1e9, ring, slotBytes / 1e9));

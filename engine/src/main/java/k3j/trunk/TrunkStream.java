@@ -248,14 +248,7 @@ public final class TrunkStream implements TrunkSource {
             lock.unlock();
         }
         long t = System.nanoTime();
-        RuntimeException failed = null;
-        try {
-            reader.read(layer.offset(), layer.padded(), pinBuffer[l], l);
-        } catch (RuntimeException e) {
-            failed = e;
-        } catch (Error e) {
-            failed = new TrunkException(manifest.bin(), l, "read failed: " + e, e);
-        }
+        RuntimeException failed = readLayer(layer, l, pinBuffer[l]);
         long dt = System.nanoTime() - t;
         lock.lock();
         try {
@@ -316,14 +309,7 @@ public final class TrunkStream implements TrunkSource {
                 Slot slot = slots[c];
                 lock.unlock();
                 long t = System.nanoTime();
-                RuntimeException failed = null;
-                try {
-                    reader.read(layer.offset(), layer.padded(), slot.buffer, l);
-                } catch (RuntimeException e) {
-                    failed = e;
-                } catch (Error e) {
-                    failed = new TrunkException(manifest.bin(), l, "read failed: " + e, e);
-                }
+                RuntimeException failed = readLayer(layer, l, slot.buffer);
                 long dt = System.nanoTime() - t;
                 lock.lock();
                 readNanos += dt;
@@ -476,14 +462,7 @@ public final class TrunkStream implements TrunkSource {
             TrunkManifest.Layer layer = manifest.layer(r.layer());
             MemorySegment buffer = slots[r.slot()].buffer;
             long t = System.nanoTime();
-            RuntimeException failed = null;
-            try {
-                reader.read(layer.offset(), layer.padded(), buffer, r.layer());
-            } catch (RuntimeException e) {
-                failed = e;
-            } catch (Error e) {
-                failed = new TrunkException(manifest.bin(), r.layer(), "read failed: " + e, e);
-            }
+            RuntimeException failed = readLayer(layer, r.layer(), buffer);
             long dt = System.nanoTime() - t;
             lock.lock();
             try {
@@ -503,6 +482,18 @@ public final class TrunkStream implements TrunkSource {
             } finally {
                 lock.unlock();
             }
+        }
+    }
+
+    /** Reads layer {@code l} into {@code dst}; returns the failure (an Error wrapped as a TrunkException), null when it arrived. */
+    private RuntimeException readLayer(TrunkManifest.Layer layer, int l, MemorySegment dst) {
+        try {
+            reader.read(layer.offset(), layer.padded(), dst, l);
+            return null;
+        } catch (RuntimeException e) {
+            return e;
+        } catch (Error e) {
+            return new TrunkException(manifest.bin(), l, "read failed: " + e, e);
         }
     }
 
