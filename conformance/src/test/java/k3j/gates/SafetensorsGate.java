@@ -107,6 +107,9 @@ class SafetensorsGate {
         List<String> where = new ArrayList<>();
         try (TensorReader reader = new TensorReader(); Arena arena = Arena.ofConfined()) {
             for (JsonNode want : tensors) {
+                for (String k : List.of("name", "dtype", "shape", "shard", "file", "offset", "length", "bytes_hex")) {
+                    if (!want.has(k)) throw new AssertionError("a tensor in MANIFEST.json lacks '" + k + "' (it would compare against a default): " + want);
+                }
                 String name = want.path("name").asText();
                 TensorInfo t = index.find(name).orElseThrow(() -> new AssertionError("no tensor " + CheckpointException.quote(name)));
                 assertEquals(want.path("dtype").asText(), t.dtype().name(), name);
