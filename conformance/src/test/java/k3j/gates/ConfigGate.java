@@ -68,6 +68,9 @@ class ConfigGate {
         }
         Evidence.text("summary", config.summary());
         Evidence.json("facts expected", facts);
+        for (String k : List.of("layer_map", "mla_layers", "kda_layers", "moe_layers", "dense_layers", "attn_res_boundaries", "snapshot_capacity", "summary_after_source")) {
+            if (!facts.has(k)) fail("an accept case's facts lack '" + k + "' (it would compare against a default): regenerate with gen_cases.py");
+        }
         int layers = config.layerCount();
         var dense = new ArrayList<Integer>();
         for (int l = 0; l < layers; l++) if (config.mlpKind(l) == MlpKind.DENSE) dense.add(l);
@@ -97,6 +100,7 @@ class ConfigGate {
         Evidence.text("refusal", message);
         List<String> fragments = list(c.path("fragments"), JsonNode::asText);
         Evidence.json("fragments expected", c.path("fragments"));
+        if (fragments.isEmpty()) fail("a refuse case names no fragments, so any refusal would pass: regenerate with gen_cases.py");
         int from = 0;
         for (String f : fragments) {
             int at = message.indexOf(f, c.path("ordered").asBoolean() ? from : 0);

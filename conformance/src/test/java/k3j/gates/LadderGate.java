@@ -297,6 +297,9 @@ class LadderGate {
         String tail = String.join("\n", lines.subList(Math.max(0, lines.size() - 30), lines.size()));
         long peak = -1;
         double spt = -1;
+        if (p.exitValue() == 0 && !Files.exists(out.resolve("run.json"))) {
+            throw new AssertionError(r + ": the CLI exited 0 but wrote no " + out.resolve("run.json") + ", so its generated ids cannot be checked\n" + tail);
+        }
         if (Files.exists(out.resolve("run.json"))) {
             JsonNode j = JSON.readTree(out.resolve("run.json").toFile());
             peak = j.get("peak_rss_bytes").asLong();

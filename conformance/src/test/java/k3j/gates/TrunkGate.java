@@ -173,42 +173,32 @@ class TrunkGate {
         checkPackedAgainstShards(model, m);
     }
 
-    @Test
     @Feature("packing")
-    @DisplayName("pack refuses a layer whose run has a gap, naming the layer, the bytes and what lies in the gap")
-    void nonContiguousLayerIsRefused() {
+    @DisplayName("pack refuses a layer whose run has a gap or spans two shards, naming the layer, the bytes and where they lie")
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("refusedDefects")
+    void brokenLayerRunIsRefused(Defect defect) {
         Path model = tmp.resolve("model");
-        MarkedCheckpoint.write(model, 4, 1, 1, Defect.GAP_IN_LAYER_1);
+        MarkedCheckpoint.write(model, 4, 1, 1, defect);
         Path out = tmp.resolve("trunk");
         TrunkException e = assertThrows(TrunkException.class, () -> pack(model, out));
         Evidence.text("refusal", e.getMessage());
-        long gap = CheckpointIndex.open(model).tensor("language_model.model.layers.1.block_sparse_moe.experts.0.w1.weight_packed").length();
-        for (String f : List.of("layer 1: is not contiguous", gap + " bytes of gap", "block_sparse_moe.experts.0.w1.weight_packed", "refusing")) {
-            assertTrue(e.getMessage().contains(f), "the refusal must say \"" + f + "\": " + e.getMessage());
-        }
-        assertNothingOpens(out);
-    }
-
-    @Test
-    @Feature("packing")
-    @DisplayName("pack refuses a layer spanning two shards, naming the layer and the bytes in each shard")
-    void layerSpanningShardsIsRefused() {
-        Path model = tmp.resolve("model");
-        MarkedCheckpoint.write(model, 4, 1, 1, Defect.LAYER_1_SPANS_SHARDS);
-        Path out = tmp.resolve("trunk");
-        TrunkException e = assertThrows(TrunkException.class, () -> pack(model, out));
-        Evidence.text("refusal", e.getMessage());
-        long moved = CheckpointIndex.open(model).tensor("language_model.model.layers.1.block_sparse_moe.shared_experts.down_proj.weight").length();
-        for (String f : List.of("layer 1: spans 2 shards", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors: " + moved + " bytes")) {
-            assertTrue(e.getMessage().contains(f), "the refusal must say \"" + f + "\": " + e.getMessage());
-        }
+        CheckpointIndex index = CheckpointIndex.open(model);
+        List<String> says = switch (defect) {
+            case GAP_IN_LAYER_1 -> List.of("layer 1: is not contiguous", "block_sparse_moe.experts.0.w1.weight_packed", "refusing",
+                    index.tensor("language_model.model.layers.1.block_sparse_moe.experts.0.w1.weight_packed").length() + " bytes of gap");
+            case LAYER_1_SPANS_SHARDS -> List.of("layer 1: spans 2 shards", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors: "
+                    + index.tensor("language_model.model.layers.1.block_sparse_moe.shared_experts.down_proj.weight").length() + " bytes");
+            case NONE -> throw new AssertionError("NONE is not a defect the packer refuses");
+        };
+        for (String f : says) assertTrue(e.getMessage().contains(f), "the refusal must say \"" + f + "\": " + e.getMessage());
         assertNothingOpens(out);
     }
 
     @Feature("packing")
     @DisplayName("pack --gather packs, tensor by tensor, a layer the contiguous packer refuses; bytes equal the shard's; streams exactly")
     @ParameterizedTest(name = "{0}")
-    @MethodSource("gatherDefects")
+    @MethodSource("refusedDefects")
     void gatherPacksWhatContiguousPackingRefuses(Defect defect) throws IOException {
         Path model = tmp.resolve("model");
         MarkedCheckpoint.write(model, 4, 3, 1, defect);
@@ -234,7 +224,7 @@ class TrunkGate {
         assertThrows(TrunkException.class, () -> m.checkSource(CheckpointIndex.open(other)), "a gathered trunk from other weights");
     }
 
-    static Stream<Defect> gatherDefects() {
+    static Stream<Defect> refusedDefects() {
         return Stream.of(Defect.GAP_IN_LAYER_1, Defect.LAYER_1_SPANS_SHARDS);
     }
 

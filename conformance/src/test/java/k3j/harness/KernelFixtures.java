@@ -82,6 +82,7 @@ public final class KernelFixtures {
         public List<String> outputs() {
             List<String> l = new ArrayList<>();
             node.path("outputs").fieldNames().forEachRemaining(l::add);
+            if (l.isEmpty()) fail(name + ": no outputs in the manifest, so nothing to compare");
             return l;
         }
 
@@ -191,7 +192,8 @@ public final class KernelFixtures {
         Array arr = new Array(fx.name() + "/" + name, dtype, shape, bytes);
         if ((long) arr.count() * size != bytes.length) fail(p + ": " + bytes.length + " bytes, shape " + java.util.Arrays.toString(shape) + " " + dtype + " needs " + (long) arr.count() * size);
         String sha = a.path("sha256").asText("");
-        if (!sha.isEmpty() && !sha.equals(sha256(bytes))) fail(p + ": sha256 differs from the manifest (corrupt or stale fixture)");
+        if (sha.isEmpty()) fail(fx.name() + ": " + side + " '" + name + "' has no sha256 in the manifest");
+        if (!sha.equals(sha256(bytes))) fail(p + ": sha256 differs from the manifest (corrupt or stale fixture)");
         return arr;
     }
 
