@@ -125,7 +125,7 @@ def normal(rng, *shape, scale=1.0):
 
 # --- rmsnorm ---------------------------------------------------------------------------------------------
 
-def rms_common(fx, wname_dtype):
+def rms_common(fx):
     p = fx.params
     x, w = fx.values["x"], fx.values["w"]
     fx.run = lambda A, mut=(): {"y": em.rmsnorm(x, w, p["eps"], A, mut)}
@@ -144,7 +144,7 @@ def rmsnorm_odd_width():
             np.concatenate([normal(r, 8, scale=200.0), normal(r, n - 8, scale=0.01)]), normal(r, n, scale=0.05)]
     fx.add("x", "f32", np.stack(rows))
     fx.add("w", "bf16", r.uniform(0.25, 2.0, n) * np.where(r.random(n) < 0.1, -1.0, 1.0))
-    rms_common(fx, "bf16")
+    rms_common(fx)
     fx.notes.append("rows 2 and 3 have mean(x^2) ~ 1e-6 and ~ 1e-5, so eps = 1e-5 dominates / matters")
     return fx
 
@@ -156,7 +156,7 @@ def rmsnorm_f32_gain():
     r = rng_for(fx.name)
     fx.add("x", "f32", np.stack([normal(r, n), normal(r, n, scale=2e-3), normal(r, n, scale=7.0)]))
     fx.add("w", "f32", r.uniform(-1.5, 1.5, n))
-    rms_common(fx, "f32")
+    rms_common(fx)
     return fx
 
 
