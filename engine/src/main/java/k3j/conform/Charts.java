@@ -94,7 +94,7 @@ public final class Charts {
 
     /** Green (far inside) → yellow (at the budget) → orange (drift) → red (≥ 100: binding error). */
     static String colour(double ratio) {
-        if (Double.isNaN(ratio) || ratio >= 100) return "#c62828";
+        if (Finding.ofRatio(ratio) == Finding.BINDING_ERROR) return "#c62828";
         double e = ratio <= 0 ? LO : Math.max(LO, Math.log10(ratio));
         if (e <= 0) {
             double t = (e - LO) / -LO; // 0 deep inside .. 1 at the budget

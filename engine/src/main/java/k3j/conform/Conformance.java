@@ -184,7 +184,12 @@ public final class Conformance implements AutoCloseable {
             return new LayerReport(i, kind, List.of(), null, Finding.BINDING_ERROR,
                     Finding.BINDING_ERROR.tag() + " L" + i + " " + kind + ": the layer failed to run: " + e, secs(t0));
         }
-        double seconds = secs(t0);
+        return compare(i, info, st, secs(t0));
+    }
+
+    /** Every stage of a run of layer {@code i} and, on a MoE layer, its routing, compared against the dump and judged. */
+    public LayerReport compare(int i, ReferenceDump.LayerInfo info, LayerStages st, double seconds) {
+        String p = "layers." + i + ".";
         List<StageMetric> metrics = new ArrayList<>();
         for (Stage s : Stage.values()) {
             metrics.add(StageMetric.of(s.dumpName(), budget.width(s.dumpName()), s.of(st), dump.f32(p + s.dumpName()), budget.of(s.dumpName())));
@@ -196,7 +201,7 @@ public final class Conformance implements AutoCloseable {
             routing = Routing.compare(want, st.moeIdx(), k);
             metrics.add(StageMetric.of(Stage.MOE_WEIGHT, budget.width(Stage.MOE_WEIGHT), st.moeWeight(), dump.f32(p + Stage.MOE_WEIGHT), budget.of(Stage.MOE_WEIGHT)));
         }
-        return judge(i, kind, metrics, routing, seconds);
+        return judge(i, info.kind(), metrics, routing, seconds);
     }
 
     /** The verdict of one layer's metrics: the worst stage's band, a routing difference is a binding error. */

@@ -3,6 +3,7 @@ package k3j.conform;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeSet;
+import k3j.model.Binder;
 
 /**
  * Which layers a run compares: {@code 0-92}, {@code 40,41,50-60}, or blank for all. Ranges are inclusive,
@@ -39,15 +40,6 @@ public final class LayerSelection {
 
     /** 0-3, 7, 9-11 */
     public static String format(List<Integer> layers) {
-        StringBuilder sb = new StringBuilder();
-        for (int i = 0; i < layers.size(); ) {
-            int j = i;
-            while (j + 1 < layers.size() && layers.get(j + 1) == layers.get(j) + 1) j++;
-            if (sb.length() > 0) sb.append(", ");
-            sb.append(layers.get(i));
-            if (j > i) sb.append('-').append(layers.get(j));
-            i = j + 1;
-        }
-        return sb.toString();
+        return Binder.ranges(layers);
     }
 }

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import k3j.kernels.Argmax;
 
 /**
  * Engine logits against the reference's, the seed's cmp_logits figures (ENGINE §10.7) at every position:
@@ -112,7 +113,7 @@ public final class LogitParity {
             }
             worst = Math.max(worst, rowDiff);
             refMax = Math.max(refMax, rowRef);
-            int ea = argmax(engine, r * vocab, vocab), ra = argmax(reference, r * vocab, vocab);
+            int ea = Argmax.reference(engine, r * vocab, vocab), ra = Argmax.reference(reference, r * vocab, vocab);
             int overlap = overlap(top(engine, r * vocab, vocab, 10), top(reference, r * vocab, vocab, 10));
             topMin = Math.min(topMin, overlap);
             topSum += overlap;
@@ -145,13 +146,6 @@ public final class LogitParity {
         List<Candidate> e = first < stepLogits.size() ? candidates(stepLogits.get(first), 0, vocab, 5) : List.of();
         List<Candidate> r = candidates(referenceLogits, (promptLength - 1 + first) * vocab, vocab, 5);
         return new Greedy(engine, reference, first, e, r);
-    }
-
-    /** First maximal index wins (ENGINE's argmax rule). */
-    static int argmax(float[] v, int off, int n) {
-        int best = 0;
-        for (int i = 1; i < n; i++) if (v[off + i] > v[off + best]) best = i;
-        return best;
     }
 
     /** Indices of the k largest values, descending (ties: lower id first). */

@@ -128,7 +128,7 @@ public final class Layers {
         if (l.g() != null) {
             float[] gate = new float[o.length];
             matmul(w, fast, gate, x, tokens, l.g());
-            for (int i = 0; i < o.length; i++) o[i] = o[i] * (1.0f / (1.0f + Fp.exp(-gate[i])));
+            for (int i = 0; i < o.length; i++) o[i] = o[i] * Fp.sigmoid(gate[i]);
         }
         // 9.
         matmul(w, fast, out, o, tokens, l.o());

@@ -270,8 +270,8 @@ public final class Binder {
         return "\"" + name + "\"";
     }
 
-    /** 1-3, 5, 7-9 */
-    static String ranges(List<Integer> l) {
+    /** 1-3, 5, 7-9: ascending layer indices with runs folded (also {@code k3 conform}'s layer lists). */
+    public static String ranges(List<Integer> l) {
         StringBuilder sb = new StringBuilder();
         for (int i = 0; i < l.size(); ) {
             int j = i;

@@ -24,7 +24,7 @@ public final class DecodeState {
         for (LayerWeights l : w.layers()) {
             switch (l.mixer()) {
                 case TokenMixer.Kda k -> kda[l.index()] = newKdaState(k.weights());
-                case TokenMixer.Mla m -> kv[l.index()] = new MlaKv(m.weights().heads(), m.weights().nope(), m.weights().rope(), m.weights().value(), capacity);
+                case TokenMixer.Mla m -> kv[l.index()] = newMlaKv(m.weights(), capacity);
             }
         }
     }
@@ -34,10 +34,9 @@ public final class DecodeState {
         this.capacity = capacity;
         kda = new Layers.KdaState[layers];
         kv = new MlaKv[layers];
-        int h = c.kdaHeads(), d = c.kdaHeadDim(), hist = c.shortConvKernel() - 1;
         for (int l = 0; l < layers; l++) {
             if (c.layerKind(l) == k3j.config.LayerKind.KDA) {
-                kda[l] = new Layers.KdaState(new float[h * d * d], new float[h * d * hist], new float[h * d * hist], new float[h * d * hist]);
+                kda[l] = newKdaState(c.kdaHeads(), c.kdaHeadDim(), c.shortConvKernel());
             } else {
                 kv[l] = new MlaKv(c.mlaHeads(), c.qkNopeHeadDim(), c.qkRopeHeadDim(), c.vHeadDim(), capacity);
             }
@@ -57,8 +56,16 @@ public final class DecodeState {
     }
 
     static Layers.KdaState newKdaState(Layers.KdaWeights k) {
-        int p = k.heads() * k.headDim(), hist = k.convKernel() - 1;
-        return new Layers.KdaState(new float[k.heads() * k.headDim() * k.headDim()], new float[p * hist], new float[p * hist], new float[p * hist]);
+        return newKdaState(k.heads(), k.headDim(), k.convKernel());
+    }
+
+    private static Layers.KdaState newKdaState(int heads, int headDim, int convKernel) {
+        int p = heads * headDim, hist = convKernel - 1;
+        return new Layers.KdaState(new float[heads * headDim * headDim], new float[p * hist], new float[p * hist], new float[p * hist]);
+    }
+
+    static MlaKv newMlaKv(Layers.MlaWeights m, int capacity) {
+        return new MlaKv(m.heads(), m.nope(), m.rope(), m.value(), capacity);
     }
 
     static void clear(Layers.KdaState s) {

@@ -160,7 +160,7 @@ public final class Forward {
                     } else kda = DecodeState.newKdaState(k.weights());
                 }
                 case TokenMixer.Mla m -> kv = state != null ? state.kv[lw.index()]
-                        : new MlaKv(m.weights().heads(), m.weights().nope(), m.weights().rope(), m.weights().value(), t);
+                        : DecodeState.newMlaKv(m.weights(), t);
             }
             LayerStages s = layer(lw, h, snaps, t, kda, kv, cached);
             if (sink != null) sink.accept(s);
@@ -200,7 +200,7 @@ public final class Forward {
         MlaKv kv = null;
         switch (lw.mixer()) {
             case TokenMixer.Kda k -> kda = DecodeState.newKdaState(k.weights());
-            case TokenMixer.Mla m -> kv = new MlaKv(m.weights().heads(), m.weights().nope(), m.weights().rope(), m.weights().value(), tokens);
+            case TokenMixer.Mla m -> kv = DecodeState.newMlaKv(m.weights(), tokens);
         }
         return layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, kda, kv, 0);
     }
