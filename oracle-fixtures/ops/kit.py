@@ -1,4 +1,4 @@
-"""What every fixture family shares: the seed, the tiny geometry, bf16 and ratio helpers, the Fixture record and
+"""What every fixture family shares: the RNG seed, the tiny geometry, bf16 and ratio helpers, the Fixture record and
 the registry that keeps fixtures in generation order."""
 import os
 import zlib
