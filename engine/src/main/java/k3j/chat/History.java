@@ -21,7 +21,7 @@ import java.util.List;
 
 /**
  * A conversation: an optional system message first, then user and assistant strictly alternating, reasoning
- * only on assistant messages. Stored as JSONL (docs/formats.md §11): one object per LF-terminated line with
+ * only on assistant messages. Stored as JSONL (docs/formats.md §13): one object per LF-terminated line with
  * exactly {@code role}, {@code content} and, for an assistant, optionally {@code reasoning_content}. Reading
  * refuses anything else with {@code path:line: reason}; saving is atomic (temp file, fsync, rename).
  */

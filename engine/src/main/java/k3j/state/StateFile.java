@@ -14,7 +14,7 @@ import k3j.kernels.MlaKv;
 import k3j.model.DecodeState;
 
 /**
- * A conversation state file (docs/formats.md §12): the ids absorbed so far and everything incremental decoding
+ * A conversation state file (docs/formats.md §14): the ids absorbed so far and everything incremental decoding
  * carries — every KDA layer's recurrent state and three conv histories, every MLA layer's cached keys, rope
  * keys and values for those positions — behind a header that binds it to the architecture, the checkpoint and
  * (for a chat) the conversation's history. Loading anything else is refused. Saving is atomic.
