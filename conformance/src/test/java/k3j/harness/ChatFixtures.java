@@ -21,17 +21,7 @@ public final class ChatFixtures {
 
     public static synchronized JsonNode cases() {
         if (cases == null) {
-            var file = Project.fixture("chat/cases.json");
-            byte[] raw = TokenizerFixtures.read(file);
-            JsonNode m = Project.json(Project.fixture("chat/manifest.json")).path("files");
-            boolean pinned = false;
-            for (JsonNode f : m) {
-                if (f.path("file").asText().equals("cases.json")) {
-                    if (!f.path("sha256").asText().equals(KernelFixtures.sha256(raw))) fail(file + ": sha256 differs from the manifest");
-                    pinned = true;
-                }
-            }
-            if (!pinned) fail("oracle-fixtures/chat/manifest.json does not pin cases.json");
+            var file = Project.pinnedFixture("chat", "cases.json");
             cases = Project.json(file);
             for (String k : List.of("xtml", "parse", "sampler")) if (cases.path(k).isEmpty()) fail(file + " has no " + k + " cases: regenerate it");
         }

@@ -7,12 +7,9 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
@@ -197,18 +194,10 @@ public final class History {
     /** Writes {@code path} atomically: a temp file beside it, fsync, rename over it. */
     public void save(Path path) {
         try {
-            Path dir = path.toAbsolutePath().getParent();
-            Path tmp = Files.createTempFile(dir, "." + path.getFileName(), ".tmp");
-            try {
-                try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
-                    ByteBuffer buf = ByteBuffer.wrap(toJsonl());
-                    while (buf.hasRemaining()) ch.write(buf);
-                    ch.force(true);
-                }
-                Files.move(tmp, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } finally {
-                Files.deleteIfExists(tmp);
-            }
+            k3j.io.AtomicFile.replace(path, ch -> {
+                ByteBuffer buf = ByteBuffer.wrap(toJsonl());
+                while (buf.hasRemaining()) ch.write(buf);
+            });
         } catch (IOException e) {
             throw new ChatException(path + ": cannot save the history: " + e.getMessage(), e);
         }

@@ -114,19 +114,8 @@ public final class Xtml {
     /** Each segment encoded on its own: CONTROL with added tokens, TEXT without. */
     public int[] encode(List<Segment> segments) {
         int[][] parts = new int[segments.size()][];
-        int n = 0;
-        for (int i = 0; i < parts.length; i++) {
-            Segment s = segments.get(i);
-            parts[i] = tok.encode(s.text(), s instanceof Segment.Control);
-            n += parts[i].length;
-        }
-        int[] out = new int[n];
-        int at = 0;
-        for (int[] p : parts) {
-            System.arraycopy(p, 0, out, at, p.length);
-            at += p.length;
-        }
-        return out;
+        for (int i = 0; i < parts.length; i++) parts[i] = tok.encode(segments.get(i).text(), segments.get(i) instanceof Segment.Control);
+        return concat(parts);
     }
 
     /** The ids of a tag written as TEXT (without added tokens). */

@@ -4,9 +4,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import k3j.kernels.Layers;
@@ -50,37 +48,29 @@ public final class StateFile {
      */
     public static void save(Path file, Binding binding, byte[] conversation, int[] ids, DecodeState st) {
         if (ids.length < st.cached()) throw new IllegalArgumentException(ids.length + " ids for a state of " + st.cached() + " positions");
-        Path dir = file.toAbsolutePath().getParent();
         try {
-            Path tmp = Files.createTempFile(dir, "." + file.getFileName(), ".tmp");
-            try {
-                try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
-                    Out o = new Out(ch);
-                    o.bytes(MAGIC);
-                    o.ints(new int[] {VERSION, binding.architecture().length});
-                    o.ints(binding.architecture());
-                    o.bytes(binding.checkpoint());
-                    o.bytes(conversation);
-                    o.ints(new int[] {ids.length, st.cached()});
-                    o.ints(ids);
-                    for (int l = 0; l < st.layers(); l++) {
-                        Layers.KdaState k = st.kda(l);
-                        if (k != null) {
-                            o.floats(k.recurrent(), k.recurrent().length);
-                            o.floats(k.qConv(), k.qConv().length);
-                            o.floats(k.kConv(), k.kConv().length);
-                            o.floats(k.vConv(), k.vConv().length);
-                        } else {
-                            mla(st.mla(l), st.cached(), o, null);
-                        }
+            k3j.io.AtomicFile.replace(file, ch -> {
+                Out o = new Out(ch);
+                o.bytes(MAGIC);
+                o.ints(new int[] {VERSION, binding.architecture().length});
+                o.ints(binding.architecture());
+                o.bytes(binding.checkpoint());
+                o.bytes(conversation);
+                o.ints(new int[] {ids.length, st.cached()});
+                o.ints(ids);
+                for (int l = 0; l < st.layers(); l++) {
+                    Layers.KdaState k = st.kda(l);
+                    if (k != null) {
+                        o.floats(k.recurrent(), k.recurrent().length);
+                        o.floats(k.qConv(), k.qConv().length);
+                        o.floats(k.kConv(), k.kConv().length);
+                        o.floats(k.vConv(), k.vConv().length);
+                    } else {
+                        mla(st.mla(l), st.cached(), o, null);
                     }
-                    o.flush();
-                    ch.force(true);
                 }
-                Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } finally {
-                Files.deleteIfExists(tmp);
-            }
+                o.flush();
+            });
         } catch (IOException e) {
             throw new StateException(file + ": cannot save the state: " + e.getMessage(), e);
         }
