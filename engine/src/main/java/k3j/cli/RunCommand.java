@@ -42,6 +42,7 @@ import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.io.CheckpointException;
 import k3j.io.CheckpointIndex;
+import k3j.kernels.KernelPath;
 import k3j.kernels.Workers;
 import k3j.model.BindException;
 import k3j.model.ExpertDropException;
@@ -134,6 +135,10 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
     Integer threads;
 
+    @Option(names = "--kernels", paramLabel = "PATH", defaultValue = "adaptive", description = "kernel path: adaptive (the Vector API for "
+            + "large calls, scalar for small ones), vector or scalar; the same bits either way (default ${DEFAULT-VALUE})")
+    String kernels;
+
     @Option(names = "--tf-check", description = "teacher-forced agreement over the --ids sequence in one forward (needs >= 2 ids); "
             + "writes {tf_positions, tf_matches, tf_agreement} to --out")
     boolean tfCheck;
@@ -192,6 +197,12 @@ final class RunCommand implements Callable<Integer> {
         }
         if (text.chat) incremental = true;
         if (threads != null && threads < 1) throw usage("--threads must be >= 1, got " + threads);
+        KernelPath.Mode kernelPath;
+        try {
+            kernelPath = KernelPath.Mode.parse(kernels);
+        } catch (IllegalArgumentException e) {
+            throw usage("--kernels: " + e.getMessage());
+        }
         if (cacheGb != null && !(cacheGb > 0)) throw usage("--cache-gb must be positive, got " + cacheGb);
         if (trunkRing != null && (trunkRing < 0 || trunkRing > TrunkPlan.MAX_RING)) throw usage("--trunk-ring must be 0..8, got " + trunkRing);
         if (trunk == null && (trunkGb != null || trunkRing != null || preset != null)) {
@@ -326,6 +337,7 @@ final class RunCommand implements Callable<Integer> {
             return refused.get().exitCode();
         }
         o.flush();
+        KernelPath.set(kernelPath);
         return run(o, err, cfg, idx, bound, promptIds, budgets, useCache, expertBytes);
     }
 
