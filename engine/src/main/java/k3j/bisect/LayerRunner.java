@@ -57,10 +57,15 @@ public final class LayerRunner implements AutoCloseable {
 
     /** The layer with {@code c} applied. */
     public LayerStages run(int layer, Candidate c, float[] partialIn, List<float[]> snapshots, int tokens) {
+        return run(layer, c, partialIn, snapshots, tokens, null);
+    }
+
+    /** The layer with {@code c} applied and the MoE selection forced ({@code forcedRouting} null: the router selects). */
+    public LayerStages run(int layer, Candidate c, float[] partialIn, List<float[]> snapshots, int tokens, int[] forcedRouting) {
         LayerBinding b = model.binding().layers().get(layer);
         LayerWeights lw = WeightLoader.layer(model.config(), layer, new Substituted(b, c));
         Forward f = new Forward(model.weights(), new RewrittenExperts(model.experts(), c), workers, false);
-        return f.runLayer(lw, partialIn, snapshots, tokens);
+        return f.runLayer(lw, partialIn, snapshots, tokens, forcedRouting);
     }
 
     /** A layer's tensors by suffix with a swap or a transpose applied. */

@@ -46,6 +46,10 @@ final class BisectCommand implements Callable<Integer> {
     @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
     Integer threads;
 
+    @Option(names = "--budget", paramLabel = "N|TIME", description = "the most candidates to re-run (200) or the longest to search (90s, 10m, 1h); "
+            + "default " + k3j.bisect.SearchBudget.DEFAULT_CANDIDATES + " candidates. Candidates run best-fitting first; the rest are listed as not tried")
+    String budget;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -55,6 +59,12 @@ final class BisectCommand implements Callable<Integer> {
         if (!Files.isDirectory(model)) return usage(err, model + ": not a model directory");
         if (!Files.exists(reference)) return usage(err, reference + ": no such reference dump");
         if (threads != null && threads < 1) return usage(err, "--threads must be at least 1, got " + threads);
+        k3j.bisect.SearchBudget searchBudget;
+        try {
+            searchBudget = budget == null ? k3j.bisect.SearchBudget.DEFAULT : k3j.bisect.SearchBudget.parse(budget);
+        } catch (IllegalArgumentException e) {
+            return usage(err, e.getMessage());
+        }
         long t0 = System.nanoTime();
         try (Workers w = Workers.of(Threads.orAvailable(threads));
              Conformance c = Conformance.open(model, reference, List.of(), w)) {
@@ -72,13 +82,15 @@ final class BisectCommand implements Callable<Integer> {
             out.println("budget: " + c.budget().rule());
             Bisect.Report r;
             try (LayerRunner runner = new LayerRunner(c.model(), w)) {
-                r = Bisect.run(new LayerConformance(c), runner, sel);
+                r = Bisect.run(new LayerConformance(c), runner, sel, searchBudget);
             }
             for (LayerReport l : r.layers()) if (!l.conforms()) out.println(l.line());
             out.printf(Locale.ROOT, "%d of %d layers conform%n", r.layers().size() - r.failing().size(), r.layers().size());
             Bisect.Diagnosis d = r.diagnosis();
             if (d != null) {
-                out.printf(Locale.ROOT, "diagnosis of L%d %s: %d candidates re-run in %.0f ms%n", d.layer(), d.stage().key, d.tried(), d.nanos() / 1e6);
+                out.printf(Locale.ROOT, "diagnosis of L%d %s: %d candidates re-run in %.0f ms (budget %s, best-fitting first)%n", d.layer(), d.stage().key, d.tried(),
+                        d.nanos() / 1e6, d.budget().describe());
+                out.println("  " + d.notTried());
                 if (d.explained()) for (Bisect.Explanation e : d.explanations()) out.println("  L" + d.layer() + ": " + e.describe());
                 else out.println("  L" + d.layer() + ": nothing explains it");
             }

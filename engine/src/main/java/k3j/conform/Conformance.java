@@ -184,27 +184,50 @@ public final class Conformance implements AutoCloseable {
             return new LayerReport(i, kind, List.of(), null, Finding.BINDING_ERROR,
                     Finding.BINDING_ERROR.tag() + " L" + i + " " + kind + ": the layer failed to run: " + e, secs(t0));
         }
-        return compare(i, info, st, secs(t0));
+        return compare(i, info, st, forced -> f.runLayer(i, partialIn, snaps, tokens, forced), t0);
     }
 
-    /** Every stage of a run of layer {@code i} and, on a MoE layer, its routing, compared against the dump and judged. */
+    /** Every stage of a run of layer {@code i} and, on a MoE layer, its routing, compared against the dump and judged (no rerun after a near-tie). */
     public LayerReport compare(int i, ReferenceDump.LayerInfo info, LayerStages st, double seconds) {
+        return compare(i, info, st, null, System.nanoTime() - (long) (seconds * 1e9));
+    }
+
+    /**
+     * Every stage of a run of layer {@code i} and, on a MoE layer, its routing, compared against the dump and judged.
+     * When the routing differs only at reference near-ties ({@link Routing}) and {@code rerun} is given, the layer
+     * runs again with the reference's routing forced ({@code rerun.apply(moe_idx)}) and THAT run's stages are
+     * compared, so the rest of the layer is still checked.
+     */
+    public LayerReport compare(int i, ReferenceDump.LayerInfo info, LayerStages st, java.util.function.Function<int[], LayerStages> rerun, long t0) {
         String p = "layers." + i + ".";
-        List<StageMetric> metrics = new ArrayList<>();
-        for (Stage s : Stage.values()) {
-            metrics.add(StageMetric.of(s.dumpName(), budget.width(s.dumpName()), s.of(st), dump.f32(p + s.dumpName()), budget.of(s.dumpName())));
-        }
         Routing routing = null;
         if (info.mlp().equals("moe")) {
             int[] want = dump.i32(p + "moe_idx");
             int k = dump.shape(p + "moe_idx")[1];
-            routing = Routing.compare(want, st.moeIdx(), k);
+            routing = Routing.compare(want, st.moeIdx(), k, dump.has(p + "moe_choice") ? dump.f32(p + "moe_choice") : null, config.expertCount(),
+                    choiceTolerance(i));
+            if (routing.onlyNearTies() && rerun != null) st = rerun.apply(want);
+        }
+        List<StageMetric> metrics = new ArrayList<>();
+        for (Stage s : Stage.values()) {
+            metrics.add(StageMetric.of(s.dumpName(), budget.width(s.dumpName()), s.of(st), dump.f32(p + s.dumpName()), budget.of(s.dumpName())));
+        }
+        if (routing != null) {
             metrics.add(StageMetric.of(Stage.MOE_WEIGHT, budget.width(Stage.MOE_WEIGHT), st.moeWeight(), dump.f32(p + Stage.MOE_WEIGHT), budget.of(Stage.MOE_WEIGHT)));
         }
-        return judge(i, info.kind(), metrics, routing, seconds);
+        return judge(i, info.kind(), metrics, routing, secs(t0));
     }
 
-    /** The verdict of one layer's metrics: the worst stage's band, a routing difference is a binding error. */
+    /** The near-tie score tolerance of layer {@code i}: the dump's moe_choice atol for a layer run alone, 0 when it has none. */
+    double choiceTolerance(int i) {
+        com.fasterxml.jackson.databind.JsonNode v = dump.manifest().path("tolerances").path("layers").path(i).path("stages").path("moe_choice").get("atol_layer");
+        return v != null && v.isNumber() ? v.doubleValue() : 0;
+    }
+
+    /**
+     * The verdict of one layer's metrics: the worst stage's band; a routing difference is a binding error unless
+     * the near-tie rule explains every differing token, which (with every stage in budget) is {@link Finding#NEAR_TIE}.
+     */
     public static LayerReport judge(int layer, String kind, List<StageMetric> metrics, Routing routing, double seconds) {
         StageMetric worst = null, firstOver = null;
         for (StageMetric m : metrics) {
@@ -212,7 +235,8 @@ public final class Conformance implements AutoCloseable {
             if (firstOver == null && !(m.ratioToBudget() <= 1.0)) firstOver = m;
         }
         Finding f = worst == null ? Finding.CONFORMS : Finding.ofRatio(worst.ratioToBudget());
-        if (routing != null && !routing.equal()) f = Finding.BINDING_ERROR;
+        if (routing != null && routing.wrong()) f = Finding.BINDING_ERROR;
+        else if (f == Finding.CONFORMS && routing != null && routing.onlyNearTies()) f = Finding.NEAR_TIE;
         String msg = "";
         if (f != Finding.CONFORMS) {
             StringBuilder sb = new StringBuilder(f.tag()).append(" L").append(layer).append(' ').append(kind).append(": ");
@@ -223,6 +247,11 @@ public final class Conformance implements AutoCloseable {
             if (routing != null && !routing.equal()) {
                 if (firstOver != null) sb.append("; ");
                 sb.append("routing differs on ").append(routing.tokensDiffering()).append('/').append(routing.tokens()).append(" tokens (").append(routing.first()).append(')');
+                if (!routing.nearTies().isEmpty()) {
+                    sb.append(String.format(Locale.ROOT, "; %d of them at reference near-ties (score gap <= %.3g): ", routing.nearTies().size(), routing.tolerance()))
+                            .append(String.join(" | ", routing.nearTies()));
+                    if (routing.onlyNearTies()) sb.append("; stages compared with the reference's routing forced");
+                }
             }
             msg = sb.toString();
         }

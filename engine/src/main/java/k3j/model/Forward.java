@@ -162,7 +162,7 @@ public final class Forward {
                 case TokenMixer.Mla m -> kv = state != null ? state.kv[lw.index()]
                         : DecodeState.newMlaKv(m.weights(), t);
             }
-            LayerStages s = layer(lw, h, snaps, t, kda, kv, cached);
+            LayerStages s = layer(lw, h, snaps, t, kda, kv, cached, null);
             if (sink != null) sink.accept(s);
             h = s.partialOut();
             layersCompleted++;
@@ -191,8 +191,21 @@ public final class Forward {
         return runLayer(w.layers().get(layer), partialIn, snapshots, tokens);
     }
 
+    /**
+     * {@link #runLayer(int, float[], List, int)} with the MoE selection taken from {@code forcedRouting} ([T][K],
+     * selection order; the weights are still the router's own scores at those experts). Null: the router selects.
+     */
+    public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens, int[] forcedRouting) {
+        return runLayer(w.layers().get(layer), partialIn, snapshots, tokens, forcedRouting);
+    }
+
     /** {@link #runLayer(int, float[], List, int)} for layer weights that are not part of this model (fixtures). */
     public LayerStages runLayer(LayerWeights lw, float[] partialIn, List<float[]> snapshots, int tokens) {
+        return runLayer(lw, partialIn, snapshots, tokens, null);
+    }
+
+    /** {@link #runLayer(int, float[], List, int, int[])} for layer weights that are not part of this model. */
+    public LayerStages runLayer(LayerWeights lw, float[] partialIn, List<float[]> snapshots, int tokens, int[] forcedRouting) {
         int e = c.hiddenSize();
         if (partialIn.length != tokens * e) throw new IllegalArgumentException("partial has " + partialIn.length + " floats, " + tokens + " x " + e + " expected");
         for (float[] s : snapshots) if (s.length != tokens * e) throw new IllegalArgumentException("a snapshot has " + s.length + " floats, " + tokens + " x " + e + " expected");
@@ -202,7 +215,7 @@ public final class Forward {
             case TokenMixer.Kda k -> kda = DecodeState.newKdaState(k.weights());
             case TokenMixer.Mla m -> kv = DecodeState.newMlaKv(m.weights(), tokens);
         }
-        return layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, kda, kv, 0);
+        return layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, kda, kv, 0, forcedRouting);
     }
 
     /**
@@ -214,12 +227,12 @@ public final class Forward {
         if (state.cached + tokens > state.capacity) {
             throw new ForwardException("MLA KV cache position " + (state.cached + tokens - 1) + " exceeds the limit " + (state.capacity - 1));
         }
-        LayerStages s = layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, state.kda[lw.index()], state.kv[lw.index()], state.cached);
+        LayerStages s = layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, state.kda[lw.index()], state.kv[lw.index()], state.cached, null);
         state.cached += tokens;
         return s;
     }
 
-    private LayerStages layer(LayerWeights lw, float[] partialIn, List<float[]> snaps, int t, Layers.KdaState kda, MlaKv kv, int cached) {
+    private LayerStages layer(LayerWeights lw, float[] partialIn, List<float[]> snaps, int t, Layers.KdaState kda, MlaKv kv, int cached, int[] forced) {
         int e = c.hiddenSize();
         float eps = c.rmsNormEps();
         float[] attnIn;
@@ -253,7 +266,7 @@ public final class Forward {
             case Mlp.LatentMoe m -> {
                 idx = new int[t * m.topK()];
                 wts = new float[t * m.topK()];
-                moe(lw.index(), m, mlpOut, idx, wts, mlpNorm, t);
+                moe(lw.index(), m, mlpOut, idx, wts, mlpNorm, t, forced);
             }
         }
         float[] partialOut = add(partialAttn, mlpOut);
@@ -282,9 +295,9 @@ public final class Forward {
      * then per token sum the contributions in the ORIGINAL top-K order — the same bits as one token at a time.
      * A failed expert load is counted, its slots stay zero, and the layer fails after the loop.
      */
-    void moe(int layer, Mlp.LatentMoe m, float[] y, int[] idx, float[] wts, float[] x, int t) {
+    void moe(int layer, Mlp.LatentMoe m, float[] y, int[] idx, float[] wts, float[] x, int t, int[] forced) {
         int e = c.hiddenSize(), k = m.topK(), lt = m.latent(), inter = m.intermediate();
-        Router.route(workers, true, idx, wts, x, t, m.gate(), m.bias(), k, m.renormalize(), m.scaling());
+        Router.route(workers, true, idx, wts, x, t, m.gate(), m.bias(), k, m.renormalize(), m.scaling(), forced);
         float[] z = new float[t * lt];
         MatVec.matmul(workers, z, x, t, m.down());
         float[] contrib = new float[t * k * lt];
