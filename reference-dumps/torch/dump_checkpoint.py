@@ -163,7 +163,7 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
     m64 = Model(model_dir, torch.float64, e8m0_255=e8m0_255, cache_weights=cache_weights)
     cfg = m64.cfg
     log(f"layer map {cfg.layer_map()}; greedy {n_gen} from {len(prompt)} prompt ids (float64, incremental)")
-    gen, step_rows = greedy(m64, prompt, n_gen, incremental=True)
+    gen, step_rows = greedy(m64, prompt, n_gen, incremental=True) if n_gen > 0 else ([], [])
     ids = list(prompt) + gen
     rec = {}
     logits = m64.forward(ids, record=rec)
@@ -194,8 +194,8 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
 
     # ---- self checks ----
     checks = {}
-    inc_rows = torch.stack(step_rows, 0)
-    checks["incremental_vs_teacher_forcing_max_abs"] = maxdiff(inc_rows, logits[np_ - 1:T - 1])
+    if step_rows:
+        checks["incremental_vs_teacher_forcing_max_abs"] = maxdiff(torch.stack(step_rows, 0), logits[np_ - 1:T - 1])
     if causality_check:
         checks["prefix_causality_max_abs"] = maxdiff(m64.forward(ids[:np_]), logits[:np_])
     if recompute_check:

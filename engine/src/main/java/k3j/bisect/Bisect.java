@@ -135,8 +135,12 @@ public final class Bisect {
         int layer = failing.layer(), tried = 0;
         int[] routed = conformance.routedExperts(layer);
         List<Candidate> reaching = runner.candidates(layer, routed).stream().filter(c -> c.reaches(stage)).toList();
-        boolean[] bad = Fit.failingTokens(stage, failing, conformance.run(runner, layer), conformance.conformance().dump());
-        List<Candidate> ordered = Fit.order(reaching, bad, routed);
+        k3j.conform.ReferenceDump dump = conformance.conformance().dump();
+        double[] errors = Fit.tokenErrors(stage, failing, conformance.run(runner, layer), dump);
+        boolean[] bad = new boolean[errors.length];
+        for (int i = 0; i < bad.length; i++) bad[i] = !(errors[i] <= 1.0);
+        String w = "layers." + layer + ".moe_weight";
+        List<Candidate> ordered = Fit.order(reaching, bad, routed, dump.has(w) ? dump.f32(w) : null, errors);
         List<Explanation> found = new ArrayList<>();
         List<Candidate> untried = List.of();
         for (int n = 0; n < ordered.size(); n++) {

@@ -65,6 +65,10 @@ final class ConformCommand implements Callable<Integer> {
     @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
     Integer threads;
 
+    @Option(names = "--json", paramLabel = "FILE", description = "write every layer's verdict and stage ratios (full double precision), the wall time "
+            + "per layer and the peak RSS as JSON")
+    Path json;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -126,6 +130,9 @@ final class ConformCommand implements Callable<Integer> {
                     + (r.firstDivergence() != null ? " " + r.firstDivergence() : "") + " " + r.finding().tag()));
             out.println("=".repeat(78));
             out.println(failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM");
+            String peak = k3j.plan.MemoryPlan.peakRssLine();
+            if (peak != null) out.println(peak);
+            if (json != null) writeJson(reports);
             if (chart != null) {
                 Files.writeString(chart, Charts.overview(reports, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
                 out.println("chart: " + chart);
@@ -173,6 +180,28 @@ final class ConformCommand implements Callable<Integer> {
             out.println(e.getMessage());
             return 1;
         }
+    }
+
+    /** The --json report: per layer its finding, message, seconds and every stage's ratio to budget (doubles as computed). */
+    private void writeJson(List<LayerReport> reports) throws IOException {
+        var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
+        var root = mapper.createObjectNode();
+        var arr = root.putArray("layers");
+        for (LayerReport r : reports) {
+            var o = arr.addObject();
+            o.put("layer", r.layer());
+            o.put("kind", r.kind());
+            o.put("finding", r.finding().name());
+            o.put("message", r.message());
+            o.put("seconds", r.seconds());
+            var ratios = o.putObject("ratios_to_budget");
+            for (var m : r.stages()) ratios.put(m.stage(), m.ratioToBudget());
+            var diffs = o.putObject("max_abs_diff");
+            for (var m : r.stages()) diffs.put(m.stage(), m.maxAbsDiff());
+            if (r.routing() != null) o.put("routing_tokens_differing", r.routing().tokensDiffering());
+        }
+        k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
+        mapper.writerWithDefaultPrettyPrinter().writeValue(json.toFile(), root);
     }
 
     /** --dumps, ./reference-dumps, and the reference-dumps/ of the repository the jar was built in. */
