@@ -85,6 +85,35 @@ class Writer:
                             "sha256": hashlib.sha256(b).hexdigest()}
 
 
+class Progress:
+    """A one-line progress bar with the measured time per layer and an ETA, on stderr (no dependency)."""
+
+    def __init__(self, what, stream=sys.stderr):
+        import time
+        self.what, self.stream, self.clock, self.t0, self.times = what, stream, time.monotonic, None, []
+
+    def __call__(self, i, n):
+        now = self.clock()
+        if self.t0 is None:
+            self.t0 = self.start
+        self.times.append(now - self.t0)
+        self.t0 = now
+        per = sum(self.times) / len(self.times)
+        done = i + 1
+        bar = "#" * (20 * done // n) + "-" * (20 - 20 * done // n)
+        eta = per * (n - done)
+        self.stream.write(f"\r{self.what} [{bar}] layer {done}/{n}  {per:.1f} s/layer  ETA {int(eta // 60)}m{int(eta % 60):02d}s ")
+        if done == n:
+            self.stream.write("\n")
+        self.stream.flush()
+
+    def begin(self):
+        self.start = self.clock()
+        self.t0 = None
+        self.times = []
+        return self
+
+
 def f32(t):
     return t.to(torch.float32)
 
@@ -166,7 +195,9 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
     gen, step_rows = greedy(m64, prompt, n_gen, incremental=True) if n_gen > 0 else ([], [])
     ids = list(prompt) + gen
     rec = {}
-    logits = m64.forward(ids, record=rec)
+    bar = Progress("float64 teacher forcing").begin()
+    logits = m64.forward(ids, record=rec, progress=bar)
+    layer_seconds = list(bar.times)
     T, np_ = len(ids), len(prompt)
     w = Writer(out_dir)
     w.put("ids", torch.tensor(ids))
@@ -212,7 +243,7 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
         log("float32 drift: end to end, then per layer from the reference's own inputs")
         m32 = Model(model_dir, torch.float32, e8m0_255=e8m0_255, cache_weights=cache_weights)
         rec32 = {}
-        logits32 = m32.forward(ids, record=rec32)
+        logits32 = m32.forward(ids, record=rec32, progress=Progress("float32 end to end").begin())
         e2e = {"logits": maxdiff(logits32, logits), "final_mix": maxdiff(rec32["final_mix"], rec["final_mix"]),
                "final_norm": maxdiff(rec32["final_norm"], rec["final_norm"])}
         routing_flips_e2e = 0
@@ -297,6 +328,7 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")
+    log(f"float64 seconds per layer (wall): {', '.join(f'{x:.2f}' for x in layer_seconds)}")
     return manifest
 
 

@@ -259,10 +259,11 @@ class Model:
     def new_state(self):
         return {"pos": 0, "layers": [None] * self.cfg.n_layers}
 
-    def forward(self, ids, state=None, record=None):
+    def forward(self, ids, state=None, record=None, progress=None):
         """Logits [T, V] for ids (positions state['pos'] ... when a state is given; the state is updated).
 
         record: a dict that receives every stage (see reference-dumps/FORMAT.md for the keys).
+        progress: called with (layer index, layer count) after each decoder layer.
         """
         c, mut = self.cfg, self.mut
         top = self.top()
@@ -276,6 +277,8 @@ class Model:
             W = self.layer(i)
             st = state["layers"][i] if state is not None else None
             h, snaps, new_st = self._layer(i, W, h, snaps, st, rec)
+            if progress is not None:
+                progress(i, c.n_layers)
             if state is not None:
                 state["layers"][i] = new_st
             elif rec is not None:
