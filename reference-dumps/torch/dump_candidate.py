@@ -13,7 +13,7 @@ With --mutant the manifest also records where the mutant first ACTS: the first l
 the order the comparison reads them) whose value differs at all from the same torch code without the
 mutant, both in float64; model-level mutants act on the logits, bind-level ones on the first layer
 that cannot bind. --all-mutants writes DIR/float32 and DIR/<mutant> for every mutant (the mutants
-without greedy ids: their teacher-forced logits already fail), and beside them logits-float32.npy
+without incremental logits and greedy ids: their full-recompute logits already fail), and beside them logits-float32.npy
 ([T, V]) and logits-<mutant>.npy (the last prompt row) for k3 compare-logits.
 """
 from __future__ import annotations
@@ -124,10 +124,10 @@ def write(ref, out_dir, dtype_name, mutant=None, clean=None, greedy_ids=True, lo
     notes = {}
     try:
         w.put("logits", model.forward(ids))
-        state = model.new_state()  # the prompt in one step, then one id at a time through the carried state
-        rows = [model.forward(ids[:len(prompt)], state)] + [model.forward([t], state) for t in ids[len(prompt):]]
-        w.put("logits_incremental", torch.cat(rows, 0))
         if greedy_ids:
+            state = model.new_state()  # the prompt in one step, then one id at a time through the carried state
+            rows = [model.forward(ids[:len(prompt)], state)] + [model.forward([t], state) for t in ids[len(prompt):]]
+            w.put("logits_incremental", torch.cat(rows, 0))
             gen, _ = greedy(model, prompt, len(ref.m["generated_ids"]), incremental=True)
             w.put("greedy_ids", torch.tensor(gen))
     except KeyError as e:
