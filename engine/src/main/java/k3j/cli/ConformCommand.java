@@ -22,7 +22,6 @@ import k3j.kernels.Workers;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
 
 /**
  * {@code k3 conform MODEL [--reference DUMP] [--layers 0-92|40,41,50-60]}: the checkpoint gates without
@@ -31,14 +30,17 @@ import picocli.CommandLine.Parameters;
  * recompute and incremental) and greedy generation. {@code --verify-data} hashes every byte of the model
  * against the dump's sha256 list instead.
  */
-@Command(name = "conform",
+@Command(name = "conform", mixinStandardHelpOptions = true,
         description = "Per-layer conformance and logit parity of a checkpoint against its torch reference dump.",
         footer = {"The dump defaults to the one whose manifest matches the model's shards (names, sizes, header sha256),",
                 "searched in --dumps, ./reference-dumps, the repository's reference-dumps/, the model directory and next to it.",
                 "Exit codes: 0 every layer and the logits conform, 1 something does not (or a runtime failure), 2 bad usage."})
 final class ConformCommand implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "MODEL", description = "the checkpoint directory")
-    Path model;
+    @CommandLine.Mixin
+    ModelFolder modelFolder;
+
+    @CommandLine.Mixin
+    ThreadsOption threads;
 
     @Option(names = "--reference", paramLabel = "DUMP", description = "the reference dump (directory, .tar.gz or .tar.xz); refused if made for other weights")
     Path reference;
@@ -58,17 +60,14 @@ final class ConformCommand implements Callable<Integer> {
     @Option(names = "--chart", paramLabel = "FILE", description = "write the layers x stages SVG chart")
     Path chart;
 
-    @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
-    Integer threads;
-
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
     @Override
     public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
-        if (!Files.isDirectory(model)) throw usage("no model directory " + model);
-        if (threads != null && threads < 1) throw usage("--threads must be >= 1, got " + threads);
+        Path model = modelFolder.config().getParent();
+        int workers = threads.count();
         List<Path> search = searchDirs();
         if (verifyData) {
             ReferenceDump d = ReferenceMatch.locate(model, reference, search);
@@ -79,7 +78,7 @@ final class ConformCommand implements Callable<Integer> {
         }
         long t0 = System.nanoTime();
         int failed = 0;
-        try (Workers w = Workers.of(Threads.orAvailable(threads));
+        try (Workers w = Workers.of(workers);
              Conformance c = Conformance.open(model, reference, search, w)) {
             List<Integer> sel;
             try {

@@ -22,7 +22,7 @@ import picocli.CommandLine.Parameters;
  * malformed or partial, printing {@code k3 inspect: FILE: ... [rule]}; 2 ({@link ExitCode#USAGE}) when
  * PATH does not exist or is neither a directory, a .safetensors file nor a config.json.
  */
-@Command(name = "inspect",
+@Command(name = "inspect", mixinStandardHelpOptions = true,
         description = "Validate and summarise a model directory, one .safetensors file or a config.json.",
         footer = "Exit codes: 0 valid, 1 unreadable/invalid/partial checkpoint, 2 bad arguments.")
 final class InspectCommand implements Callable<Integer> {
@@ -36,18 +36,14 @@ final class InspectCommand implements Callable<Integer> {
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        if (!Files.exists(path)) {
-            err.println("k3 inspect: " + path + ": no such file or directory");
-            return ExitCode.USAGE;
-        }
+        if (!Files.exists(path)) throw new CommandLine.ParameterException(spec.commandLine(), "no such file or folder: " + path);
         String fileName = path.getFileName() == null ? "" : path.getFileName().toString();
         if (Files.isRegularFile(path) && fileName.equals("config.json")) {
             out.println(path + ": a model config (config.json); the config summary is wired by the lead");
             return ExitCode.OK;
         }
         if (!Files.isDirectory(path) && !fileName.endsWith(".safetensors")) {
-            err.println("k3 inspect: " + path + ": not a model directory, a .safetensors file or a config.json");
-            return ExitCode.USAGE;
+            throw new CommandLine.ParameterException(spec.commandLine(), path + ": not a model directory, a .safetensors file or a config.json");
         }
         CheckpointIndex index;
         try {
