@@ -20,7 +20,7 @@ import picocli.CommandLine.Command;
         version = "k3 (k3j) 0.1.0",
         description = "Kimi K3 inference in Java.",
         subcommands = {RunCommand.class, InspectCommand.class, SimCacheCommand.class, PackTrunkCommand.class, DoctorCommand.class,
-                ConformCommand.class, BisectCommand.class, CorruptCommand.class})
+                ConformCommand.class, CompareLogitsCommand.class, BisectCommand.class, CorruptCommand.class, TokenizeCommand.class})
 public final class K3 implements Runnable {
 
     @CommandLine.Spec
@@ -69,9 +69,9 @@ public final class K3 implements Runnable {
     }
 
     /**
-     * Runs one k3 command line. {@code --list-presets} anywhere prints the preset table (no model needed). A
-     * first argument that is neither an option nor a subcommand is the model folder of {@code run}, unless it
-     * names no file and reads like a mistyped command: then "unknown command", exit 2.
+     * Runs one k3 command line (docs/semantics.md §7.1). {@code --list-presets} anywhere prints the preset table
+     * (no model needed). A first argument that is neither an option nor a subcommand is the model folder of
+     * {@code run}, unless it names no file and reads like a mistyped command: then "unknown command", exit 2.
      */
     public static int execute(PrintWriter out, PrintWriter err, Assembly.Intercepts intercepts, String... args) {
         try {

@@ -9,15 +9,20 @@ import picocli.CommandLine.Spec;
 
 /** The model folder a subcommand takes as its first argument; a path to the folder's config.json stands for the folder. */
 final class ModelFolder {
-    @Parameters(index = "0", paramLabel = "MODEL_DIR",
+    @Parameters(index = "0", arity = "0..1", paramLabel = "MODEL_DIR",
             description = "the model folder (config.json + safetensors shards); a path to its config.json is taken as the folder")
     Path path;
 
     @Spec(Spec.Target.MIXEE)
     CommandSpec mixee;
 
+    boolean given() {
+        return path != null;
+    }
+
     /** The folder, or a usage error naming what is missing. */
     Path folder() {
+        if (path == null) throw new CommandLine.ParameterException(mixee.commandLine(), "give the model folder: " + mixee.qualifiedName() + " MODEL_DIR ...");
         Path p = path;
         if (p.getFileName() != null && p.getFileName().toString().equals("config.json") && Files.isRegularFile(p)) {
             p = p.toAbsolutePath().getParent();

@@ -42,7 +42,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code k3 <model_dir> [options]}: greedy generation from raw ids (ENGINE §7.1), validated in the order
+ * {@code k3 <model_dir> [options]}: greedy generation from raw ids (docs/semantics.md §7.1), validated in the order
  * of §7.3 before anything large is allocated, the memory plan of §7.4, the STEP table of §7.5, the end-of-run
  * output of §7.6, the --out JSON of §7.7, --dump-logits of §7.8 and the exit codes of §7.9. With
  * {@code --trunk DIR} the decoder layers are streamed from a packed trunk and the routed experts served by the
@@ -143,7 +143,12 @@ final class RunCommand implements Callable<Integer> {
         int bound = layers == null ? cfg.layerCount() : layers;
         if (bound < cfg.layerCount()) o.printf("NOTE: binding only %d of %d layers: the output is NOT the real model%n", bound, cfg.layerCount());
         // 4. prompt ids
-        int[] promptIds = parseIds(ids);
+        int[] promptIds;
+        try {
+            promptIds = parseIds(ids);
+        } catch (IllegalArgumentException e) {
+            throw usage("--ids: " + e.getMessage());
+        }
         if (promptIds.length == 0) throw usage("no prompt ids parsed");
         if (tfCheck && promptIds.length < 2) throw usage("--tf-check needs at least 2 ids");
         for (int id : promptIds) if (id < 0 || id >= cfg.vocabSize()) throw usage("token id " + id + " is outside the vocabulary of " + cfg.vocabSize());
@@ -333,7 +338,7 @@ final class RunCommand implements Callable<Integer> {
         return rc;
     }
 
-    /** ENGINE §7.1 --tf-check: argmax of every position against the next id, one forward over all ids. */
+    /** docs/semantics.md §7.1 --tf-check: argmax of every position against the next id, one forward over all ids. */
     private int teacherForcing(Forward forward, int[] ids, PrintWriter o, PrintWriter err) throws IOException {
         Forward.Result r;
         try {
@@ -354,15 +359,15 @@ final class RunCommand implements Callable<Integer> {
         return ExitCode.OK;
     }
 
-    /** The ids of {@code s}, separated by ',' or spaces. */
-    private int[] parseIds(String s) {
+    /** The ids of {@code s}, separated by ',' or spaces; a part that is not an integer is refused. */
+    static int[] parseIds(String s) {
         List<Integer> l = new ArrayList<>();
         for (String part : s.trim().split("[,\\s]+")) {
             if (part.isEmpty()) continue;
             try {
                 l.add(Integer.parseInt(part));
             } catch (NumberFormatException e) {
-                throw usage("--ids: '" + part + "' is not an integer token id");
+                throw new IllegalArgumentException("'" + part + "' is not an integer token id");
             }
         }
         return l.stream().mapToInt(Integer::intValue).toArray();

@@ -1,7 +1,7 @@
 package k3j.conform;
 
 /**
- * What a compared layer (or a refused run) amounts to. The ratio bands follow the seed's rule: rounding
+ * What a compared layer (or a refused run) amounts to. The ratio bands follow the budget rule (docs/semantics.md §10.7): rounding
  * misses a stage's budget by about 1e-6 of max|ref|, a wrong binding by about 1 (so by 10^4 budgets and more);
  * 100 budgets separate the two with room on both sides.
  */
@@ -15,7 +15,9 @@ public enum Finding {
     /** the checkpoint lacks a tensor the layer needs or holds it with the wrong shape or dtype */
     MISSING_TENSOR("[missing tensor]"),
     /** the dump was made for other weights, or is unreadable */
-    REFERENCE_MISMATCH("[reference mismatch]");
+    REFERENCE_MISMATCH("[reference mismatch]"),
+    /** a candidate dump lacks a stage (or the routing, or the logits) the reference has: the engine did not produce it */
+    MISSING_STAGE("[missing stage]");
 
     /** Ratio to budget at and above which a miss is a binding error, not rounding. */
     public static final double BINDING_RATIO = 100.0;
