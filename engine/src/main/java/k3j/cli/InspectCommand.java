@@ -14,6 +14,7 @@ import k3j.io.CheckpointSummary;
 import k3j.io.CheckpointSummary.TensorClass;
 import k3j.io.CheckpointSummary.Tally;
 import k3j.io.DType;
+import k3j.plan.Human;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
@@ -80,9 +81,9 @@ final class InspectCommand implements Callable<Integer> {
         if (Files.isDirectory(path)) {
             out.println("config.json: " + configLine(path.resolve("config.json")));
         }
-        out.printf(Locale.ROOT, "shards: %d files, %d bytes (%s)%n", s.shards(), s.shardBytes(), human(s.shardBytes()));
+        out.printf(Locale.ROOT, "shards: %d files, %d bytes (%s)%n", s.shards(), s.shardBytes(), Human.bytes(s.shardBytes()));
         out.printf(Locale.ROOT, "tensors: %d%n", s.tensors());
-        out.printf(Locale.ROOT, "data: %d bytes (%s)%n", s.dataBytes(), human(s.dataBytes()));
+        out.printf(Locale.ROOT, "data: %d bytes (%s)%n", s.dataBytes(), Human.bytes(s.dataBytes()));
         out.println("dtypes:");
         for (Map.Entry<DType, Tally> e : s.dtypes().entrySet()) {
             out.printf(Locale.ROOT, "  %-8s %9d tensors %16d bytes%n", e.getKey(), e.getValue().count(), e.getValue().bytes());
@@ -103,16 +104,5 @@ final class InspectCommand implements Callable<Integer> {
         for (CheckpointSummary.Trailing t : s.trailing()) {
             out.printf(Locale.ROOT, "note: %s: %d trailing bytes after the last tensor%n", t.file(), t.bytes());
         }
-    }
-
-    private static String human(long bytes) {
-        String[] units = {"B", "KB", "MB", "GB", "TB"};
-        double v = bytes;
-        int u = 0;
-        while (v >= 1000 && u < units.length - 1) {
-            v /= 1000;
-            u++;
-        }
-        return String.format(Locale.ROOT, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
     }
 }
