@@ -39,6 +39,7 @@ public final class Conformance implements AutoCloseable {
     private final Forward prefixForward;
     private final int[] ids;
     private final int tokens, hidden;
+    private ExpertSweep sweep;
 
     private Conformance(Path modelDir, ReferenceDump dump, Workers workers) {
         this.modelDir = modelDir;
@@ -231,6 +232,30 @@ public final class Conformance implements AutoCloseable {
 
     static String describe(StageMetric m) {
         return String.format(Locale.ROOT, "%s %.3gx budget (max|diff| %.3g, max|ref| %.3g, budget %.3g)", m.stage(), m.ratioToBudget(), m.maxAbsDiff(), m.maxAbsRef(), m.budget());
+    }
+
+    // ------------------------------------------------------------------ expert sweep
+
+    /** The dump's expert sweep (FORMAT.md §7); a dump without a complete one is a {@link Finding#REFERENCE_MISMATCH}. */
+    public synchronized ExpertSweep expertSweep() {
+        if (sweep == null) sweep = ExpertSweep.of(dump);
+        return sweep;
+    }
+
+    /** The MoE layers among {@code selection}. */
+    public List<Integer> moeLayers(List<Integer> selection) {
+        return selection.stream().filter(l -> dump.layer(l).mlp().equals("moe")).toList();
+    }
+
+    /**
+     * Every routed expert of MoE layer {@code i} on the dump's probes, through this conformance's forward (its
+     * expert source: resident, or the expert cache under a memory plan). Never throws for an expert's own faults.
+     */
+    public ExpertLayerReport experts(int i) {
+        ReferenceDump.LayerInfo info = dump.layer(i);
+        if (!info.mlp().equals("moe")) throw new IllegalArgumentException("layer " + i + " is dense: it has no routed experts");
+        requireModel();
+        return expertSweep().layer(forward, i, info.kind());
     }
 
     // ------------------------------------------------------------------ logits
