@@ -236,7 +236,7 @@ public final class Conformance implements AutoCloseable {
 
     // ------------------------------------------------------------------ expert sweep
 
-    /** The dump's expert sweep (FORMAT.md §7); a dump without a complete one is a {@link Finding#REFERENCE_MISMATCH}. */
+    /** The dump's expert sweep (FORMAT.md §9); a dump without a complete one is a {@link Finding#REFERENCE_MISMATCH}. */
     public synchronized ExpertSweep expertSweep() {
         if (sweep == null) sweep = ExpertSweep.of(dump);
         return sweep;

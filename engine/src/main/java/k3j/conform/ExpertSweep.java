@@ -8,7 +8,7 @@ import k3j.cache.ExpertLoadException;
 import k3j.model.Forward;
 
 /**
- * The expert sweep of a dump (reference-dumps/FORMAT.md §7): every routed expert of a MoE layer on the dump's
+ * The expert sweep of a dump (reference-dumps/FORMAT.md §9): every routed expert of a MoE layer on the dump's
  * seeded probes, computed through the forward's own expert path ({@link Forward#probeExpert}: the same expert
  * source — resident or the expert cache —, repacking and kernels as the MoE), and judged against the
  * reference's sketches. Per probe and part x (w1 = W1·z, w3 = W3·z, w2 = W2·v, out = W2·situ(W1·z, W3·z)):
@@ -65,6 +65,20 @@ public final class ExpertSweep {
         List<String> s = new ArrayList<>();
         a.forEach(n -> s.add(n.asText()));
         return s;
+    }
+
+    /**
+     * P(χ²_k ≤ k/ρ²) for even k: the probability that an error ρ budgets large (independent of the seed) reads
+     * as within budget, 1 − e^(−h) Σ_{j<k/2} h^j/j! with h = k/(2ρ²).
+     */
+    public static double missProbability(int k, double rho) {
+        if (k < 2 || k % 2 != 0) throw new IllegalArgumentException("k must be even and positive, got " + k);
+        double h = k / (2.0 * rho * rho), term = 1, sum = 1;
+        for (int j = 1; j < k / 2; j++) {
+            term *= h / j;
+            sum += term;
+        }
+        return Math.max(0.0, 1.0 - Math.exp(-h) * sum);
     }
 
     public int probes() {
