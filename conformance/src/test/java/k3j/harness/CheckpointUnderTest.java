@@ -1,0 +1,58 @@
+package k3j.harness;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import k3j.conform.ConformException;
+import k3j.conform.Conformance;
+import k3j.conform.LayerSelection;
+import k3j.kernels.Workers;
+
+/**
+ * The checkpoint under test, shared by the checkpoint gates: -Dk3.model (relative to the repository root
+ * when relative), -Dk3.reference (else the matching dump in reference-dumps/, in the model directory or
+ * next to it), -Dk3.layers. Opened once per test JVM; a failure to open is remembered and FAILS every case.
+ */
+public final class CheckpointUnderTest {
+    private static Conformance conformance;
+    private static RuntimeException failure;
+    private static Workers workers;
+
+    private CheckpointUnderTest() {}
+
+    public static synchronized Conformance open() {
+        if (conformance != null) return conformance;
+        if (failure != null) throw new IllegalStateException(failure.getMessage(), failure); // fresh: each case's own trace
+        try {
+            String m = Project.property("k3.model");
+            if (m.isEmpty()) throw new AssertionError("gate data missing: -Dk3.model is not set (mvn verify -Pcheckpoint -Dk3.model=DIR)");
+            Path model = resolve(m);
+            if (!Files.isDirectory(model)) throw new AssertionError("gate data missing: -Dk3.model=" + m + " is not a readable directory (" + model + ")");
+            String ref = Project.property("k3.reference");
+            workers = Workers.of(Runtime.getRuntime().availableProcessors());
+            conformance = Conformance.open(model, ref.isEmpty() ? null : resolve(ref), List.of(Project.root().resolve("reference-dumps")), workers);
+            return conformance;
+        } catch (AssertionError | ConformException e) {
+            failure = e instanceof ConformException ce ? ce : new IllegalStateException(e.getMessage(), e);
+            throw failure;
+        } catch (RuntimeException e) {
+            failure = new IllegalStateException("cannot open the checkpoint under test: " + e, e);
+            throw failure;
+        }
+    }
+
+    public static synchronized Workers workers() {
+        open();
+        return workers;
+    }
+
+    /** The -Dk3.layers selection (all layers when unset). */
+    public static List<Integer> selected() {
+        return LayerSelection.parse(Project.property("k3.layers"), open().layerCount());
+    }
+
+    public static Path resolve(String p) {
+        Path path = Path.of(p);
+        return path.isAbsolute() ? path : Project.root().resolve(path).normalize();
+    }
+}
