@@ -28,8 +28,8 @@ import picocli.CommandLine.Parameters;
 
 /**
  * {@code k3 conform MODEL [--reference DUMP] [--layers 0-92|40,41,50-60]}: the checkpoint gates without
- * Maven (issue "[checkpoint]"): every selected layer run alone from the reference dump's own inputs and
- * compared stage by stage against the seed's rounding budget, then logit parity at every position (full
+ * Maven: every selected layer run alone from the reference dump's own inputs and
+ * compared stage by stage against the rounding budget (docs/semantics.md §10.7), then logit parity at every position (full
  * recompute and incremental) and greedy generation. {@code --verify-data} hashes every byte of the model
  * against the dump's sha256 list instead.
  */

@@ -6,6 +6,8 @@ import java.nio.file.Path;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import k3j.config.ConfigException;
+import k3j.config.ConfigReader;
 import k3j.io.CheckpointException;
 import k3j.io.CheckpointIndex;
 import k3j.io.CheckpointSummary;
@@ -20,13 +22,13 @@ import picocli.CommandLine.Parameters;
  * {@code k3 inspect PATH}: validates every safetensors header of a model directory (or one file) and
  * summarises it. Exit 0 on a valid checkpoint; 1 ({@link ExitCode#RUNTIME}) when it is unreadable,
  * malformed or partial, printing {@code k3 inspect: FILE: ... [rule]}; 2 ({@link ExitCode#USAGE}) when
- * PATH does not exist or is neither a directory, a .safetensors file nor a config.json.
+ * PATH does not exist or is neither a directory, a .safetensors file nor a config (.json).
  */
 @Command(name = "inspect",
-        description = "Validate and summarise a model directory, one .safetensors file or a config.json.",
+        description = "Validate and summarise a model directory, one .safetensors file or a config (.json).",
         footer = "Exit codes: 0 valid, 1 unreadable/invalid/partial checkpoint, 2 bad arguments.")
 final class InspectCommand implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "PATH", description = "a model directory, a .safetensors file or a config.json")
+    @Parameters(index = "0", paramLabel = "PATH", description = "a model directory, a .safetensors file or a config (.json)")
     Path path;
 
     @CommandLine.Spec
@@ -41,12 +43,17 @@ final class InspectCommand implements Callable<Integer> {
             return ExitCode.USAGE;
         }
         String fileName = path.getFileName() == null ? "" : path.getFileName().toString();
-        if (Files.isRegularFile(path) && fileName.equals("config.json")) {
-            out.println(path + ": a model config (config.json); the config summary is wired by the lead");
-            return ExitCode.OK;
+        if (Files.isRegularFile(path) && fileName.endsWith(".json")) {
+            try {
+                out.println(ConfigReader.read(path).summary());
+                return ExitCode.OK;
+            } catch (ConfigException e) {
+                err.println("k3 inspect: " + e.getMessage());
+                return ExitCode.USAGE;
+            }
         }
         if (!Files.isDirectory(path) && !fileName.endsWith(".safetensors")) {
-            err.println("k3 inspect: " + path + ": not a model directory, a .safetensors file or a config.json");
+            err.println("k3 inspect: " + path + ": not a model directory, a .safetensors file or a config (.json)");
             return ExitCode.USAGE;
         }
         CheckpointIndex index;
@@ -60,13 +67,22 @@ final class InspectCommand implements Callable<Integer> {
         return ExitCode.OK;
     }
 
+    /** The config's one-line summary, "absent", or the reader's refusal. */
+    private static String configLine(Path config) {
+        if (!Files.isRegularFile(config)) return "absent";
+        try {
+            return ConfigReader.read(config).summary();
+        } catch (ConfigException e) {
+            return "REFUSED: " + e.getMessage();
+        }
+    }
+
     private void print(PrintWriter out, CheckpointIndex index) {
         CheckpointSummary s = CheckpointSummary.of(index);
         out.println("checkpoint: " + path + (index.indexFile().isPresent()
                 ? " (index " + index.indexFile().get().getFileName() + ")" : ""));
         if (Files.isDirectory(path)) {
-            out.println("config.json: " + (Files.isRegularFile(path.resolve("config.json"))
-                    ? "present (the config summary is wired by the lead)" : "absent"));
+            out.println("config.json: " + configLine(path.resolve("config.json")));
         }
         out.printf(Locale.ROOT, "shards: %d files, %d bytes (%s)%n", s.shards(), s.shardBytes(), human(s.shardBytes()));
         out.printf(Locale.ROOT, "tensors: %d%n", s.tensors());

@@ -1,7 +1,7 @@
 package k3j.conform;
 
 /**
- * What a compared layer (or a refused run) amounts to. The ratio bands follow the seed's rule: rounding
+ * What a compared layer (or a refused run) amounts to. The ratio bands follow the budget rule (docs/semantics.md §10.7): rounding
  * misses a stage's budget by about 1e-6 of max|ref|, a wrong binding by about 1 (so by 10^4 budgets and more);
  * 100 budgets separate the two with room on both sides.
  */

@@ -47,7 +47,7 @@ public record LayerReport(int layer, String kind, List<StageMetric> stages, Rout
         return m;
     }
 
-    /** "L37 MLA   PASS   9 stages  worst 0.021x budget (attn_out)   0.4 s" — the seed's conform_all line. */
+    /** "L37 MLA   PASS   9 stages  worst 0.021x budget (attn_out)   0.4 s" — one line per layer, as the C engine's conformance tool prints it. */
     public String line() {
         StageMetric w = worst();
         String verdict = conforms() ? "PASS" : "FAIL";

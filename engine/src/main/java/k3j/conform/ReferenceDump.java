@@ -196,7 +196,7 @@ public final class ReferenceDump {
         return v.doubleValue();
     }
 
-    /** The rounding budget of this dump (its manifest's constants; the seed's when it states none). */
+    /** The rounding budget of this dump (its manifest's constants; the defaults when it states none). */
     public Budget budget() {
         return Budget.of(this);
     }

@@ -1,7 +1,7 @@
 package k3j.conform;
 
 /**
- * One stage compared under the seed's rule: {@code ratio = maxAbsDiff / maxAbsRef} against {@code budget};
+ * One stage compared under the budget rule (docs/semantics.md §10.7): {@code ratio = maxAbsDiff / maxAbsRef} against {@code budget};
  * {@link #ratioToBudget()} is what a reader looks at (1 = the budget line). A length mismatch or a NaN in the
  * engine's output is an infinite ratio.
  */
