@@ -12,7 +12,7 @@ layer's experts), and per expert and probe four outputs ("parts"):
 Each part x is stored as a sketch S x (k numbers, S a seeded Gaussian matrix with N(0, 1/k) entries,
 one for width Lt, one for I, shared by the whole dump) and its norm ||x||_2. An engine computes x' for
 the same probe through its own expert path and judges ratio = ||S x' - S x|| / ||x||. For an error
-e = x' - x fixed independently of the seed, S e ~ N(0, ||e||^2 / k · I_k), so k ||S e||^2 / ||e||^2 is
+e = x' - x fixed independently of the sketch seed, S e ~ N(0, ||e||^2 / k · I_k), so k ||S e||^2 / ||e||^2 is
 chi-square with k degrees of freedom: an error with ||e|| = rho · budget · ||x|| is missed (ratio <=
 budget) with probability P(chi2_k <= k / rho^2) (``miss_probability``).
 
@@ -88,7 +88,7 @@ def expert_parts(w1, w3, w2, z, v, b1, b2):
 
 
 def budgets(latent, inter):
-    """The seed's rule eps32 · sqrt(width) · factor per part; width = the fan-in that produced it."""
+    """The budget rule of FORMAT.md §4.1, eps32 · sqrt(width) · factor, per part; width = the fan-in that produced it."""
     widths = {"w1": latent, "w3": latent, "w2": inter, "out": inter}
     return {p: {"width": w, "budget": BUDGET_EPS32 * math.sqrt(w) * BUDGET_FACTOR} for p, w in widths.items()}
 
@@ -221,7 +221,7 @@ def sweep(model_dir, out_dir, *, layers=None, drift=True, cache_weights=False, e
         "floats_per_expert": PROBES * len(PARTS) * (SKETCH_K + 1),
         "budget": {"eps32": BUDGET_EPS32, "factor": BUDGET_FACTOR, "parts": b},
         "detection": {
-            "rule": ("an error e of a part with ||e|| = rho * budget * ||x_ref||, independent of the seed, is "
+            "rule": ("an error e of a part with ||e|| = rho * budget * ||x_ref||, independent of the sketch seed, is "
                      "missed with probability P(chi2_k <= k / rho^2)"),
             "miss_probability": {str(r): miss_probability(SKETCH_K, r) for r in (1.5, 2, 3, 5, 10)}},
         "complete": [r["index"] for r in rows] == moe_layers,

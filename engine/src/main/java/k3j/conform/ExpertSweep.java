@@ -68,7 +68,7 @@ public final class ExpertSweep {
     }
 
     /**
-     * P(χ²_k ≤ k/ρ²) for even k: the probability that an error ρ budgets large (independent of the seed) reads
+     * P(χ²_k ≤ k/ρ²) for even k: the probability that an error ρ budgets large (independent of the sketch seed) reads
      * as within budget, 1 − e^(−h) Σ_{j<k/2} h^j/j! with h = k/(2ρ²).
      */
     public static double missProbability(int k, double rho) {
