@@ -9,7 +9,7 @@ Runs the float64 reference: greedy decode (incremental), teacher forcing over pr
 with every stage recorded, the float32 drift (end to end and per layer from the reference's own
 inputs) from which the tolerances are derived, the mutant table, and the self checks
 (causality, incremental = full recompute). --experts adds the expert sweep (every routed expert on seeded
-probes, stored as sketches: k3ref/experts.py, FORMAT.md §9); --experts-only adds or resumes it on an existing dump.
+probes, stored as sketches: k3ref/experts.py, FORMAT.md §10); --experts-only adds or resumes it on an existing dump.
 """
 from __future__ import annotations
 
@@ -316,7 +316,7 @@ def main():
     ap.add_argument("--no-recompute-check", action="store_true",
                     help="skip the greedy-by-full-recompute cross-check (G extra full forwards)")
     ap.add_argument("--safety", type=float, default=10.0)
-    ap.add_argument("--experts", action="store_true", help="then sweep every routed expert (FORMAT.md §9)")
+    ap.add_argument("--experts", action="store_true", help="then sweep every routed expert (FORMAT.md §10)")
     ap.add_argument("--experts-only", action="store_true",
                     help="add (or resume) the expert sweep on the existing dump in --out; nothing else is rewritten")
     ap.add_argument("--expert-layers", help="with --experts-only: sweep only these MoE layers (e.g. 1,5-9)")

@@ -1,7 +1,7 @@
 """Expert sweep: every routed expert of every MoE layer on seeded probe inputs, stored as sketches.
 
 A prompt routes K of N experts per token, so a dump's per-layer stages exercise a handful of experts
-per layer; the sweep covers all of them (format: reference-dumps/FORMAT.md §9).
+per layer; the sweep covers all of them (format: reference-dumps/FORMAT.md §10).
 
 Per MoE layer, P probes in the latent space and P in the expert's intermediate space (shared by the
 layer's experts), and per expert and probe four outputs ("parts"):

@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
         version = "k3 (k3j) 0.1.0",
         description = "Kimi K3 inference in Java.",
         subcommands = {RunCommand.class, InspectCommand.class, SimCacheCommand.class, PackTrunkCommand.class, DoctorCommand.class,
-                ConformCommand.class, BisectCommand.class, CorruptCommand.class})
+                ConformCommand.class, CompareLogitsCommand.class, BisectCommand.class, CorruptCommand.class, TokenizeCommand.class})
 public final class K3 implements Runnable {
 
     @CommandLine.Spec

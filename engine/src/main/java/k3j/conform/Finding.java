@@ -15,7 +15,9 @@ public enum Finding {
     /** the checkpoint lacks a tensor the layer needs or holds it with the wrong shape or dtype */
     MISSING_TENSOR("[missing tensor]"),
     /** the dump was made for other weights, or is unreadable */
-    REFERENCE_MISMATCH("[reference mismatch]");
+    REFERENCE_MISMATCH("[reference mismatch]"),
+    /** a candidate dump lacks a stage (or the routing, or the logits) the reference has: the engine did not produce it */
+    MISSING_STAGE("[missing stage]");
 
     /** Ratio to budget at and above which a miss is a binding error, not rounding. */
     public static final double BINDING_RATIO = 100.0;

@@ -148,6 +148,23 @@ public final class LogitParity {
         return new Greedy(engine, reference, first, e, r);
     }
 
+    /**
+     * The first rank at which the two vectors' descending orders (ties: lower id first) name different ids, or
+     * −1 when the whole order is the same (rank 0 is the argmax).
+     */
+    public static int firstDifferingRank(float[] engine, float[] reference) {
+        Integer[] e = order(engine), r = order(reference);
+        for (int k = 0; k < e.length; k++) if (!e[k].equals(r[k])) return k;
+        return -1;
+    }
+
+    private static Integer[] order(float[] v) {
+        Integer[] idx = new Integer[v.length];
+        for (int i = 0; i < idx.length; i++) idx[i] = i;
+        java.util.Arrays.sort(idx, (a, b) -> v[a] != v[b] ? Float.compare(v[b], v[a]) : Integer.compare(a, b));
+        return idx;
+    }
+
     /** Indices of the k largest values, descending (ties: lower id first). */
     static int[] top(float[] v, int off, int n, int k) {
         k = Math.min(k, n);
