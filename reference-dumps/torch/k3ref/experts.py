@@ -118,6 +118,18 @@ def _load_f32(out_dir, entry):
     return torch.from_numpy(a.astype("float64"))
 
 
+def all_zero(model, i, e):
+    """Whether every packed FP4 code of the expert is +0 (a sparse hole of a fixture): its parts are exactly 0
+    for any finite scale, so the float64 dequantisation can be skipped. A 255 scale byte read as NaN is not."""
+    p = f"language_model.model.layers.{i}.block_sparse_moe.experts.{e}."
+    for w in ("w1", "w3", "w2"):
+        if bool(model.ckpt.get(p + w + ".weight_packed").any()):
+            return False
+        if model.e8m0_255 == "nan" and bool((model.ckpt.get(p + w + ".weight_scale") == 255).any()):
+            return False
+    return True
+
+
 def sweep_layer(m64, m32, i, mlp_norm, log=print):
     """One MoE layer: probes, every expert's sketches and norms, the float32 drift. Returns tensors + stats."""
     c = m64.cfg
@@ -140,7 +152,11 @@ def sweep_layer(m64, m32, i, mlp_norm, log=print):
     sketch = torch.zeros(N, P, len(PARTS), k, dtype=torch.float64)
     norm = torch.zeros(N, P, len(PARTS), dtype=torch.float64)
     drift = {p: 0.0 for p in PARTS}
+    holes = 0
     for e in range(N):
+        if all_zero(m64, i, e):
+            holes += 1  # sketch and norm stay 0
+            continue
         parts = expert_parts(*m64.expert(i, e), z, v, c.situ_b1, c.situ_b2)
         for j, x in enumerate(parts):
             s = s_in if PARTS[j] in ("w1", "w3") else s_lt
@@ -151,7 +167,7 @@ def sweep_layer(m64, m32, i, mlp_norm, log=print):
             for j, (x32, x) in enumerate(zip(parts32, parts)):
                 r = ((x32.to(torch.float64) - x).norm(dim=-1) / x.norm(dim=-1).clamp_min(1e-300)).max()
                 drift[PARTS[j]] = max(drift[PARTS[j]], float(r))
-    return {"probes": z, "probes_inter": v, "sketch": sketch, "norm": norm}, drift, act_rms
+    return {"probes": z, "probes_inter": v, "sketch": sketch, "norm": norm}, drift, act_rms, holes
 
 
 def sweep(model_dir, out_dir, *, layers=None, drift=True, cache_weights=False, e8m0_255="zero", log=print):
@@ -193,8 +209,8 @@ def sweep(model_dir, out_dir, *, layers=None, drift=True, cache_weights=False, e
             continue
         t0 = time.time()
         mlp_norm = _load_f32(out_dir, manifest["arrays"][f"layers.{i}.mlp_norm"])
-        res, dr, act_rms = sweep_layer(m64, m32, i, mlp_norm, log)
-        row = {"index": i, "experts": c.n_experts, "act_rms": act_rms, "seconds": time.time() - t0,
+        res, dr, act_rms, holes = sweep_layer(m64, m32, i, mlp_norm, log)
+        row = {"index": i, "experts": c.n_experts, "all_zero_experts": holes, "act_rms": act_rms, "seconds": time.time() - t0,
                "arrays": {f"experts.{i}.{k}": _f32_bin(out_dir, f"experts.{i}.{k}", v) for k, v in res.items()}}
         if drift:
             row["drift_ratio_max"] = dr
@@ -203,7 +219,7 @@ def sweep(model_dir, out_dir, *, layers=None, drift=True, cache_weights=False, e
             f.flush()
             os.fsync(f.fileno())
         done[i] = row
-        log(f"experts: layer {i} ({n + 1}/{len(todo)}): {c.n_experts} experts in {row['seconds']:.2f} s")
+        log(f"experts: layer {i} ({n + 1}/{len(todo)}): {c.n_experts} experts ({holes} all-zero) in {row['seconds']:.2f} s")
     rows = [done[i] for i in moe_layers if i in done]
     for r in rows:
         arrays.update(r["arrays"])
@@ -225,7 +241,8 @@ def sweep(model_dir, out_dir, *, layers=None, drift=True, cache_weights=False, e
                      "missed with probability P(chi2_k <= k / rho^2)"),
             "miss_probability": {str(r): miss_probability(SKETCH_K, r) for r in (1.5, 2, 3, 5, 10)}},
         "complete": [r["index"] for r in rows] == moe_layers,
-        "layers": [{"index": r["index"], "experts": r["experts"], "act_rms": r["act_rms"], "seconds": r["seconds"],
+        "layers": [{"index": r["index"], "experts": r["experts"], "all_zero_experts": r.get("all_zero_experts", 0),
+                    "act_rms": r["act_rms"], "seconds": r["seconds"],
                     **({"drift_ratio_max": r["drift_ratio_max"]} if "drift_ratio_max" in r else {})} for r in rows],
     }
     if drift and rows:
