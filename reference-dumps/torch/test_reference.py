@@ -163,6 +163,16 @@ class OpsTest(unittest.TestCase):
         self.assertEqual(idx[0].tolist(), [1, 3, 0])
         self.assertTrue(torch.allclose(w, torch.full((1, 3), 2.0 / 3, dtype=torch.float64)))
 
+    def test_table_dequantisation_equals_the_reference_op(self):
+        from k3ref.experts import dequant
+        g = torch.Generator().manual_seed(3)
+        packed = torch.randint(0, 256, (6, 32), dtype=torch.uint8, generator=g)
+        scales = torch.randint(0, 256, (6, 2), dtype=torch.uint8, generator=g)
+        scales[0, 0], scales[1, 1] = 255, 0
+        for mode in ("zero", "nan"):
+            a, b = dequant(packed, scales, 32, mode).to(torch.float64), ops.mxfp4_dequant(packed, scales, 32, mode)
+            self.assertTrue(bool(((a == b) | (a.isnan() & b.isnan())).all()), mode)
+
     def test_every_mutant_name_is_known(self):
         with self.assertRaises(ValueError):
             ops.l2norm(torch.ones(3), mut={"no_such_mutant"})

@@ -118,19 +118,43 @@ def _load_f32(out_dir, entry):
     return torch.from_numpy(a.astype("float64"))
 
 
-def all_zero(model, i, e):
-    """Whether every packed FP4 code of the expert is +0 (a sparse hole of a fixture): its parts are exactly 0
-    for any finite scale, so the float64 dequantisation can be skipped. A 255 scale byte read as NaN is not."""
+_PAIRS = None
+
+
+def dequant(packed, scales, group=32, e8m0_255="zero"):
+    """ops.mxfp4_dequant, the same values, in float32 and by table: every FP4 code times a power of two is
+    exact in float32 (2^-128 is a float32 subnormal), so widening to float64 gives the reference's values."""
+    global _PAIRS
+    if _PAIRS is None:
+        lut = torch.tensor(ops.E2M1, dtype=torch.float32)
+        b = torch.arange(256)
+        sc = torch.pow(torch.tensor(2.0, dtype=torch.float64), torch.arange(256, dtype=torch.float64) - 127).to(torch.float32)
+        _PAIRS = (torch.stack([lut[b & 0xF], lut[b >> 4]], -1), sc)
+    pairs, sc = _PAIRS
+    sc = sc.clone()
+    sc[255] = 0.0 if e8m0_255 == "zero" else float("nan")
+    R, C = packed.shape
+    if scales.shape[0] != R or scales.shape[1] * group != 2 * C:
+        raise ValueError(f"scales {tuple(scales.shape)} do not fit packed {tuple(packed.shape)} with group {group}")
+    vals = pairs[packed.long()].reshape(R, -1, group)
+    return (vals * sc[scales.long()].unsqueeze(-1)).reshape(R, 2 * C)
+
+
+def expert_f32(model, i, e):
+    """(w1, w3, w2) of expert e of layer i in float32 (exact), or None when every packed code is +0 (a sparse
+    hole of a fixture: its parts are exactly 0 for any finite scale; a 255 scale read as NaN is not a hole)."""
     p = f"language_model.model.layers.{i}.block_sparse_moe.experts.{e}."
-    for w in ("w1", "w3", "w2"):
-        if bool(model.ckpt.get(p + w + ".weight_packed").any()):
-            return False
-        if model.e8m0_255 == "nan" and bool((model.ckpt.get(p + w + ".weight_scale") == 255).any()):
-            return False
-    return True
+    raw = {w: (model.ckpt.get(p + w + ".weight_packed"), model.ckpt.get(p + w + ".weight_scale")) for w in ("w1", "w3", "w2")}
+    for w, (pk, sc) in raw.items():
+        if pk.dtype != torch.uint8 or sc.dtype != torch.uint8:
+            raise ValueError(f"{p}{w}: MXFP4 tensors must be U8")
+    if not any(bool(pk.any()) for pk, _ in raw.values()) and not (
+            model.e8m0_255 == "nan" and any(bool((sc == 255).any()) for _, sc in raw.values())):
+        return None
+    return tuple(dequant(pk, sc, 32, model.e8m0_255) for pk, sc in raw.values())
 
 
-def sweep_layer(m64, m32, i, mlp_norm, log=print):
+def sweep_layer(m64, i, mlp_norm, drift=True, log=print):
     """One MoE layer: probes, every expert's sketches and norms, the float32 drift. Returns tensors + stats."""
     c = m64.cfg
     W = m64.layer(i)
@@ -142,7 +166,7 @@ def sweep_layer(m64, m32, i, mlp_norm, log=print):
     acts = []
     for e in torch.unique(idx).tolist():
         ts = (idx == e).any(-1).nonzero(as_tuple=True)[0]
-        w1, w3, _ = m64.expert(i, int(e))
+        w1, w3, _ = (w.to(torch.float64) for w in (expert_f32(m64, i, int(e)) or m64.expert(i, int(e))))
         acts.append(ops.situ_glu(ops.linear(z_real[ts], w1), ops.linear(z_real[ts], w3), c.situ_b1, c.situ_b2))
     a = torch.cat([x.reshape(-1) for x in acts])
     act_rms = float(a.pow(2).mean().sqrt())
@@ -154,16 +178,17 @@ def sweep_layer(m64, m32, i, mlp_norm, log=print):
     drift = {p: 0.0 for p in PARTS}
     holes = 0
     for e in range(N):
-        if all_zero(m64, i, e):
+        w32 = expert_f32(m64, i, e)
+        if w32 is None:
             holes += 1  # sketch and norm stay 0
             continue
-        parts = expert_parts(*m64.expert(i, e), z, v, c.situ_b1, c.situ_b2)
+        parts = expert_parts(*(w.to(torch.float64) for w in w32), z, v, c.situ_b1, c.situ_b2)
         for j, x in enumerate(parts):
             s = s_in if PARTS[j] in ("w1", "w3") else s_lt
             sketch[e, :, j] = x @ s.T
             norm[e, :, j] = x.norm(dim=-1)
-        if m32 is not None:
-            parts32 = expert_parts(*m32.expert(i, e), z, v, c.situ_b1, c.situ_b2)
+        if drift:
+            parts32 = expert_parts(*w32, z, v, c.situ_b1, c.situ_b2)
             for j, (x32, x) in enumerate(zip(parts32, parts)):
                 r = ((x32.to(torch.float64) - x).norm(dim=-1) / x.norm(dim=-1).clamp_min(1e-300)).max()
                 drift[PARTS[j]] = max(drift[PARTS[j]], float(r))
@@ -182,7 +207,6 @@ def sweep(model_dir, out_dir, *, layers=None, drift=True, cache_weights=False, e
     with open(mpath) as f:
         manifest = json.load(f)
     m64 = Model(model_dir, torch.float64, e8m0_255=e8m0_255, cache_weights=cache_weights)
-    m32 = Model(model_dir, torch.float32, e8m0_255=e8m0_255, cache_weights=cache_weights) if drift else None
     c = m64.cfg
     moe_layers = [i for i in range(c.n_layers) if c.is_moe(i)]
     todo = moe_layers if layers is None else [i for i in moe_layers if i in set(layers)]
@@ -209,7 +233,7 @@ def sweep(model_dir, out_dir, *, layers=None, drift=True, cache_weights=False, e
             continue
         t0 = time.time()
         mlp_norm = _load_f32(out_dir, manifest["arrays"][f"layers.{i}.mlp_norm"])
-        res, dr, act_rms, holes = sweep_layer(m64, m32, i, mlp_norm, log)
+        res, dr, act_rms, holes = sweep_layer(m64, i, mlp_norm, drift, log)
         row = {"index": i, "experts": c.n_experts, "all_zero_experts": holes, "act_rms": act_rms, "seconds": time.time() - t0,
                "arrays": {f"experts.{i}.{k}": _f32_bin(out_dir, f"experts.{i}.{k}", v) for k, v in res.items()}}
         if drift:
