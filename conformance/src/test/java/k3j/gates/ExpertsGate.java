@@ -12,7 +12,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -113,11 +112,7 @@ class ExpertsGate {
     @AfterAll
     static void close() throws IOException {
         if (workers != null) workers.close();
-        if (scratch != null) {
-            try (Stream<Path> s = Files.walk(scratch)) {
-                for (Path p : s.sorted(Comparator.reverseOrder()).toList()) Files.delete(p);
-            }
-        }
+        Project.deleteTree(scratch);
     }
 
     static Stream<Case> table() {
