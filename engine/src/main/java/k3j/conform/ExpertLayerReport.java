@@ -35,9 +35,10 @@ public record ExpertLayerReport(int layer, String kind, int checked, int total, 
         return finding == Finding.CONFORMS;
     }
 
-    /** "experts checked: 7 of 7". */
+    /** "experts checked: 7 of 7", with "(860 all-zero)" when some are a fixture's sparse holes. */
     public String coverage() {
-        return "experts checked: " + checked + " of " + total;
+        long zero = experts.stream().filter(ExpertReport::allZero).count();
+        return "experts checked: " + checked + " of " + total + (zero == 0 ? "" : " (" + zero + " all-zero)");
     }
 
     /** The {@code n} experts with the largest worst-part ratio, worst first. */

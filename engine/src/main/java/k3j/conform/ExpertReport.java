@@ -9,19 +9,21 @@ import java.util.Map;
 /**
  * One routed expert judged by the expert sweep ({@link ExpertSweep}): its worst ratio to budget per part
  * (w1, w3, w2, out; over the probes), the verdict, and, when it fails, a message naming the layer, the expert
- * and the parts over budget. {@code ratios} is empty when the expert could not run.
+ * and the parts over budget. {@code ratios} is empty when the expert could not run. {@code allZero}: every
+ * packed code the engine read is +0 (a fixture's sparse hole), so its parts are exactly 0 and the kernels did
+ * not run; it is still compared against the reference's sketch.
  */
-public record ExpertReport(int layer, int expert, double[] ratios, Finding finding, String message) {
-    static ExpertReport of(int layer, int expert, double[] ratios) {
+public record ExpertReport(int layer, int expert, double[] ratios, boolean allZero, Finding finding, String message) {
+    static ExpertReport of(int layer, int expert, double[] ratios, boolean allZero) {
         double worst = 0;
         for (double r : ratios) worst = Math.max(worst, r);
         Finding f = Finding.ofRatio(worst);
-        ExpertReport r = new ExpertReport(layer, expert, ratios.clone(), f, "");
-        return f == Finding.CONFORMS ? r : new ExpertReport(layer, expert, ratios.clone(), f, f.tag() + " " + r.describe());
+        ExpertReport r = new ExpertReport(layer, expert, ratios.clone(), allZero, f, "");
+        return f == Finding.CONFORMS ? r : new ExpertReport(layer, expert, ratios.clone(), allZero, f, f.tag() + " " + r.describe());
     }
 
     static ExpertReport notRun(int layer, int expert, Finding f, String why) {
-        return new ExpertReport(layer, expert, new double[0], f, f.tag() + " L" + layer + " expert " + expert + ": " + why);
+        return new ExpertReport(layer, expert, new double[0], false, f, f.tag() + " L" + layer + " expert " + expert + ": " + why);
     }
 
     public boolean conforms() {

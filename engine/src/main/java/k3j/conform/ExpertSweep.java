@@ -124,8 +124,11 @@ public final class ExpertSweep {
     /** One expert of a layer whose probes are loaded. Never throws for the expert's own faults. */
     public ExpertReport expert(Forward forward, Probes pr, int expert) {
         Forward.ExpertProbe got;
+        boolean zero;
         try {
-            got = forward.probeExpert(pr.layer(), expert, pr.z(), pr.v(), probes);
+            zero = forward.expertCodesAllZero(pr.layer(), expert);
+            got = zero ? new Forward.ExpertProbe(new float[probes * inter], new float[probes * inter], new float[probes * latent], new float[probes * latent])
+                    : forward.probeExpert(pr.layer(), expert, pr.z(), pr.v(), probes);
         } catch (ExpertLoadException e) {
             return ExpertReport.notRun(pr.layer(), expert, Finding.MISSING_TENSOR, e.getMessage());
         } catch (RuntimeException e) {
@@ -151,7 +154,7 @@ public final class ExpertSweep {
                 if (!(rt <= ratio[j])) ratio[j] = Double.isNaN(rt) ? Double.POSITIVE_INFINITY : rt;
             }
         }
-        return ExpertReport.of(pr.layer(), expert, ratio);
+        return ExpertReport.of(pr.layer(), expert, ratio, zero);
     }
 
     /** "sketch k=16 x 4 probes x 4 parts (272 floats per expert); budget w1 3.39e-05 ..." */

@@ -360,6 +360,22 @@ public final class Forward {
         return new ExpertProbe(g, u, w2, dn);
     }
 
+    /**
+     * Whether every packed FP4 code of (layer, expert) is +0, read through the same expert source: its outputs are
+     * exactly 0 for any scale (a sparse hole of a test fixture). The expert sweep skips the kernels for such an
+     * expert; a real expert always runs them.
+     */
+    public boolean expertCodesAllZero(int layer, int expert) throws ExpertLoadException {
+        ResidentExpert r = experts.get(layer, expert);
+        for (ExpertPart p : new ExpertPart[] {ExpertPart.W1_PACKED, ExpertPart.W3_PACKED, ExpertPart.W2_PACKED}) {
+            java.lang.foreign.MemorySegment b = r.part(p);
+            long n = b.byteSize(), i = 0;
+            for (; i + 8 <= n; i += 8) if (b.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, i) != 0) return false;
+            for (; i < n; i++) if (b.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i) != 0) return false;
+        }
+        return true;
+    }
+
     private Layers.Expert kernelExpert(int layer, int expert) throws ExpertLoadException {
         long key = (long) layer * c.expertCount() + expert;
         if (memoize) {
