@@ -28,6 +28,7 @@ import k3j.cache.ExpertSource;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.harness.Evidence;
+import k3j.harness.Heartbeat;
 import k3j.harness.Project;
 import k3j.io.CheckpointIndex;
 import k3j.kernels.Workers;
@@ -105,7 +106,10 @@ class LadderGate {
         assertEquals(GEN, greedy.length, "the mini dump's greedy ids");
         CheckpointIndex index = CheckpointIndex.open(model);
         trunkDir = tmp.resolve("trunk");
-        TrunkManifest m = TrunkPacker.pack(index, trunkDir, Progress.silent(), QUIET, null);
+        TrunkManifest m;
+        try (Heartbeat h = Heartbeat.of("ladder: packing mini-k3-93's trunk")) {
+            m = TrunkPacker.pack(index, trunkDir, Progress.silent(), QUIET, null);
+        }
         long largest = 0;
         for (long r : m.runSizes()) largest = Math.max(largest, r);
         slot = (largest + 4095) / 4096 * 4096;
@@ -265,7 +269,9 @@ class LadderGate {
         String key = r.name() + (incremental ? " inc" : " full");
         Outcome o = OUTCOMES.get(key);
         if (o == null) {
-            o = run(r, incremental, 2, null);
+            try (Heartbeat h = Heartbeat.of("ladder: " + key)) {
+                o = run(r, incremental, 2, null);
+            }
             OUTCOMES.put(key, o);
         }
         return o;
@@ -317,9 +323,11 @@ class LadderGate {
         }
         if (r.cacheBytes() != null) cmd.addAll(List.of("--cache-gb", gb(r.cacheBytes())));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.resolve("log.txt").toFile()).start();
-        if (!p.waitFor(300, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError(r + ": the CLI did not finish in 300 s");
+        try (Heartbeat h = Heartbeat.of("ladder: " + r.name() + ", the CLI in a child JVM")) {
+            if (!p.waitFor(300, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new AssertionError(r + ": the CLI did not finish in 300 s");
+            }
         }
         List<String> lines = Files.readAllLines(out.resolve("log.txt"));
         String tail = String.join("\n", lines.subList(Math.max(0, lines.size() - 30), lines.size()));

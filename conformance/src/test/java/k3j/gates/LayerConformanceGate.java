@@ -48,6 +48,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class LayerConformanceGate {
     static final Map<Integer, LayerReport> reports = new TreeMap<>();
+    /** What bisect finds would explain each failing layer (computed once, on the layer's own page). */
+    static final Map<Integer, String> diagnoses = new TreeMap<>();
 
     @Test
     @Order(0)
@@ -93,10 +95,26 @@ class LayerConformanceGate {
         if (r.routing() != null) Evidence.parameter("routing", r.routing().equal() ? "equal (" + r.routing().tokens() + " tokens x top-" + r.routing().topK() + ")"
                 : "differs on " + r.routing().tokensDiffering() + "/" + r.routing().tokens() + " tokens");
         for (StageMetric m : r.stages()) Allure.parameter(m.stage(), Evidence.format(m.ratioToBudget()) + "x budget");
-        Allure.description(description(r, c.budget()));
+        String diagnosis = r.conforms() ? null : diagnosis(c, r);
+        if (diagnosis != null) Evidence.parameter("bisect", diagnosis);
+        Allure.description(description(r, c.budget(), diagnosis));
         Evidence.json("stage metrics", metrics(r, c));
         Evidence.text("verdict", r.line());
-        if (!r.conforms()) fail(r.message());
+        if (diagnosis != null) Evidence.text("bisect", diagnosis);
+        if (!r.conforms()) fail(r.message() + (diagnosis == null ? "" : "; bisect: " + diagnosis));
+    }
+
+    /** bisect's diagnosis of a failing layer, or what it could not find; computed once per layer. */
+    static String diagnosis(Conformance c, LayerReport r) {
+        synchronized (diagnoses) {
+            String d = diagnoses.get(r.layer());
+            if (d == null) {
+                d = Bisect.diagnosisLine(c, r, CheckpointUnderTest.workers());
+                if (d == null) d = "no corruption bisect tries explains it (" + r.message() + ")";
+                diagnoses.put(r.layer(), d);
+            }
+            return d;
+        }
     }
 
     static Stream<LayerCase> layerCases() {
@@ -148,8 +166,7 @@ class LayerConformanceGate {
         if (!bad.isEmpty()) {
             // the summary names the first failing layer and stage, then what k3 bisect finds would explain it
             LayerReport first = bad.get(0);
-            String diagnosis = Bisect.diagnosisLine(c, first, CheckpointUnderTest.workers());
-            String firstFailing = diagnosis != null ? diagnosis : first.message();
+            String firstFailing = diagnosis(c, first);
             Evidence.parameter("first failing", firstFailing);
             Evidence.text("bisect", firstFailing);
             fail(first.finding().tag() + " " + bad.size() + " of " + all.size() + " layers do not conform: "
@@ -158,15 +175,22 @@ class LayerConformanceGate {
         }
     }
 
-    /** The case's description: the verdict and a stage table in markdown (what a reader sees first). */
-    static String description(LayerReport r, Budget b) {
+    /**
+     * The case's description (what a reader sees first): the verdict, bisect's diagnosis of a failing layer, and
+     * the stage table in markdown with every stage over its budget marked.
+     */
+    static String description(LayerReport r, Budget b, String diagnosis) {
         StringBuilder sb = new StringBuilder();
         sb.append("**").append(r.conforms() ? "Conforms" : r.message()).append("**\n\n");
+        if (diagnosis != null) sb.append("**bisect:** ").append(diagnosis).append("\n\n");
         sb.append("Layer run alone from the reference dump's own inputs. ratio = max|engine - ref| / max|ref|; budget = ")
                 .append(Evidence.format(b.eps32())).append(" x sqrt(width) x ").append(Evidence.format(b.factor())).append(" (").append(b.source()).append(").\n\n");
-        sb.append("| stage | ratio / budget | max abs diff | max abs ref |\n|---|---:|---:|---:|\n");
+        sb.append("| stage | ratio / budget | | max abs diff | max abs ref |\n|---|---:|---|---:|---:|\n");
         for (StageMetric m : r.stages()) {
-            sb.append(String.format(Locale.ROOT, "| %s | %s | %.3g | %.3g |%n", m.stage(), Evidence.format(m.ratioToBudget()), m.maxAbsDiff(), m.maxAbsRef()));
+            boolean over = !(m.ratioToBudget() <= 1);
+            String mark = over ? "**" : "";
+            sb.append(String.format(Locale.ROOT, "| %s%s%s | %s%s%s | %s | %.3g | %.3g |%n", mark, m.stage(), mark, mark, Evidence.format(m.ratioToBudget()), mark,
+                    over ? "**✗ OVER BUDGET**" : "ok", m.maxAbsDiff(), m.maxAbsRef()));
         }
         if (r.routing() != null) sb.append("\nRouting: ").append(r.routing().equal() ? "equal" : "differs, " + r.routing().first()).append('\n');
         return sb.toString();

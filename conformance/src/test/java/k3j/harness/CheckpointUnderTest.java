@@ -31,6 +31,7 @@ public final class CheckpointUnderTest {
             String ref = Project.property("k3.reference");
             workers = Workers.of(Runtime.getRuntime().availableProcessors());
             conformance = Conformance.open(model, ref.isEmpty() ? null : resolve(ref), List.of(Project.root().resolve("reference-dumps")), workers);
+            AllureEnvironment.put("k3.reference", conformance.dump().source() + (ref.isEmpty() ? " (found: its manifest matches the model's shards)" : ""));
             return conformance;
         } catch (AssertionError | ConformException e) {
             failure = e instanceof ConformException ce ? ce : new IllegalStateException(e.getMessage(), e);
