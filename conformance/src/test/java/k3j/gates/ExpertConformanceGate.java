@@ -51,8 +51,10 @@ class ExpertConformanceGate {
         }
     }
 
+    /** One case per selected MoE layer; none for a candidate dump (it holds no expert outputs: the overview fails, [missing stage]). */
     static Stream<LayerCase> moeLayers() {
         Conformance c = CheckpointUnderTest.open();
+        if (c.candidateDump() != null) return Stream.of();
         return c.moeLayers(CheckpointUnderTest.selected()).stream().map(l -> new LayerCase(l, c.dump().layer(l).kind()));
     }
 
@@ -91,6 +93,7 @@ class ExpertConformanceGate {
         Evidence.caseName("experts overview: layers " + k3j.conform.LayerSelection.format(CheckpointUnderTest.selected()));
         Allure.feature("overview");
         Conformance c = CheckpointUnderTest.open();
+        if (c.candidateDump() != null) fail(k3j.conform.Finding.MISSING_STAGE.tag() + " " + c.engine() + ": a candidate dump holds no expert outputs; the expert sweep judges k3j's forward on the model");
         List<ExpertLayerReport> all = new ArrayList<>();
         for (int l : c.moeLayers(CheckpointUnderTest.selected())) {
             ExpertLayerReport r;

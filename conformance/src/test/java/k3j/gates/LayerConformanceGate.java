@@ -41,7 +41,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * Verdict bands: ≤ 1 conforms, &lt; 100 "[rounding drift]", ≥ 100 or a routing difference "[binding error]".
  *
  * <p>Run: {@code mvn verify -Pcheckpoint -Dk3.model=DIR [-Dk3.reference=DUMP] [-Dk3.layers=40,41,50-60]}; the
- * same from {@code k3 conform}. No model, an unreadable one, or no matching dump FAILS.
+ * same from {@code k3 conform}. No model, an unreadable one, or no matching dump FAILS. With
+ * {@code -Pcandidate -Dk3.candidate=DUMP} the activations under test are another engine's candidate dump
+ * (reference-dumps/FORMAT.md §9) instead of k3j's forward: same cases, budgets and categories.
  */
 @Tag("checkpoint")
 @Epic("checkpoint conformance")
@@ -57,7 +59,7 @@ class LayerConformanceGate {
         Evidence.caseName("the reference dump matches the model");
         Allure.feature("reference");
         Conformance c = CheckpointUnderTest.open();
-        Evidence.parameter("model", c.modelDir().toString());
+        Evidence.parameter(c.candidateDump() != null ? "candidate" : "model", c.candidateDump() != null ? c.engine() : c.modelDir().toString());
         Evidence.parameter("reference", c.dump().source().toString());
         Evidence.parameter("layers", LayerSelection.format(CheckpointUnderTest.selected()));
         Evidence.text("budget rule", c.budget().rule() + "\nverdict bands: <= 1 budget conforms; < " + Finding.BINDING_RATIO
@@ -139,7 +141,7 @@ class LayerConformanceGate {
             }
             all.add(r != null ? r : c.layer(l)); // the overview alone (-Dtest=...#overview...) still sees every layer
         }
-        String title = "ratio to budget, " + selection + " of " + c.modelDir().getFileName() + " (reference " + c.dump().source().getFileName() + ")";
+        String title = "ratio to budget, " + selection + " of " + (c.candidateDump() != null ? c.candidateDump().source() : c.modelDir()).getFileName() + " (reference " + c.dump().source().getFileName() + ")";
         String svg = Charts.overview(all, title);
         Allure.addAttachment("layers x stages (ratio to budget)", "image/svg+xml", svg, ".svg");
         Allure.descriptionHtml("<p>Every stage of every selected layer, coloured by its ratio to the rounding budget (green inside, red = binding error). "

@@ -10,7 +10,7 @@ import k3j.kernels.Workers;
 
 /**
  * The checkpoint under test, shared by the checkpoint gates: -Dk3.model (relative to the repository root
- * when relative), -Dk3.reference (else the matching dump in reference-dumps/, in the model directory or
+ * when relative) or -Dk3.candidate (another engine's candidate dump), -Dk3.reference (else the matching dump in reference-dumps/, in the model directory or
  * next to it), -Dk3.layers. Opened once per test JVM; a failure to open is remembered and FAILS every case.
  */
 public final class CheckpointUnderTest {
@@ -24,13 +24,21 @@ public final class CheckpointUnderTest {
         if (conformance != null) return conformance;
         if (failure != null) throw new IllegalStateException(failure.getMessage(), failure); // fresh: each case's own trace
         try {
+            String cand = Project.property("k3.candidate"), ref = Project.property("k3.reference");
+            List<Path> dumps = List.of(Project.root().resolve("reference-dumps"));
+            workers = Workers.of(Runtime.getRuntime().availableProcessors());
+            if (!cand.isEmpty()) {
+                Path p = resolve(cand);
+                if (!Files.exists(p)) throw new AssertionError("gate data missing: -Dk3.candidate=" + cand + " does not exist (" + p + ")");
+                conformance = Conformance.candidate(p, ref.isEmpty() ? null : resolve(ref), dumps);
+                AllureEnvironment.put("k3.reference", conformance.dump().source() + (ref.isEmpty() ? " (found: the candidate names its manifest's sha256)" : ""));
+                return conformance;
+            }
             String m = Project.property("k3.model");
             if (m.isEmpty()) throw new AssertionError("gate data missing: -Dk3.model is not set (mvn verify -Pcheckpoint -Dk3.model=DIR)");
             Path model = resolve(m);
             if (!Files.isDirectory(model)) throw new AssertionError("gate data missing: -Dk3.model=" + m + " is not a readable directory (" + model + ")");
-            String ref = Project.property("k3.reference");
-            workers = Workers.of(Runtime.getRuntime().availableProcessors());
-            conformance = Conformance.open(model, ref.isEmpty() ? null : resolve(ref), List.of(Project.root().resolve("reference-dumps")), workers);
+            conformance = Conformance.open(model, ref.isEmpty() ? null : resolve(ref), dumps, workers);
             AllureEnvironment.put("k3.reference", conformance.dump().source() + (ref.isEmpty() ? " (found: its manifest matches the model's shards)" : ""));
             return conformance;
         } catch (AssertionError | ConformException e) {

@@ -40,6 +40,8 @@ import k3j.cache.ExpertLocation;
 import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
+import k3j.conform.ConformException;
+import k3j.conform.ReferenceDump;
 import k3j.io.CheckpointException;
 import k3j.io.CheckpointIndex;
 import k3j.kernels.KernelPath;
@@ -134,6 +136,13 @@ final class RunCommand implements Callable<Integer> {
 
     @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
     Integer threads;
+
+    @Option(names = "--dump-activations", paramLabel = "DIR", description = "after the run, write k3j's candidate dump (docs/formats.md): every layer "
+            + "run alone from the reference dump's inputs, logits and greedy ids; --ids must be the reference's prompt")
+    Path dumpActivations;
+
+    @Option(names = "--reference", paramLabel = "DUMP", description = "the reference dump for --dump-activations (default: the one matching the model)")
+    Path reference;
 
     @Option(names = "--kernels", paramLabel = "PATH", defaultValue = "adaptive", description = "kernel path: adaptive (the Vector API for "
             + "large calls, scalar for small ones), vector or scalar; the same bits either way (default ${DEFAULT-VALUE})")
@@ -286,6 +295,20 @@ final class RunCommand implements Callable<Integer> {
         if (promptIds.length == 0) throw usage("no prompt ids parsed");
         if (tfCheck && promptIds.length < 2) throw usage("--tf-check needs at least 2 ids");
         for (int id : promptIds) if (id < 0 || id >= cfg.vocabSize()) throw usage("token id " + id + " is outside the vocabulary of " + cfg.vocabSize());
+        ReferenceDump activationsReference = null;
+        if (dumpActivations != null) {
+            if (trunk != null || layers != null) throw usage("--dump-activations runs every layer resident from the reference's inputs: not with --trunk or --layers");
+            try {
+                activationsReference = ActivationDump.reference(modelDir, reference, promptIds);
+            } catch (IllegalArgumentException e) {
+                throw usage(e.getMessage());
+            } catch (ConformException e) {
+                err.println("k3: " + e.getMessage());
+                return ExitCode.RUNTIME;
+            }
+        } else if (reference != null) {
+            throw usage("--reference names the dump for --dump-activations");
+        }
         // 5. limits
         if (gen < 0 || gen > MAX_GEN) throw usage("--gen must be 0.." + MAX_GEN + ", got " + gen);
         if (gen == 0 && (text.saveState != null || text.chat)) throw usage((text.chat ? "--chat" : "--save-state") + " needs --gen >= 1");
@@ -338,7 +361,9 @@ final class RunCommand implements Callable<Integer> {
         }
         o.flush();
         KernelPath.set(kernelPath);
-        return run(o, err, cfg, idx, bound, promptIds, budgets, useCache, expertBytes);
+        int rc = run(o, err, cfg, idx, bound, promptIds, budgets, useCache, expertBytes);
+        if (rc != ExitCode.OK || dumpActivations == null) return rc;
+        return ActivationDump.write(o, err, modelDir, activationsReference, dumpActivations, Threads.orAvailable(threads));
     }
 
     /** The preset, then --trunk-gb / --cache-gb, in the order they appear on the command line (later wins). */
