@@ -21,6 +21,7 @@ import k3j.conform.LayerSelection;
 import k3j.conform.StageMetric;
 import k3j.harness.CheckpointUnderTest;
 import k3j.harness.Evidence;
+import k3j.harness.Project;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Tag;

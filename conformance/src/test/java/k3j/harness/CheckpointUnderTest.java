@@ -9,16 +9,16 @@ import k3j.conform.LayerSelection;
 import k3j.kernels.Workers;
 
 /**
- * The checkpoint under test, shared by the checkpoint gates: -Dk3.model (relative to the repository root
- * when relative) or -Dk3.candidate (another engine's candidate dump), -Dk3.reference (else the matching dump in reference-dumps/, in the model directory or
+ * The checkpoint (or the candidate dump, -Dk3.candidate) under test, shared by the checkpoint gates: -Dk3.model (relative to the repository root
+ * when relative), -Dk3.reference (else the matching dump in reference-dumps/, in the model directory or
  * next to it), -Dk3.layers. Opened once per test JVM; a failure to open is remembered and FAILS every case.
  */
 public final class CheckpointUnderTest {
+    private CheckpointUnderTest() {}
+
     private static Conformance conformance;
     private static RuntimeException failure;
     private static Workers workers;
-
-    private CheckpointUnderTest() {}
 
     public static synchronized Conformance open() {
         if (conformance != null) return conformance;

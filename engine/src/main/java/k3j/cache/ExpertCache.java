@@ -71,10 +71,6 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
             return new Settings(budgetBytes, topK, policy, readMode, on, readThreads, speculate);
         }
 
-        public Settings withReadThreads(int n) {
-            return new Settings(budgetBytes, topK, policy, readMode, prefetch, n, speculate);
-        }
-
         public Settings withSpeculation(boolean on) {
             return new Settings(budgetBytes, topK, policy, readMode, prefetch, readThreads, on);
         }
@@ -477,16 +473,6 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
         lock.lock();
         try {
             return table.residentCount();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Clears the protection ring (the speculation hook does this on entering a new layer). */
-    public void clearProtection() {
-        lock.lock();
-        try {
-            table.clearRing();
         } finally {
             lock.unlock();
         }

@@ -22,7 +22,6 @@ import k3j.kernels.Workers;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
 
 /**
  * {@code k3 bisect MODEL --reference DUMP}: runs the selected layers alone from the dump's inputs (k3j.conform),
@@ -32,12 +31,15 @@ import picocli.CommandLine.Parameters;
  * as {@code k3 conform} does: a dump of other weights is refused; a copy whose DATA differs (a bad
  * conversion, a corrupted download) still matches, and that difference is what bisect finds.
  */
-@Command(name = "bisect",
+@Command(name = "bisect", mixinStandardHelpOptions = true,
         description = "Per-layer conformance against a reference dump; names and diagnoses the first failing layer and stage.",
         footer = "Exit codes: 0 every layer conforms, 1 a layer fails (or the model/dump cannot be read or do not match), 2 bad arguments.")
 final class BisectCommand implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "MODEL", description = "the model directory (config.json + safetensors shards)")
-    Path model;
+    @CommandLine.Mixin
+    ModelFolder modelFolder;
+
+    @CommandLine.Mixin
+    ThreadsOption threads;
 
     @Option(names = "--reference", required = true, paramLabel = "DUMP", description = "the reference dump of these weights (directory, .tar.gz or .tar.xz)")
     Path reference;
@@ -48,26 +50,23 @@ final class BisectCommand implements Callable<Integer> {
     @Option(names = "--experts", description = "also sweep every routed expert of the selected MoE layers (the dump's expert sweep); when every layer conforms, a failing expert is the failing stage and is diagnosed")
     boolean experts;
 
-    @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
-    Integer threads;
-
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
-        if (!Files.isDirectory(model)) return usage(err, model + ": not a model directory");
-        if (!Files.exists(reference)) return usage(err, reference + ": no such reference dump");
-        if (threads != null && threads < 1) return usage(err, "--threads must be at least 1, got " + threads);
+        Path model = modelFolder.config().getParent();
+        if (!Files.exists(reference)) throw usage("no such reference dump: " + reference);
+        int workers = threads.count();
         long t0 = System.nanoTime();
-        try (Workers w = Workers.of(Threads.orAvailable(threads));
+        try (Workers w = Workers.of(workers);
              Conformance c = Conformance.open(model, reference, List.of(), w)) {
             List<Integer> sel;
             try {
                 sel = LayerSelection.parse(layers, c.layerCount());
             } catch (IllegalArgumentException e) {
-                return usage(err, e.getMessage());
+                throw usage(e.getMessage());
             }
             if (c.model() == null) {
                 err.println("k3 bisect: " + c.bindFailure().getMessage());
@@ -103,8 +102,7 @@ final class BisectCommand implements Callable<Integer> {
         }
     }
 
-    private static int usage(PrintWriter err, String message) {
-        err.println("k3 bisect: " + message);
-        return ExitCode.USAGE;
+    private CommandLine.ParameterException usage(String msg) {
+        return new CommandLine.ParameterException(spec.commandLine(), msg);
     }
 }

@@ -23,7 +23,6 @@ import k3j.kernels.Workers;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
 
 /**
  * {@code k3 conform MODEL [--reference DUMP] [--layers 0-92|40,41,50-60]}: the checkpoint gates without
@@ -32,14 +31,17 @@ import picocli.CommandLine.Parameters;
  * recompute and incremental) and greedy generation. {@code --verify-data} hashes every byte of the model
  * against the dump's sha256 list instead.
  */
-@Command(name = "conform",
+@Command(name = "conform", mixinStandardHelpOptions = true,
         description = "Per-layer conformance and logit parity of a checkpoint against its torch reference dump.",
         footer = {"The dump defaults to the one whose manifest matches the model's shards (names, sizes, header sha256),",
                 "searched in --dumps, ./reference-dumps, the repository's reference-dumps/, the model directory and next to it.",
                 "Exit codes: 0 every layer and the logits conform, 1 something does not (or a runtime failure), 2 bad usage."})
 final class ConformCommand implements Callable<Integer> {
-    @Parameters(index = "0", arity = "0..1", paramLabel = "MODEL", description = "the checkpoint directory (not with --candidate)")
-    Path model;
+    @CommandLine.Mixin
+    ModelFolder modelFolder;
+
+    @CommandLine.Mixin
+    ThreadsOption threads;
 
     @Option(names = "--candidate", paramLabel = "DUMP", description = "judge another engine's candidate dump (docs/formats.md) instead of running k3j: "
             + "same stages, budgets, categories and logit figures; the reference defaults to the one the candidate names")
@@ -66,20 +68,17 @@ final class ConformCommand implements Callable<Integer> {
     @Option(names = "--chart", paramLabel = "FILE", description = "write the layers x stages SVG chart")
     Path chart;
 
-    @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
-    Integer threads;
-
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
     @Override
     public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
-        if (candidate != null && model != null) throw usage("--candidate judges a dump without a model: give no MODEL");
+        if (candidate != null && modelFolder.given()) throw usage("--candidate judges a dump without a model: give no MODEL_DIR");
         if (candidate != null && verifyData) throw usage("--verify-data hashes a model's files: not with --candidate");
-        if (candidate == null && model == null) throw usage("give MODEL, or --candidate DUMP");
-        if (model != null && !Files.isDirectory(model)) throw usage("no model directory " + model);
-        if (threads != null && threads < 1) throw usage("--threads must be >= 1, got " + threads);
+        if (candidate == null && !modelFolder.given()) throw usage("give MODEL_DIR, or --candidate DUMP");
+        Path model = modelFolder.given() ? modelFolder.config().getParent() : null;
+        int workers = threads.count();
         List<Path> search = ReferenceSearch.dirs(dumps);
         if (verifyData) {
             ReferenceDump d = ReferenceMatch.locate(model, reference, search);
@@ -91,7 +90,7 @@ final class ConformCommand implements Callable<Integer> {
         if (experts && candidate != null) throw usage("--experts runs k3j's forward on a model; a candidate dump holds no expert outputs");
         long t0 = System.nanoTime();
         int failed = 0;
-        try (Workers w = Workers.of(Threads.orAvailable(threads));
+        try (Workers w = Workers.of(workers);
              Conformance c = candidate != null ? Conformance.candidate(candidate, reference, search) : Conformance.open(model, reference, search, w)) {
             List<Integer> sel;
             try {

@@ -27,8 +27,8 @@ import picocli.CommandLine.Parameters;
         description = "Pack every layer's non-expert tensors into OUT/trunk.bin + OUT/trunk.json for streaming (--trunk OUT).",
         footer = "Exit codes: 0 packed, 1 cannot pack (the reason names the layer and bytes), 2 bad arguments.")
 final class PackTrunkCommand implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "MODEL", description = "the model directory (its .safetensors shards)")
-    Path model;
+    @CommandLine.Mixin
+    ModelFolder modelFolder;
 
     @Parameters(index = "1", paramLabel = "OUT", description = "the directory to write trunk.bin and trunk.json into")
     Path out;
@@ -47,14 +47,8 @@ final class PackTrunkCommand implements Callable<Integer> {
     public Integer call() {
         PrintWriter o = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        if (!Files.isDirectory(model)) {
-            err.println("k3 pack-trunk: " + model + ": not a model directory");
-            return ExitCode.USAGE;
-        }
-        if (Files.exists(out) && !Files.isDirectory(out)) {
-            err.println("k3 pack-trunk: " + out + ": exists and is not a directory");
-            return ExitCode.USAGE;
-        }
+        Path model = modelFolder.folder();
+        if (Files.exists(out) && !Files.isDirectory(out)) throw new CommandLine.ParameterException(spec.commandLine(), out + ": exists and is not a folder");
         try {
             long t0 = System.nanoTime();
             CheckpointIndex index = CheckpointIndex.open(model);

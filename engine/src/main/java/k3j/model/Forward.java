@@ -281,9 +281,11 @@ public final class Forward {
      * selected experts ONCE each and apply each to all (token, slot) pairs that chose it (batched MXFP4);
      * then per token sum the contributions in the ORIGINAL top-K order — the same bits as one token at a time.
      * A failed expert load is counted, its slots stay zero, and the layer fails after the loop.
+     * The one LatentMoE of the engine: the decoder layer runs it, and so does the kernel gate's latent_moe fixture.
+     * y [T][E]; idx / wts [T][K] receive the routing; x [T][E] is the normed MLP input.
      */
-    void moe(int layer, Mlp.LatentMoe m, float[] y, int[] idx, float[] wts, float[] x, int t) {
-        int e = c.hiddenSize(), k = m.topK(), lt = m.latent(), inter = m.intermediate();
+    public void moe(int layer, Mlp.LatentMoe m, float[] y, int[] idx, float[] wts, float[] x, int t) {
+        int e = m.gate().cols(), k = m.topK(), lt = m.latent(), inter = m.intermediate();
         Router.route(workers, true, idx, wts, x, t, m.gate(), m.bias(), k, m.renormalize(), m.scaling());
         float[] z = new float[t * lt];
         MatVec.matmul(workers, z, x, t, m.down());

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
-import k3j.io.ReleasedLayout;
+import k3j.testkit.ReleasedLayout;
 import org.junit.jupiter.api.Test;
 
 class TrunkPlanTest {

@@ -1,22 +1,15 @@
-package k3j.trunk;
+package k3j.testkit;
 
-import com.fasterxml.jackson.core.JsonEncoding;
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonGenerator;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import k3j.io.DType;
-import k3j.io.ReleasedLayout;
 
 /**
  * Writes a small checkpoint with the released K3's layer names ({@code language_model.model.layers.<L>.},
@@ -112,39 +105,13 @@ public final class MarkedCheckpoint {
     }
 
     private static void writeShard(Path file, List<Entry> entries, long seed) throws IOException {
-        long[] begin = new long[entries.size()];
+        List<SafetensorsWriter.Entry> header = new ArrayList<>();
         long pos = 0;
-        for (int i = 0; i < entries.size(); i++) {
-            begin[i] = pos;
-            pos += entries.get(i).bytes();
+        for (Entry e : entries) {
+            header.add(new SafetensorsWriter.Entry(e.name(), e.dtype(), e.shape(), pos, pos + e.bytes()));
+            pos += e.bytes();
         }
-        List<Integer> sorted = new ArrayList<>();
-        for (int i = 0; i < entries.size(); i++) sorted.add(i);
-        sorted.sort(Comparator.comparing(i -> entries.get(i).name()));
-        ByteArrayOutputStream json = new ByteArrayOutputStream();
-        try (JsonGenerator g = new JsonFactory().createGenerator(json, JsonEncoding.UTF8)) {
-            g.writeStartObject();
-            for (int i : sorted) {
-                Entry e = entries.get(i);
-                g.writeObjectFieldStart(e.name());
-                g.writeStringField("dtype", e.dtype());
-                g.writeArrayFieldStart("shape");
-                for (long d : e.shape()) g.writeNumber(d);
-                g.writeEndArray();
-                g.writeArrayFieldStart("data_offsets");
-                g.writeNumber(begin[i]);
-                g.writeNumber(begin[i] + e.bytes());
-                g.writeEndArray();
-                g.writeEndObject();
-            }
-            g.writeEndObject();
-        }
-        while (json.size() % 8 != 0) json.write(' ');
-        byte[] header = json.toByteArray();
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
-            ByteBuffer head = ByteBuffer.allocate(8 + header.length).order(ByteOrder.LITTLE_ENDIAN);
-            head.putLong(header.length).put(header).flip();
-            while (head.hasRemaining()) ch.write(head);
+        try (FileChannel ch = SafetensorsWriter.open(file, SafetensorsWriter.header(Map.of(), header))) {
             for (Entry e : entries) {
                 ByteBuffer b = ByteBuffer.allocate((int) e.bytes());
                 for (int i = 0; i < b.capacity(); i++) b.put(marker(seed, e.layer(), e.index(), i));

@@ -1,20 +1,18 @@
-package k3j.io;
+package k3j.testkit;
 
 import com.fasterxml.jackson.core.JsonEncoding;
+import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.io.RandomAccessFile;
 import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
+import k3j.io.CheckpointIndex;
+import k3j.io.DType;
 
 /**
  * Writes a checkpoint with the released Kimi K3 text model's tensor layout (names, dtypes, shapes,
@@ -232,53 +230,19 @@ public final class ReleasedLayout {
     }
 
     /** Returns {data bytes, file bytes}. */
-    private static long[] writeShard(Path file, List<Spec> specs) throws IOException {
-        long[] begin = new long[specs.size()];
+    private static long[] writeShard(Path file, List<Spec> specs) {
+        List<SafetensorsWriter.Entry> entries = new ArrayList<>();
         long pos = 0;
-        for (int i = 0; i < specs.size(); i++) {
-            begin[i] = pos;
-            pos += specs.get(i).bytes();
+        for (Spec s : specs) {
+            entries.add(new SafetensorsWriter.Entry(s.name(), s.dtype().name(), s.shape(), pos, pos + s.bytes()));
+            pos += s.bytes();
         }
-        Integer[] order = new Integer[specs.size()];
-        for (int i = 0; i < order.length; i++) order[i] = i;
-        Arrays.sort(order, Comparator.comparing(i -> specs.get(i).name()));
-        ByteArrayOutputStream json = new ByteArrayOutputStream(specs.size() * 128);
-        try (JsonGenerator gen = SafetensorsFile.JSON.createGenerator(json, JsonEncoding.UTF8)) {
-            gen.writeStartObject();
-            gen.writeObjectFieldStart("__metadata__");
-            gen.writeStringField("format", "pt");
-            gen.writeEndObject();
-            for (int i : order) {
-                Spec s = specs.get(i);
-                gen.writeObjectFieldStart(s.name());
-                gen.writeStringField("dtype", s.dtype().name());
-                gen.writeArrayFieldStart("shape");
-                for (long d : s.shape()) gen.writeNumber(d);
-                gen.writeEndArray();
-                gen.writeArrayFieldStart("data_offsets");
-                gen.writeNumber(begin[i]);
-                gen.writeNumber(begin[i] + s.bytes());
-                gen.writeEndArray();
-                gen.writeEndObject();
-            }
-            gen.writeEndObject();
-        }
-        // the data section starts 8-byte aligned, as the safetensors writer pads it with spaces
-        while (json.size() % 8 != 0) json.write(' ');
-        byte[] header = json.toByteArray();
-        try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
-            raf.setLength(0);
-            ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, header.length);
-            raf.write(len.array());
-            raf.write(header);
-            raf.setLength(8L + header.length + pos);   // the data: a hole, no disk blocks
-        }
-        return new long[] {pos, 8L + header.length + pos};
+        return new long[] {pos, SafetensorsWriter.writeSparse(file, SafetensorsWriter.header(Map.of("format", "pt"), entries), pos)};
     }
 
     private static void writeIndex(Path file, List<List<Spec>> plan, long totalSize) throws IOException {
         try (OutputStream os = Files.newOutputStream(file);
-             JsonGenerator gen = SafetensorsFile.JSON.createGenerator(os, JsonEncoding.UTF8)) {
+             JsonGenerator gen = new JsonFactory().createGenerator(os, JsonEncoding.UTF8)) {
             gen.useDefaultPrettyPrinter();
             gen.writeStartObject();
             gen.writeObjectFieldStart("metadata");
