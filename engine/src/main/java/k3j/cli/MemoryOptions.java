@@ -69,6 +69,9 @@ final class MemoryOptions {
     void validate() {
         if (cacheGb != null && !(cacheGb > 0)) throw usage("--cache-gb must be positive, got " + cacheGb);
         if (trunkRing != null && (trunkRing < 0 || trunkRing > TrunkPlan.MAX_RING)) throw usage("--trunk-ring must be 0..8, got " + trunkRing);
+        if (trunk != null && !java.nio.file.Files.isDirectory(trunk)) {
+            throw usage("--trunk: " + (java.nio.file.Files.exists(trunk) ? "not a folder: " : "no such folder: ") + trunk);
+        }
         if (trunk == null && (trunkGb != null || trunkRing != null || preset != null)) {
             throw usage((preset != null ? "--preset" : trunkGb != null ? "--trunk-gb" : "--trunk-ring") + " needs --trunk <packed_dir> (presets stream the trunk)");
         }

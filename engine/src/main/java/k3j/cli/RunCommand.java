@@ -1,8 +1,5 @@
 package k3j.cli;
 
-import com.fasterxml.jackson.core.JsonEncoding;
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonGenerator;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintWriter;
@@ -15,10 +12,15 @@ import java.util.List;
 import java.util.Locale;
 import java.util.OptionalLong;
 import java.util.concurrent.Callable;
+import com.fasterxml.jackson.core.JsonEncoding;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import k3j.cache.CacheGeometry;
 import k3j.cache.CacheStats;
 import k3j.cache.CacheTrace;
 import k3j.cache.ExpertCache;
 import k3j.cache.ExpertLoadException;
+import k3j.cache.ExpertLocation;
 import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
@@ -38,6 +40,7 @@ import k3j.plan.Human;
 import k3j.plan.MemInfo;
 import k3j.plan.MemoryPlan;
 import k3j.trunk.TrunkException;
+import k3j.trunk.TrunkManifest;
 import k3j.trunk.TrunkStats;
 import k3j.trunk.TrunkStream;
 import picocli.CommandLine;
@@ -241,10 +244,11 @@ final class RunCommand implements Callable<Integer> {
         if (gen == 0 && (text.saveState != null || text.chat)) throw usage((text.chat ? "--chat" : "--save-state") + " needs --gen >= 1");
         if (promptIds.length > MAX_PROMPT) throw usage("the prompt has " + promptIds.length + " ids, at most " + MAX_PROMPT);
         if (promptIds.length + gen + 1 > MAX_POSITIONS) throw usage("prompt + gen + 1 = " + (promptIds.length + gen + 1) + " positions, at most " + MAX_POSITIONS);
-        // 6. incremental KV check
+        // 6. incremental KV check (refused here, before the banner; its line is printed with the banner)
+        String kvLine = null;
         if (incremental) {
             MemoryPlan kvOnly = MemoryPlan.of(cfg, false, 0, 0, false, 0, true, promptIds.length, gen);
-            o.printf(Locale.ROOT, "  KV cache : %s for %d positions (%.2f MB/position)%n", Human.bytes(kvOnly.kvCache()), kvOnly.positions(),
+            kvLine = String.format(Locale.ROOT, "  KV cache : %s for %d positions (%.2f MB/position)", Human.bytes(kvOnly.kvCache()), kvOnly.positions(),
                     kvOnly.kvCache() / 1e6 / kvOnly.positions());
             var refused = kvOnly.kvRefusal(mem);
             if (refused.isPresent()) {
@@ -260,6 +264,7 @@ final class RunCommand implements Callable<Integer> {
         if (budgets.presetName() != null) {
             o.printf(Locale.ROOT, "  preset   : %s (trunk %.2f GB / expert cache %.2f GB)%n", budgets.presetName(), budgets.trunkGb(), budgets.cacheGb());
         }
+        if (kvLine != null) o.println(kvLine);
         // 8.-9. index, binding (once), sizes
         long t0 = System.nanoTime();
         Assembly rt;
@@ -277,9 +282,16 @@ final class RunCommand implements Callable<Integer> {
             boolean useCache = memory.streamed() || budgets.cacheGiven() || dumpCacheTrace != null || expertBytes > budgets.cacheGb() * 1e9;
             if (memory.streamed()) o.printf("trunk on disk : %s total (STREAMED from %s, not held in RAM)%n", Human.bytes(trunkOnDisk), memory.trunk);
             else o.printf("trunk on disk : %s total (resident: bound from the shards)%n", Human.bytes(trunkOnDisk));
-            // 10. memory plan
-            MemoryPlan plan = MemoryPlan.of(cfg, memory.streamed(), memory.streamed() ? budgets.trunkBytes() : trunkOnDisk,
-                    useCache ? budgets.cacheBytes() : expertBytes, false, 0, incremental, promptIds.length, gen);
+            // 10. memory plan, from the model's own sizes: what the trunk plan and the cache will hold, not the budgets
+            long trunkPlanned;
+            try {
+                trunkPlanned = memory.streamed() ? TrunkStream.plan(TrunkManifest.read(memory.trunk), trunkOptions(rt, budgets, err)).totalBytes() : trunkOnDisk;
+            } catch (TrunkException e) {
+                err.println("k3: trunk: " + e.getMessage());
+                return ExitCode.RUNTIME;
+            }
+            MemoryPlan plan = MemoryPlan.of(cfg, memory.streamed(), trunkPlanned, useCache ? plannedCache(rt, budgets) : expertBytes,
+                    false, 0, incremental, promptIds.length, gen);
             o.print(plan.block(mem));
             var refused = plan.planRefusal(mem);
             if (refused.isPresent()) {
@@ -301,6 +313,23 @@ final class RunCommand implements Callable<Integer> {
     }
 
     /** Model, trunk, cache: opened through the assembly in that order, each failure named. */
+    /** How the trunk is streamed: the budget, the ring wanted, the layers walked. */
+    private TrunkStream.Options trunkOptions(Assembly rt, MemoryOptions.Budgets budgets, PrintWriter err) {
+        return TrunkStream.Options.budget(budgets.trunkBytes()).withRing(memory.ring()).withLayers(rt.layers())
+                .withNotes(s -> err.println("k3: note: " + s));
+    }
+
+    /** What the expert cache will hold: the budget, but never more slots than the model has experts. */
+    private static long plannedCache(Assembly rt, MemoryOptions.Budgets budgets) {
+        long one = rt.binding().layers().stream().flatMap(l -> l.experts().stream()).mapToLong(ExpertLocation::length).findFirst().orElse(0);
+        if (one <= 0) return budgets.cacheBytes();
+        try {
+            return CacheGeometry.plan(one, budgets.cacheBytes(), rt.config().topK(), (long) rt.layers() * rt.config().expertCount()).arenaBytes();
+        } catch (IllegalArgumentException e) {
+            return budgets.cacheBytes();   // below one token's working set: the cache refuses it when opened, naming the sizes
+        }
+    }
+
     private int run(PrintWriter o, PrintWriter err, Assembly rt, MemoryOptions.Budgets budgets, boolean useCache, int[] promptIds, int workers)
             throws IOException {
         try {
@@ -312,9 +341,7 @@ final class RunCommand implements Callable<Integer> {
         CacheTrace trace = dumpCacheTrace != null ? new CacheTrace(rt.layers(), rt.config().expertCount()) : null;
         if (memory.streamed()) {
             try {
-                TrunkStream.Options opt = TrunkStream.Options.budget(budgets.trunkBytes())
-                        .withRing(memory.ring()).withLayers(rt.layers()).withNotes(s -> err.println("k3: note: " + s));
-                o.print(rt.streamTrunk(memory.trunk, opt).describe());
+                o.print(rt.streamTrunk(memory.trunk, trunkOptions(rt, budgets, err)).describe());
             } catch (TrunkException | CheckpointException e) {
                 err.println("k3: trunk: " + e.getMessage());
                 return ExitCode.RUNTIME;

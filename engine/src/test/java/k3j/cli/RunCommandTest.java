@@ -218,8 +218,8 @@ class RunCommandTest {
         assertEquals(1, small.code(), "a cache under top-k + 1 slots cannot start: " + small.err());
         assertTrue(small.err().contains("expert cache"), small.err());
         Run missing = run(m, "--ids", "1", "--trunk", dir.resolve("nowhere").toString(), "--trunk-gb", "0.001", "--cache-gb", "0.001", "--out", out);
-        assertEquals(1, missing.code(), missing.err());
-        assertTrue(missing.err().contains("trunk"), missing.err());
+        assertEquals(2, missing.code(), "a missing trunk folder is a usage error naming it: " + missing.err());
+        assertTrue(missing.err().contains("no such folder"), missing.err());
         // a short trunk.bin: the run refuses it (exit 1) instead of computing on a partial layer
         Path cut = dir.resolve("cut");
         Files.createDirectories(cut);
