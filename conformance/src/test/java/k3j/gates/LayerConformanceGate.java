@@ -57,7 +57,7 @@ class LayerConformanceGate {
     @Test
     @Order(0)
     void theReferenceDumpMatchesTheModel() {
-        named("the reference dump matches the model");
+        Evidence.caseName("the reference dump matches the model");
         Allure.feature("reference");
         Conformance c = CheckpointUnderTest.open();
         Evidence.parameter(c.candidateDump() != null ? "candidate" : "model", c.candidateDump() != null ? c.engine() : c.modelDir().toString());
@@ -80,7 +80,7 @@ class LayerConformanceGate {
     @MethodSource("layerCases")
     @Order(1)
     void layerConformsFromTheReferencesOwnInputs(LayerCase lc) {
-        named(lc.toString());
+        Evidence.caseName(lc.toString());
         int layer = lc.layer();
         Conformance c = CheckpointUnderTest.open();
         String kind = lc.kind();
@@ -125,21 +125,12 @@ class LayerConformanceGate {
         return CheckpointUnderTest.selected().stream().map(l -> new LayerCase(l, c.dump().layer(l).kind()));
     }
 
-    /** The case name in the report (allure-junit-platform would prefix a template invocation with its method). */
-    static void named(String name) {
-        // historyId from the name: merged shards' overviews ("layers 0-46", "layers 47-92") stay distinct cases
-        Allure.getLifecycle().updateTestCase(t -> {
-            t.setName(name);
-            t.setHistoryId(java.util.UUID.nameUUIDFromBytes((t.getFullName() + " " + name).getBytes(java.nio.charset.StandardCharsets.UTF_8)).toString());
-        });
-    }
-
     @Test
     @Order(2)
     void overviewOfEveryStageOfEveryLayer() {
         String selection = "layers " + LayerSelection.format(CheckpointUnderTest.selected());
         // one overview per -Dk3.layers shard: the selection in the name keeps merged shards apart
-        named("overview: " + selection + " x stages");
+        Evidence.caseName("overview: " + selection + " x stages");
         Allure.parameter("selection", selection);
         Allure.feature("overview");
         Conformance c = CheckpointUnderTest.open();

@@ -8,10 +8,12 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import k3j.bisect.Bisect;
 import k3j.bisect.BisectException;
+import k3j.bisect.Candidate;
 import k3j.bisect.LayerConformance;
 import k3j.bisect.LayerRunner;
 import k3j.conform.ConformException;
 import k3j.conform.Conformance;
+import k3j.conform.ExpertLayerReport;
 import k3j.conform.LayerReport;
 import k3j.conform.LayerSelection;
 import k3j.config.ConfigException;
@@ -45,6 +47,9 @@ final class BisectCommand implements Callable<Integer> {
     @Option(names = "--layers", paramLabel = "SPEC", description = "layers to check: 0-92, 40,41,50-60 (default all)")
     String layers;
 
+    @Option(names = "--experts", description = "also sweep every routed expert of the selected MoE layers (the dump's expert sweep); when every layer conforms, a failing expert is the failing stage and is diagnosed")
+    boolean experts;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -71,7 +76,7 @@ final class BisectCommand implements Callable<Integer> {
             out.println("budget: " + c.budget().rule());
             Bisect.Report r;
             try (LayerRunner runner = new LayerRunner(c.model(), w)) {
-                r = Bisect.run(new LayerConformance(c), runner, sel);
+                r = Bisect.run(new LayerConformance(c), runner, sel, experts);
             }
             for (LayerReport l : r.layers()) if (!l.conforms()) out.println(l.line());
             out.printf(Locale.ROOT, "%d of %d layers conform%n", r.layers().size() - r.failing().size(), r.layers().size());
@@ -81,8 +86,16 @@ final class BisectCommand implements Callable<Integer> {
                 if (d.explained()) for (Bisect.Explanation e : d.explanations()) out.println("  L" + d.layer() + ": " + e.describe());
                 else out.println("  L" + d.layer() + ": nothing explains it");
             }
+            for (ExpertLayerReport l : r.experts()) if (!l.conforms()) out.println(l.line());
+            if (experts) out.printf(Locale.ROOT, "%d of %d MoE layers' experts conform%n", r.experts().size() - r.failingExperts().size(), r.experts().size());
+            Bisect.ExpertDiagnosis ed = r.expertDiagnosis();
+            if (ed != null) {
+                out.printf(Locale.ROOT, "diagnosis of L%d expert %d: %d candidates re-run in %.0f ms%n", ed.layer(), ed.expert(), ed.tried(), ed.nanos() / 1e6);
+                if (ed.explained()) for (Candidate e : ed.explanations()) out.println("  L" + ed.layer() + ": " + e.describe());
+                else out.println("  L" + ed.layer() + " expert " + ed.expert() + ": nothing explains it");
+            }
             out.printf(Locale.ROOT, "VERDICT: %s (%.1f s)%n", r.summary(), (System.nanoTime() - t0) / 1e9);
-            return r.failing().isEmpty() ? ExitCode.OK : ExitCode.RUNTIME;
+            return r.failing().isEmpty() && r.failingExperts().isEmpty() ? ExitCode.OK : ExitCode.RUNTIME;
         } catch (ConformException | BisectException | CheckpointException | ConfigException e) {
             err.println("k3 bisect: " + e.getMessage());
             return ExitCode.RUNTIME;

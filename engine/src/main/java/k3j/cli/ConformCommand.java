@@ -11,6 +11,8 @@ import java.util.concurrent.Callable;
 import k3j.conform.Charts;
 import k3j.conform.ConformException;
 import k3j.conform.Conformance;
+import k3j.conform.ExpertLayerReport;
+import k3j.conform.ExpertReport;
 import k3j.conform.Finding;
 import k3j.conform.LayerReport;
 import k3j.conform.LayerSelection;
@@ -57,6 +59,9 @@ final class ConformCommand implements Callable<Integer> {
     @Option(names = "--no-logits", description = "per-layer conformance only")
     boolean noLogits;
 
+    @Option(names = "--experts", description = "also judge EVERY routed expert of the selected MoE layers on the dump's probes (its expert sweep), not only the ones the prompt routes")
+    boolean experts;
+
     @Option(names = "--verify-data", description = "hash every file of the model against the dump's sha256 list (reads all bytes) and stop")
     boolean verifyData;
 
@@ -82,6 +87,7 @@ final class ConformCommand implements Callable<Integer> {
             out.println("VERIFIED: every listed file's sha256 equals the dump's");
             return ExitCode.OK;
         }
+        if (experts && candidate != null) throw usage("--experts runs k3j's forward on a model; a candidate dump holds no expert outputs");
         long t0 = System.nanoTime();
         int failed = 0;
         try (Workers w = Workers.of(workers);
@@ -124,6 +130,7 @@ final class ConformCommand implements Callable<Integer> {
                     + (r.firstDivergence() != null ? " " + r.firstDivergence() : "") + " " + r.finding().tag()));
             out.println("=".repeat(78));
             out.println(failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM");
+            if (experts) failed += sweep(c, sel, out);
             if (chart != null) {
                 Files.writeString(chart, Charts.overview(reports, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
                 out.println("chart: " + chart);
@@ -138,6 +145,28 @@ final class ConformCommand implements Callable<Integer> {
         }
         out.printf(Locale.ROOT, "wall time %.1f s%n", (System.nanoTime() - t0) / 1e9);
         return failed == 0 ? ExitCode.OK : ExitCode.RUNTIME;
+    }
+
+    /** The expert sweep of the selected MoE layers: one line per layer, every failing expert named; returns the failing layers. */
+    private static int sweep(Conformance c, List<Integer> sel, PrintWriter out) {
+        out.println();
+        out.println("===== EXPERT SWEEP (every routed expert on the dump's probes) =====");
+        out.println(c.expertSweep().describe());
+        long t0 = System.nanoTime();
+        int failed = 0, checked = 0, total = 0;
+        List<Integer> moe = c.moeLayers(sel);
+        for (int layer : moe) {
+            ExpertLayerReport r = c.experts(layer);
+            out.println(r.line());
+            for (ExpertReport e : r.failing()) out.println("    " + e.message());
+            out.flush();
+            checked += r.checked();
+            total += r.total();
+            if (!r.conforms()) failed++;
+        }
+        out.printf(Locale.ROOT, "EXPERTS %d of %d MoE layers conform; experts checked: %d of %d; %.1f s%n", moe.size() - failed, moe.size(), checked, total, (System.nanoTime() - t0) / 1e9);
+        out.println(failed == 0 ? "VERDICT: EVERY EXPERT CONFORMS" : "VERDICT: EXPERTS OF " + failed + " LAYER(S) DO NOT CONFORM");
+        return failed;
     }
 
     /** One elementwise logit block; 1 when it does not conform (a candidate without logits: its missing stage). */

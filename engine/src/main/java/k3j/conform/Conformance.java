@@ -42,6 +42,7 @@ public final class Conformance implements AutoCloseable {
     private final Forward prefixForward;
     private final int[] ids;
     private final int tokens, hidden;
+    private ExpertSweep sweep;
     /** the activations under test when another engine wrote them (null: k3j's own forward runs) */
     private final CandidateDump candidate;
 
@@ -347,6 +348,31 @@ public final class Conformance implements AutoCloseable {
 
     static String describe(StageMetric m) {
         return String.format(Locale.ROOT, "%s %.3gx budget (max|diff| %.3g, max|ref| %.3g, budget %.3g)", m.stage(), m.ratioToBudget(), m.maxAbsDiff(), m.maxAbsRef(), m.budget());
+    }
+
+    // ------------------------------------------------------------------ expert sweep
+
+    /** The dump's expert sweep (FORMAT.md §10); a dump without a complete one is a {@link Finding#REFERENCE_MISMATCH}. */
+    public synchronized ExpertSweep expertSweep() {
+        if (sweep == null) sweep = ExpertSweep.of(dump);
+        return sweep;
+    }
+
+    /** The MoE layers among {@code selection}. */
+    public List<Integer> moeLayers(List<Integer> selection) {
+        return selection.stream().filter(l -> dump.layer(l).mlp().equals("moe")).toList();
+    }
+
+    /**
+     * Every routed expert of MoE layer {@code i} on the dump's probes, through this conformance's forward (its
+     * expert source: resident, or the expert cache under a memory plan). Never throws for an expert's own faults.
+     */
+    public ExpertLayerReport experts(int i) {
+        ReferenceDump.LayerInfo info = dump.layer(i);
+        if (!info.mlp().equals("moe")) throw new IllegalArgumentException("layer " + i + " is dense: it has no routed experts");
+        if (candidate != null) throw new ConformException(Finding.MISSING_STAGE, "a candidate dump holds no expert outputs: the expert sweep runs k3j's forward on a model");
+        requireModel();
+        return expertSweep().layer(forward, i, info.kind());
     }
 
     // ------------------------------------------------------------------ logits
