@@ -29,16 +29,18 @@ public final class Evidence {
         }
     }
 
-    /** The case name in the report (allure-junit-platform would prefix a template invocation with its method). */
-    public static void name(String name) {
-        // historyId from the name: merged shards' overviews ("layers 0-46", "layers 47-92") stay distinct cases
+    public static void text(String name, String value) {
+        Allure.addAttachment(name, "text/plain", value, ".txt");
+    }
+
+    /**
+     * The case's name in the report (allure-junit-platform would prefix a template invocation with its method),
+     * with a historyId from the name: merged shards' cases ("layers 0-46", "layers 47-92") stay distinct.
+     */
+    public static void caseName(String name) {
         Allure.getLifecycle().updateTestCase(t -> {
             t.setName(name);
             t.setHistoryId(java.util.UUID.nameUUIDFromBytes((t.getFullName() + " " + name).getBytes(java.nio.charset.StandardCharsets.UTF_8)).toString());
         });
-    }
-
-    public static void text(String name, String value) {
-        Allure.addAttachment(name, "text/plain", value, ".txt");
     }
 }

@@ -6,8 +6,11 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.Consumer;
+import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.kernels.Workers;
+import k3j.model.Assembly;
 import k3j.model.BindException;
 import k3j.model.DecodeState;
 import k3j.model.ExpertDropException;
@@ -30,48 +33,53 @@ public final class Conformance implements AutoCloseable {
     private final Path modelDir;
     private final ReferenceDump dump;
     private final Budget budget;
-    private final Model model;
+    private final Assembly assembly;
     private final BindException bindFailure;
     private final Forward forward;
     private final ModelConfig config;
     /** when the model does not bind: the layers before the first unbindable one, bound alone (else null) */
-    private final Model prefixModel;
+    private final Assembly prefixAssembly;
     private final Forward prefixForward;
     private final int[] ids;
     private final int tokens, hidden;
+    private ExpertSweep sweep;
     /** the activations under test when another engine wrote them (null: k3j's own forward runs) */
     private final CandidateDump candidate;
 
-    private Conformance(Path modelDir, ReferenceDump dump, Workers workers) {
+    private Conformance(Path modelDir, ReferenceDump dump, Workers workers, Consumer<Assembly> load) {
         this.modelDir = modelDir;
         this.dump = dump;
         this.budget = dump.budget();
         this.ids = dump.ids();
         this.tokens = ids.length;
         if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
-        Model m = null;
+        this.config = ConfigReader.read(modelDir.resolve("config.json"));
+        Assembly a = null;
         BindException bf = null;
         try {
-            m = Model.open(modelDir);
+            a = Assembly.bind(modelDir, config, -1);
+            load.accept(a);
         } catch (BindException e) {
             bf = e;
         } catch (k3j.io.CheckpointException e) {
+            if (a != null) a.close();
             throw new ConformException(Finding.MISSING_TENSOR, "the checkpoint " + modelDir + " cannot be read as a whole: " + e.getMessage(), e);
         }
-        this.model = m;
+        this.assembly = a;
         this.bindFailure = bf;
-        this.config = m != null ? m.config() : k3j.config.ConfigReader.read(modelDir.resolve("config.json"));
-        this.forward = m == null ? null : m.forward(workers);
+        this.forward = a == null ? null : a.forward(workers);
         // the layers before the first one that cannot bind still run: bind that prefix alone
-        Model prefix = null;
+        Assembly prefix = null;
         if (bf != null && !bf.layers().isEmpty() && bf.layers().getFirst() > 0) {
             try {
-                prefix = Model.open(modelDir, config, bf.layers().getFirst());
+                prefix = Assembly.bind(modelDir, config, bf.layers().getFirst());
+                load.accept(prefix);
             } catch (BindException modelLevelToo) {
+                if (prefix != null) prefix.close();
                 prefix = null;
             }
         }
-        this.prefixModel = prefix;
+        this.prefixAssembly = prefix;
         this.prefixForward = prefix == null ? null : prefix.forward(workers);
         this.hidden = config.hiddenSize();
         this.candidate = null;
@@ -85,9 +93,9 @@ public final class Conformance implements AutoCloseable {
         this.ids = dump.ids();
         this.tokens = ids.length;
         if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
-        this.model = null;
+        this.assembly = null;
         this.bindFailure = null;
-        this.prefixModel = null;
+        this.prefixAssembly = null;
         this.prefixForward = null;
         this.config = forward.weights().config();
         this.forward = forward;
@@ -103,9 +111,9 @@ public final class Conformance implements AutoCloseable {
         this.ids = dump.ids();
         this.tokens = ids.length;
         if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
-        this.model = null;
+        this.assembly = null;
         this.bindFailure = null;
-        this.prefixModel = null;
+        this.prefixAssembly = null;
         this.prefixForward = null;
         this.forward = null;
         this.config = k3j.config.ConfigReader.read(dump.field("config"), dump.source() + " manifest config");
@@ -158,15 +166,30 @@ public final class Conformance implements AutoCloseable {
      * directory or next to it whose manifest matches the model's shards; see {@link ReferenceMatch}).
      */
     public static Conformance open(Path modelDir, Path reference, List<Path> searchDirs, Workers workers) {
+        return open(modelDir, reference, searchDirs, workers, RESIDENT);
+    }
+
+    /** {@link #open(Path, Path, List, Workers)} with the runtime loaded by {@code load} (see {@link #open(Path, ReferenceDump, Workers, Consumer)}). */
+    public static Conformance open(Path modelDir, Path reference, List<Path> searchDirs, Workers workers, Consumer<Assembly> load) {
         if (modelDir == null || !Files.isDirectory(modelDir)) throw new IllegalArgumentException("no model directory " + modelDir);
-        ReferenceDump d = ReferenceMatch.locate(modelDir, reference, searchDirs);
-        return new Conformance(modelDir, d, workers);
+        return open(modelDir, ReferenceMatch.locate(modelDir, reference, searchDirs), workers, load);
     }
 
     /** Opens with a dump already matched (or deliberately unmatched: tests). */
     public static Conformance open(Path modelDir, ReferenceDump dump, Workers workers) {
-        return new Conformance(modelDir, dump, workers);
+        return open(modelDir, dump, workers, RESIDENT);
     }
+
+    /**
+     * Opens with the runtime loaded by {@code load} once the checkpoint is bound: {@link #RESIDENT}, or a
+     * streamed trunk and an expert cache opened on the {@link Assembly} as a run would.
+     */
+    public static Conformance open(Path modelDir, ReferenceDump dump, Workers workers, Consumer<Assembly> load) {
+        return new Conformance(modelDir, dump, workers, load);
+    }
+
+    /** Every layer and routed expert resident. */
+    public static final Consumer<Assembly> RESIDENT = a -> a.model(true);
 
     public Path modelDir() {
         return modelDir;
@@ -187,7 +210,7 @@ public final class Conformance implements AutoCloseable {
 
     /** null when the model did not bind ({@link #bindFailure()}) or the forward was given ({@link #of}). */
     public Model model() {
-        return model;
+        return assembly == null ? null : assembly.model();
     }
 
     public BindException bindFailure() {
@@ -327,6 +350,31 @@ public final class Conformance implements AutoCloseable {
         return String.format(Locale.ROOT, "%s %.3gx budget (max|diff| %.3g, max|ref| %.3g, budget %.3g)", m.stage(), m.ratioToBudget(), m.maxAbsDiff(), m.maxAbsRef(), m.budget());
     }
 
+    // ------------------------------------------------------------------ expert sweep
+
+    /** The dump's expert sweep (FORMAT.md §10); a dump without a complete one is a {@link Finding#REFERENCE_MISMATCH}. */
+    public synchronized ExpertSweep expertSweep() {
+        if (sweep == null) sweep = ExpertSweep.of(dump);
+        return sweep;
+    }
+
+    /** The MoE layers among {@code selection}. */
+    public List<Integer> moeLayers(List<Integer> selection) {
+        return selection.stream().filter(l -> dump.layer(l).mlp().equals("moe")).toList();
+    }
+
+    /**
+     * Every routed expert of MoE layer {@code i} on the dump's probes, through this conformance's forward (its
+     * expert source: resident, or the expert cache under a memory plan). Never throws for an expert's own faults.
+     */
+    public ExpertLayerReport experts(int i) {
+        ReferenceDump.LayerInfo info = dump.layer(i);
+        if (!info.mlp().equals("moe")) throw new IllegalArgumentException("layer " + i + " is dense: it has no routed experts");
+        if (candidate != null) throw new ConformException(Finding.MISSING_STAGE, "a candidate dump holds no expert outputs: the expert sweep runs k3j's forward on a model");
+        requireModel();
+        return expertSweep().layer(forward, i, info.kind());
+    }
+
     // ------------------------------------------------------------------ logits
 
     /**
@@ -408,7 +456,7 @@ public final class Conformance implements AutoCloseable {
 
     @Override
     public void close() {
-        if (model != null) model.close();
-        if (prefixModel != null) prefixModel.close();
+        if (assembly != null) assembly.close();
+        if (prefixAssembly != null) prefixAssembly.close();
     }
 }
