@@ -101,7 +101,7 @@ final class DoctorCommand implements Callable<Integer> {
             out.println("  --preset auto: " + auto.line());
             if (trunk != null) {
                 TrunkManifest m = TrunkManifest.read(trunk);
-                TrunkPlan p = TrunkPlan.of(m.runSizes(), (long) (auto.trunkGb() * 1e9), 2, 0, TrunkPlan.orderFromEnvironment());
+                TrunkPlan p = TrunkPlan.of(m.runSizes(), (long) (auto.trunkGb() * 1e9), 2, TrunkPlan.orderFromEnvironment());
                 out.print(p.describe().indent(2));
                 out.flush();
             }
