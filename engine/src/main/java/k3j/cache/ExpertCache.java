@@ -485,8 +485,8 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
             CacheStats s = wholeRun ? finished.plus(step.snapshot()) : step.snapshot();
             return (wholeRun ? "cache [run]" : "cache [final step]") + System.lineSeparator()
                     + table.describePolicy() + System.lineSeparator()
-                    + String.format(Locale.ROOT, "  slots        : %d of %.2f MB = %.2f GB arena (%d resident, %d pinned)%n",
-                    geometry.slots(), geometry.slotBytes() / 1e6, geometry.arenaBytes() / 1e9, table.residentCount(), 0)
+                    + String.format(Locale.ROOT, "  slots        : %d of %s = %s arena (%d resident, %d pinned)%n",
+                    geometry.slots(), k3j.plan.Human.bytes(geometry.slotBytes()), k3j.plan.Human.bytes(geometry.arenaBytes()), table.residentCount(), 0)
                     + s.lines()
                     + (speculationOn() ? String.format(Locale.ROOT, "  speculation  : %d experts read ahead, %d of the last routing asked for again%n",
                     s.specReads(), s.specUsed()) : "");

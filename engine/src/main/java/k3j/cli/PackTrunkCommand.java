@@ -9,6 +9,7 @@ import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.io.CheckpointException;
 import k3j.io.CheckpointIndex;
+import k3j.plan.Human;
 import k3j.trunk.Progress;
 import k3j.trunk.TrunkException;
 import k3j.trunk.TrunkManifest;
@@ -87,7 +88,7 @@ final class PackTrunkCommand implements Callable<Integer> {
             double s = (System.nanoTime() - t1) / 1e9;
             o.printf(Locale.ROOT, "wrote %s: %.2f GB across %d layers in %.1f s (%.0f MB/s), re-read and CRC-32C verified%n",
                     m.bin(), m.fileSize() / 1e9, m.layerCount(), s, m.fileSize() / 1e6 / s);
-            o.printf(Locale.ROOT, "largest layer run: %.3f GB (layer %d)  <- the streaming slot size%n", largest.nbytes() / 1e9, largest.layer());
+            o.printf(Locale.ROOT, "largest layer run: %s (layer %d)  <- the streaming slot size%n", Human.bytes(largest.nbytes()), largest.layer());
             o.println("wrote " + m.json());
             return ExitCode.OK;
         } catch (TrunkException | CheckpointException | ConfigException e) {

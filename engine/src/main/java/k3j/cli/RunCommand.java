@@ -355,8 +355,8 @@ final class RunCommand implements Callable<Integer> {
                 err.println("k3: expert cache: " + e.getMessage());
                 return ExitCode.RUNTIME;
             }
-            o.printf(Locale.ROOT, "routed experts: %s on disk, served by a %.2f GB cache (%d slots)%n", Human.bytes(rt.expertBytes()), budgets.cacheGb(),
-                    cache.geometry().slots());
+            o.printf(Locale.ROOT, "routed experts: %s on disk, served by a %s cache (%d slots of %s)%n", Human.bytes(rt.expertBytes()),
+                    Human.bytes(cache.geometry().arenaBytes()), cache.geometry().slots(), Human.bytes(cache.geometry().slotBytes()));
         } else {
             o.printf(Locale.ROOT, "routed experts: %s, resident once read%n", Human.bytes(rt.expertBytes()));
         }
@@ -459,8 +459,8 @@ final class RunCommand implements Callable<Integer> {
                 o.println("  (over 100%: reads on the reader threads overlapped compute)");
             }
             if (total != null) {
-                o.printf(Locale.ROOT, "  experts, whole run: %.2f GB read | %d of %d requests retained in RAM (%.2f%%) | %d evictions%n",
-                        total.bytesRead() / 1e9, Math.max(0, total.requests() - total.evictions()), total.requests(),
+                o.printf(Locale.ROOT, "  experts, whole run: %s read | %d of %d requests retained in RAM (%.2f%%) | %d evictions%n",
+                        Human.bytes(total.bytesRead()), Math.max(0, total.requests() - total.evictions()), total.requests(),
                         total.requests() == 0 ? 0.0 : 100.0 * Math.max(0, total.requests() - total.evictions()) / total.requests(), total.evictions());
                 o.println("  retained = requests - evictions: a request whose expert was not evicted since it was last read was served from RAM;");
                 o.println("  the per-step CACHE HIT column counts the batch prefetch as hits, so it is near 100% at every cache size.");

@@ -71,6 +71,7 @@ class RunSizesTest {
         assertTrue(bytes(r.out(), "expert cache") < 50e6, "the experts' own size, not the 64 GB budget:\n" + r.out());
         assertTrue(bytes(r.out(), "TOTAL") < 2e9, r.out());
         assertTrue(r.out().contains("JVM itself"), r.out());
+        assertFalse(r.out().contains("64.00 GB"), "no line quotes the default cache budget:\n" + r.out());
         assertFalse(r.out().contains("x 0.00 GB"), "ring slots in real units:\n" + r.out());
         assertTrue(r.out().matches("(?s).*ring \\d+ x [0-9.]+ (KB|MB).*"), r.out());
     }
