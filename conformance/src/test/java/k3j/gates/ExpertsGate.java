@@ -51,7 +51,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * swapped) leaves per-layer conformance all green, yet fails the sweep at exactly that layer, naming the expert
  * and the projection (w1 / w2 / w3) whose own probe fails, and {@code k3 bisect}, given that expert as the
  * failing stage, names the mix-up when it is one it tries (nibble order, w1/w3 swap, expert swap) and says
- * "nothing explains it" otherwise; the untouched checkpoint passes with every expert checked. And the sketch's
+ * "nothing explains it" otherwise; the untouched checkpoint passes with every expert checked; through the expert
+ * cache of a memory plan (evicting throughout) the sweep names the same expert. And the sketch's
  * false-negative rate, measured on 1000+ random one-byte and one-row corruptions of unrouted experts against
  * their true (unsketched) error, is stated by band: none is missed from 3 budgets up (a miss there has
  * probability ≤ 4.4e-6), and the misses below stay within the chi-square bound.
@@ -173,6 +174,36 @@ class ExpertsGate {
             assertEquals(k.experts().getFirst(), d.expert(), "bisect diagnoses the first failing expert");
             assertEquals(k.verdict() == null ? List.of() : List.of(k.verdict()), d.explanations(), "bisect's verdict: " + d.summary());
             if (k.verdict() == null) assertTrue(d.summary().contains("nothing explains it"), d.summary());
+        }
+    }
+
+    /**
+     * Under a memory plan the routed experts come from the expert cache: the sweep reads every expert through it (a
+     * cache of 200 KB, 16 slots of mini's 12 KB experts, for 644 experts: it evicts throughout) and reaches the same
+     * verdict as the resident run.
+     */
+    static final long CACHE_BYTES = 200_000;
+
+    @Test
+    void theSweepThroughTheExpertCacheNamesTheSameExpert() throws IOException {
+        Path model = scratch.resolve("cached");
+        Corruptions.write(mini, model, List.of(new Corruption.NibbleFlip(38, 2)));
+        k3j.cache.ExpertCache[] cache = new k3j.cache.ExpertCache[1];
+        try (Conformance c = Conformance.open(model, dump, workers, a -> {
+            a.model(true);
+            try {
+                cache[0] = a.cacheExperts(k3j.cache.ExpertCache.Settings.of(CACHE_BYTES, a.binding().config().topK()), null, n -> {});
+            } catch (ExpertLoadException e) {
+                throw new AssertionError(e.getMessage(), e);
+            }
+        })) {
+            List<ExpertLayerReport> sweep = c.moeLayers(IntStream.range(0, c.layerCount()).boxed().toList()).stream().map(c::experts).toList();
+            k3j.cache.CacheStats st = cache[0].totalStats();
+            Evidence.parameter("cache", st.requests() + " requests, " + st.misses() + " misses, " + st.evictions() + " evictions");
+            Evidence.parameter("experts checked", sweep.stream().mapToInt(ExpertLayerReport::checked).sum() + " of " + sweep.stream().mapToInt(ExpertLayerReport::total).sum());
+            assertEquals(List.of(38), sweep.stream().filter(r -> !r.conforms()).map(ExpertLayerReport::layer).toList(), "the cached sweep fails exactly L38");
+            assertEquals(List.of(2), sweep.stream().filter(r -> r.layer() == 38).findFirst().orElseThrow().failing().stream().map(ExpertReport::expert).toList());
+            assertTrue(st.misses() >= 644 && st.evictions() > 0, "every expert came through the cache, evicting: " + st);
         }
     }
 

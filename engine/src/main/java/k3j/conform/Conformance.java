@@ -46,14 +46,34 @@ public final class Conformance implements AutoCloseable {
     /** the activations under test when another engine wrote them (null: k3j's own forward runs) */
     private final CandidateDump candidate;
 
-    private Conformance(Path modelDir, ReferenceDump dump, Workers workers, Consumer<Assembly> load) {
+    /** What a comparison runs on: k3j's forward (bound here, or given), or another engine's candidate dump. */
+    private Conformance(Path modelDir, ReferenceDump dump, ModelConfig config, Assembly assembly, BindException bindFailure, Forward forward,
+                        Assembly prefixAssembly, Forward prefixForward, CandidateDump candidate) {
         this.modelDir = modelDir;
         this.dump = dump;
         this.budget = dump.budget();
         this.ids = dump.ids();
         this.tokens = ids.length;
-        if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
-        this.config = ConfigReader.read(modelDir.resolve("config.json"));
+        this.config = config;
+        this.assembly = assembly;
+        this.bindFailure = bindFailure;
+        this.forward = forward;
+        this.prefixAssembly = prefixAssembly;
+        this.prefixForward = prefixForward;
+        this.hidden = config.hiddenSize();
+        this.candidate = candidate;
+        checkShape();
+    }
+
+    private static ReferenceDump withIds(ReferenceDump dump) {
+        if (dump.ids().length < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
+        return dump;
+    }
+
+    /** Binds {@code modelDir} once through an {@link Assembly} that {@code load} opens; a model that does not bind is kept as {@link #bindFailure()}. */
+    private static Conformance bound(Path modelDir, ReferenceDump dump, Workers workers, Consumer<Assembly> load) {
+        withIds(dump);
+        ModelConfig config = ConfigReader.read(modelDir.resolve("config.json"));
         Assembly a = null;
         BindException bf = null;
         try {
@@ -65,9 +85,6 @@ public final class Conformance implements AutoCloseable {
             if (a != null) a.close();
             throw new ConformException(Finding.MISSING_TENSOR, "the checkpoint " + modelDir + " cannot be read as a whole: " + e.getMessage(), e);
         }
-        this.assembly = a;
-        this.bindFailure = bf;
-        this.forward = a == null ? null : a.forward(workers);
         // the layers before the first one that cannot bind still run: bind that prefix alone
         Assembly prefix = null;
         if (bf != null && !bf.layers().isEmpty() && bf.layers().getFirst() > 0) {
@@ -79,48 +96,8 @@ public final class Conformance implements AutoCloseable {
                 prefix = null;
             }
         }
-        this.prefixAssembly = prefix;
-        this.prefixForward = prefix == null ? null : prefix.forward(workers);
-        this.hidden = config.hiddenSize();
-        this.candidate = null;
-        checkShape();
-    }
-
-    private Conformance(Forward forward, ReferenceDump dump) {
-        this.modelDir = null;
-        this.dump = dump;
-        this.budget = dump.budget();
-        this.ids = dump.ids();
-        this.tokens = ids.length;
-        if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
-        this.assembly = null;
-        this.bindFailure = null;
-        this.prefixAssembly = null;
-        this.prefixForward = null;
-        this.config = forward.weights().config();
-        this.forward = forward;
-        this.hidden = config.hiddenSize();
-        this.candidate = null;
-        checkShape();
-    }
-
-    private Conformance(CandidateDump candidate, ReferenceDump dump) {
-        this.modelDir = null;
-        this.dump = dump;
-        this.budget = dump.budget();
-        this.ids = dump.ids();
-        this.tokens = ids.length;
-        if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
-        this.assembly = null;
-        this.bindFailure = null;
-        this.prefixAssembly = null;
-        this.prefixForward = null;
-        this.forward = null;
-        this.config = k3j.config.ConfigReader.read(dump.field("config"), dump.source() + " manifest config");
-        this.hidden = config.hiddenSize();
-        this.candidate = candidate;
-        candidate.checkAgainst(dump);
-        checkShape();
+        return new Conformance(modelDir, dump, config, a, bf, a == null ? null : a.forward(workers), prefix,
+                prefix == null ? null : prefix.forward(workers), null);
     }
 
     /**
@@ -132,7 +109,9 @@ public final class Conformance implements AutoCloseable {
     public static Conformance candidate(Path candidate, Path reference, List<Path> searchDirs) {
         CandidateDump c = CandidateDump.open(candidate);
         ReferenceDump d = reference != null ? ReferenceDump.open(reference) : ReferenceMatch.locateBySha256(c.referenceSha256(), c.manifest().path("reference").path("dir").asText(""), searchDirs);
-        return new Conformance(c, d);
+        ModelConfig config = ConfigReader.read(withIds(d).field("config"), d.source() + " manifest config");
+        c.checkAgainst(d);
+        return new Conformance(null, d, config, null, null, null, null, null, c);
     }
 
     /** The candidate under test (null when k3j's own forward is). */
@@ -158,7 +137,7 @@ public final class Conformance implements AutoCloseable {
      * dump; no matching, the caller owns the forward. {@link #close()} closes nothing.
      */
     public static Conformance of(Forward forward, ReferenceDump dump) {
-        return new Conformance(forward, dump);
+        return new Conformance(null, withIds(dump), forward.weights().config(), null, null, forward, null, null, null);
     }
 
     /**
@@ -185,7 +164,7 @@ public final class Conformance implements AutoCloseable {
      * streamed trunk and an expert cache opened on the {@link Assembly} as a run would.
      */
     public static Conformance open(Path modelDir, ReferenceDump dump, Workers workers, Consumer<Assembly> load) {
-        return new Conformance(modelDir, dump, workers, load);
+        return bound(modelDir, dump, workers, load);
     }
 
     /** Every layer and routed expert resident. */
