@@ -67,7 +67,7 @@ class ScaleFixtureGate {
         assertEquals(released.denseIntermediate(), c.denseIntermediate());
         assertEquals("KKKM", c.layerMap());
         assertTrue(c.isAttnResBoundary(0) && c.isAttnResBoundary(2), "AttnRes boundaries at 0 and 2");
-        ModelBinding b = Binder.bind(CheckpointIndex.open(dir), c, -1);
+        ModelBinding b = Binder.bind(CheckpointIndex.open(dir), c, c.layerCount());
         assertEquals(4, b.layers().size());
         Evidence.parameter("layer map", c.layerMap());
     }
