@@ -318,7 +318,7 @@ public final class Forward {
             for (var entry : union.entrySet()) {
                 Layers.Expert ex;
                 try {
-                    ex = kernelExpert(layer, entry.getKey());
+                    ex = kernelExpert(layer, entry.getKey(), m.experts(), lt, inter);
                 } catch (ExpertLoadException fail) {
                     drops.incrementAndGet();
                     if (firstFailure == null) firstFailure = fail.getMessage();
@@ -330,7 +330,7 @@ public final class Forward {
                 float[] zs = new float[n * lt];
                 for (int s = 0; s < n; s++) System.arraycopy(z, (slots.get(s) / k) * lt, zs, s * lt, lt);
                 float[] g = new float[n * inter], u = new float[n * inter], dn = new float[n * lt];
-                expert(ex, zs, n, g, u, dn);
+                expert(ex, zs, n, g, u, dn, m.beta(), m.linearBeta());
                 for (int s = 0; s < n; s++) System.arraycopy(dn, s * lt, contrib, slots.get(s) * lt, lt);
             }
         }
@@ -352,11 +352,11 @@ public final class Forward {
     }
 
     /** One routed expert on n latent rows zs [n][Lt]: g = w1·z, u = w3·z [n][I], dn = w2·situ(g, u) [n][Lt]. */
-    private void expert(Layers.Expert ex, float[] zs, int n, float[] g, float[] u, float[] dn) {
+    private void expert(Layers.Expert ex, float[] zs, int n, float[] g, float[] u, float[] dn, float beta, float linearBeta) {
         float[] act = new float[g.length];
         Mxfp4.matmul(workers, g, zs, n, ex.w1().repacked());
         Mxfp4.matmul(workers, u, zs, n, ex.w3().repacked());
-        Activations.situGlu(act, g, u, g.length, c.situBeta(), c.situLinearBeta());
+        Activations.situGlu(act, g, u, g.length, beta, linearBeta);
         Mxfp4.matmul(workers, dn, act, n, ex.w2().repacked());
     }
 
@@ -373,9 +373,9 @@ public final class Forward {
         if (z.length != n * lt || v.length != n * inter) {
             throw new IllegalArgumentException("probes of " + z.length + " and " + v.length + " floats, " + n + " x " + lt + " and " + n + " x " + inter + " expected");
         }
-        Layers.Expert ex = kernelExpert(layer, expert);
+        Layers.Expert ex = kernelExpert(layer, expert, c.expertCount(), lt, inter);
         float[] g = new float[n * inter], u = new float[n * inter], dn = new float[n * lt], w2 = new float[n * lt];
-        expert(ex, z, n, g, u, dn);
+        expert(ex, z, n, g, u, dn, c.situBeta(), c.situLinearBeta());
         Mxfp4.matmul(workers, w2, v, n, ex.w2().repacked());
         return new ExpertProbe(g, u, w2, dn);
     }
@@ -396,8 +396,9 @@ public final class Forward {
         return true;
     }
 
-    private Layers.Expert kernelExpert(int layer, int expert) throws ExpertLoadException {
-        long key = (long) layer * c.expertCount() + expert;
+    /** {@code perLayer} experts per layer, latent width {@code lt}, intermediate width {@code inter}: the layer's (config or fixture) geometry. */
+    private Layers.Expert kernelExpert(int layer, int expert, int perLayer, int lt, int inter) throws ExpertLoadException {
+        long key = (long) layer * perLayer + expert;
         if (memoize) {
             Layers.Expert ex = kernelExperts.get(key);
             if (ex != null) {
@@ -406,7 +407,6 @@ public final class Forward {
             }
         }
         ResidentExpert r = experts.get(layer, expert);
-        int lt = c.latentSize(), inter = c.moeIntermediate();
         Layers.Expert ex;
         try {
             ex = new Layers.Expert(Layers.Mx.of(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt),
