@@ -2,12 +2,14 @@
 """Reference dump of a Kimi K3 checkpoint in the released layout (format: reference-dumps/FORMAT.md).
 
   /usr/bin/python3 reference-dumps/torch/dump_checkpoint.py MODEL_DIR --ids 250,17,... --gen 20 --out DUMP
-      [--no-mutants] [--no-drift] [--no-data-hash] [--safety 10]
+      [--no-mutants] [--no-drift] [--no-data-hash] [--safety 10] [--experts]
+  /usr/bin/python3 reference-dumps/torch/dump_checkpoint.py MODEL_DIR --experts-only --out DUMP [--layers 1,5-9]
 
 Runs the float64 reference: greedy decode (incremental), teacher forcing over prompt+generated ids
 with every stage recorded, the float32 drift (end to end and per layer from the reference's own
 inputs) from which the tolerances are derived, the mutant table, and the self checks
-(causality, incremental = full recompute).
+(causality, incremental = full recompute). --experts adds the expert sweep (every routed expert on seeded
+probes, stored as sketches: k3ref/experts.py, FORMAT.md §10); --experts-only adds or resumes it on an existing dump.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from k3ref import experts as expert_sweep  # noqa: E402
 from k3ref import ops  # noqa: E402
 from k3ref.metrics import routing_gaps, top2_margin  # noqa: E402
 from k3ref.model import Model, greedy  # noqa: E402
@@ -83,6 +86,35 @@ class Writer:
             f.write(b)
         self.arrays[key] = {"file": fname, "dtype": dt, "shape": list(t.shape),
                             "sha256": hashlib.sha256(b).hexdigest()}
+
+
+class Progress:
+    """A one-line progress bar with the measured time per layer and an ETA, on stderr (no dependency)."""
+
+    def __init__(self, what, stream=sys.stderr):
+        import time
+        self.what, self.stream, self.clock, self.t0, self.times = what, stream, time.monotonic, None, []
+
+    def __call__(self, i, n):
+        now = self.clock()
+        if self.t0 is None:
+            self.t0 = self.start
+        self.times.append(now - self.t0)
+        self.t0 = now
+        per = sum(self.times) / len(self.times)
+        done = i + 1
+        bar = "#" * (20 * done // n) + "-" * (20 - 20 * done // n)
+        eta = per * (n - done)
+        self.stream.write(f"\r{self.what} [{bar}] layer {done}/{n}  {per:.1f} s/layer  ETA {int(eta // 60)}m{int(eta % 60):02d}s ")
+        if done == n:
+            self.stream.write("\n")
+        self.stream.flush()
+
+    def begin(self):
+        self.start = self.clock()
+        self.t0 = None
+        self.times = []
+        return self
 
 
 def f32(t):
@@ -158,15 +190,17 @@ def state_arrays(st):
 
 
 def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, data_hash=True, sf=10.0,
-              e8m0_255="zero", cache_weights=True, states=True, recompute_check=True,
+              e8m0_255="zero", cache_weights=True, states=True, recompute_check=True, causality_check=True,
               log=print):
     m64 = Model(model_dir, torch.float64, e8m0_255=e8m0_255, cache_weights=cache_weights)
     cfg = m64.cfg
     log(f"layer map {cfg.layer_map()}; greedy {n_gen} from {len(prompt)} prompt ids (float64, incremental)")
-    gen, step_rows = greedy(m64, prompt, n_gen, incremental=True)
+    gen, step_rows = greedy(m64, prompt, n_gen, incremental=True) if n_gen > 0 else ([], [])
     ids = list(prompt) + gen
     rec = {}
-    logits = m64.forward(ids, record=rec)
+    bar = Progress("float64 teacher forcing").begin()
+    logits = m64.forward(ids, record=rec, progress=bar)
+    layer_seconds = list(bar.times)
     T, np_ = len(ids), len(prompt)
     w = Writer(out_dir)
     w.put("ids", torch.tensor(ids))
@@ -194,9 +228,10 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
 
     # ---- self checks ----
     checks = {}
-    inc_rows = torch.stack(step_rows, 0)
-    checks["incremental_vs_teacher_forcing_max_abs"] = maxdiff(inc_rows, logits[np_ - 1:T - 1])
-    checks["prefix_causality_max_abs"] = maxdiff(m64.forward(ids[:np_]), logits[:np_])
+    if step_rows:
+        checks["incremental_vs_teacher_forcing_max_abs"] = maxdiff(torch.stack(step_rows, 0), logits[np_ - 1:T - 1])
+    if causality_check:
+        checks["prefix_causality_max_abs"] = maxdiff(m64.forward(ids[:np_]), logits[:np_])
     if recompute_check:
         full_gen, _ = greedy(m64, prompt, n_gen, incremental=False)
         checks["full_recompute_greedy_equal"] = full_gen == gen
@@ -211,7 +246,7 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
         log("float32 drift: end to end, then per layer from the reference's own inputs")
         m32 = Model(model_dir, torch.float32, e8m0_255=e8m0_255, cache_weights=cache_weights)
         rec32 = {}
-        logits32 = m32.forward(ids, record=rec32)
+        logits32 = m32.forward(ids, record=rec32, progress=Progress("float32 end to end").begin())
         e2e = {"logits": maxdiff(logits32, logits), "final_mix": maxdiff(rec32["final_mix"], rec["final_mix"]),
                "final_norm": maxdiff(rec32["final_norm"], rec["final_norm"])}
         routing_flips_e2e = 0
@@ -296,14 +331,15 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")
+    log(f"float64 seconds per layer (wall): {', '.join(f'{x:.2f}' for x in layer_seconds)}")
     return manifest
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model_dir")
-    ap.add_argument("--ids", required=True, help="comma-separated prompt ids")
-    ap.add_argument("--gen", type=int, required=True)
+    ap.add_argument("--ids", help="comma-separated prompt ids (required unless --experts-only)")
+    ap.add_argument("--gen", type=int)
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-mutants", action="store_true")
     ap.add_argument("--no-drift", action="store_true")
@@ -312,14 +348,36 @@ def main():
     ap.add_argument("--no-states", action="store_true", help="skip the KDA state / MLA cache arrays (huge models)")
     ap.add_argument("--no-recompute-check", action="store_true",
                     help="skip the greedy-by-full-recompute cross-check (G extra full forwards)")
+    ap.add_argument("--no-causality-check", action="store_true",
+                    help="skip the prompt-alone causality cross-check (one extra full forward)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
     ap.add_argument("--safety", type=float, default=10.0)
+    ap.add_argument("--experts", action="store_true", help="then sweep every routed expert (FORMAT.md §10)")
+    ap.add_argument("--experts-only", action="store_true",
+                    help="add (or resume) the expert sweep on the existing dump in --out; nothing else is rewritten")
+    ap.add_argument("--expert-layers", help="with --experts-only: sweep only these MoE layers (e.g. 1,5-9)")
     a = ap.parse_args()
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    if a.experts_only:
+        sel = None
+        if a.expert_layers:
+            sel = [j for part in a.expert_layers.split(",") for j in
+                   (range(int(part.split("-")[0]), int(part.split("-")[1]) + 1) if "-" in part else [int(part)])]
+        section = expert_sweep.sweep(a.model_dir, a.out, layers=sel, drift=not a.no_drift, cache_weights=not a.stream)
+        print(json.dumps({k: section[k] for k in ("complete", "seconds", "detection")}, indent=1))
+        return
+    if a.ids is None or a.gen is None:
+        ap.error("--ids and --gen are required (unless --experts-only)")
     prompt = [int(v) for v in a.ids.split(",") if v.strip()]
     m = make_dump(a.model_dir, prompt, a.gen, a.out, mutants=not a.no_mutants, drift=not a.no_drift,
                   data_hash=not a.no_data_hash, sf=a.safety, cache_weights=not a.stream,
-                  states=not a.no_states, recompute_check=not a.no_recompute_check)
+                  states=not a.no_states, recompute_check=not a.no_recompute_check,
+                  causality_check=not a.no_causality_check)
     print(json.dumps({"generated_ids": m["generated_ids"], "robustness": m["robustness"],
                       "self_checks": m["self_checks"]}, indent=1))
+    if a.experts:
+        expert_sweep.sweep(a.model_dir, a.out, drift=not a.no_drift, cache_weights=not a.stream)
 
 
 if __name__ == "__main__":

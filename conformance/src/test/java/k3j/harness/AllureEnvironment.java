@@ -41,6 +41,7 @@ public final class AllureEnvironment implements LauncherSessionListener {
         env.put("k3.model", orDash(Project.property("k3.model")));
         env.put("k3.reference", orDash(Project.property("k3.reference")));
         env.put("k3.layers", orDash(Project.property("k3.layers")));
+        env.put("k3.candidate", orDash(Project.property("k3.candidate")));
     }
 
     private static void write() {

@@ -3,7 +3,12 @@ package k3j.bisect;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import k3j.conform.Conformance;
+import k3j.conform.ExpertLayerReport;
+import k3j.conform.ExpertReport;
+import k3j.conform.ExpertSweep;
 import k3j.conform.LayerReport;
+import k3j.model.Forward;
 
 /**
  * Names the first layer and stage that leave the reference, then diagnoses it: the failing layer is re-run
@@ -21,10 +26,15 @@ public final class Bisect {
         }
     }
 
-    /** The diagnosis of one failing layer: its first failing stage, how far over budget, what explains it. */
-    public record Diagnosis(int layer, String kind, Stage stage, double ratio, int tried, List<Explanation> explanations, long nanos) {
+    /**
+     * The diagnosis of one failing layer: its first failing stage, how far over budget, what explains it, and the
+     * candidates the search budget left untried (in fit order).
+     */
+    public record Diagnosis(int layer, String kind, Stage stage, double ratio, int tried, List<Explanation> explanations, long nanos,
+                            SearchBudget budget, List<Candidate> untried) {
         public Diagnosis {
             explanations = List.copyOf(explanations);
+            untried = List.copyOf(untried);
         }
 
         public boolean explained() {
@@ -34,40 +44,146 @@ public final class Bisect {
         /** "L37 KDA attn_out 4.75e+04x budget: q_proj and k_proj are swapped", or "...: nothing explains it (...)". */
         public String summary() {
             String head = String.format(Locale.ROOT, "L%d %s %s %.3gx budget", layer, kind, stage.key, ratio);
+            String left = untried.isEmpty() ? "" : " [" + notTried() + "]";
             if (explanations.isEmpty()) {
-                return head + ": nothing explains it (tried " + tried + " candidates: same-shape swaps, stored transposes, expert nibble flips, expert swaps)";
+                return head + ": nothing explains it (tried " + tried + " candidates: same-shape swaps, stored transposes, expert nibble flips, expert swaps)" + left;
             }
-            return head + ": " + String.join("; or ", explanations.stream().map(Explanation::describe).toList());
+            return head + ": " + String.join("; or ", explanations.stream().map(Explanation::describe).toList()) + left;
+        }
+
+        /** "budget of 20 candidates reached after 20 tried; not tried: 27,980 (27,952 expert swaps, 28 expert nibble flips); next would have been: ...". */
+        public String notTried() {
+            if (untried.isEmpty()) return "every candidate that reaches " + stage.key + " was tried";
+            java.util.Map<String, Integer> kinds = new java.util.LinkedHashMap<>();
+            for (Candidate c : untried) kinds.merge(kindOf(c), 1, Integer::sum);
+            List<String> parts = new ArrayList<>();
+            kinds.forEach((k, n) -> parts.add(String.format(Locale.ROOT, "%,d %s", n, k)));
+            return String.format(Locale.ROOT, "budget of %s reached after %d tried; not tried: %,d (%s); next would have been: %s", budget.describe(), tried,
+                    untried.size(), String.join(", ", parts), String.join("; ", untried.stream().limit(3).map(Candidate::describe).toList()));
+        }
+
+        private static String kindOf(Candidate c) {
+            return switch (c) {
+                case Candidate.Swap s -> "same-shape swaps";
+                case Candidate.Transpose t -> "stored transposes";
+                case Candidate.NibbleFlip f -> "expert nibble flips";
+                case Candidate.GateUpSwap g -> "expert w1/w3 swaps";
+                case Candidate.ExpertSwap x -> "expert swaps";
+            };
         }
     }
 
-    /** Every checked layer and, when one fails, the diagnosis of the first. */
-    public record Report(List<LayerReport> layers, Diagnosis diagnosis) {
+    /**
+     * The diagnosis of one expert the expert sweep fails (the failing stage is the expert itself): which of its
+     * mix-ups — nibble order, w1/w3 swapped, swapped with another expert — makes it (and, for a swap, the other
+     * expert too) conform again.
+     */
+    public record ExpertDiagnosis(int layer, String kind, int expert, List<String> projections, double ratio, int tried, List<Candidate> explanations, long nanos) {
+        public ExpertDiagnosis {
+            projections = List.copyOf(projections);
+            explanations = List.copyOf(explanations);
+        }
+
+        public boolean explained() {
+            return !explanations.isEmpty();
+        }
+
+        /** "L38 KDA expert 2 (w1, w2, w3) 6.67e+04x budget: expert 2's nibble order is flipped (w1, w2, w3)". */
+        public String summary() {
+            String head = String.format(Locale.ROOT, "L%d %s expert %d (%s) %.3gx budget", layer, kind, expert,
+                    projections.isEmpty() ? "out only" : String.join(", ", projections), ratio);
+            if (explanations.isEmpty()) return head + ": nothing explains it (tried " + tried + " candidates: expert nibble flips, its w1/w3 swap, expert swaps)";
+            return head + ": " + String.join("; or ", explanations.stream().map(Candidate::describe).toList());
+        }
+    }
+
+    /**
+     * Every checked layer and, when one fails, the diagnosis of the first; with the expert sweep, every swept
+     * MoE layer and, when every layer conforms but an expert does not, the diagnosis of the first failing expert.
+     */
+    public record Report(List<LayerReport> layers, Diagnosis diagnosis, List<ExpertLayerReport> experts, ExpertDiagnosis expertDiagnosis) {
         public Report {
             layers = List.copyOf(layers);
+            experts = List.copyOf(experts);
+        }
+
+        public Report(List<LayerReport> layers, Diagnosis diagnosis) {
+            this(layers, diagnosis, List.of(), null);
         }
 
         public List<Integer> failing() {
             return layers.stream().filter(l -> !l.conforms()).map(LayerReport::layer).toList();
         }
 
-        /** The line a report's summary carries: the first failing layer, stage and diagnosis, and how many layers fail. */
+        /** The MoE layers whose expert sweep fails. */
+        public List<Integer> failingExperts() {
+            return experts.stream().filter(e -> !e.conforms()).map(ExpertLayerReport::layer).toList();
+        }
+
+        /** The line a report's summary carries: the first failing layer (or expert), stage and diagnosis, and how many fail. */
         public String summary() {
-            if (diagnosis == null) {
-                return failing().isEmpty() ? "all " + layers.size() + " layers conform"
-                        : "first failing layer " + layers.stream().filter(l -> !l.conforms()).findFirst().orElseThrow().message();
-            }
-            List<Integer> f = failing();
-            return diagnosis.summary() + " [" + f.size() + " of " + layers.size() + " layers fail: " + f + "]";
+            List<Integer> f = failing(), fe = failingExperts();
+            String sweep = experts.isEmpty() ? "" : fe.isEmpty()
+                    ? "; every expert of " + experts.size() + " MoE layers conforms (" + experts.stream().mapToInt(ExpertLayerReport::checked).sum() + " checked)"
+                    : " [the experts of " + fe.size() + " of " + experts.size() + " MoE layers fail: " + fe + "]";
+            if (diagnosis != null) return diagnosis.summary() + " [" + f.size() + " of " + layers.size() + " layers fail: " + f + "]" + (fe.isEmpty() ? "" : sweep);
+            if (!f.isEmpty()) return "first failing layer " + layers.stream().filter(l -> !l.conforms()).findFirst().orElseThrow().message();
+            if (expertDiagnosis != null) return expertDiagnosis.summary() + " [all " + layers.size() + " layers conform on the prompt]" + sweep;
+            if (!fe.isEmpty()) return "all " + layers.size() + " layers conform on the prompt, but " + experts.stream().filter(e -> !e.conforms()).findFirst().orElseThrow().message();
+            return "all " + layers.size() + " layers conform" + sweep;
         }
     }
 
-    /** Checks {@code layers} in order and diagnoses the first failing one. */
+    /** Checks {@code layers} in order and diagnoses the first failing one within the default budget. */
     public static Report run(LayerConformance conformance, LayerRunner runner, List<Integer> layers) {
+        return run(conformance, runner, layers, false, SearchBudget.DEFAULT);
+    }
+
+    /**
+     * {@link #run(LayerConformance, LayerRunner, List)}, and with {@code experts} the expert sweep of the selected
+     * MoE layers; when every layer conforms, the first failing expert is the failing stage and is diagnosed.
+     */
+    public static Report run(LayerConformance conformance, LayerRunner runner, List<Integer> layers, boolean experts) {
+        return run(conformance, runner, layers, experts, SearchBudget.DEFAULT);
+    }
+
+    /** The same, the layer diagnosis within {@code budget}. */
+    public static Report run(LayerConformance conformance, LayerRunner runner, List<Integer> layers, boolean experts, SearchBudget budget) {
         List<LayerReport> checks = new ArrayList<>();
         for (int l : layers) checks.add(conformance.check(l));
         LayerReport first = checks.stream().filter(c -> !c.conforms()).findFirst().orElse(null);
-        return new Report(checks, first == null ? null : diagnose(conformance, runner, first));
+        Diagnosis d = first == null ? null : diagnose(conformance, runner, first, budget);
+        if (!experts) return new Report(checks, d);
+        Conformance c = conformance.conformance();
+        List<ExpertLayerReport> sweep = c.moeLayers(layers).stream().map(c::experts).toList();
+        ExpertReport firstExpert = sweep.stream().flatMap(s -> s.failing().stream()).filter(ExpertReport::ran).findFirst().orElse(null);
+        ExpertDiagnosis ed = first == null && firstExpert != null ? diagnose(c, runner, firstExpert) : null;
+        return new Report(checks, d, sweep, ed);
+    }
+
+    /** Re-runs the failing expert's probes once per candidate of {@link Candidates#ofExpert}. */
+    public static ExpertDiagnosis diagnose(Conformance c, LayerRunner runner, ExpertReport failing) {
+        long t0 = System.nanoTime();
+        ExpertSweep sweep = c.expertSweep();
+        ExpertSweep.Probes pr = sweep.probes(failing.layer());
+        List<Candidate> found = new ArrayList<>();
+        List<Candidate> cands = Candidates.ofExpert(failing.expert(), pr.experts());
+        for (Candidate cand : cands) {
+            Forward f = runner.forward(cand);
+            boolean ok = sweep.expert(f, pr, failing.expert()).conforms();
+            if (ok && cand instanceof Candidate.ExpertSwap s) ok = sweep.expert(f, pr, s.a() == failing.expert() ? s.b() : s.a()).conforms();
+            if (ok) found.add(cand);
+        }
+        return new ExpertDiagnosis(failing.layer(), c.dump().layer(failing.layer()).kind(), failing.expert(), failing.failingProjections(), failing.worst(),
+                cands.size(), found, System.nanoTime() - t0);
+    }
+
+    /** The diagnosis line of one failing expert of an open conformance (for a report's summary), or null when it conforms or did not run. */
+    public static String expertDiagnosisLine(Conformance c, ExpertReport failing, k3j.kernels.Workers workers) {
+        if (failing.conforms() || !failing.ran() || c.model() == null) return null;
+        try (LayerRunner runner = new LayerRunner(c.model(), workers)) {
+            return diagnose(c, runner, failing).summary();
+        }
     }
 
     /**
@@ -88,19 +204,40 @@ public final class Bisect {
      * did not run at all (a missing tensor: the binder's message already names it) or no stage is over budget.
      */
     public static Diagnosis diagnose(LayerConformance conformance, LayerRunner runner, LayerReport failing) {
+        return diagnose(conformance, runner, failing, SearchBudget.DEFAULT);
+    }
+
+    /**
+     * {@link #diagnose(LayerConformance, LayerRunner, LayerReport)} trying the candidates in {@link Fit} order (those
+     * whose touched tokens cover the failing tokens first) until {@code budget} is spent; the rest are listed as untried.
+     */
+    public static Diagnosis diagnose(LayerConformance conformance, LayerRunner runner, LayerReport failing, SearchBudget budget) {
         if (failing.stages().isEmpty()) return null;
         Stage stage = Stage.firstFailing(failing);
         if (stage == null) return null;
         long t0 = System.nanoTime();
         int layer = failing.layer(), tried = 0;
+        int[] routed = conformance.routedExperts(layer);
+        List<Candidate> reaching = runner.candidates(layer, routed).stream().filter(c -> c.reaches(stage)).toList();
+        k3j.conform.ReferenceDump dump = conformance.conformance().dump();
+        double[] errors = Fit.tokenErrors(stage, failing, conformance.run(runner, layer), dump);
+        boolean[] bad = new boolean[errors.length];
+        for (int i = 0; i < bad.length; i++) bad[i] = !(errors[i] <= 1.0);
+        String w = "layers." + layer + ".moe_weight";
+        List<Candidate> ordered = Fit.order(reaching, bad, routed, dump.has(w) ? dump.f32(w) : null, errors);
         List<Explanation> found = new ArrayList<>();
-        for (Candidate c : runner.candidates(layer, conformance.routedExperts(layer))) {
-            if (!c.reaches(stage)) continue;
+        List<Candidate> untried = List.of();
+        for (int n = 0; n < ordered.size(); n++) {
+            if (budget.exhausted(tried, System.nanoTime() - t0)) {
+                untried = ordered.subList(n, ordered.size());
+                break;
+            }
+            Candidate c = ordered.get(n);
             tried++;
             LayerReport with = conformance.check(runner, layer, c);
             Stage first = Stage.firstFailing(with);
             if (first == null || first.ordinal() > stage.ordinal()) found.add(new Explanation(c, stage.ratio(with), first == null, first));
         }
-        return new Diagnosis(layer, failing.kind(), stage, stage.ratio(failing), tried, found, System.nanoTime() - t0);
+        return new Diagnosis(layer, failing.kind(), stage, stage.ratio(failing), tried, found, System.nanoTime() - t0, budget, untried);
     }
 }

@@ -6,8 +6,11 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.Consumer;
+import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.kernels.Workers;
+import k3j.model.Assembly;
 import k3j.model.BindException;
 import k3j.model.DecodeState;
 import k3j.model.ExpertDropException;
@@ -30,89 +33,71 @@ public final class Conformance implements AutoCloseable {
     private final Path modelDir;
     private final ReferenceDump dump;
     private final Budget budget;
-    private final Model model;
+    private final Assembly assembly;
     private final BindException bindFailure;
     private final Forward forward;
     private final ModelConfig config;
     /** when the model does not bind: the layers before the first unbindable one, bound alone (else null) */
-    private final Model prefixModel;
+    private final Assembly prefixAssembly;
     private final Forward prefixForward;
     private final int[] ids;
     private final int tokens, hidden;
+    private ExpertSweep sweep;
     /** the activations under test when another engine wrote them (null: k3j's own forward runs) */
     private final CandidateDump candidate;
 
-    private Conformance(Path modelDir, ReferenceDump dump, Workers workers) {
+    /** What a comparison runs on: k3j's forward (bound here, or given), or another engine's candidate dump. */
+    private Conformance(Path modelDir, ReferenceDump dump, ModelConfig config, Assembly assembly, BindException bindFailure, Forward forward,
+                        Assembly prefixAssembly, Forward prefixForward, CandidateDump candidate) {
         this.modelDir = modelDir;
         this.dump = dump;
         this.budget = dump.budget();
         this.ids = dump.ids();
         this.tokens = ids.length;
-        if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
-        Model m = null;
+        this.config = config;
+        this.assembly = assembly;
+        this.bindFailure = bindFailure;
+        this.forward = forward;
+        this.prefixAssembly = prefixAssembly;
+        this.prefixForward = prefixForward;
+        this.hidden = config.hiddenSize();
+        this.candidate = candidate;
+        checkShape();
+    }
+
+    private static ReferenceDump withIds(ReferenceDump dump) {
+        if (dump.ids().length < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
+        return dump;
+    }
+
+    /** Binds {@code modelDir} once through an {@link Assembly} that {@code load} opens; a model that does not bind is kept as {@link #bindFailure()}. */
+    private static Conformance bound(Path modelDir, ReferenceDump dump, Workers workers, Consumer<Assembly> load) {
+        withIds(dump);
+        ModelConfig config = ConfigReader.read(modelDir.resolve("config.json"));
+        Assembly a = null;
         BindException bf = null;
         try {
-            m = Model.open(modelDir);
+            a = Assembly.bind(modelDir, config, -1);
+            load.accept(a);
         } catch (BindException e) {
             bf = e;
         } catch (k3j.io.CheckpointException e) {
+            if (a != null) a.close();
             throw new ConformException(Finding.MISSING_TENSOR, "the checkpoint " + modelDir + " cannot be read as a whole: " + e.getMessage(), e);
         }
-        this.model = m;
-        this.bindFailure = bf;
-        this.config = m != null ? m.config() : k3j.config.ConfigReader.read(modelDir.resolve("config.json"));
-        this.forward = m == null ? null : m.forward(workers);
         // the layers before the first one that cannot bind still run: bind that prefix alone
-        Model prefix = null;
+        Assembly prefix = null;
         if (bf != null && !bf.layers().isEmpty() && bf.layers().getFirst() > 0) {
             try {
-                prefix = Model.open(modelDir, config, bf.layers().getFirst());
+                prefix = Assembly.bind(modelDir, config, bf.layers().getFirst());
+                load.accept(prefix);
             } catch (BindException modelLevelToo) {
+                if (prefix != null) prefix.close();
                 prefix = null;
             }
         }
-        this.prefixModel = prefix;
-        this.prefixForward = prefix == null ? null : prefix.forward(workers);
-        this.hidden = config.hiddenSize();
-        this.candidate = null;
-        checkShape();
-    }
-
-    private Conformance(Forward forward, ReferenceDump dump) {
-        this.modelDir = null;
-        this.dump = dump;
-        this.budget = dump.budget();
-        this.ids = dump.ids();
-        this.tokens = ids.length;
-        if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
-        this.model = null;
-        this.bindFailure = null;
-        this.prefixModel = null;
-        this.prefixForward = null;
-        this.config = forward.weights().config();
-        this.forward = forward;
-        this.hidden = config.hiddenSize();
-        this.candidate = null;
-        checkShape();
-    }
-
-    private Conformance(CandidateDump candidate, ReferenceDump dump) {
-        this.modelDir = null;
-        this.dump = dump;
-        this.budget = dump.budget();
-        this.ids = dump.ids();
-        this.tokens = ids.length;
-        if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
-        this.model = null;
-        this.bindFailure = null;
-        this.prefixModel = null;
-        this.prefixForward = null;
-        this.forward = null;
-        this.config = k3j.config.ConfigReader.read(dump.field("config"), dump.source() + " manifest config");
-        this.hidden = config.hiddenSize();
-        this.candidate = candidate;
-        candidate.checkAgainst(dump);
-        checkShape();
+        return new Conformance(modelDir, dump, config, a, bf, a == null ? null : a.forward(workers), prefix,
+                prefix == null ? null : prefix.forward(workers), null);
     }
 
     /**
@@ -124,7 +109,9 @@ public final class Conformance implements AutoCloseable {
     public static Conformance candidate(Path candidate, Path reference, List<Path> searchDirs) {
         CandidateDump c = CandidateDump.open(candidate);
         ReferenceDump d = reference != null ? ReferenceDump.open(reference) : ReferenceMatch.locateBySha256(c.referenceSha256(), c.manifest().path("reference").path("dir").asText(""), searchDirs);
-        return new Conformance(c, d);
+        ModelConfig config = ConfigReader.read(withIds(d).field("config"), d.source() + " manifest config");
+        c.checkAgainst(d);
+        return new Conformance(null, d, config, null, null, null, null, null, c);
     }
 
     /** The candidate under test (null when k3j's own forward is). */
@@ -150,7 +137,7 @@ public final class Conformance implements AutoCloseable {
      * dump; no matching, the caller owns the forward. {@link #close()} closes nothing.
      */
     public static Conformance of(Forward forward, ReferenceDump dump) {
-        return new Conformance(forward, dump);
+        return new Conformance(null, withIds(dump), forward.weights().config(), null, null, forward, null, null, null);
     }
 
     /**
@@ -158,15 +145,30 @@ public final class Conformance implements AutoCloseable {
      * directory or next to it whose manifest matches the model's shards; see {@link ReferenceMatch}).
      */
     public static Conformance open(Path modelDir, Path reference, List<Path> searchDirs, Workers workers) {
+        return open(modelDir, reference, searchDirs, workers, RESIDENT);
+    }
+
+    /** {@link #open(Path, Path, List, Workers)} with the runtime loaded by {@code load} (see {@link #open(Path, ReferenceDump, Workers, Consumer)}). */
+    public static Conformance open(Path modelDir, Path reference, List<Path> searchDirs, Workers workers, Consumer<Assembly> load) {
         if (modelDir == null || !Files.isDirectory(modelDir)) throw new IllegalArgumentException("no model directory " + modelDir);
-        ReferenceDump d = ReferenceMatch.locate(modelDir, reference, searchDirs);
-        return new Conformance(modelDir, d, workers);
+        return open(modelDir, ReferenceMatch.locate(modelDir, reference, searchDirs), workers, load);
     }
 
     /** Opens with a dump already matched (or deliberately unmatched: tests). */
     public static Conformance open(Path modelDir, ReferenceDump dump, Workers workers) {
-        return new Conformance(modelDir, dump, workers);
+        return open(modelDir, dump, workers, RESIDENT);
     }
+
+    /**
+     * Opens with the runtime loaded by {@code load} once the checkpoint is bound: {@link #RESIDENT}, or a
+     * streamed trunk and an expert cache opened on the {@link Assembly} as a run would.
+     */
+    public static Conformance open(Path modelDir, ReferenceDump dump, Workers workers, Consumer<Assembly> load) {
+        return bound(modelDir, dump, workers, load);
+    }
+
+    /** Every layer and routed expert resident. */
+    public static final Consumer<Assembly> RESIDENT = a -> a.model(true);
 
     public Path modelDir() {
         return modelDir;
@@ -187,7 +189,7 @@ public final class Conformance implements AutoCloseable {
 
     /** null when the model did not bind ({@link #bindFailure()}) or the forward was given ({@link #of}). */
     public Model model() {
-        return model;
+        return assembly == null ? null : assembly.model();
     }
 
     public BindException bindFailure() {
@@ -208,9 +210,17 @@ public final class Conformance implements AutoCloseable {
     public LayerReport layer(int i) {
         ReferenceDump.LayerInfo info = dump.layer(i);
         return switch (run(i)) {
-            case LayerRun.Ran r -> compare(i, info, r.stages(), r.seconds());
+            case LayerRun.Ran r -> compare(i, info, r.stages(), candidate != null ? null : forcedRun(i, info), System.nanoTime() - (long) (r.seconds() * 1e9));
             case LayerRun.Failed f -> f.report();
         };
+    }
+
+    /** k3j's forward of layer {@code i} from the dump's inputs with the MoE selection forced (after a near-tie). */
+    private java.util.function.Function<int[], LayerStages> forcedRun(int i, ReferenceDump.LayerInfo info) {
+        Forward f = forward != null ? forward : prefixForward;
+        float[] partialIn = dump.f32("layers." + i + ".partial_in");
+        List<float[]> snaps = dump.snapshots(info.snapshotsAttn(), tokens, hidden);
+        return forced -> f.runLayer(i, partialIn, snaps, tokens, forced);
     }
 
     /**
@@ -268,27 +278,52 @@ public final class Conformance implements AutoCloseable {
      * judged; a stage the run does not hold (null: a candidate dump without it) is missing, never zero.
      */
     public LayerReport compare(int i, ReferenceDump.LayerInfo info, LayerStages st, double seconds) {
+        return compare(i, info, st, null, System.nanoTime() - (long) (seconds * 1e9));
+    }
+
+    /**
+     * Every stage of a run of layer {@code i} and, on a MoE layer, its routing, compared against the dump and judged.
+     * When the routing differs only at reference near-ties ({@link Routing}) and {@code rerun} is given, the layer
+     * runs again with the reference's routing forced ({@code rerun.apply(moe_idx)}) and THAT run's stages are
+     * compared, so the rest of the layer is still checked.
+     */
+    public LayerReport compare(int i, ReferenceDump.LayerInfo info, LayerStages st, java.util.function.Function<int[], LayerStages> rerun, long t0) {
         String p = "layers." + i + ".";
-        List<StageMetric> metrics = new ArrayList<>();
         List<String> missing = new ArrayList<>();
-        for (Stage s : Stage.values()) {
-            float[] got = s.of(st);
-            if (got == null) missing.add(s.dumpName());
-            else metrics.add(StageMetric.of(s.dumpName(), budget.width(s.dumpName()), got, dump.f32(p + s.dumpName()), budget.of(s.dumpName())));
-        }
         Routing routing = null;
         if (info.mlp().equals("moe")) {
             int[] want = dump.i32(p + "moe_idx");
             int k = dump.shape(p + "moe_idx")[1];
             if (st.moeIdx() == null) missing.add("moe_idx");
-            else routing = Routing.compare(want, st.moeIdx(), k);
+            else {
+                routing = Routing.compare(want, st.moeIdx(), k, dump.has(p + "moe_choice") ? dump.f32(p + "moe_choice") : null,
+                        dump.has(p + "moe_choice") ? dump.shape(p + "moe_choice")[1] : 0, choiceTolerance(i));
+                if (routing.onlyNearTies() && rerun != null) st = rerun.apply(want);
+            }
+        }
+        List<StageMetric> metrics = new ArrayList<>();
+        for (Stage s : Stage.values()) {
+            float[] got = s.of(st);
+            if (got == null) missing.add(s.dumpName());
+            else metrics.add(StageMetric.of(s.dumpName(), budget.width(s.dumpName()), got, dump.f32(p + s.dumpName()), budget.of(s.dumpName())));
+        }
+        if (info.mlp().equals("moe")) {
             if (st.moeWeight() == null) missing.add(Stage.MOE_WEIGHT);
             else metrics.add(StageMetric.of(Stage.MOE_WEIGHT, budget.width(Stage.MOE_WEIGHT), st.moeWeight(), dump.f32(p + Stage.MOE_WEIGHT), budget.of(Stage.MOE_WEIGHT)));
         }
-        return judge(i, info.kind(), metrics, routing, missing, seconds);
+        return judge(i, info.kind(), metrics, routing, missing, secs(t0));
     }
 
-    /** The verdict of one layer's metrics: the worst stage's band, a routing difference is a binding error. */
+    /** The near-tie score tolerance of layer {@code i}: the dump's moe_choice atol for a layer run alone, 0 when it has none. */
+    double choiceTolerance(int i) {
+        com.fasterxml.jackson.databind.JsonNode v = dump.manifest().path("tolerances").path("layers").path(i).path("stages").path("moe_choice").get("atol_layer");
+        return v != null && v.isNumber() ? v.doubleValue() : 0;
+    }
+
+    /**
+     * The verdict of one layer's metrics: the worst stage's band; a routing difference is a binding error unless
+     * the near-tie rule explains every differing token, which (with every stage in budget) is {@link Finding#NEAR_TIE}.
+     */
     public static LayerReport judge(int layer, String kind, List<StageMetric> metrics, Routing routing, double seconds) {
         return judge(layer, kind, metrics, routing, List.of(), seconds);
     }
@@ -301,8 +336,9 @@ public final class Conformance implements AutoCloseable {
             if (firstOver == null && !(m.ratioToBudget() <= 1.0)) firstOver = m;
         }
         Finding f = worst == null ? Finding.CONFORMS : Finding.ofRatio(worst.ratioToBudget());
-        if (routing != null && !routing.equal()) f = Finding.BINDING_ERROR;
+        if (routing != null && routing.wrong()) f = Finding.BINDING_ERROR;
         if (!missing.isEmpty() && f != Finding.BINDING_ERROR) f = Finding.MISSING_STAGE;
+        else if (f == Finding.CONFORMS && routing != null && routing.onlyNearTies()) f = Finding.NEAR_TIE;
         String msg = "";
         if (f != Finding.CONFORMS) {
             StringBuilder sb = new StringBuilder(f.tag()).append(" L").append(layer).append(' ').append(kind).append(": ");
@@ -317,6 +353,11 @@ public final class Conformance implements AutoCloseable {
             if (routing != null && !routing.equal()) {
                 if (firstOver != null) sb.append("; ");
                 sb.append("routing differs on ").append(routing.tokensDiffering()).append('/').append(routing.tokens()).append(" tokens (").append(routing.first()).append(')');
+                if (!routing.nearTies().isEmpty()) {
+                    sb.append(String.format(Locale.ROOT, "; %d of them at reference near-ties (score gap <= %.3g): ", routing.nearTies().size(), routing.tolerance()))
+                            .append(String.join(" | ", routing.nearTies()));
+                    if (routing.onlyNearTies()) sb.append("; stages compared with the reference's routing forced");
+                }
             }
             msg = sb.toString();
         }
@@ -325,6 +366,31 @@ public final class Conformance implements AutoCloseable {
 
     static String describe(StageMetric m) {
         return String.format(Locale.ROOT, "%s %.3gx budget (max|diff| %.3g, max|ref| %.3g, budget %.3g)", m.stage(), m.ratioToBudget(), m.maxAbsDiff(), m.maxAbsRef(), m.budget());
+    }
+
+    // ------------------------------------------------------------------ expert sweep
+
+    /** The dump's expert sweep (FORMAT.md §10); a dump without a complete one is a {@link Finding#REFERENCE_MISMATCH}. */
+    public synchronized ExpertSweep expertSweep() {
+        if (sweep == null) sweep = ExpertSweep.of(dump);
+        return sweep;
+    }
+
+    /** The MoE layers among {@code selection}. */
+    public List<Integer> moeLayers(List<Integer> selection) {
+        return selection.stream().filter(l -> dump.layer(l).mlp().equals("moe")).toList();
+    }
+
+    /**
+     * Every routed expert of MoE layer {@code i} on the dump's probes, through this conformance's forward (its
+     * expert source: resident, or the expert cache under a memory plan). Never throws for an expert's own faults.
+     */
+    public ExpertLayerReport experts(int i) {
+        ReferenceDump.LayerInfo info = dump.layer(i);
+        if (!info.mlp().equals("moe")) throw new IllegalArgumentException("layer " + i + " is dense: it has no routed experts");
+        if (candidate != null) throw new ConformException(Finding.MISSING_STAGE, "a candidate dump holds no expert outputs: the expert sweep runs k3j's forward on a model");
+        requireModel();
+        return expertSweep().layer(forward, i, info.kind());
     }
 
     // ------------------------------------------------------------------ logits
@@ -338,8 +404,18 @@ public final class Conformance implements AutoCloseable {
         return compareLogits(incremental ? "incremental" : "full recompute", engineLogits(incremental));
     }
 
-    /** The engine's [T][V] logits for the dump's ids (see {@link #teacherForcing(boolean)}). */
+    /**
+     * The engine's [T][V] logits for the dump's ids (see {@link #teacherForcing(boolean)}); a candidate's own
+     * ({@link Finding#MISSING_STAGE} when it holds none for that mode).
+     */
     public float[] engineLogits(boolean incremental) {
+        if (candidate != null) {
+            float[] got = candidate.logits(incremental);
+            if (got != null) return got;
+            String note = candidate.logitsNote();
+            throw new ConformException(Finding.MISSING_STAGE, "the candidate " + candidate.source() + " holds no " + CandidateDump.logitsKey(incremental)
+                    + (note.isEmpty() ? "" : " (" + note + ")"));
+        }
         requireModel();
         int v = config.vocabSize();
         if (!incremental) return forward.full(ids, true, null).logits();
@@ -358,17 +434,6 @@ public final class Conformance implements AutoCloseable {
         return LogitParity.compare(mode, engine, dump.f32("logits"), ids, dump.promptIds().length, dump.shape("logits")[1], budget);
     }
 
-    /** The candidate's teacher-forced logits against the dump's ({@link Finding#MISSING_STAGE} when it holds none). */
-    public LogitParity.Result candidateLogits() {
-        float[] got = candidate.logits();
-        if (got == null) {
-            String note = candidate.logitsNote();
-            throw new ConformException(Finding.MISSING_STAGE, "the candidate " + candidate.source() + " holds no logits" + (note.isEmpty() ? "" : " (" + note + ")"));
-        }
-        String mode = candidate.manifest().path("logits_mode").asText("full");
-        return compareLogits("candidate, " + (mode.equals("incremental") ? "incremental" : "full recompute"), got);
-    }
-
     /** Greedy generation (incremental) from the prompt against the dump's greedy ids; a candidate's own greedy ids when judging one. */
     public LogitParity.Greedy greedy() {
         if (candidate != null) return candidateGreedy();
@@ -383,7 +448,7 @@ public final class Conformance implements AutoCloseable {
         int[] got = candidate.greedyIds();
         if (got == null) throw new ConformException(Finding.MISSING_STAGE, "the candidate " + candidate.source() + " holds no greedy_ids");
         int[] prompt = dump.promptIds(), want = dump.generatedIds();
-        float[] logits = candidate.logits();
+        float[] logits = candidate.logits(true) != null ? candidate.logits(true) : candidate.logits(false);
         int v = config.vocabSize();
         List<float[]> steps = new ArrayList<>();
         // the teacher-forced rows that produced the greedy ids stand for the engine's step logits (equal while the ids agree)
@@ -409,7 +474,7 @@ public final class Conformance implements AutoCloseable {
 
     @Override
     public void close() {
-        if (model != null) model.close();
-        if (prefixModel != null) prefixModel.close();
+        if (assembly != null) assembly.close();
+        if (prefixAssembly != null) prefixAssembly.close();
     }
 }

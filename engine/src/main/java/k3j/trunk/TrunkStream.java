@@ -26,42 +26,37 @@ public final class TrunkStream implements TrunkSource {
     /**
      * @param budgetBytes the trunk budget (--trunk-gb × 1e9)
      * @param ring        ring slots wanted (--trunk-ring; 0 means 2, clamped to 1..8)
-     * @param widenBytes  per-layer widen area after each run (docs/semantics.md §2.6; 0 when the binder needs none)
      * @param order       pinning order
      * @param direct      try O_DIRECT
      * @param hugeAlign   2 MiB-aligned buffers (K3_NOHUGE turns it off; no numeric effect)
      * @param notes       where one-time notes go (O_DIRECT refused)
      * @param layers      layers the forward walks, 0..layers-1 (--layers N); 0 means all the trunk has
      */
-    public record Options(long budgetBytes, int ring, long widenBytes, TrunkPlan.Order order, boolean direct,
+    public record Options(long budgetBytes, int ring, TrunkPlan.Order order, boolean direct,
                          boolean hugeAlign, Consumer<String> notes, int layers) {
         public static Options budget(long bytes) {
-            return new Options(bytes, 2, 0, TrunkPlan.orderFromEnvironment(), true, System.getenv("K3_NOHUGE") == null,
+            return new Options(bytes, 2, TrunkPlan.orderFromEnvironment(), true, System.getenv("K3_NOHUGE") == null,
                     s -> System.err.println("k3: note: " + s), 0);
         }
 
         public Options withRing(int r) {
-            return new Options(budgetBytes, r, widenBytes, order, direct, hugeAlign, notes, layers);
-        }
-
-        public Options withWiden(long w) {
-            return new Options(budgetBytes, ring, w, order, direct, hugeAlign, notes, layers);
+            return new Options(budgetBytes, r, order, direct, hugeAlign, notes, layers);
         }
 
         public Options withOrder(TrunkPlan.Order o) {
-            return new Options(budgetBytes, ring, widenBytes, o, direct, hugeAlign, notes, layers);
+            return new Options(budgetBytes, ring, o, direct, hugeAlign, notes, layers);
         }
 
         public Options withDirect(boolean d) {
-            return new Options(budgetBytes, ring, widenBytes, order, d, hugeAlign, notes, layers);
+            return new Options(budgetBytes, ring, order, d, hugeAlign, notes, layers);
         }
 
         public Options withNotes(Consumer<String> n) {
-            return new Options(budgetBytes, ring, widenBytes, order, direct, hugeAlign, n, layers);
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, n, layers);
         }
 
         public Options withLayers(int l) {
-            return new Options(budgetBytes, ring, widenBytes, order, direct, hugeAlign, notes, l);
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, l);
         }
     }
 
@@ -160,7 +155,7 @@ public final class TrunkStream implements TrunkSource {
                     + options.layers() + " requested");
         }
         if (options.layers() > 0) runs = java.util.Arrays.copyOf(runs, options.layers());
-        return TrunkPlan.of(runs, options.budgetBytes(), options.ring(), options.widenBytes(), options.order());
+        return TrunkPlan.of(runs, options.budgetBytes(), options.ring(), options.order());
     }
 
     /** Plans {@code options.budgetBytes()} over the runs of the layers walked ({@link #plan}) and opens trunk.bin. */
@@ -249,9 +244,9 @@ public final class TrunkStream implements TrunkSource {
             while (pinState[l] == PIN_LOADING) changed.awaitUninterruptibly();
             if (pinState[l] == PIN_LOADED) {
                 pinnedHits++;
-                return new LayerBytes(this, layer, manifest.bin(), pinBuffer[l], plan.widenBytes(), true, -1, null);
+                return new LayerBytes(this, layer, manifest.bin(), pinBuffer[l], true, -1, null);
             }
-            if (pinBuffer[l] == null) pinBuffer[l] = allocate(layer.padded() + plan.widenBytes());   // before any state changes
+            if (pinBuffer[l] == null) pinBuffer[l] = allocate(layer.padded());   // before any state changes
             pinState[l] = PIN_LOADING;
         } finally {
             lock.unlock();
@@ -273,7 +268,7 @@ public final class TrunkStream implements TrunkSource {
             reads++;
             bytesRead += layer.padded();
             misses++;
-            return new LayerBytes(this, layer, manifest.bin(), pinBuffer[l], plan.widenBytes(), true, -1, null);
+            return new LayerBytes(this, layer, manifest.bin(), pinBuffer[l], true, -1, null);
         } finally {
             lock.unlock();
         }
@@ -343,7 +338,7 @@ public final class TrunkStream implements TrunkSource {
             Arena scope = Arena.ofShared();
             slot.scopes.add(scope);
             MemorySegment view = slot.buffer.reinterpret(scope, null);
-            return new LayerBytes(this, layer, manifest.bin(), view, plan.widenBytes(), false, s, () -> {
+            return new LayerBytes(this, layer, manifest.bin(), view, false, s, () -> {
                 slot.scopes.remove(scope);
                 scope.close();
             });
