@@ -112,8 +112,9 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
         long avail = mem.availableBytes().getAsLong();
         if (total() <= 0.95 * avail) return Optional.empty();
         return Optional.of(new Refusal(EXIT_PLAN, String.format(Locale.ROOT,
-                "REFUSING TO START: this needs %s and the machine has %s available, a shortfall of %s.%n"
+                "REFUSING TO START: this needs %s and may use at most %s (95%% of the %s available), a shortfall of %s.%n"
                         + "Options: a larger box, a smaller --cache-gb or --trunk-gb (or --preset auto), or fewer --layers.",
-                Human.bytes(total()), Human.bytes(avail), Human.bytes(total() - avail))));
+                Human.bytes(total()), Human.bytes((long) (0.95 * avail)), Human.bytes(avail),
+                Human.bytes(total() - (long) (0.95 * avail)))));
     }
 }

@@ -60,7 +60,7 @@ class MemoryPlanTest {
         assertTrue(fits.planRefusal(small).isEmpty(), fits.block(small));
         var r = over.planRefusal(small).orElseThrow();
         assertEquals(1, r.exitCode());
-        assertTrue(r.message().startsWith("REFUSING TO START: this needs 31.43 GB and the machine has 30.72 GB available, a shortfall of 714.64 MB."),
+        assertTrue(r.message().startsWith("REFUSING TO START: this needs 31.43 GB and may use at most 29.18 GB (95% of the 30.72 GB available), a shortfall of 2.25 GB."),
                 r.message());
     }
 
