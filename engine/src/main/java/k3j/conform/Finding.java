@@ -15,7 +15,9 @@ public enum Finding {
     /** the checkpoint lacks a tensor the layer needs or holds it with the wrong shape or dtype */
     MISSING_TENSOR("[missing tensor]"),
     /** the dump was made for other weights, or is unreadable */
-    REFERENCE_MISMATCH("[reference mismatch]");
+    REFERENCE_MISMATCH("[reference mismatch]"),
+    /** a NaN or an infinity in the engine's output or the reference's: no ratio can judge it, so it never passes */
+    NON_FINITE("[non-finite]");
 
     /** Ratio to budget at and above which a miss is a binding error, not rounding. */
     public static final double BINDING_RATIO = 100.0;
@@ -31,7 +33,7 @@ public enum Finding {
         return tag;
     }
 
-    /** The finding for a worst ratio to budget (NaN and infinity are binding errors). */
+    /** The finding for a worst ratio to budget of finite arrays (an infinite or NaN ratio is a binding error). */
     public static Finding ofRatio(double ratioToBudget) {
         if (ratioToBudget <= 1.0) return CONFORMS;
         if (ratioToBudget < BINDING_RATIO) return ROUNDING_DRIFT;
