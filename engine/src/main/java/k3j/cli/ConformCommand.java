@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import k3j.conform.Charts;
+import k3j.io.AtomicWrite;
 import k3j.conform.ConformException;
 import k3j.conform.Conformance;
 import k3j.conform.Finding;
@@ -69,6 +70,13 @@ final class ConformCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
         if (!Files.isDirectory(model)) throw usage("no model directory " + model);
         if (threads != null && threads < 1) throw usage("--threads must be >= 1, got " + threads);
+        if (chart != null) {
+            try {
+                AtomicWrite.checkTarget(chart, "--chart");
+            } catch (IOException e) {
+                throw usage(e.getMessage());
+            }
+        }
         List<Path> search = searchDirs();
         if (verifyData) {
             ReferenceDump d = ReferenceMatch.locate(model, reference, search);
@@ -118,7 +126,7 @@ final class ConformCommand implements Callable<Integer> {
             out.println("=".repeat(78));
             out.println(failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM");
             if (chart != null) {
-                Files.writeString(chart, Charts.overview(reports, "layers x stages: " + model.getFileName()));
+                AtomicWrite.string(chart, "--chart", Charts.overview(reports, "layers x stages: " + model.getFileName()));
                 out.println("chart: " + chart);
             }
             if (!noLogits && c.forward() != null) {

@@ -6,6 +6,8 @@ import java.nio.file.Path;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import k3j.config.ConfigException;
+import k3j.config.ConfigReader;
 import k3j.io.CheckpointException;
 import k3j.io.CheckpointIndex;
 import k3j.io.CheckpointSummary;
@@ -41,32 +43,51 @@ final class InspectCommand implements Callable<Integer> {
             return ExitCode.USAGE;
         }
         String fileName = path.getFileName() == null ? "" : path.getFileName().toString();
-        if (Files.isRegularFile(path) && fileName.equals("config.json")) {
-            out.println(path + ": a model config (config.json); the config summary is wired by the lead");
-            return ExitCode.OK;
+        if (fileName.endsWith(".json") && !Files.isDirectory(path)) {
+            try {
+                out.println(ConfigReader.read(path).summary());
+                return ExitCode.OK;
+            } catch (ConfigException e) {
+                err.println("k3 inspect: " + e.getMessage());
+                return ExitCode.RUNTIME;
+            }
         }
         if (!Files.isDirectory(path) && !fileName.endsWith(".safetensors")) {
             err.println("k3 inspect: " + path + ": not a model directory, a .safetensors file or a config.json");
             return ExitCode.USAGE;
         }
-        CheckpointIndex index;
         try {
-            index = CheckpointIndex.open(path);
+            CheckpointIndex index = CheckpointIndex.open(path);
+            print(out, index, CheckpointSummary.of(index));
         } catch (CheckpointException e) {
             err.println("k3 inspect: " + e.getMessage());
             return ExitCode.RUNTIME;
         }
-        print(out, index);
+        if (Files.isDirectory(path) && Files.exists(path.resolve("config.json"))) {
+            try {
+                ConfigReader.read(path.resolve("config.json"));
+            } catch (ConfigException e) {
+                err.println("k3 inspect: " + e.getMessage());
+                return ExitCode.RUNTIME;
+            }
+        }
         return ExitCode.OK;
     }
 
-    private void print(PrintWriter out, CheckpointIndex index) {
-        CheckpointSummary s = CheckpointSummary.of(index);
+    private void print(PrintWriter out, CheckpointIndex index, CheckpointSummary s) {
         out.println("checkpoint: " + path + (index.indexFile().isPresent()
                 ? " (index " + index.indexFile().get().getFileName() + ")" : ""));
         if (Files.isDirectory(path)) {
-            out.println("config.json: " + (Files.isRegularFile(path.resolve("config.json"))
-                    ? "present (the config summary is wired by the lead)" : "absent"));
+            Path cfg = path.resolve("config.json");
+            String line = "absent";
+            if (Files.exists(cfg)) {
+                try {
+                    line = ConfigReader.read(cfg).summary();
+                } catch (ConfigException e) {
+                    line = "INVALID (see below)";
+                }
+            }
+            out.println("config.json: " + line);
         }
         out.printf(Locale.ROOT, "shards: %d files, %d bytes (%s)%n", s.shards(), s.shardBytes(), human(s.shardBytes()));
         out.printf(Locale.ROOT, "tensors: %d%n", s.tensors());

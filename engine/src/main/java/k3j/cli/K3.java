@@ -50,12 +50,30 @@ public final class K3 implements Runnable {
             System.out.flush();
             return ExitCode.OK;
         }
+        return cl.execute(normalize(cl, args));
+    }
+
+    private static String[] normalize(CommandLine cl, String[] args) {
         if (args.length > 0 && !args[0].startsWith("-") && !cl.getSubcommands().containsKey(args[0])) {
             String[] run = new String[args.length + 1];
             run[0] = "run";
             System.arraycopy(args, 0, run, 1, args.length);
-            args = run;
+            return run;
         }
-        return cl.execute(args);
+        return args;
+    }
+
+    /**
+     * Parses a command line and, for a run, checks its flags as {@link #execute} would before touching a model;
+     * nothing is executed, read (beyond the output folders' existence) or written. A bad line throws
+     * {@link CommandLine.ParameterException}: the clean refusal the CLI fuzz target accepts.
+     */
+    public static void checkArguments(String... args) {
+        CommandLine cl = commandLine();
+        CommandLine.ParseResult r = cl.parseArgs(normalize(cl, args));
+        if (r.subcommand() != null && r.subcommand().commandSpec().userObject() instanceof RunCommand run && !run.listPresets
+                && !r.subcommand().isUsageHelpRequested() && !r.subcommand().isVersionHelpRequested()) {
+            run.checkFlags();
+        }
     }
 }

@@ -21,6 +21,7 @@ import k3j.cache.CacheTrace;
 import k3j.cache.ExpertReader;
 import k3j.cache.ExpertSource;
 import k3j.cache.FileExpertReader;
+import k3j.io.AtomicWrite;
 import k3j.model.Binder;
 import k3j.model.Forward;
 import k3j.model.ModelBinding;
@@ -44,6 +45,7 @@ import k3j.io.CheckpointException;
 import k3j.io.CheckpointIndex;
 import k3j.kernels.Workers;
 import k3j.model.BindException;
+import k3j.model.CorruptWeightsException;
 import k3j.model.ExpertDropException;
 import k3j.model.ForwardException;
 import k3j.model.Generation;
@@ -69,6 +71,9 @@ final class RunCommand implements Callable<Integer> {
     /** Tests set this to pretend a machine size (bytes) for the refusals; unset = /proc/meminfo MemAvailable. */
     static final String MEM_AVAILABLE_PROPERTY = "k3.memAvailableBytes";
     static final double DEFAULT_CACHE_GB = 64, DEFAULT_TRUNK_GB = 16;
+    /** The largest budget a flag may state (1 PB): past it the byte counts overflow a long. */
+    static final double MAX_GB = 1e6;
+    private static final java.util.regex.Pattern ASCII_ID = java.util.regex.Pattern.compile("[0-9]{1,10}");
 
     /** Tests wrap the expert cache's file reader here to inject read failures (a short read must make the run INVALID, exit 4). */
     static volatile UnaryOperator<ExpertReader> expertReaderHook;
@@ -104,6 +109,10 @@ final class RunCommand implements Callable<Integer> {
 
     @Option(names = "--trunk-ring", paramLabel = "N", description = "ring slots wanted, 1..8 (0 means 2; default 2)")
     Integer trunkRing;
+
+    @Option(names = "--no-trunk-crc", description = "skip the CRC-32C check of each streamed layer against trunk.json (on by default: a "
+            + "mismatch is RUN INVALID, exit 4; see docs/formats.md for its cost)")
+    boolean noTrunkCrc;
 
     @Option(names = "--cache-gb", paramLabel = "X", description = "routed-expert cache budget in GB (1e9 bytes). Given (or --trunk): experts are "
             + "served by the cache; absent: resident when all experts fit in 64 GB, else a 64 GB cache")
@@ -161,38 +170,9 @@ final class RunCommand implements Callable<Integer> {
             o.flush();
             return ExitCode.OK;
         }
-        if (modelDir == null) throw usage("the model directory is required: k3 <model_dir> [options]");
-        // 1. flag conflicts, prompt sources
-        int sources = (ids != null ? 1 : 0) + (prompt != null ? 1 : 0) + (promptFile != null ? 1 : 0);
-        if (sources == 0) throw usage("one of --ids, --prompt or --prompt-file is required");
-        if (sources > 1) throw usage("--ids, --prompt and --prompt-file are mutually exclusive");
-        if (ids == null) throw usage("--prompt / --prompt-file need a tokenizer, which this build does not have: use --ids");
-        if (threads != null && threads < 1) throw usage("--threads must be >= 1, got " + threads);
-        if (cacheGb != null && !(cacheGb > 0)) throw usage("--cache-gb must be positive, got " + cacheGb);
-        if (trunkRing != null && (trunkRing < 0 || trunkRing > TrunkPlan.MAX_RING)) throw usage("--trunk-ring must be 0..8, got " + trunkRing);
-        if (trunk == null && (trunkGb != null || trunkRing != null || preset != null)) {
-            throw usage((preset != null ? "--preset" : trunkGb != null ? "--trunk-gb" : "--trunk-ring") + " needs --trunk <packed_dir> (presets stream the trunk)");
-        }
-        Preset named = null;
-        if (preset != null && !preset.equals(Preset.AUTO)) {
-            try {
-                named = Preset.parse(preset);
-            } catch (IllegalArgumentException e) {
-                err.print("k3: " + e.getMessage());
-                err.flush();
-                return ExitCode.USAGE;
-            }
-            if (named.ultra()) throw usage("--preset ultra selects ultra-low-memory mode, which k3j does not implement; use laptop or a budget");
-        }
-        Double trunkGbFlag = null;
-        if (trunkGb != null && !trunkGb.equals("auto")) {
-            try {
-                trunkGbFlag = Double.parseDouble(trunkGb);
-            } catch (NumberFormatException e) {
-                throw usage("--trunk-gb must be a number of GB or auto, got '" + trunkGb + "'");
-            }
-            if (!(trunkGbFlag > 0)) throw usage("--trunk-gb must be positive, got " + trunkGb);
-        }
+        Flags flags = checkFlags();
+        Preset named = flags.named();
+        Double trunkGbFlag = flags.trunkGbFlag();
         // 2. auto budget
         MemInfo mem = memInfo();
         AutoBudget auto = null;
@@ -226,6 +206,9 @@ final class RunCommand implements Callable<Integer> {
         if (gen < 0 || gen > MAX_GEN) throw usage("--gen must be 0.." + MAX_GEN + ", got " + gen);
         if (promptIds.length > MAX_PROMPT) throw usage("the prompt has " + promptIds.length + " ids, at most " + MAX_PROMPT);
         if (promptIds.length + gen + 1 > MAX_POSITIONS) throw usage("prompt + gen + 1 = " + (promptIds.length + gen + 1) + " positions, at most " + MAX_POSITIONS);
+        if (cfg.maxPositions() > 0 && promptIds.length + gen > cfg.maxPositions()) {
+            throw usage("prompt + gen = " + (promptIds.length + gen) + " positions, but the config's max_position_embeddings is " + cfg.maxPositions());
+        }
         // 6. incremental KV check
         if (incremental) {
             MemoryPlan kvOnly = MemoryPlan.of(cfg, false, 0, 0, false, 0, true, promptIds.length, gen);
@@ -272,6 +255,59 @@ final class RunCommand implements Callable<Integer> {
         }
         o.flush();
         return run(o, err, cfg, idx, bound, promptIds, budgets, useCache, expertBytes);
+    }
+
+    /** The parsed preset and --trunk-gb number (null when absent or auto). */
+    record Flags(Preset named, Double trunkGbFlag) {}
+
+    /**
+     * Every check of the flags alone, before the model is touched (ENGINE §7.3 step 1): conflicts, ranges, the
+     * ids' syntax and the output paths. A refusal is a usage error (exit 2). The CLI fuzz target calls this.
+     */
+    Flags checkFlags() {
+        if (modelDir == null) throw usage("the model directory is required: k3 <model_dir> [options]");
+        // 1. flag conflicts, prompt sources
+        int sources = (ids != null ? 1 : 0) + (prompt != null ? 1 : 0) + (promptFile != null ? 1 : 0);
+        if (sources == 0) throw usage("one of --ids, --prompt or --prompt-file is required");
+        if (sources > 1) throw usage("--ids, --prompt and --prompt-file are mutually exclusive");
+        if (ids == null) throw usage("--prompt / --prompt-file need a tokenizer, which this build does not have: use --ids");
+        if (threads != null && threads < 1) throw usage("--threads must be >= 1, got " + threads);
+        if (cacheGb != null && !(cacheGb > 0 && cacheGb <= MAX_GB)) throw usage("--cache-gb must be a positive number of GB up to " + MAX_GB + ", got " + cacheGb);
+        if (trunkRing != null && (trunkRing < 0 || trunkRing > TrunkPlan.MAX_RING)) throw usage("--trunk-ring must be 0..8, got " + trunkRing);
+        if (trunk == null && (trunkGb != null || trunkRing != null || preset != null)) {
+            throw usage((preset != null ? "--preset" : trunkGb != null ? "--trunk-gb" : "--trunk-ring") + " needs --trunk <packed_dir> (presets stream the trunk)");
+        }
+        Preset named = null;
+        if (preset != null && !preset.equals(Preset.AUTO)) {
+            try {
+                named = Preset.parse(preset);
+            } catch (IllegalArgumentException e) {
+                throw usage(e.getMessage().strip());
+            }
+            if (named.ultra()) throw usage("--preset ultra selects ultra-low-memory mode, which k3j does not implement; use laptop or a budget");
+        }
+        Double trunkGbFlag = null;
+        if (trunkGb != null && !trunkGb.equals("auto")) {
+            try {
+                trunkGbFlag = Double.parseDouble(trunkGb);
+            } catch (NumberFormatException e) {
+                throw usage("--trunk-gb must be a number of GB or auto, got '" + trunkGb + "'");
+            }
+            if (!(trunkGbFlag > 0 && trunkGbFlag <= MAX_GB)) throw usage("--trunk-gb must be a positive number of GB up to " + MAX_GB + ", got " + trunkGb);
+        }
+        // outputs: a folder that is missing or read-only is refused now, not after the tokens were printed
+        try {
+            AtomicWrite.checkTarget(out, "--out");
+            if (dumpLogits != null) AtomicWrite.checkTarget(dumpLogits, "--dump-logits");
+            if (dumpCacheTrace != null) {
+                if (Files.exists(dumpCacheTrace) && !Files.isDirectory(dumpCacheTrace)) throw new IOException("cannot write into " + dumpCacheTrace + " (--dump-cache-trace): not a directory");
+                AtomicWrite.checkTarget(Files.isDirectory(dumpCacheTrace) ? dumpCacheTrace.resolve(CacheTrace.TRACE_FILE) : dumpCacheTrace, "--dump-cache-trace");
+            }
+        } catch (IOException e) {
+            throw usage(e.getMessage());
+        }
+        if (ids != null) parseIds(ids);
+        return new Flags(named, trunkGbFlag);
     }
 
     /** The preset, then --trunk-gb / --cache-gb, in the order they appear on the command line (later wins). */
@@ -328,7 +364,8 @@ final class RunCommand implements Callable<Integer> {
             if (trunk != null) {
                 try {
                     TrunkStream.Options opt = TrunkStream.Options.budget(budgets.trunkBytes())
-                            .withRing(trunkRing == null ? 2 : trunkRing).withLayers(bound).withNotes(s -> err.println("k3: note: " + s));
+                            .withRing(trunkRing == null ? 2 : trunkRing).withLayers(bound).withNotes(s -> err.println("k3: note: " + s))
+                            .withVerifyCrc(!noTrunkCrc);
                     stream = TrunkStream.open(trunk, idx, bound, opt);
                 } catch (TrunkException | CheckpointException e) {
                     err.println("k3: trunk: " + e.getMessage());
@@ -370,7 +407,7 @@ final class RunCommand implements Callable<Integer> {
             UnaryOperator<TrunkSource> hook = trunkSourceHook;
             Forward forward = stream == null ? model.forward(w, experts)
                     : model.forward(w, experts, hook == null ? stream : hook.apply(stream));
-            if (tfCheck) return teacherForcing(forward, promptIds, o, err);
+            if (tfCheck) return teacherForcing(forward, model.index(), promptIds, o, err);
             StepTable table = new StepTable();
             long[] trunkReadBefore = {stream != null ? stream.stats().readNanos() : 0};
             double[] expertReadSeconds = {0};
@@ -390,12 +427,16 @@ final class RunCommand implements Callable<Integer> {
                     o.println(table.add(new StepTable.Row(step, id, fed, secs, 100 * cs.hitRate(), cs.bytesRead(), io)));
                     o.flush();
                 });
-            } catch (ExpertDropException e) {
+            } catch (ExpertDropException | CorruptWeightsException e) {
                 failure = e.getMessage();
                 rc = ExitCode.RUN_INVALID;
             } catch (ForwardException e) {
                 failure = e.getMessage();
                 rc = ExitCode.RUNTIME;
+            } catch (InternalError e) {
+                // a memory-mapped shard that shrank under the run faults inside a kernel: name the file, never a stack trace
+                failure = MappedShards.describeFault(model.index(), e);
+                rc = ExitCode.RUN_INVALID;
             }
             o.println(table.footer());
             if (g != null) {
@@ -406,7 +447,7 @@ final class RunCommand implements Callable<Integer> {
                     float[] l = g.stepLogits().get(0);
                     ByteBuffer b = ByteBuffer.allocate(4 * l.length).order(ByteOrder.LITTLE_ENDIAN);
                     b.asFloatBuffer().put(l);
-                    Files.write(dumpLogits, b.array());
+                    AtomicWrite.bytes(dumpLogits, "--dump-logits", b.array());
                     o.printf("wrote %s (%d float32 logits)%n", dumpLogits, l.length);
                 }
             }
@@ -438,7 +479,9 @@ final class RunCommand implements Callable<Integer> {
                 o.println("  the per-step CACHE HIT column counts the batch prefetch as hits, so it is near 100% at every cache size.");
             }
             if (ts != null) o.print(ts.report());
-            if (rc == ExitCode.RUN_INVALID || forward.expertDrops() > 0) {
+            if (rc == ExitCode.RUN_INVALID && forward.expertDrops() == 0) {
+                err.println("RUN INVALID: " + failure + ". No token was produced after it.");
+            } else if (rc == ExitCode.RUN_INVALID || forward.expertDrops() > 0) {
                 err.println("RUN INVALID: " + forward.expertDrops() + " routed expert load(s) failed and were dropped from the MoE sum. "
                         + "The token ids above are CORRUPT. (" + failure + ")");
                 rc = ExitCode.RUN_INVALID;
@@ -453,22 +496,25 @@ final class RunCommand implements Callable<Integer> {
     }
 
     /** ENGINE §7.1 --tf-check: argmax of every position against the next id, one forward over all ids. */
-    private int teacherForcing(k3j.model.Forward forward, int[] ids, PrintWriter o, PrintWriter err) throws IOException {
+    private int teacherForcing(k3j.model.Forward forward, CheckpointIndex index, int[] ids, PrintWriter o, PrintWriter err) throws IOException {
         k3j.model.Forward.Result r;
         try {
             r = forward.full(ids, true, null);
-        } catch (ExpertDropException e) {
+        } catch (ExpertDropException | CorruptWeightsException e) {
             err.println("RUN INVALID: " + e.getMessage());
             return ExitCode.RUN_INVALID;
         } catch (ForwardException e) {
             err.println("forward pass failed: " + e.getMessage());
             return ExitCode.RUNTIME;
+        } catch (InternalError e) {
+            err.println("RUN INVALID: " + MappedShards.describeFault(index, e));
+            return ExitCode.RUN_INVALID;
         }
         int v = forward.weights().lmHead().rows(), positions = ids.length - 1, matches = 0;
         for (int t = 0; t < positions; t++) if (k3j.kernels.Argmax.fast(r.logits(), t * v, v) == ids[t + 1]) matches++;
         double agreement = (double) matches / positions;
         o.printf(Locale.ROOT, "teacher forcing: %d/%d positions agree (%.4f)%n", matches, positions, agreement);
-        Files.writeString(out, String.format(Locale.ROOT, "{\"tf_positions\":%d,\"tf_matches\":%d,\"tf_agreement\":%.4f}%n", positions, matches, agreement));
+        AtomicWrite.string(out, "--out", String.format(Locale.ROOT, "{\"tf_positions\":%d,\"tf_matches\":%d,\"tf_agreement\":%.4f}%n", positions, matches, agreement));
         o.println("wrote " + out);
         return ExitCode.OK;
     }
@@ -478,6 +524,8 @@ final class RunCommand implements Callable<Integer> {
         for (String part : s.trim().split("[,\\s]+")) {
             if (part.isEmpty()) continue;
             try {
+                // ASCII digits only: Integer.parseInt reads "١٢" (Arabic-Indic) as 12
+                if (!ASCII_ID.matcher(part).matches()) throw new NumberFormatException(part);
                 l.add(Integer.parseInt(part));
             } catch (NumberFormatException e) {
                 throw new CommandLine.ParameterException(new CommandLine(new RunCommand()), "--ids: '" + part + "' is not an integer token id");
@@ -489,7 +537,12 @@ final class RunCommand implements Callable<Integer> {
     private void writeOut(Generation g, int[] promptIds, int bound, int completed, long drops, long expertBytes, long trunkBytes, long peak) throws IOException {
         int[] generated = g == null ? new int[0] : g.generated();
         double wall = g == null ? 0 : g.seconds();
-        try (OutputStream os = Files.newOutputStream(out); JsonGenerator j = new JsonFactory().createGenerator(os, JsonEncoding.UTF8)) {
+        AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak));
+    }
+
+    private static void writeJson(OutputStream os, int[] promptIds, int[] generated, double wall, int bound, int completed, long drops,
+                                  long expertBytes, long trunkBytes, long peak) throws IOException {
+        try (JsonGenerator j = new JsonFactory().createGenerator(os, JsonEncoding.UTF8)) {
             j.writeStartObject();
             j.writeFieldName("prompt_ids");
             j.writeArray(promptIds, 0, promptIds.length);

@@ -23,7 +23,7 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
 
     public Budget {
         widths = Map.copyOf(widths);
-        if (!(eps32 > 0) || !(factor > 0)) throw new IllegalArgumentException("budget constants must be positive: eps32 " + eps32 + ", factor " + factor);
+        if (!(eps32 > 0) || !(factor > 0)) throw new ConformException(Finding.REFERENCE_MISMATCH, "budget constants must be positive: eps32 " + eps32 + ", factor " + factor + " (" + source + ")");
     }
 
     /** eps32 · sqrt(width) · factor for a stage (or "logits"). */
@@ -58,6 +58,7 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
         JsonNode epsNode = d.field("budget", "eps32"), factorNode = d.field("budget", "factor");
         if (!epsNode.isNumber() || !factorNode.isNumber()) throw ReferenceDump.mismatch(d.source() + ": manifest budget.eps32 and budget.factor must be numbers");
         double eps = epsNode.asDouble(), factor = factorNode.asDouble();
+        looseness(eps, factor, d.source().toString());
         Map<String, Integer> w = new LinkedHashMap<>();
         d.field("budget", "stages").properties().forEach(en -> {
             JsonNode width = en.getValue().get("width");
@@ -81,8 +82,7 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
      * {@code factor = 1e12} or a width of 2^31 - 1 would pass any model; it is refused naming the field.
      */
     public void check(ModelConfig c, String source) {
-        if (!(eps32 <= SEED_EPS32 * (1 + 1e-9))) throw ReferenceDump.mismatch(source + ": manifest budget.eps32 = " + eps32 + " is looser than the harness's " + SEED_EPS32);
-        if (!(factor <= SEED_FACTOR * (1 + 1e-9))) throw ReferenceDump.mismatch(source + ": manifest budget.factor = " + factor + " is looser than the harness's " + SEED_FACTOR);
+        looseness(eps32, factor, source);
         Map<String, Integer> want = derivedWidths(c);
         for (Map.Entry<String, Integer> e : widths.entrySet()) {
             Integer w = want.get(e.getKey());
@@ -90,6 +90,11 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
             if (w == null) throw ReferenceDump.mismatch(source + ": manifest " + field + " names a stage this harness does not compare");
             if (!w.equals(e.getValue())) throw ReferenceDump.mismatch(source + ": manifest " + field + " = " + e.getValue() + ", but the config gives " + w);
         }
+    }
+
+    private static void looseness(double eps32, double factor, String source) {
+        if (!(eps32 <= SEED_EPS32 * (1 + 1e-9))) throw ReferenceDump.mismatch(source + ": manifest budget.eps32 = " + eps32 + " is looser than the harness's " + SEED_EPS32);
+        if (!(factor <= SEED_FACTOR * (1 + 1e-9))) throw ReferenceDump.mismatch(source + ": manifest budget.factor = " + factor + " is looser than the harness's " + SEED_FACTOR);
     }
 
     /** The width of every stage the harness judges, from the model's config. */

@@ -47,6 +47,8 @@ public final class Conformance implements AutoCloseable {
         this.ids = dump.ids();
         this.tokens = ids.length;
         if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
+        // the dump is judged against the model's config before anything is bound: a refused dump costs no load
+        check(dump, k3j.config.ConfigReader.read(modelDir.resolve("config.json")));
         Model m = null;
         BindException bf = null;
         try {
@@ -99,7 +101,16 @@ public final class Conformance implements AutoCloseable {
      * {@link DumpLayout}). A disagreement is refused naming the field.
      */
     private void checkShape() {
+        check(dump, config);
+    }
+
+    /** {@link #checkShape()} for a dump and a config alone (no model): the dump fuzz target and {@code k3 conform} share it. */
+    public static void check(ReferenceDump dump, ModelConfig config) {
         String src = dump.source().toString();
+        int[] ids = dump.ids();
+        int tokens = ids.length;
+        if (tokens < 1) throw ReferenceDump.mismatch(src + ": manifest ids is empty");
+        Budget budget = dump.budget();
         if (config.layerCount() != dump.layerCount()) {
             throw ReferenceDump.mismatch(src + " has " + dump.layerCount() + " layers, the model " + config.layerCount());
         }

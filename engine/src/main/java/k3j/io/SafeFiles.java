@@ -3,7 +3,6 @@ package k3j.io;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
@@ -38,7 +37,7 @@ public final class SafeFiles {
         if (a.isDirectory()) return "a directory";
         if (a.isSymbolicLink()) return "a symbolic link";
         try {
-            Object mode = Files.getAttribute(file, "unix:mode", LinkOption.NOFOLLOW_LINKS);
+            Object mode = Files.getAttribute(file, "unix:mode");
             if (mode instanceof Integer m) {
                 switch (m & 0xF000) {
                     case 0x1000: return "a FIFO";

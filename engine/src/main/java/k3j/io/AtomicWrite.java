@@ -1,0 +1,74 @@
+package k3j.io;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.channels.Channels;
+import java.nio.channels.FileChannel;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * An output file appears whole or not at all: it is written to a temporary name beside it, forced to disk and
+ * renamed over the target. A failure (a full disk, a missing folder, a kill) leaves no file at the target and no
+ * temporary behind (a kill leaves at most a {@code .NAME.tmp-PID} file, never a complete-looking NAME). Errors
+ * name the path, the option that asked for it, and the cause.
+ */
+public final class AtomicWrite {
+    private AtomicWrite() {}
+
+    /** Writes what {@code body} produces. */
+    public interface Body {
+        void write(OutputStream out) throws IOException;
+    }
+
+    /** Writes {@code bytes} to {@code target} atomically; {@code what} names the output in messages (e.g. "--out"). */
+    public static void bytes(Path target, String what, byte[] bytes) throws IOException {
+        write(target, what, out -> out.write(bytes));
+    }
+
+    public static void string(Path target, String what, String text) throws IOException {
+        bytes(target, what, text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    public static void write(Path target, String what, Body body) throws IOException {
+        Path abs = target.toAbsolutePath();
+        Path dir = abs.getParent();
+        checkTarget(target, what);
+        Path tmp = dir.resolve("." + abs.getFileName() + ".tmp-" + ProcessHandle.current().pid());
+        try {
+            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
+                 OutputStream out = Channels.newOutputStream(ch)) {
+                body.write(out);
+                out.flush();
+                ch.force(true);
+            }
+            try {
+                Files.move(tmp, abs, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING);
+            }
+        } catch (IOException e) {
+            Files.deleteIfExists(tmp);
+            throw new IOException("cannot write " + target + " (" + what + "): " + SafeFiles.why(e), e);
+        } catch (RuntimeException | Error e) {
+            Files.deleteIfExists(tmp);
+            throw e;
+        }
+    }
+
+    /**
+     * Refuses, before any work, an output path that cannot be written: its folder missing or not writable, or
+     * the path itself a directory. A run checks its outputs up front so no token is printed for a run whose
+     * results would be lost.
+     */
+    public static void checkTarget(Path target, String what) throws IOException {
+        Path abs = target.toAbsolutePath();
+        Path dir = abs.getParent();
+        if (dir == null || !Files.isDirectory(dir)) throw new IOException("cannot write " + target + " (" + what + "): its folder " + dir + " does not exist");
+        if (!Files.isWritable(dir)) throw new IOException("cannot write " + target + " (" + what + "): its folder " + dir + " is not writable");
+        if (Files.isDirectory(abs)) throw new IOException("cannot write " + target + " (" + what + "): it is a directory");
+    }
+}
