@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the config gate's data (ConfigGate reads it; ENGINE.md section 1, OFFICIAL.md section 2).
+"""Writes the config gate's data (ConfigGate reads it; docs/semantics.md §1, §1.4).
 
     python3 oracle-fixtures/config/gen_cases.py        # from anywhere; stdlib only
 
@@ -14,7 +14,7 @@ Outputs, beside this file:
                    snapshot capacity, the summary line after the source) or refuse (with fragments
                    that must appear in the message, optionally in order, and fragments that must not).
 
-released.json is a hand-written copy of the released config.json (values from OFFICIAL.md section 2 and
+released.json is a hand-written copy of the released config.json (values from docs/semantics.md §1.4 and
 public copies of the file); it is a base here, never rewritten.
 
 The accept facts are computed below from the JSON by this script's own reading of the rules, not by
@@ -69,7 +69,7 @@ def dump(obj):
 
 
 def flatten(nested):
-    """The nested tiny config in the C fixtures' flat shape (ENGINE.md 1.2)."""
+    """The nested tiny config in the C fixtures' flat shape (docs/semantics.md §1.2)."""
     text = nested["text_config"]
     linear = text["linear_attn_config"]
     flat = {}

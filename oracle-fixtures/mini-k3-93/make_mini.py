@@ -8,7 +8,7 @@ Deterministic from SEED (torch.Generator on CPU): re-running reproduces every fi
 
 The tensors are drawn by k3ref.fixture.build (its docstring lists the adversarial choices); this file
 only decides the layout, which follows what the trunk packer and the expert cache rely on in the
-release (ENGINE.md §2.6, §5.1):
+release (docs/semantics.md §2.6, §5.1):
   * 7 shards model-0000s-of-00007.safetensors + model.safetensors.index.json;
   * each layer's non-expert tensors form ONE contiguous byte run in ONE shard (name order inside the
     run, so the F32 A_log / dt_bias / router bias sit between BF16 tensors);

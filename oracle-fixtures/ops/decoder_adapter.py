@@ -1,4 +1,4 @@
-"""decoder_layer fixtures: the reference's own layer orchestration (k3ref.model.Model._layer, OFFICIAL §6) run on
+"""decoder_layer fixtures: the reference's own layer orchestration (k3ref.model.Model._layer, docs/semantics.md §4.1) run on
 the tiny-k3 config with the fixture's tensors, no checkpoint on disk. Only plumbing here."""
 import os
 import types

@@ -1,7 +1,7 @@
-"""The kernels as the engine computes them (ENGINE.md §3 order, OFFICIAL.md math), in numpy, with mutants.
+"""The kernels as the engine computes them (docs/semantics.md §3, docs/fp-contract.md), in numpy, with mutants.
 
 Every function takes A, the activation dtype:
-    A = np.float32  -> the fp32 ENGINE model: float activations, double accumulators exactly where ENGINE.md
+    A = np.float32  -> the fp32 engine model: float activations, double accumulators exactly where docs/fp-contract.md
                        declares them, float transcendentals. Used to MEASURE the error a correct fp32 engine makes.
     A = np.float64  -> the same math in float64. Used to measure the WRONG VARIANTS (mutants) and as a local
                        cross-check of the reference (k3ref.ops), never as the expected output.
@@ -17,7 +17,7 @@ E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
 
 
 def eps_of(eps, A):
-    """The C engine stores eps as a float and widens it to double (ENGINE §3.0)."""
+    """The C engine stores eps as a float and widens it to double (docs/semantics.md §3.0)."""
     return F64(F32(eps)) if A is F32 else F64(eps)
 
 
@@ -60,7 +60,7 @@ def l2norm(x, eps, A, mut=()):
 
 
 def matvec(w, x, A, mut=()):
-    """y[t,o] = sum_i w[o,i] x[t,i]; double accumulation, one rounding (ENGINE §3.3)."""
+    """y[t,o] = sum_i w[o,i] x[t,i]; double accumulation, one rounding (docs/semantics.md §3.3)."""
     w = np.asarray(w)
     x = np.asarray(x, dtype=A)
     if "float_accum_sequential" in mut or "float_accum_16_lanes" in mut:
@@ -231,7 +231,7 @@ def kda_recurrence(q, k, v, g, beta, state, A, mut=()):
 
 
 def kda_layer(x, W, st, p, A, mut=()):
-    """ENGINE §3.13 / OFFICIAL §4. W: checkpoint-suffix -> values; st: states in; returns (out, states out)."""
+    """docs/semantics.md §3.13 / §3.13. W: checkpoint-suffix -> values; st: states in; returns (out, states out)."""
     H, D, K = p["heads"], p["head_dim"], p["conv_kernel"]
     T = x.shape[0]
     P = H * D
@@ -265,7 +265,7 @@ def kda_layer(x, W, st, p, A, mut=()):
 
 
 def mla_layer(x, W, p, A, mut=()):
-    """ENGINE §3.14 with OFFICIAL §5: LoRA norms eps 1e-6, scale (qk_nope+qk_rope)^-0.5, uncached, causal."""
+    """docs/semantics.md §3.14 with §3.14: LoRA norms eps 1e-6, scale (qk_nope+qk_rope)^-0.5, uncached, causal."""
     Hm, qn, qr, vh, kvl = p["heads"], p["qk_nope"], p["qk_rope"], p["v_head"], p["kv_lora"]
     qh = qn + qr
     T = x.shape[0]
@@ -305,7 +305,7 @@ def mla_layer(x, W, p, A, mut=()):
 
 
 def attn_res(sources, norm_w, proj_w, eps, A, mut=()):
-    """OFFICIAL §6 mix: keys = RMS-normalised sources scored against norm_w*proj_w, softmax over sources, values RAW."""
+    """docs/semantics.md §4.1 mix: keys = RMS-normalised sources scored against norm_w*proj_w, softmax over sources, values RAW."""
     src = np.asarray(sources, dtype=A)                            # [S, T, E]
     fold = np.asarray(norm_w, dtype=A) * np.asarray(proj_w, dtype=A)
     if "fold_without_norm_gain" in mut:
@@ -329,7 +329,7 @@ def attn_res(sources, norm_w, proj_w, eps, A, mut=()):
 
 
 def router(x, gate_w, bias, top_k, renorm, scaling, A, mut=()):
-    """ENGINE §3.7 / OFFICIAL §7: sigmoid scores, bias for SELECTION only, unbiased weights, renorm (K>1) + 1e-20, scaling."""
+    """docs/semantics.md §3.7 / §3.17: sigmoid scores, bias for SELECTION only, unbiased weights, renorm (K>1) + 1e-20, scaling."""
     logits = np.einsum("ti,ei->te", np.asarray(x, dtype=A).astype(F64), np.asarray(gate_w).astype(F64)).astype(A)
     if "softmax_scores" in mut:
         e = np.exp(logits.astype(F64) - logits.astype(F64).max(-1, keepdims=True))
@@ -367,7 +367,7 @@ def situ_mlp(gw, uw, dw, x, b1, b2, A, mut=()):
 
 
 def latent_moe(x, W, p, A, mut=()):
-    """ENGINE §3.17 / OFFICIAL §7: route on full width, latent down-proj, MXFP4 experts in top-k order,
+    """docs/semantics.md §3.17 / §3.17: route on full width, latent down-proj, MXFP4 experts in top-k order,
     RMSNorm on the weighted AGGREGATE, up-proj, plus the shared experts on the original x, unweighted."""
     x = np.asarray(x, dtype=A)
     pre = "block_sparse_moe."
@@ -403,7 +403,7 @@ def latent_moe(x, W, p, A, mut=()):
 
 
 def decoder_layer(partial, snaps, W, p, A, mut=()):
-    """OFFICIAL §6 / ENGINE §4.1: AttnRes mixes, boundary push-and-clear, mixer, MoE; returns the running partial.
+    """docs/semantics.md §4.1 / §4.1: AttnRes mixes, boundary push-and-clear, mixer, MoE; returns the running partial.
     W: every tensor of the layer under its checkpoint suffix; p: layer_index, attn_res_block_size, is_mla, ..."""
     partial = np.asarray(partial, dtype=A)
     snaps = [np.asarray(s, dtype=A) for s in snaps]

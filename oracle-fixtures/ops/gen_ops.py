@@ -11,7 +11,7 @@ For every fixture the generator
   1. builds the inputs deterministically (numpy PCG64 seeded by SEED and the fixture name),
   2. takes the expected outputs from the float64 torch reference (reference-dumps/torch/k3ref/ops.py),
   3. cross-checks them against its own float64 model (engine_model.py) -- two independent implementations,
-  4. runs the fp32 ENGINE model (float activations, double accumulators where ENGINE.md says so) and sets the
+  4. runs the fp32 engine model (float activations, double accumulators where docs/fp-contract.md says so) and sets the
      tolerance to the smallest ladder value c (atol = c*rms(want), rtol = c, c >= 1e-6) that the fp32 model
      passes with a safety factor >= 10,
   5. measures each mutant's worst ratio under that tolerance and REFUSES to write the fixture if a mutant
@@ -138,7 +138,7 @@ def rms_common(fx):
 @fixture
 def rmsnorm_odd_width():
     n = 257
-    fx = Fixture("rmsnorm_odd_width", "rmsnorm", {"n": n, "eps": 1e-5}, pitfall="ENGINE §3.1 (eps inside sqrt, mean not sum)")
+    fx = Fixture("rmsnorm_odd_width", "rmsnorm", {"n": n, "eps": 1e-5}, pitfall="docs/semantics.md §3.1 (eps inside sqrt, mean not sum)")
     r = rng_for(fx.name)
     rows = [normal(r, n), normal(r, n, scale=30.0) + 5.0, normal(r, n, scale=1e-3), normal(r, n, scale=3e-3),
             np.concatenate([normal(r, 8, scale=200.0), normal(r, n - 8, scale=0.01)]), normal(r, n, scale=0.05)]
@@ -152,7 +152,7 @@ def rmsnorm_odd_width():
 @fixture
 def rmsnorm_f32_gain():
     n = 96
-    fx = Fixture("rmsnorm_f32_gain", "rmsnorm", {"n": n, "eps": 1e-5}, pitfall="ENGINE §3.1; OFFICIAL D7 (dtype from the header)")
+    fx = Fixture("rmsnorm_f32_gain", "rmsnorm", {"n": n, "eps": 1e-5}, pitfall="docs/semantics.md §3.1, §12.5 (dtype from the header)")
     r = rng_for(fx.name)
     fx.add("x", "f32", np.stack([normal(r, n), normal(r, n, scale=2e-3), normal(r, n, scale=7.0)]))
     fx.add("w", "f32", r.uniform(-1.5, 1.5, n))
@@ -173,7 +173,7 @@ def l2_common(fx):
 @fixture
 def l2norm_head20():
     n = 20
-    fx = Fixture("l2norm_head20", "l2norm", {"n": n, "eps": 1e-6}, pitfall="ENGINE §11 #10; OFFICIAL D11")
+    fx = Fixture("l2norm_head20", "l2norm", {"n": n, "eps": 1e-6}, pitfall="docs/semantics.md §3.10, §11 #10, §12.6")
     r = rng_for(fx.name)
     fx.add("x", "f32", np.stack([normal(r, n), normal(r, n, scale=40.0), normal(r, n, scale=1e-4),
                                  normal(r, n, scale=3e-4), normal(r, n, scale=2e-5), normal(r, n, scale=0.3)]))
@@ -185,7 +185,7 @@ def l2norm_head20():
 @fixture
 def l2norm_head128():
     n = 128
-    fx = Fixture("l2norm_head128", "l2norm", {"n": n, "eps": 1e-6}, pitfall="ENGINE §11 #10")
+    fx = Fixture("l2norm_head128", "l2norm", {"n": n, "eps": 1e-6}, pitfall="docs/semantics.md §11 #10")
     r = rng_for(fx.name)
     fx.add("x", "f32", np.stack([normal(r, n), normal(r, n, scale=1e-4), normal(r, n, scale=5.0)]))
     l2_common(fx)
@@ -199,7 +199,7 @@ def situ_glu_wide_range():
     n = 64
     b1, b2 = TINY["beta"], TINY["linear_beta"]
     fx = Fixture("situ_glu_wide_range", "situ_glu", {"n": n, "beta": b1, "linear_beta": b2},
-                 pitfall="ENGINE §11 #7 (sigmoid of the UNCAPPED gate; both tanh caps)")
+                 pitfall="docs/semantics.md §11 #7 (sigmoid of the UNCAPPED gate; both tanh caps)")
     r = rng_for(fx.name)
     T = 4
     mag = lambda: 10.0 ** r.uniform(-1.0, 3.0, (T, n)) * np.where(r.random((T, n)) < 0.5, -1.0, 1.0)
@@ -223,7 +223,7 @@ def situ_glu_wide_range():
 def conv_fixture(name, T, state_from):
     C, K = 12, TINY["conv"]
     fx = Fixture(name, "short_conv", {"channels": C, "kernel": K},
-                 pitfall="ENGINE §3.9, §11 #12 (taps oldest->newest, w[c][K-1] x current; state carried)")
+                 pitfall="docs/semantics.md §3.9, §11 #12 (taps oldest->newest, w[c][K-1] x current; state carried)")
     r = rng_for("short_conv_weights")
     w = r.uniform(-1.2, 1.2, (C, K))
     w[:, K - 1] += 0.8          # non-symmetric taps: the current-input tap differs from the oldest one
@@ -266,7 +266,7 @@ def short_conv_continuation():
 def kda_gate_padded_a_log():
     H, D, lb = TINY["kda_heads"], TINY["kda_dim"], TINY["lb"]
     fx = Fixture("kda_gate_padded_a_log", "kda_gate", {"heads": H, "head_dim": D, "lower_bound": lb},
-                 pitfall="ENGINE §11 #3; OFFICIAL §4.1, D4 (A_log per head out of a zero-padded tensor)")
+                 pitfall="docs/semantics.md §3.11, §11 #3, §12.3 (A_log per head out of a zero-padded tensor)")
     r = rng_for(fx.name)
     a_log = np.zeros(D)
     a_log[:H] = [-0.4, 0.5, 1.2]
@@ -309,7 +309,7 @@ def kda_inputs(fx, r, T, H, D, nonzero_state):
 def kda_rec_fixture(name, T, nonzero):
     H, D = TINY["kda_heads"], TINY["kda_dim"]
     fx = Fixture(name, "kda_recurrence", {"heads": H, "head_dim": D},
-                 pitfall="ENGINE §3.12, §11 #9 (decay, read, delta write, output from the UPDATED state, q*D^-0.5)")
+                 pitfall="docs/semantics.md §3.12, §11 #9 (decay, read, delta write, output from the UPDATED state, q*D^-0.5)")
     kda_inputs(fx, rng_for(name), T, H, D, nonzero)
     v = fx.values
     fx.run = lambda A, mut=(): dict(zip(("o", "state_out"),
@@ -351,7 +351,7 @@ def kda_recurrence_t8_from_state():
 
 def matvec_fixture(name, n_in, n_out, wdtype, T=2):
     fx = Fixture(name, "matvec", {"in": n_in, "out": n_out},
-                 pitfall="ENGINE §3.3, §11 #26 (double accumulation; 16-lane blocks with a ragged tail)")
+                 pitfall="docs/semantics.md §3.3, §11 #26 (double accumulation; 16-lane blocks with a ragged tail)")
     r = rng_for(name)
     w = normal(r, n_out, n_in, scale=0.5)
     x = normal(r, T, n_in)
@@ -399,7 +399,7 @@ def pack_codes(codes):
 def mxfp4_dequant_all_codes():
     rows, n_in = 8, 96
     fx = Fixture("mxfp4_dequant_all_codes", "mxfp4_dequant", {"rows": rows, "in": n_in},
-                 pitfall="ENGINE §3.4, §11 #8; OFFICIAL §9, D6 (low nibble = even element; E8M0 255 -> group of zeros)")
+                 pitfall="docs/semantics.md §3.4, §11 #8, §12.4 (low nibble = even element; E8M0 255 -> group of zeros)")
     r = rng_for(fx.name)
     codes = np.zeros((rows, n_in), np.int64)
     for row in range(rows):
@@ -438,7 +438,7 @@ def mxfp4_dequant_all_codes():
 def mxfp4_dequant_quantized_gaussian():
     rows, n_in = 8, 512
     fx = Fixture("mxfp4_dequant_quantized_gaussian", "mxfp4_dequant", {"rows": rows, "in": n_in},
-                 pitfall="ENGINE §3.4, §11 #8; OFFICIAL §9 (checkpoint-like bytes: scale bytes near 112-122)")
+                 pitfall="docs/semantics.md §3.4, §11 #8 (checkpoint-like bytes: scale bytes near 112-122)")
     import torch
     sys.path.insert(0, os.path.join(ROOT, "reference-dumps", "torch"))
     from k3ref import ops as kops
@@ -466,7 +466,7 @@ def mxfp4_dequant_quantized_gaussian():
 def mxfp4_matvec_odd_rows():
     rows, n_in, T = 37, 96, 3
     fx = Fixture("mxfp4_matvec_odd_rows", "mxfp4_matvec", {"rows": rows, "in": n_in},
-                 pitfall="ENGINE §3.5 (groups of 32, scale per group and row, 255 group contributes nothing)")
+                 pitfall="docs/semantics.md §3.5 (groups of 32, scale per group and row, 255 group contributes nothing)")
     r = rng_for(fx.name)
     codes = r.integers(0, 16, (rows, n_in))
     scales = r.integers(116, 129, (rows, n_in // 32))
@@ -492,7 +492,7 @@ def mxfp4_matvec_odd_rows():
 def router_fixture(name, top_k, renorm, scaling, T=8):
     N, E = TINY["experts"], TINY["E"]
     fx = Fixture(name, "router", {"experts": N, "top_k": top_k, "renormalize": renorm, "scaling": scaling},
-                 pitfall="ENGINE §3.7, §11 #5; OFFICIAL §7, D5 (bias selects only; unbiased weights; renorm + 1e-20)")
+                 pitfall="docs/semantics.md §3.7, §11 #5, §12.2 (bias selects only; unbiased weights; renorm + 1e-20)")
     r = rng_for(name)
     for attempt in range(200):
         x = normal(r, T, E)
@@ -538,7 +538,7 @@ def router_fixture(name, top_k, renorm, scaling, T=8):
 def router_ties():
     N, E, K, T = TINY["experts"], TINY["E"], TINY["top_k"], 4
     fx = Fixture("router_ties", "router", {"experts": N, "top_k": K, "renormalize": True, "scaling": TINY["scaling"]},
-                 pitfall="ENGINE §3.7 (top-k by repeated strict maximum: exact ties go to the LOWEST expert id)")
+                 pitfall="docs/semantics.md §3.7 (top-k by repeated strict maximum: exact ties go to the LOWEST expert id)")
     r = rng_for(fx.name)
     x = normal(r, T, E)
     gw = normal(r, N, E, scale=0.05)
@@ -581,7 +581,7 @@ def router_top1_renorm():
 
 def attn_res_fixture(name, S, T, E, scales):
     fx = Fixture(name, "attn_res", {"eps": TINY["rms_eps"]},
-                 pitfall="ENGINE §3.15, §11 #13; OFFICIAL §6 (softmax over sources; keys normalised, values raw)")
+                 pitfall="docs/semantics.md §3.15, §4.1, §11 #13 (softmax over sources; keys normalised, values raw)")
     r = rng_for(name)
     src = np.stack([normal(r, T, E) * np.asarray(scales[s])[:, None] + 0.3 * normal(r, E) for s in range(S)])
     fx.add("sources", "f32", src)
@@ -615,7 +615,7 @@ def dense_mlp_caps():
     E, I, T = TINY["E"], TINY["dense_inter"], 3
     b1, b2 = TINY["beta"], TINY["linear_beta"]
     fx = Fixture("dense_mlp_caps", "dense_mlp", {"hidden": E, "intermediate": I, "beta": b1, "linear_beta": b2},
-                 pitfall="ENGINE §3.18 (SiTU-GLU, gate = gate_proj, up = up_proj)")
+                 pitfall="docs/semantics.md §3.18 (SiTU-GLU, gate = gate_proj, up = up_proj)")
     r = rng_for(fx.name)
     x = normal(r, T, E)
     fx.add("x", "f32", x)
@@ -665,7 +665,7 @@ def kda_layer_fixture(name, T, from_fixture):
     E, H, D, K = TINY["E"], TINY["kda_heads"], TINY["kda_dim"], TINY["conv"]
     P = H * D
     p = {"hidden": E, "heads": H, "head_dim": D, "conv_kernel": K, "lower_bound": TINY["lb"], "rms_eps": TINY["rms_eps"]}
-    fx = Fixture(name, "kda_layer", p, pitfall="ENGINE §3.13, §11 #3 #9 #10 #11 #12; OFFICIAL §4")
+    fx = Fixture(name, "kda_layer", p, pitfall="docs/semantics.md §3.13, §11 #3 #9 #10 #11 #12")
     W = kda_weights(fx, rng_for("kda_layer_weights"), E, H, D, K)
     r = rng_for(name)
     x = fx.add("x", "f32", normal(r, T, E))
@@ -736,7 +736,7 @@ def mla_params():
 def mla_layer_t6():
     p = mla_params()
     E, T = p["hidden"], 6
-    fx = Fixture("mla_layer_t6", "mla_layer", p, pitfall="ENGINE §3.14, §11 #4 #11; OFFICIAL §5, D1 (LoRA-norm eps 1e-6)")
+    fx = Fixture("mla_layer_t6", "mla_layer", p, pitfall="docs/semantics.md §3.14, §11 #4 #11, §12.1 (LoRA-norm eps 1e-6)")
     W = mla_weights(fx, rng_for("mla_layer_weights"), E, p)
     r = rng_for(fx.name)
     x = normal(r, T, E) * np.array([1.0, 2e-3, 0.5, 1e-3, 3e-3, 1.5])[:, None]
@@ -787,7 +787,7 @@ def moe_weights(fx, r, p):
 @fixture
 def latent_moe_t4():
     p = moe_params()
-    fx = Fixture("latent_moe_t4", "latent_moe", p, pitfall="ENGINE §3.17, §11 #5 #6 #8; OFFICIAL §7")
+    fx = Fixture("latent_moe_t4", "latent_moe", p, pitfall="docs/semantics.md §3.17, §11 #5 #6 #8")
     W = moe_weights(fx, rng_for("latent_moe_weights"), p)
     r = rng_for(fx.name)
     xv = fx.add("x", "f32", normal(r, 4, p["hidden"]))
@@ -826,7 +826,7 @@ def decoder_fixture(name, layer_index, n_snap):
     p["mla" if is_mla else "kda"] = mla_params() if is_mla else kp
     p["moe"] = moe_params()
     fx = Fixture(name, "decoder_layer", flatten(p), level="layer",
-                 pitfall="ENGINE §4.1, §11 #13; OFFICIAL §6 (snapshot = incoming partial, push AND clear on a boundary; "
+                 pitfall="docs/semantics.md §4.1, §11 #13 (snapshot = incoming partial, push AND clear on a boundary; "
                          "the layer returns the running partial)")
     r = rng_for(name)
     fx.add("partial", "f32", normal(r, T, E) * 1.5)

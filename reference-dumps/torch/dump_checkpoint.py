@@ -122,8 +122,8 @@ def mutant_table(model_dir, ids, logits, gen_lo, atol_logits, e8m0_255):
 BUDGET_EPS32, BUDGET_FACTOR = 1.2e-7, 50.0
 
 
-def seed_budget(cfg, tolerances, logits_absmax):
-    """The C engine's per-stage rule (ENGINE.md §10.7) with the float32 drift measured here, per stage:
+def budget_rule(cfg, tolerances, logits_absmax):
+    """The C engine's per-stage rule (docs/semantics.md §10.7) with the float32 drift measured here, per stage:
     how much of the budget a float32 run of the reference uses, so a gate may tighten the budget."""
     widths = {s: cfg.hidden for s in STAGES}
     widths.update(moe_weight=cfg.topk, moe_choice=cfg.n_experts)
@@ -263,7 +263,7 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
                 tolerances["choice_drift_e2e_max"], 1e-300)
             robust["routing_order_gap_over_choice_drift"] = robust["min_routing_order_gap"] / max(
                 tolerances["choice_drift_e2e_max"], 1e-300)
-    budget = seed_budget(cfg, tolerances, float(logits.abs().max())) if drift else None
+    budget = budget_rule(cfg, tolerances, float(logits.abs().max())) if drift else None
     mut_rows = []
     if mutants and drift:
         log("mutant table")

@@ -374,7 +374,7 @@ class MiniTest(OracleChecks, unittest.TestCase):
                                                                  for e in range(self.cfg.n_experts)}) > 1]
         self.assertGreater(len(split), 0, "some layer's experts span two shards, as in the release")
 
-    def test_manifest_records_the_seed_budget_rule(self):
+    def test_manifest_records_the_budget_rule(self):
         b = self.m["budget"]
         self.assertEqual((b["eps32"], b["factor"]), (1.2e-7, 50.0))
         for s, v in b["stages"].items():

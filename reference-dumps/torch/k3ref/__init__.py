@@ -1,1 +1,1 @@
-"""k3ref: the Kimi K3 PyTorch reference on OFFICIAL semantics (float64 by default)."""
+"""k3ref: the Kimi K3 PyTorch reference on the official semantics of docs/semantics.md (float64 by default)."""

@@ -1,4 +1,4 @@
-"""Kimi K3 text forward from a checkpoint directory in the RELEASED layout (OFFICIAL.md §2, §3, §6).
+"""Kimi K3 text forward from a checkpoint directory in the RELEASED layout (docs/semantics.md §1.4, §2.5, §4.1).
 
 - config.json nested (text_config + linear_attn_config) or flat; every field required.
 - tensors under ``language_model.model.`` plus ``language_model.lm_head.weight``; routed experts as
@@ -26,7 +26,7 @@ class ConfigError(ValueError):
 
 
 class Config:
-    """The fields the forward needs. Lookup order (E§1.2): text_config, linear_attn_config, root."""
+    """The fields the forward needs. Lookup order (§1.2): text_config, linear_attn_config, root."""
 
     FIELDS = [  # attribute, primary key, alias, type
         ("hidden", "hidden_size", None, int), ("n_layers", "num_hidden_layers", None, int),
@@ -86,7 +86,7 @@ class Config:
             return cls(json.load(f), path)
 
     def is_mla(self, i, mut=()):
-        """O§2: 0-based layer i is MLA iff (i+1) is in the ONE-based full_attn_layers."""
+        """§1.4: 0-based layer i is MLA iff (i+1) is in the ONE-based full_attn_layers."""
         return (i if "layer_map_zero_based" in mut else i + 1) in self.full_attn_layers
 
     def is_moe(self, i):

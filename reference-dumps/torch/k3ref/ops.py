@@ -1,12 +1,12 @@
-"""Kimi K3 per-op reference math, on OFFICIAL semantics (shared/spec/OFFICIAL.md wins on the math).
+"""Kimi K3 per-op reference math, on the official semantics (docs/semantics.md; the official math wins, §12).
 
 Every function is pure: it computes in the dtype of its tensor inputs (float64 for the reference,
-float32 to measure drift) and never mutates its arguments. Section numbers refer to OFFICIAL.md
-("O§") and ENGINE.md ("E§"). Weight matrices are [out, in] (y = x @ W.T); activations are
+float32 to measure drift) and never mutates its arguments. Section numbers (§) refer to
+docs/semantics.md. Weight matrices are [out, in] (y = x @ W.T); activations are
 [T, width] (T = tokens of the call).
 
 Mutants: every op takes ``mut`` (a set of names from MUTANTS, default empty). A mutant is a
-plausible WRONG implementation (mostly the pitfalls of E§11); the reference runs them so a fixture
+plausible WRONG implementation (mostly the pitfalls of §11); the reference runs them so a fixture
 can prove each one is visible. With ``mut`` empty the ops are the official math.
 """
 from __future__ import annotations
@@ -18,42 +18,42 @@ import torch
 # name -> (what the wrong implementation does, where the right rule is written)
 MUTANTS = {
     "alog_per_channel": ("KDA decay uses exp(A_log[d]) per channel d of the padded [head_dim] tensor "
-                         "instead of exp(A_log[h]) per head", "O§4.1, O§11 D4, E§11.3"),
+                         "instead of exp(A_log[h]) per head", "§3.11, §12.3, §11.3"),
     "no_safe_gate": ("KDA decay in the Kimi-Linear-48B form g = -exp(A_log[h])*softplus(graw+dt_bias) "
-                     "(no lower bound) instead of the safe gate lb*sigmoid(...)", "O§4.6, O§11 X6"),
+                     "(no lower bound) instead of the safe gate lb*sigmoid(...)", "§3.11"),
     "l2_mean": ("KDA q/k L2 norm divides by sqrt(MEAN(x^2)+eps) instead of sqrt(SUM(x^2)+eps)",
-                "O§4.5, E§11.10"),
+                "§3.10, §11.10"),
     "conv_taps_reversed": ("short conv taps newest->oldest (w[0] multiplies the current input)",
-                           "O§4.2, E§11.12"),
-    "kda_output_before_update": ("KDA output read from the state BEFORE the delta write", "O§4.7, E§11.9"),
+                           "§3.9, §11.12"),
+    "kda_output_before_update": ("KDA output read from the state BEFORE the delta write", "§3.12, §11.9"),
     "kda_gate_before_norm": ("KDA output: sigmoid gate applied BEFORE the head-wise RMSNorm",
-                             "O§4.8, E§11.11"),
+                             "§3.13, §11.11"),
     "mla_lora_config_eps": ("MLA q_a/kv_a LoRA RMSNorms use rms_norm_eps (1e-5) instead of the class "
-                            "default 1e-6", "O§5.1, O§11 D1/X2"),
+                            "default 1e-6", "§3.14, §12.1"),
     "mla_rope_dropped": ("MLA scores use only the qk_nope dims (the shared unrotated rope slot dropped; "
-                         "scale unchanged)", "O§5.4, E§11.4"),
+                         "scale unchanged)", "§3.14, §11.4"),
     "mla_scale_nope": ("MLA softmax scale qk_nope^-0.5 (128^-0.5 on K3) instead of (qk_nope+qk_rope)^-0.5",
-                       "O§5.5, E§11.4"),
+                       "§3.14, §11.4"),
     "router_biased_weights": ("router combine weights taken from the BIASED selection score",
-                              "O§7.1, E§11.5"),
-    "router_no_renorm": ("router weights not renormalised over the top-k", "O§7.1"),
-    "routed_scale_ignored": ("routed_scaling_factor not applied to the combine weights", "O§7.1"),
+                              "§3.7, §11.5"),
+    "router_no_renorm": ("router weights not renormalised over the top-k", "§3.7"),
+    "routed_scale_ignored": ("routed_scaling_factor not applied to the combine weights", "§3.7"),
     "latent_norm_per_expert": ("LatentMoE RMSNorm applied to each expert's output instead of the "
-                               "weighted SUM", "O§7.4, E§11.6"),
+                               "weighted SUM", "§3.17, §11.6"),
     "shared_scaled": ("shared-expert output multiplied by routed_scaling_factor (it is added unweighted)",
-                      "O§7.5, E§11.6"),
+                      "§3.17, §11.6"),
     "situ_sigmoid_capped": ("SiTU sigmoid takes the tanh-capped gate instead of the uncapped gate",
-                            "O§8, E§11.7"),
-    "nibbles_swapped": ("MXFP4: high nibble read as the even element", "O§9, E§11.8"),
+                            "§3.8, §11.7"),
+    "nibbles_swapped": ("MXFP4: high nibble read as the even element", "§3.4, §11.8"),
     "attnres_snapshot_mixed": ("AttnRes boundary snapshots the MIXED x instead of the incoming partial sum",
-                               "O§6.2, E§11.13"),
+                               "§4.1, §11.13"),
     "attnres_no_clear": ("AttnRes boundary keeps the running partial sum instead of clearing it",
-                         "O§6.2, E§11.13"),
+                         "§4.1, §11.13"),
     "attnres_values_normed": ("AttnRes mixes the RMS-normalised candidates instead of the raw ones",
-                              "O§6, E§11.13"),
-    "no_output_mix": ("model-level output AttnRes mix skipped", "O§6 (Model), E§11.13"),
+                              "§4.1, §11.13"),
+    "no_output_mix": ("model-level output AttnRes mix skipped", "§4.1 (Model), §11.13"),
     "layer_map_zero_based": ("full_attn_layers read as ZERO-based (layer i is MLA iff i in the list)",
-                             "O§2, E§11.1"),
+                             "§1.4, §11.1"),
 }
 
 E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
@@ -72,19 +72,19 @@ def linear(x, w):
 
 
 def rmsnorm(x, w, eps):
-    """O§8 KimiRMSNorm over the last dim: w * (x / sqrt(mean(x^2) + eps))."""
+    """§3.1 KimiRMSNorm over the last dim: w * (x / sqrt(mean(x^2) + eps))."""
     return w * (x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps))
 
 
 def l2norm(x, eps=1e-6, mut=()):
-    """O§4.5 KDA q/k normalisation over the last dim: x / sqrt(sum(x^2) + 1e-6) (eps inside the sqrt)."""
+    """§3.10 KDA q/k normalisation over the last dim: x / sqrt(sum(x^2) + 1e-6) (eps inside the sqrt)."""
     mut = _check_mut(mut)
     ss = (x * x).mean(dim=-1, keepdim=True) if "l2_mean" in mut else (x * x).sum(dim=-1, keepdim=True)
     return x / torch.sqrt(ss + eps)
 
 
 def situ_glu(gate, up, b1, b2, mut=()):
-    """O§8 SiTU-GLU: (b1*tanh(g/b1) * sigmoid(g)) * (b2*tanh(u/b2)); the sigmoid takes the UNCAPPED g."""
+    """§3.8 SiTU-GLU: (b1*tanh(g/b1) * sigmoid(g)) * (b2*tanh(u/b2)); the sigmoid takes the UNCAPPED g."""
     mut = _check_mut(mut)
     capped = b1 * torch.tanh(gate / b1)
     act = capped * torch.sigmoid(capped if "situ_sigmoid_capped" in mut else gate)
@@ -92,7 +92,7 @@ def situ_glu(gate, up, b1, b2, mut=()):
 
 
 def short_conv(x, w, state=None, mut=()):
-    """O§4.2 causal depthwise ShortConvolution + SiLU over time.
+    """§3.9 causal depthwise ShortConvolution + SiLU over time.
 
     x [T, C]; w [C, k] (or the on-disk [C, 1, k]); state [C, k-1] = the previous k-1 inputs, oldest
     first (None = zero history). out[t, c] = silu(sum_j w[c, j] * in[t-(k-1)+j, c]): tap k-1
@@ -118,9 +118,9 @@ def short_conv(x, w, state=None, mut=()):
 
 
 def kda_gate(graw, a_log, dt_bias, lower_bound, mut=()):
-    """O§4.6 KDA safe gate (log-decay): g[t,h,c] = lb * sigmoid(exp(A_log[h]) * (graw[t,h,c] + dt_bias[h,c])).
+    """§3.11 KDA safe gate (log-decay): g[t,h,c] = lb * sigmoid(exp(A_log[h]) * (graw[t,h,c] + dt_bias[h,c])).
 
-    graw [T, H, D]; a_log = the checkpoint tensor as stored (length >= H; O§4.1: per head = its
+    graw [T, H, D]; a_log = the checkpoint tensor as stored (length >= H; §3.11: per head = its
     FIRST H entries, the rest is zero padding); dt_bias [H*D] or [H, D]. Returns g [T, H, D] <= 0.
     """
     mut = _check_mut(mut)
@@ -141,7 +141,7 @@ def kda_gate(graw, a_log, dt_bias, lower_bound, mut=()):
 
 
 def kda_recurrence(q, k, v, g, beta, state=None, mut=()):
-    """O§4.7 gated delta rule, per head, state S [H, Dk, Dv] (zero at sequence start).
+    """§3.12 gated delta rule, per head, state S [H, Dk, Dv] (zero at sequence start).
 
     q, k [T, H, Dk] (already L2-normalised), v [T, H, Dv], g [T, H, Dk] (log decay), beta [T, H].
     Per token: S <- diag(exp(g_t)) S; u = S^T k_t; S <- S + beta_t * k_t (x) (v_t - u);
@@ -164,7 +164,7 @@ def kda_recurrence(q, k, v, g, beta, state=None, mut=()):
 
 
 def kda_layer(x, W, state=None, *, num_heads, head_dim, lower_bound, rms_eps, mut=(), trace=None):
-    """O§4 one KDA token mixer. x = input_layernorm output [T, E].
+    """§3.13 one KDA token mixer. x = input_layernorm output [T, E].
 
     W: the layer's ``self_attn.*`` tensors keyed by their name after ``self_attn.``
     ('q_proj.weight', 'q_conv1d.weight', 'A_log', 'dt_bias', 'o_norm.weight', ...).
@@ -201,7 +201,7 @@ def kda_layer(x, W, state=None, *, num_heads, head_dim, lower_bound, rms_eps, mu
 
 def mla_layer(x, W, cache=None, *, num_heads, qk_nope, qk_rope, v_head, rms_eps, out_gate=True,
               lora_eps=1e-6, mut=(), trace=None):
-    """O§5 Gated MLA (NoPE) over T new tokens at positions cached..cached+T-1.
+    """§3.14 Gated MLA (NoPE) over T new tokens at positions cached..cached+T-1.
 
     W: the layer's ``self_attn.*`` tensors keyed after ``self_attn.``. cache: None or
     {'kv': [Tc, Hm, qk_nope+v_head] (expanded k_nope then v per head), 'rope': [Tc, qk_rope]}.
@@ -249,7 +249,7 @@ def mla_layer(x, W, cache=None, *, num_heads, qk_nope, qk_rope, v_head, rms_eps,
 
 
 def attn_res_mix(partial, snapshots, proj, norm_w, eps, mut=(), trace=None):
-    """O§6 AttnRes mix. Candidates V = [snap_0..snap_{n-1}, partial] (each [T, E], per token);
+    """§3.15 AttnRes mix. Candidates V = [snap_0..snap_{n-1}, partial] (each [T, E], per token);
     score_n = (V_n / sqrt(mean(V_n^2)+eps)) . (norm_w * proj); p = softmax_n; result sum_n p_n V_n
     over the RAW candidates."""
     mut = _check_mut(mut)
@@ -264,7 +264,7 @@ def attn_res_mix(partial, snapshots, proj, norm_w, eps, mut=(), trace=None):
 
 
 def router(x, gate_w, bias, top_k, renorm, scale, mut=(), trace=None):
-    """O§7.1 sigmoid router on the full-width normed x [T, E].
+    """§3.7 sigmoid router on the full-width normed x [T, E].
 
     s = sigmoid(x Wg^T); selection by s + bias (bias steers SELECTION only), top_k by descending
     selection score, ties to the lower expert id; weights = the UNBIASED s at the picks,
@@ -287,11 +287,11 @@ def router(x, gate_w, bias, top_k, renorm, scale, mut=(), trace=None):
 
 
 def mxfp4_dequant(packed, scales, group=32, e8m0_255="zero", mut=()):
-    """O§9 MXFP4 (compressed-tensors mxfp4-pack-quantized) -> float64 [R, 2*C].
+    """§3.4 MXFP4 (compressed-tensors mxfp4-pack-quantized) -> float64 [R, 2*C].
 
     packed U8 [R, C]: byte j holds element 2j in the LOW nibble and 2j+1 in the HIGH nibble.
-    scales U8 [R, 2C/group]: E8M0, value 2^(byte-127). Byte 255 is NaN in the OCP spec (O§9, D6);
-    the project contract (the lead's decision; E§3.4) maps it to 0 (the whole group zeroed) because
+    scales U8 [R, 2C/group]: E8M0, value 2^(byte-127). Byte 255 is NaN in the OCP spec (§3.4, §12.4);
+    the project contract (docs/semantics.md §3.4, §12.4) maps it to 0 (the whole group zeroed) because
     the official writer never produces it: e8m0_255="zero" (default) or "nan" (spec).
     """
     mut = _check_mut(mut)
@@ -334,13 +334,13 @@ def mxfp4_quantize(w, group=32):
 
 
 def dense_mlp(x, W, b1, b2, mut=()):
-    """O§8 dense SiTU MLP (layer 0): down(situ(gate x, up x)). W keyed after ``mlp.``."""
+    """§3.18 dense SiTU MLP (layer 0): down(situ(gate x, up x)). W keyed after ``mlp.``."""
     return linear(situ_glu(linear(x, W["gate_proj.weight"]), linear(x, W["up_proj.weight"]), b1, b2, mut),
                   W["down_proj.weight"])
 
 
 def latent_moe(x, W, experts, *, top_k, renorm, scale, rms_eps, b1, b2, latent_norm=True, mut=(), trace=None):
-    """O§7 Stable LatentMoE. x = post_attention_layernorm output [T, E].
+    """§3.17 Stable LatentMoE. x = post_attention_layernorm output [T, E].
 
     W: the layer's ``block_sparse_moe.*`` non-expert tensors keyed after ``block_sparse_moe.``.
     experts: callable e -> (w1 [I, Lt], w3 [I, Lt], w2 [Lt, I]) dequantised (or a dict e -> tuple).

@@ -2,7 +2,7 @@
 
 Layout: u64 little-endian header length N, N bytes of JSON {name: {dtype, shape, data_offsets:
 [begin, end]}, "__metadata__": {...}}, then the data; offsets are relative to 8 + N.
-The dtype is taken from the header (O§11 D7); widening to float64/float32 is exact (BF16 = the
+The dtype is taken from the header (docs/semantics.md §12.5); widening to float64/float32 is exact (BF16 = the
 top 16 bits of an F32).
 """
 from __future__ import annotations

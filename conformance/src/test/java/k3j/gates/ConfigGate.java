@@ -27,7 +27,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The config reader accepts the released, tiny nested and tiny flat configs with the right layer map,
- * and refuses every mutant naming what is wrong (ENGINE.md §1, OFFICIAL.md §2). The cases, one base
+ * and refuses every mutant naming what is wrong (docs/semantics.md §1, §1.4). The cases, one base
  * config plus one change each, are written by oracle-fixtures/config/gen_cases.py, which also computes
  * the accepted configs' facts by its own reading of the rules.
  */

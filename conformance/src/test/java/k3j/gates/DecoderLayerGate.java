@@ -34,7 +34,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Claim: one whole decoder layer (AttnRes mixes, block-boundary snapshot, norms, KDA or MLA, LatentMoE),
- * wired by the binder's own suffix table from the fixture's tensors, reproduces the float64 reference of
+ * bound by the binder's own suffix table from the fixture's tensors, reproduces the float64 reference of
  * every level-"layer" fixture in oracle-fixtures/ops within the fixture's per-output tolerance. Metric per
  * case: worst |got − want| / (atol + rtol·|want|) over all outputs.
  */

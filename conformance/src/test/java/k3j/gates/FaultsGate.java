@@ -162,7 +162,7 @@ class FaultsGate {
             Evidence.text("k3 inspect", c.transcript());
             if (file.equals("config.json")) {
                 try (Child cfg = Child.k3("inspect", model.resolve(file).toString())) {
-                    assertEquals(ExitCode.RUNTIME, cfg.exitCode(), cfg.transcript());
+                    assertEquals(ExitCode.USAGE, cfg.exitCode(), cfg.transcript());
                     assertTrue(cfg.transcript().contains("not a regular file"), cfg.transcript());
                 }
             } else {
@@ -231,11 +231,11 @@ class FaultsGate {
 
     @Test
     @Feature("config against checkpoint")
-    @DisplayName("k3 inspect config.json parses and validates it: an empty config exits 1 naming the missing fields, a valid one prints its summary")
+    @DisplayName("k3 inspect config.json parses and validates it: an empty config exits 2 naming the missing fields, a valid one prints its summary")
     void inspectValidatesAConfig() throws IOException {
         Path empty = Files.writeString(tmp.resolve("config.json"), "{}");
         try (Child c = Child.k3("inspect", empty.toString())) {
-            assertEquals(ExitCode.RUNTIME, c.exitCode(), c.transcript());
+            assertEquals(ExitCode.USAGE, c.exitCode(), c.transcript());
             assertTrue(c.transcript().contains("missing required field hidden_size"), c.transcript());
         }
         try (Child c = Child.k3("inspect", Project.fixture("mini-k3-93/config.json").toString())) {

@@ -52,7 +52,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The memory ladder: the same prompt gives the same tokens AND the same logits, bit for bit, at every memory
- * budget (ENGINE §5.4-5.5, §6). mini-k3-93 is packed into a trunk with the real packer and generated from the
+ * budget (docs/semantics.md §5.4-5.5, §6). mini-k3-93 is packed into a trunk with the real packer and generated from the
  * dump's prompt (gen 8) with everything resident, then streamed through one ring slot with the smallest
  * expert cache that holds top-k + 1 experts, two slots, a partly pinned trunk, and the whole trunk pinned with
  * a cache that holds every expert; each in incremental and in full-recompute mode. Every rung's ids must

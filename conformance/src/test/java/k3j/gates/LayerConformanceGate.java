@@ -37,7 +37,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * Claim: every layer of the checkpoint, run ALONE from the reference dump's own inputs (its incoming partial
  * sum and the snapshots it sees; fresh state), reproduces the torch reference at every stage — mixed
  * attention input and its norm, token-mixer output, partial after attention, mixed MLP input and its norm,
- * MLP/MoE output, returned partial sum, MoE combine weights — within the seed's rounding budget, and routes
+ * MLP/MoE output, returned partial sum, MoE combine weights — within the rounding budget (docs/semantics.md §10.7), and routes
  * every token to the same experts in the same order. One bad layer cannot poison the next.
  *
  * <p>Metric per stage: ratio = max|engine − ref| / max|ref| over the stage's [T][E] array, reported as a

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
  * cache and the carried KDA state), and greedy generation gives the reference's ids.
  *
  * <p>Metric: max|diff| / max|ref| over all positions against budget = eps32 · sqrt(vocab) · factor (the dump's
- * manifest), plus the seed's cmp_logits figures (max and mean |diff|, correlation, top-10 overlap, argmax per
+ * manifest), plus the C engine's logit-comparison figures (docs/semantics.md §10.7) (max and mean |diff|, correlation, top-10 overlap, argmax per
  * position). The rows that produced the greedy ids must pick exactly the next id.
  */
 @Tag("checkpoint")

@@ -48,7 +48,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * what a user needs: a dump identifies the checkpoint it was made from by headers, and the data difference
  * is what the comparison is there to find. Metric per case: the failing layer's worst stage ratio to budget.
  *
- * <p>Row 8 is the control: A_log's padding tail (entries H.. of the zero-padded tensor, OFFICIAL §4.1) is
+ * <p>Row 8 is the control: A_log's padding tail (entries H.. of the zero-padded tensor, docs/semantics.md §3.11) is
  * never read by a per-head engine, so NO layer may fail (a per-channel engine fails that row).
  */
 @Tag("mutation")

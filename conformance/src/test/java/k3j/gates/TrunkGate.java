@@ -50,7 +50,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The packed trunk holds every layer's non-expert bytes exactly as the shards do, and the stream hands
- * the forward exactly those bytes under any budget (ENGINE.md §5, §10.6; pitfalls 14, 16, 18). Every case
+ * the forward exactly those bytes under any budget (docs/semantics.md §5, §10.6; pitfalls 14, 16, 18). Every case
  * writes a small checkpoint whose every byte is a marker of (weights, layer, tensor, position)
  * ({@link MarkedCheckpoint}), packs it with the real packer, and compares what the trunk or the stream
  * gives against the shards' own bytes read through the checkpoint reader: real files, real reads.
@@ -285,7 +285,7 @@ class TrunkGate {
     }
 
     // ---------------------------------------------------------------------------------------------
-    // streaming (ENGINE.md §10.6)
+    // streaming (docs/semantics.md §10.6)
 
     @Test
     @Feature("streaming")

@@ -5,7 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * The C peer's deterministic inputs (shared/bench/common.h: splitmix64 streams), mirrored bit for bit so the
+ * The C peer's deterministic inputs (its common.h: splitmix64 streams), mirrored bit for bit so the
  * Java kernels can be checked against the peer's dumped outputs and timed on the same data.
  */
 final class PeerInputs {

@@ -11,7 +11,9 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import java.util.LinkedHashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.stream.Stream;
 import k3j.io.CheckpointIndex;
@@ -33,7 +35,11 @@ public final class Corruptions {
     public static void write(Path src, Path dst, List<Corruption> corruptions) {
         CheckpointIndex index = CheckpointIndex.open(src);
         Set<Path> touched = new LinkedHashSet<>();
-        for (Corruption c : corruptions) for (TensorInfo t : tensors(index, c)) touched.add(t.file().getFileName());
+        List<List<TensorInfo>> tensors = corruptions.stream().map(c -> tensors(index, c)).toList();
+        for (int i = 0; i < corruptions.size(); i++) {
+            changesSomething(src, tensors.get(i), corruptions.get(i));
+            for (TensorInfo t : tensors.get(i)) touched.add(t.file().getFileName());
+        }
         try {
             Files.createDirectories(dst);
             try (Stream<Path> files = Files.list(src)) {
@@ -46,7 +52,7 @@ public final class Corruptions {
         } catch (IOException e) {
             throw new BisectException("cannot write the corrupted copy " + dst + ": " + e.getMessage(), e);
         }
-        for (Corruption c : corruptions) apply(index, dst, c);
+        for (int i = 0; i < corruptions.size(); i++) apply(dst, tensors.get(i), corruptions.get(i));
     }
 
     private static void link(Path f, Path to) throws IOException {
@@ -81,58 +87,83 @@ public final class Corruptions {
         };
     }
 
-    private static void apply(CheckpointIndex index, Path dst, Corruption c) {
-        List<TensorInfo> ts = tensors(index, c);
-        Path file = dst.resolve(ts.getFirst().file().getFileName());
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            switch (c) {
-                case Corruption.Swap s -> {
-                    if (ts.get(0).file().equals(ts.get(1).file())) {
-                        ByteBuffer a = read(ch, ts.get(0)), b = read(ch, ts.get(1));
-                        write(ch, ts.get(0), b);
-                        write(ch, ts.get(1), a);
-                    } else {
-                        try (FileChannel other = FileChannel.open(dst.resolve(ts.get(1).file().getFileName()), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-                            ByteBuffer a = read(ch, ts.get(0)), b = read(other, ts.get(1));
-                            write(ch, ts.get(0), b);
-                            write(other, ts.get(1), a);
-                        }
-                    }
-                }
-                case Corruption.NibbleFlip n -> {
-                    for (TensorInfo t : ts) {
-                        if (!t.file().getFileName().equals(file.getFileName())) throw new BisectException(t + ": an expert's tensors must share a shard");
-                        ByteBuffer b = read(ch, t);
-                        for (int i = 0; i < b.capacity(); i++) b.put(i, flipNibbles(b.get(i)));
-                        write(ch, t, b);
-                    }
-                }
-                case Corruption.Fill f -> {
-                    TensorInfo t = ts.getFirst();
-                    float[] v = decode(t, read(ch, t));
-                    if (f.from() < 0 || f.from() >= v.length) throw new BisectException(t + ": fill from " + f.from() + " is outside its " + v.length + " elements");
-                    Arrays.fill(v, (int) f.from(), v.length, f.value());
-                    write(ch, t, encode(t, v));
-                }
-                case Corruption.Scale s -> {
-                    TensorInfo t = ts.getFirst();
-                    float[] v = decode(t, read(ch, t));
-                    for (int i = 0; i < v.length; i++) v[i] *= s.factor();
-                    write(ch, t, encode(t, v));
-                }
-                case Corruption.Transpose tr -> {
-                    TensorInfo t = ts.getFirst();
-                    int r = Math.toIntExact(t.shape()[0]), cols = Math.toIntExact(t.shape()[1]), size = t.dtype().size();
-                    ByteBuffer in = read(ch, t), out = ByteBuffer.allocate(in.capacity());
-                    for (int i = 0; i < r; i++) {
-                        for (int j = 0; j < cols; j++) out.put((j * r + i) * size, in, (i * cols + j) * size, size);
-                    }
-                    write(ch, t, out);
+    /** Reads a tensor's bytes from wherever the caller keeps them (the source, or the copy being patched). */
+    @FunctionalInterface
+    private interface Bytes {
+        ByteBuffer of(TensorInfo t) throws IOException;
+    }
+
+    /**
+     * Refuses a corruption that would change no byte of the source (a scale that rounds back to the same bf16,
+     * a fill with the values already there, a swap of equal tensors, a transpose of a symmetric matrix): such a
+     * copy would pass every gate and prove nothing.
+     */
+    private static void changesSomething(Path src, List<TensorInfo> ts, Corruption c) {
+        try {
+            Bytes original = t -> read(src.resolve(t.file().getFileName()), t);
+            Map<TensorInfo, ByteBuffer> after = patched(ts, c, original);
+            for (Map.Entry<TensorInfo, ByteBuffer> e : after.entrySet()) {
+                if (!original.of(e.getKey()).equals(e.getValue().position(0).limit(e.getValue().capacity()))) return;
+            }
+        } catch (IOException e) {
+            throw new BisectException("cannot read " + src + " for " + c.spec() + ": " + e.getMessage(), e);
+        }
+        throw new BisectException(c.spec() + " changes no byte of " + ts.stream().map(TensorInfo::name).toList()
+                + " (the result rounds back to the stored values); the copy would equal the original");
+    }
+
+    private static void apply(Path dst, List<TensorInfo> ts, Corruption c) {
+        try {
+            for (Map.Entry<TensorInfo, ByteBuffer> e : patched(ts, c, t -> read(dst.resolve(t.file().getFileName()), t)).entrySet()) {
+                try (FileChannel ch = FileChannel.open(dst.resolve(e.getKey().file().getFileName()), StandardOpenOption.WRITE)) {
+                    write(ch, e.getKey(), e.getValue());
                 }
             }
         } catch (IOException e) {
-            throw new BisectException("cannot patch " + file + " for " + c.spec() + ": " + e.getMessage(), e);
+            throw new BisectException("cannot patch " + dst + " for " + c.spec() + ": " + e.getMessage(), e);
         }
+    }
+
+    /** The new bytes of every tensor {@code c} rewrites, from the bytes {@code bytes} gives. */
+    private static Map<TensorInfo, ByteBuffer> patched(List<TensorInfo> ts, Corruption c, Bytes bytes) throws IOException {
+        Map<TensorInfo, ByteBuffer> out = new LinkedHashMap<>();
+        switch (c) {
+            case Corruption.Swap s -> {
+                out.put(ts.get(0), bytes.of(ts.get(1)));
+                out.put(ts.get(1), bytes.of(ts.get(0)));
+            }
+            case Corruption.NibbleFlip n -> {
+                for (TensorInfo t : ts) {
+                    if (!t.file().equals(ts.getFirst().file())) throw new BisectException(t + ": an expert's tensors must share a shard");
+                    ByteBuffer b = bytes.of(t);
+                    for (int i = 0; i < b.capacity(); i++) b.put(i, flipNibbles(b.get(i)));
+                    out.put(t, b);
+                }
+            }
+            case Corruption.Fill f -> {
+                TensorInfo t = ts.getFirst();
+                float[] v = decode(t, bytes.of(t));
+                if (f.from() < 0 || f.from() >= v.length) throw new BisectException(t + ": fill from " + f.from() + " is outside its " + v.length + " elements");
+                Arrays.fill(v, (int) f.from(), v.length, f.value());
+                out.put(t, encode(t, v));
+            }
+            case Corruption.Scale s -> {
+                TensorInfo t = ts.getFirst();
+                float[] v = decode(t, bytes.of(t));
+                for (int i = 0; i < v.length; i++) v[i] *= s.factor();
+                out.put(t, encode(t, v));
+            }
+            case Corruption.Transpose tr -> {
+                TensorInfo t = ts.getFirst();
+                int r = Math.toIntExact(t.shape()[0]), cols = Math.toIntExact(t.shape()[1]), size = t.dtype().size();
+                ByteBuffer in = bytes.of(t), o = ByteBuffer.allocate(in.capacity());
+                for (int i = 0; i < r; i++) {
+                    for (int j = 0; j < cols; j++) o.put((j * r + i) * size, in, (i * cols + j) * size, size);
+                }
+                out.put(t, o);
+            }
+        }
+        return out;
     }
 
     /** Parses one corruption spec (see {@link Corruption#spec()}). */
@@ -158,14 +189,16 @@ public final class Corruptions {
         return t;
     }
 
-    private static ByteBuffer read(FileChannel ch, TensorInfo t) throws IOException {
-        ByteBuffer b = ByteBuffer.allocate(Math.toIntExact(t.length()));
-        long at = t.offset();
-        while (b.hasRemaining()) {
-            int n = ch.read(b, at + b.position());
-            if (n < 0) throw new IOException("short read of " + t);
+    private static ByteBuffer read(Path file, TensorInfo t) throws IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            ByteBuffer b = ByteBuffer.allocate(Math.toIntExact(t.length()));
+            long at = t.offset();
+            while (b.hasRemaining()) {
+                int n = ch.read(b, at + b.position());
+                if (n < 0) throw new IOException("short read of " + t);
+            }
+            return b.flip().order(ByteOrder.LITTLE_ENDIAN);
         }
-        return b.flip().order(ByteOrder.LITTLE_ENDIAN);
     }
 
     private static void write(FileChannel ch, TensorInfo t, ByteBuffer b) throws IOException {

@@ -4,7 +4,7 @@ import java.util.Locale;
 import k3j.io.DirectIo;
 
 /**
- * Slot geometry (ENGINE.md §6.1). A slot holds the probe expert plus 2·4096 bytes of O_DIRECT
+ * Slot geometry (docs/semantics.md §6.1). A slot holds the probe expert plus 2·4096 bytes of O_DIRECT
  * widening, rounded up to 4096, so every slot base is 4096-aligned (pitfall 18: K3's
  * 17,547,264-byte expert is aligned by coincidence, the stride must not rely on it).
  */

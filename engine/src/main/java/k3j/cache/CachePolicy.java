@@ -1,6 +1,6 @@
 package k3j.cache;
 
-/** The replacement policies (ENGINE.md §6.3): S3-FIFO is the default, LRU the README's original. */
+/** The replacement policies (docs/semantics.md §6.3): S3-FIFO is the default, LRU the README's original. */
 public enum CachePolicy {
     S3_FIFO("S3-FIFO"), LRU("LRU");
 

@@ -8,7 +8,7 @@ import java.util.Map;
 import java.util.TreeSet;
 
 /**
- * Replays a get() trace (ENGINE.md §9) at a given number of slots and counts hits. LRU and S3-FIFO
+ * Replays a get() trace (docs/semantics.md §9) at a given number of slots and counts hits. LRU and S3-FIFO
  * drive the engine's own {@link SlotTable} and policies, protection ring included, so a replay at
  * the live cache's slot count and top-k gives the live cache's hits exactly when it ran without
  * batch prefetch. Belady (with bypass) and PIN+LRU are the §9 bounds.

@@ -7,7 +7,7 @@ import java.util.Locale;
  * them. {@code specReads} are the speculative read-ahead's loads; {@code specUsed} counts ids of
  * a layer's recorded routing that the next routing of that layer asked for again (§6.5).
  *
- * The cache's counters over one window: a generation step, or the whole run (ENGINE.md §6.8).
+ * The cache's counters over one window: a generation step, or the whole run (docs/semantics.md §6.8).
  * Every counter of a window is reset together (pitfall 17: prefetch reads reset apart from hits
  * make the TRUE hit rate negative or zero).
  */

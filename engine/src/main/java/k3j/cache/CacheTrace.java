@@ -12,7 +12,7 @@ import java.util.Locale;
 
 /**
  * Records every get() request BEFORE it is served (pitfall 17), so the trace is what the model
- * asked for, independent of cache state; batch prefetches are not recorded (ENGINE.md §6.9).
+ * asked for, independent of cache state; batch prefetches are not recorded (docs/semantics.md §6.9).
  * Writes {@code expert_trace.bin} (int32 little-endian (layer, expert) pairs in request order) and
  * {@code expert_hist.json} ({@code {"n_layers","n_experts","counts":{"<layer>,<expert>":n}}},
  * sparse, layer-major).

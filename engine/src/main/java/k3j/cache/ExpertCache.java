@@ -21,7 +21,7 @@ import java.util.function.Consumer;
 import k3j.io.DirectIo;
 
 /**
- * The routed-expert cache (ENGINE.md §6): a fixed arena of 4096-aligned slots, one lock over the
+ * The routed-expert cache (docs/semantics.md §6): a fixed arena of 4096-aligned slots, one lock over the
  * {@link SlotTable}, reads outside the lock. A slot being read into is INFLIGHT: it is never
  * handed out, served or evicted, and a second request for the same expert waits for the first
  * read instead of reading twice. A slot is published only after a FULL read; a failed or short
@@ -49,7 +49,7 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
             return new Settings(budgetBytes, topK, CachePolicy.S3_FIFO, ReadMode.DIRECT, true, 4, true);
         }
 
-        /** The defaults as ENGINE.md §7.10 lets the environment change them: K3_CACHE_POLICY=lru, K3_NOPREFETCH. */
+        /** The defaults as docs/semantics.md §7.10 lets the environment change them: K3_CACHE_POLICY=lru, K3_NOPREFETCH. */
         public static Settings fromEnvironment(long budgetBytes, int topK, Map<String, String> env) {
             Settings s = of(budgetBytes, topK);
             String policy = env.getOrDefault("K3_CACHE_POLICY", "");
@@ -282,7 +282,7 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
     }
 
     /**
-     * The speculation hook (ENGINE.md §6.6): the MoE calls it on entering {@code layer}, before
+     * The speculation hook (docs/semantics.md §6.6): the MoE calls it on entering {@code layer}, before
      * routing. It clears the protection ring (the previous layer's experts are no longer being
      * multiplied) and, if the read-ahead worker is idle, batch-loads the layer's last routing in
      * the background (counted as spec reads). No numeric effect: get() serves whatever is resident.

@@ -3,7 +3,7 @@ package k3j.cache;
 /**
  * A routed expert could not be made resident: unresolvable, oversized, a failed or short read, or
  * no slot free. Nothing was served; the forward counts a dropped expert and the run is INVALID
- * (ENGINE.md §11 pitfall 19, exit 4).
+ * (docs/semantics.md §11 pitfall 19, exit 4).
  */
 public final class ExpertLoadException extends Exception {
     private final int layer;

@@ -6,7 +6,7 @@ import java.util.List;
 /**
  * Where one routed expert lives on disk: its file and the byte extents of its six tensors, in
  * {@link ExpertPart} order, straight from the safetensors header (the order of the six inside the
- * shard is not assumed). Contiguity per ENGINE.md §2.6: lo = min offset, hi = max end; contiguous
+ * shard is not assumed). Contiguity per docs/semantics.md §2.6: lo = min offset, hi = max end; contiguous
  * iff hi − lo equals the sum of the six lengths. A contiguous expert is ONE read of [lo, hi) and
  * each part sits at (its offset − lo); otherwise the slot holds the canonical layout
  * w1.packed, w1.scale, w2.packed, w2.scale, w3.packed, w3.scale, filled by six reads.

@@ -1,8 +1,8 @@
 package k3j.cache;
 
 /**
- * Resolves (layer, expert) to its bytes on disk; the lead wires this to the safetensors index.
- * Keys are {@code layer · experts() + expert} over {@code layers()} layers (ENGINE.md §6.1).
+ * Resolves (layer, expert) to its bytes on disk (from the safetensors index, or a test layout).
+ * Keys are {@code layer · experts() + expert} over {@code layers()} layers (docs/semantics.md §6.1).
  */
 public interface ExpertLocator {
     int layers();

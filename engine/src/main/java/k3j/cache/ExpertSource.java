@@ -9,7 +9,7 @@ public interface ExpertSource {
     ResidentExpert get(int layer, int expert) throws ExpertLoadException;
 
     /**
-     * Batch-prefetches this layer's top-k (ENGINE.md §6.5): reads run in disk-offset order, in
+     * Batch-prefetches this layer's top-k (docs/semantics.md §6.5): reads run in disk-offset order, in
      * parallel. Returns how many were brought resident; a short count is not an error (get()
      * reads or reports the rest).
      */

@@ -9,7 +9,7 @@ import java.util.function.Consumer;
 import k3j.io.DirectIo;
 
 /**
- * Positional FileChannel reads into off-heap slots (ENGINE.md §6.7). Channels are opened once per
+ * Positional FileChannel reads into off-heap slots (docs/semantics.md §6.7). Channels are opened once per
  * file and shared by the read threads. In {@link ReadMode#DIRECT} a contiguous expert is one
  * O_DIRECT read of the aligned {@link DirectIo.Window} around it into its slot, the bytes starting at
  * pad = off − lo. A filesystem that refuses O_DIRECT (tmpfs) gets buffered reads, with one note.

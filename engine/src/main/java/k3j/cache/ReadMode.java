@@ -1,6 +1,6 @@
 package k3j.cache;
 
-/** How expert bytes come off the disk (ENGINE.md §6.7). */
+/** How expert bytes come off the disk (docs/semantics.md §6.7). */
 public enum ReadMode {
     /** O_DIRECT, widened to 4096-aligned windows; buffered where the filesystem refuses it. */
     DIRECT,

@@ -5,7 +5,7 @@ import java.util.LinkedHashSet;
 import java.util.Locale;
 
 /**
- * Chooses which slot a new expert takes (ENGINE.md §6.3). Called only under the cache lock, by
+ * Chooses which slot a new expert takes (docs/semantics.md §6.3). Called only under the cache lock, by
  * {@link SlotTable}, which owns slot states and the protection ring; a policy never returns an
  * INFLIGHT, pinned or protected slot.
  */

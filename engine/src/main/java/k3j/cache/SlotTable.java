@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * Which key each slot holds, with no I/O (ENGINE.md §6.2): a key (≥ 0), EMPTY or INFLIGHT. An
+ * Which key each slot holds, with no I/O (docs/semantics.md §6.2): a key (≥ 0), EMPTY or INFLIGHT. An
  * INFLIGHT slot is never handed out, served or evicted. The live cache drives it under its lock;
  * {@code k3 sim-cache} drives the same table to replay a trace, so both make the same choices.
  */
@@ -136,7 +136,7 @@ final class SlotTable {
     }
 
     /**
-     * Phase 1 of a batch prefetch (ENGINE.md §6.5): reserves an INFLIGHT slot for each key that is
+     * Phase 1 of a batch prefetch (docs/semantics.md §6.5): reserves an INFLIGHT slot for each key that is
      * neither resident, in flight nor a repeat (−1 entries are skipped), in order, stopping at the
      * first key no slot can be found for. The batch's resident members are shielded meanwhile, so
      * reserving for one member never evicts another that is about to be requested.

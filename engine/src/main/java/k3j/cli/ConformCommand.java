@@ -27,8 +27,8 @@ import picocli.CommandLine.Parameters;
 
 /**
  * {@code k3 conform MODEL [--reference DUMP] [--layers 0-92|40,41,50-60]}: the checkpoint gates without
- * Maven (issue "[checkpoint]"): every selected layer run alone from the reference dump's own inputs and
- * compared stage by stage against the seed's rounding budget, then logit parity at every position (full
+ * Maven: every selected layer run alone from the reference dump's own inputs and
+ * compared stage by stage against the rounding budget (docs/semantics.md §10.7), then logit parity at every position (full
  * recompute and incremental) and greedy generation. {@code --verify-data} hashes every byte of the model
  * against the dump's sha256 list instead.
  */
@@ -38,8 +38,12 @@ import picocli.CommandLine.Parameters;
                 "searched in --dumps, ./reference-dumps, the repository's reference-dumps/, the model directory and next to it.",
                 "Exit codes: 0 every layer and the logits conform, 1 something does not (or a runtime failure), 2 bad usage."})
 final class ConformCommand implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "MODEL", description = "the checkpoint directory")
+    @Parameters(index = "0", arity = "0..1", paramLabel = "MODEL", description = "the checkpoint directory (not with --candidate)")
     Path model;
+
+    @Option(names = "--candidate", paramLabel = "DUMP", description = "judge another engine's candidate dump (docs/formats.md) instead of running k3j: "
+            + "same stages, budgets, categories and logit figures; the reference defaults to the one the candidate names")
+    Path candidate;
 
     @Option(names = "--reference", paramLabel = "DUMP", description = "the reference dump (directory, .tar.gz or .tar.xz); refused if made for other weights")
     Path reference;
@@ -68,7 +72,10 @@ final class ConformCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
-        if (!Files.isDirectory(model)) throw usage("no model directory " + model);
+        if (candidate != null && model != null) throw usage("--candidate judges a dump without a model: give no MODEL");
+        if (candidate != null && verifyData) throw usage("--verify-data hashes a model's files: not with --candidate");
+        if (candidate == null && model == null) throw usage("give MODEL, or --candidate DUMP");
+        if (model != null && !Files.isDirectory(model)) throw usage("no model directory " + model);
         if (threads != null && threads < 1) throw usage("--threads must be >= 1, got " + threads);
         if (chart != null) {
             try {
@@ -88,14 +95,14 @@ final class ConformCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         int failed = 0;
         try (Workers w = Workers.of(Threads.orAvailable(threads));
-             Conformance c = Conformance.open(model, reference, search, w)) {
+             Conformance c = candidate != null ? Conformance.candidate(candidate, reference, search) : Conformance.open(model, reference, search, w)) {
             List<Integer> sel;
             try {
                 sel = LayerSelection.parse(layers, c.layerCount());
             } catch (IllegalArgumentException e) {
                 throw usage(e.getMessage());
             }
-            out.println("model     : " + model);
+            out.println(candidate != null ? "candidate : " + c.engine() : "model     : " + model);
             out.println("reference : " + c.dump().source() + " (" + c.tokens() + " ids)");
             out.println("budget    : " + c.budget().rule());
             if (c.bindFailure() != null) err.println("k3: " + c.bindFailure().getMessage());
@@ -123,25 +130,20 @@ final class ConformCommand implements Callable<Integer> {
                     out.printf(Locale.ROOT, "%-22s %d layer(s): %s%n", f.tag(), found.size(), LayerSelection.format(found));
                 }
             }
+            reports.stream().filter(r -> !r.conforms()).findFirst().ifPresent(r -> out.println("FIRST DIVERGENCE: " + r.name()
+                    + (r.firstDivergence() != null ? " " + r.firstDivergence() : "") + " " + r.finding().tag()));
             out.println("=".repeat(78));
             out.println(failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM");
             if (chart != null) {
-                AtomicWrite.string(chart, "--chart", Charts.overview(reports, "layers x stages: " + model.getFileName()));
+                AtomicWrite.string(chart, "--chart", Charts.overview(reports, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
                 out.println("chart: " + chart);
             }
-            if (!noLogits && c.forward() != null) {
-                for (boolean incremental : new boolean[] {false, true}) {
-                    LogitParity.Result p = c.teacherForcing(incremental);
-                    out.println();
-                    out.println("===== ELEMENTWISE LOGIT COMPARISON (" + p.mode() + ") =====");
-                    out.print(p.text());
-                    if (p.finding() != Finding.CONFORMS) failed++;
-                }
-                LogitParity.Greedy g = c.greedy();
-                out.println();
-                out.println("===== GREEDY GENERATION (incremental) =====");
-                out.print(g.text());
-                if (!g.equal()) failed++;
+            if (!noLogits && candidate != null) {
+                failed += logits(out, c::candidateLogits);
+                failed += greedy(out, c);
+            } else if (!noLogits && c.forward() != null) {
+                for (boolean incremental : new boolean[] {false, true}) failed += logits(out, () -> c.teacherForcing(incremental));
+                failed += greedy(out, c);
             }
         } catch (ConformException e) {
             err.println("k3: " + e.getMessage());
@@ -149,6 +151,36 @@ final class ConformCommand implements Callable<Integer> {
         }
         out.printf(Locale.ROOT, "wall time %.1f s%n", (System.nanoTime() - t0) / 1e9);
         return failed == 0 ? ExitCode.OK : ExitCode.RUNTIME;
+    }
+
+    /** One elementwise logit block; 1 when it does not conform (a candidate without logits: its missing stage). */
+    private static int logits(PrintWriter out, java.util.function.Supplier<LogitParity.Result> compare) {
+        out.println();
+        try {
+            LogitParity.Result p = compare.get();
+            out.println("===== ELEMENTWISE LOGIT COMPARISON (" + p.mode() + ") =====");
+            out.print(p.text());
+            return p.finding() == Finding.CONFORMS ? 0 : 1;
+        } catch (ConformException e) {
+            if (e.finding() != Finding.MISSING_STAGE) throw e;
+            out.println("===== ELEMENTWISE LOGIT COMPARISON =====");
+            out.println(e.getMessage());
+            return 1;
+        }
+    }
+
+    private static int greedy(PrintWriter out, Conformance c) {
+        out.println();
+        out.println("===== GREEDY GENERATION (incremental) =====");
+        try {
+            LogitParity.Greedy g = c.greedy();
+            out.print(g.text());
+            return g.equal() ? 0 : 1;
+        } catch (ConformException e) {
+            if (e.finding() != Finding.MISSING_STAGE) throw e;
+            out.println(e.getMessage());
+            return 1;
+        }
     }
 
     /** --dumps, ./reference-dumps, and the reference-dumps/ of the repository the jar was built in. */

@@ -29,7 +29,7 @@ import picocli.CommandLine.Parameters;
 /**
  * {@code k3 doctor [MODEL]}: what this machine brings to a run: cores, memory, the JDK and its Vector API,
  * the O_DIRECT read bandwidth of the disk holding the model (or the packed trunk), and which preset fits
- * (ENGINE.md §7.2). Reads, never writes, except a temporary file when there is nothing to read.
+ * (docs/semantics.md §7.2). Reads, never writes, except a temporary file when there is nothing to read.
  */
 @Command(name = "doctor", mixinStandardHelpOptions = true,
         description = "Check this machine for a run: cores, memory, JDK, Vector API, O_DIRECT disk bandwidth, the preset that fits.")

@@ -1,6 +1,6 @@
 package k3j.cli;
 
-/** The k3 command's exit codes (ENGINE.md §7.9). */
+/** The k3 command's exit codes (docs/semantics.md §7.9). */
 public final class ExitCode {
     /** Success; also --help, --version, --list-presets and --tf-check. */
     public static final int OK = 0;

@@ -22,13 +22,13 @@ import picocli.CommandLine.Parameters;
  * {@code k3 inspect PATH}: validates every safetensors header of a model directory (or one file) and
  * summarises it. Exit 0 on a valid checkpoint; 1 ({@link ExitCode#RUNTIME}) when it is unreadable,
  * malformed or partial, printing {@code k3 inspect: FILE: ... [rule]}; 2 ({@link ExitCode#USAGE}) when
- * PATH does not exist or is neither a directory, a .safetensors file nor a config.json.
+ * PATH does not exist or is neither a directory, a .safetensors file nor a config (.json).
  */
 @Command(name = "inspect",
-        description = "Validate and summarise a model directory, one .safetensors file or a config.json.",
+        description = "Validate and summarise a model directory, one .safetensors file or a config (.json).",
         footer = "Exit codes: 0 valid, 1 unreadable/invalid/partial checkpoint, 2 bad arguments.")
 final class InspectCommand implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "PATH", description = "a model directory, a .safetensors file or a config.json")
+    @Parameters(index = "0", paramLabel = "PATH", description = "a model directory, a .safetensors file or a config (.json)")
     Path path;
 
     @CommandLine.Spec
@@ -49,11 +49,11 @@ final class InspectCommand implements Callable<Integer> {
                 return ExitCode.OK;
             } catch (ConfigException e) {
                 err.println("k3 inspect: " + e.getMessage());
-                return ExitCode.RUNTIME;
+                return ExitCode.USAGE;
             }
         }
         if (!Files.isDirectory(path) && !fileName.endsWith(".safetensors")) {
-            err.println("k3 inspect: " + path + ": not a model directory, a .safetensors file or a config.json");
+            err.println("k3 inspect: " + path + ": not a model directory, a .safetensors file or a config (.json)");
             return ExitCode.USAGE;
         }
         try {
@@ -68,26 +68,27 @@ final class InspectCommand implements Callable<Integer> {
                 ConfigReader.read(path.resolve("config.json"));
             } catch (ConfigException e) {
                 err.println("k3 inspect: " + e.getMessage());
-                return ExitCode.RUNTIME;
+                return ExitCode.USAGE;
             }
         }
         return ExitCode.OK;
+    }
+
+    /** The config's one-line summary, "absent", or the reader's refusal (a FIFO or device named config.json is refused, not "absent"). */
+    private static String configLine(Path config) {
+        if (!Files.exists(config)) return "absent";
+        try {
+            return ConfigReader.read(config).summary();
+        } catch (ConfigException e) {
+            return "REFUSED: " + e.getMessage();
+        }
     }
 
     private void print(PrintWriter out, CheckpointIndex index, CheckpointSummary s) {
         out.println("checkpoint: " + path + (index.indexFile().isPresent()
                 ? " (index " + index.indexFile().get().getFileName() + ")" : ""));
         if (Files.isDirectory(path)) {
-            Path cfg = path.resolve("config.json");
-            String line = "absent";
-            if (Files.exists(cfg)) {
-                try {
-                    line = ConfigReader.read(cfg).summary();
-                } catch (ConfigException e) {
-                    line = "INVALID (see below)";
-                }
-            }
-            out.println("config.json: " + line);
+            out.println("config.json: " + configLine(path.resolve("config.json")));
         }
         out.printf(Locale.ROOT, "shards: %d files, %d bytes (%s)%n", s.shards(), s.shardBytes(), human(s.shardBytes()));
         out.printf(Locale.ROOT, "tensors: %d%n", s.tensors());

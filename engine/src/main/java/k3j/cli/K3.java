@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
         version = "k3 (k3j) 0.1.0",
         description = "Kimi K3 inference in Java.",
         subcommands = {RunCommand.class, InspectCommand.class, SimCacheCommand.class, PackTrunkCommand.class, DoctorCommand.class,
-                ConformCommand.class, BisectCommand.class, CorruptCommand.class})
+                ConformCommand.class, CompareLogitsCommand.class, BisectCommand.class, CorruptCommand.class, TokenizeCommand.class})
 public final class K3 implements Runnable {
 
     @CommandLine.Spec
@@ -40,12 +40,12 @@ public final class K3 implements Runnable {
     }
 
     /**
-     * {@code k3 <model_dir> [options]} is the run command (ENGINE §7.1): a first argument that is neither an
+     * {@code k3 <model_dir> [options]} is the run command (docs/semantics.md §7.1): a first argument that is neither an
      * option nor a subcommand name is taken as the model directory.
      */
     public static int execute(String... args) {
         CommandLine cl = commandLine();
-        if (java.util.Arrays.asList(args).contains("--list-presets")) {   // ENGINE §7.1: anywhere on the line, no model needed
+        if (java.util.Arrays.asList(args).contains("--list-presets")) {   // docs/semantics.md §7.1: anywhere on the line, no model needed
             System.out.print(k3j.plan.Preset.table());
             System.out.flush();
             return ExitCode.OK;

@@ -19,7 +19,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * {@code k3 pack-trunk MODEL OUT}: writes OUT/trunk.bin and OUT/trunk.json (ENGINE.md §5.2-5.3). Exit 0
+ * {@code k3 pack-trunk MODEL OUT}: writes OUT/trunk.bin and OUT/trunk.json (docs/semantics.md §5.2-5.3). Exit 0
  * when packed (or already packed from these weights), 1 when the checkpoint cannot be packed (a layer
  * spanning shards, a gap, an unreadable shard) or the copy fails, 2 on bad arguments.
  */

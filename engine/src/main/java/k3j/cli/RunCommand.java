@@ -56,7 +56,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * {@code k3 <model_dir> [options]}: greedy generation from raw ids (ENGINE §7.1), validated in the order
+ * {@code k3 <model_dir> [options]}: greedy generation from raw ids (docs/semantics.md §7.1), validated in the order
  * of §7.3 before anything large is allocated, the memory plan of §7.4, the STEP table of §7.5, the end-of-run
  * output of §7.6, the --out JSON of §7.7, --dump-logits of §7.8 and the exit codes of §7.9. With
  * {@code --trunk DIR} the decoder layers are streamed from a packed trunk and the routed experts served by the
@@ -495,7 +495,7 @@ final class RunCommand implements Callable<Integer> {
         return rc;
     }
 
-    /** ENGINE §7.1 --tf-check: argmax of every position against the next id, one forward over all ids. */
+    /** docs/semantics.md §7.1 --tf-check: argmax of every position against the next id, one forward over all ids. */
     private int teacherForcing(k3j.model.Forward forward, CheckpointIndex index, int[] ids, PrintWriter o, PrintWriter err) throws IOException {
         k3j.model.Forward.Result r;
         try {

@@ -18,7 +18,7 @@ import picocli.CommandLine.Parameters;
 
 /**
  * {@code k3 sim-cache TRACE_DIR}: replays a {@code --dump-cache-trace} trace at several cache
- * sizes under LRU, S3-FIFO, Belady and pinned+LRU and prints the ENGINE.md §9 table.
+ * sizes under LRU, S3-FIFO, Belady and pinned+LRU and prints the docs/semantics.md §9 table.
  */
 @Command(name = "sim-cache",
         description = "Replay an expert trace (written by --dump-cache-trace) at several cache sizes.")

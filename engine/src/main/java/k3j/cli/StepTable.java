@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * The STEP table (ENGINE §7.5), one row per generation step, with the columns this engine adds: tokens fed
+ * The STEP table (docs/semantics.md §7.5), one row per generation step, with the columns this engine adds: tokens fed
  * to the forward that step (incremental: the prompt, then 1; full recompute: the whole sequence), ms per
  * token fed, and the step's I/O share (trunk read time + expert read time over the step's wall time; above
  * 100% when reads overlapped compute on the reader threads). READ GB is the expert cache's (trunk bytes are

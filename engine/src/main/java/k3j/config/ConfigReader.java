@@ -16,7 +16,7 @@ import java.util.Map;
 import java.util.TreeSet;
 
 /**
- * Reads config.json into a {@link ModelConfig}, refusing to guess (ENGINE.md §1, stricter where noted).
+ * Reads config.json into a {@link ModelConfig}, refusing to guess (docs/semantics.md §1, stricter where noted).
  *
  * <p>Two shapes, one lookup rule (§1.2): the config is NESTED iff the root has {@code text_config};
  * {@code linear_attn_config} sits in text_config (nested) or in the root (flat). A field is looked up in
@@ -52,13 +52,13 @@ public final class ConfigReader {
     }
 
     /**
-     * The field table in lookup order (ENGINE.md §1.3; moe_layer_freq added, full_attn_layers last).
+     * The field table in lookup order (docs/semantics.md §1.3; moe_layer_freq added, full_attn_layers last).
      * THE ONLY DEFAULTS are the three booleans below, each defaulting to true, the released value
-     * (ENGINE.md §1.3; OFFICIAL.md states no class defaults). A default taken is listed in
+     * (docs/semantics.md §1.3; the official configuration states no class defaults). A default taken is listed in
      * {@link ModelConfig#defaulted()} and in the summary line, so it is never silent. Caveat: third-party
      * ports of the official config class default some of these to false; a config without them is
      * accepted as the C engine does, but says so.
-     * moe_layer_freq is REQUIRED: the released config carries it (1) and OFFICIAL.md's MoE rule uses it.
+     * moe_layer_freq is REQUIRED: the released config carries it (1) and the official MoE rule uses it (docs/semantics.md §1.4).
      */
     private static final List<Field> FIELDS = List.of(
             required("hidden_size", Type.INT),
@@ -392,7 +392,7 @@ public final class ConfigReader {
     // ----------------------------------------------------------------------------------------------
     // quantization_config
 
-    /** MXFP4 experts: every compressed-tensors group must use the engine's group size 32 (OFFICIAL.md §9). */
+    /** MXFP4 experts: every compressed-tensors group must use the engine's group size 32 (docs/semantics.md §3.4). */
     private static void checkQuantization(Hit q, List<String> problems) {
         JsonNode groups = q.node.path("config_groups");
         if (!q.node.isObject() || !groups.isObject() || groups.isEmpty()) {
@@ -500,7 +500,7 @@ public final class ConfigReader {
         checkLayerMap(c, kdaLayers, p);
     }
 
-    /** full_attn_layers is ONE-based (ENGINE §11.1); a zero-based list is the classic off-by-one, refused by name. */
+    /** full_attn_layers is ONE-based (docs/semantics.md §11.1); a zero-based list is the classic off-by-one, refused by name. */
     private static void checkLayerMap(ModelConfig c, Hit kdaLayers, List<String> p) {
         List<Integer> list = c.fullAttnLayers();
         int n = c.layerCount();
@@ -523,7 +523,7 @@ public final class ConfigReader {
             p.add("full_attn_layers lists all " + n + " layers as MLA: at least one KDA layer must remain");
         }
         if (kdaLayers == null) return;
-        // the official reading: layer i is KDA iff i+1 is in kda_layers (OFFICIAL.md §2); it must agree with ours
+        // the official reading: layer i is KDA iff i+1 is in kda_layers (docs/semantics.md §1.4); it must agree with ours
         var kda = new TreeSet<Integer>();
         JsonNode k = kdaLayers.node();
         boolean wellTyped = k.isArray();

@@ -1,6 +1,6 @@
 package k3j.config;
 
-/** The attention a decoder layer runs (ENGINE.md §1.4): zero-based layer l is MLA iff l+1 is in the ONE-based full_attn_layers. */
+/** The attention a decoder layer runs (docs/semantics.md §1.4): zero-based layer l is MLA iff l+1 is in the ONE-based full_attn_layers. */
 public enum LayerKind {
     /** Kimi Delta Attention: linear attention with a per-head recurrent state. */
     KDA('K'),

@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * The model's hyperparameters as {@link ConfigReader} read them (ENGINE.md §1.3, OFFICIAL.md §2), and the
+ * The model's hyperparameters as {@link ConfigReader} read them (docs/semantics.md §1.3, §1.4), and the
  * constants the engine derives from them (§1.4, §1.6). Real K3 values in the comments.
  *
  * @param source             where the config came from (a path, or the name given to an embedded config)
@@ -54,9 +54,9 @@ public record ModelConfig(
         int maxPositions,          // max_position_embeddings, 0 when the config does not state it
         List<String> ignored) {
 
-    /** The most experts a token may select (ENGINE.md §1.5, K3_MAX_TOPK); per-token scratch is sized by it. */
+    /** The most experts a token may select (docs/semantics.md §1.5, K3_MAX_TOPK); per-token scratch is sized by it. */
     public static final int MAX_TOP_K = 64;
-    /** MXFP4 scale group: one E8M0 exponent per 32 consecutive inputs (ENGINE.md §1.6, OFFICIAL.md §9). */
+    /** MXFP4 scale group: one E8M0 exponent per 32 consecutive inputs (docs/semantics.md §1.6, §3.4). */
     public static final int MXFP4_GROUP_SIZE = 32;
     /**
      * Upper bounds on the typed sizes, far above the released K3 (93 layers, hidden 7168, vocab 163840, 896
@@ -81,13 +81,13 @@ public record ModelConfig(
     // ----------------------------------------------------------------------------------------------
     // layer map
 
-    /** KDA or MLA for zero-based layer l. Pitfall (ENGINE §11.1): the list is ONE-based, so test l+1. */
+    /** KDA or MLA for zero-based layer l. Pitfall (docs/semantics.md §11.1): the list is ONE-based, so test l+1. */
     public LayerKind layerKind(int layer) {
         Objects.checkIndex(layer, layerCount);
         return fullAttnLayers.contains(layer + 1) ? LayerKind.MLA : LayerKind.KDA;
     }
 
-    /** DENSE or MOE for zero-based layer l (OFFICIAL.md §2: MoE iff l >= first_k_dense_replace and l % moe_layer_freq == 0). */
+    /** DENSE or MOE for zero-based layer l (docs/semantics.md §1.4: MoE iff l >= first_k_dense_replace and l % moe_layer_freq == 0). */
     public MlpKind mlpKind(int layer) {
         Objects.checkIndex(layer, layerCount);
         return layer >= firstDenseLayers && layer % moeLayerFreq == 0 ? MlpKind.MOE : MlpKind.DENSE;
@@ -130,20 +130,20 @@ public record ModelConfig(
         return List.copyOf(out);
     }
 
-    /** Snapshot slots per token: floor(L / block) + 2 (ENGINE.md §1.6; K3: 93/12 + 2 = 9). */
+    /** Snapshot slots per token: floor(L / block) + 2 (docs/semantics.md §1.6; K3: 93/12 + 2 = 9). */
     public int snapshotCapacity() {
         return layerCount / attnResBlockSize + 2;
     }
 
     // ----------------------------------------------------------------------------------------------
-    // derived widths (ENGINE.md conventions)
+    // derived widths (the notation of docs/semantics.md)
 
     /** P = H·D: width of the KDA q, k, v, gate and output projections. */
     public int kdaWidth() {
         return kdaHeads * kdaHeadDim;
     }
 
-    /** qh = qn + qr: one MLA query/key head; the softmax scale is qh^-0.5 (ENGINE §11.4). */
+    /** qh = qn + qr: one MLA query/key head; the softmax scale is qh^-0.5 (docs/semantics.md §11.4). */
     public int mlaQkHeadDim() {
         return qkNopeHeadDim + qkRopeHeadDim;
     }
@@ -165,7 +165,7 @@ public record ModelConfig(
 
     // ----------------------------------------------------------------------------------------------
 
-    /** The one line the k3 command prints on success (ENGINE.md §1.5 step 4), plus the defaults taken, if any. */
+    /** The one line the k3 command prints on success (docs/semantics.md §1.5 step 4), plus the defaults taken, if any. */
     public String summary() {
         String line = "config: %s (%s shape) | hidden=%d layers=%d vocab=%d | %d MLA + %d KDA | experts %d top %d shared %d | latent=%d"
                 .formatted(source, shape == Shape.NESTED ? "nested" : "flat", hiddenSize, layerCount, vocabSize,

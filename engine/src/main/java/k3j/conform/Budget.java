@@ -6,20 +6,20 @@ import java.util.Map;
 import k3j.config.ModelConfig;
 
 /**
- * The seed's rounding budget (kimi-k3-in-c README, "Proving it on the full checkpoint"; ENGINE §10.7): for a
+ * The rounding budget of the C engine's full-checkpoint conformance (docs/semantics.md §10.7): for a
  * stage's whole array, {@code ratio = max|engine − reference| / max|reference|} must stay under
  * {@code budget = eps32 · sqrt(width) · factor}, width = the compared vector's length (hidden size for the
- * layer stages, vocab size for logits, K for the MoE combine weights). With the seed's constants eps32 =
+ * layer stages, vocab size for logits, K for the MoE combine weights). With the default constants eps32 =
  * 1.2e-7 and factor = 50, hidden 7168 gives 5.08e-4: float32 rounding uses ~1e-3 of it, a wrong binding
  * misses by ~1, i.e. by thousands of budgets.
  *
  * <p>The constants come from the dump's manifest ({@code budget.eps32}, {@code budget.factor},
  * {@code budget.stages.<stage>.width}, {@code budget.logits.width}), so a dump can tighten them; a dump
- * without a {@code budget} section gets the seed's constants with the widths of its config, and says so
+ * without a {@code budget} section gets the default constants with the widths of its config, and says so
  * ({@link #source()}).
  */
 public record Budget(double eps32, double factor, Map<String, Integer> widths, String source) {
-    public static final double SEED_EPS32 = 1.2e-7, SEED_FACTOR = 50.0;
+    public static final double DEFAULT_EPS32 = 1.2e-7, DEFAULT_FACTOR = 50.0;
 
     public Budget {
         widths = Map.copyOf(widths);
@@ -53,7 +53,7 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
             for (String s : Stage.NAMES) w.put(s, e);
             w.put("logits", v);
             if (text.has("num_experts_per_token")) w.put("moe_weight", text.get("num_experts_per_token").asInt());
-            return new Budget(SEED_EPS32, SEED_FACTOR, w, "the seed's constants: the dump states no budget");
+            return new Budget(DEFAULT_EPS32, DEFAULT_FACTOR, w, "the default constants: the dump states no budget");
         }
         JsonNode epsNode = d.field("budget", "eps32"), factorNode = d.field("budget", "factor");
         if (!epsNode.isNumber() || !factorNode.isNumber()) throw ReferenceDump.mismatch(d.source() + ": manifest budget.eps32 and budget.factor must be numbers");
@@ -93,8 +93,8 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
     }
 
     private static void looseness(double eps32, double factor, String source) {
-        if (!(eps32 <= SEED_EPS32 * (1 + 1e-9))) throw ReferenceDump.mismatch(source + ": manifest budget.eps32 = " + eps32 + " is looser than the harness's " + SEED_EPS32);
-        if (!(factor <= SEED_FACTOR * (1 + 1e-9))) throw ReferenceDump.mismatch(source + ": manifest budget.factor = " + factor + " is looser than the harness's " + SEED_FACTOR);
+        if (!(eps32 <= DEFAULT_EPS32 * (1 + 1e-9))) throw ReferenceDump.mismatch(source + ": manifest budget.eps32 = " + eps32 + " is looser than the harness's " + DEFAULT_EPS32);
+        if (!(factor <= DEFAULT_FACTOR * (1 + 1e-9))) throw ReferenceDump.mismatch(source + ": manifest budget.factor = " + factor + " is looser than the harness's " + DEFAULT_FACTOR);
     }
 
     /** The width of every stage the harness judges, from the model's config. */

@@ -39,6 +39,8 @@ public final class Conformance implements AutoCloseable {
     private final Forward prefixForward;
     private final int[] ids;
     private final int tokens, hidden;
+    /** the activations under test when another engine wrote them (null: k3j's own forward runs) */
+    private final CandidateDump candidate;
 
     private Conformance(Path modelDir, ReferenceDump dump, Workers workers) {
         this.modelDir = modelDir;
@@ -74,7 +76,7 @@ public final class Conformance implements AutoCloseable {
         this.prefixModel = prefix;
         this.prefixForward = prefix == null ? null : prefix.forward(workers);
         this.hidden = config.hiddenSize();
-        checkShape();
+        this.candidate = null;   // checked against the config above, before the bind
     }
 
     private Conformance(Forward forward, ReferenceDump dump) {
@@ -91,7 +93,49 @@ public final class Conformance implements AutoCloseable {
         this.config = forward.weights().config();
         this.forward = forward;
         this.hidden = config.hiddenSize();
+        this.candidate = null;
         checkShape();
+    }
+
+    private Conformance(CandidateDump candidate, ReferenceDump dump) {
+        this.modelDir = null;
+        this.dump = dump;
+        this.budget = dump.budget();
+        this.ids = dump.ids();
+        this.tokens = ids.length;
+        if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
+        this.model = null;
+        this.bindFailure = null;
+        this.prefixModel = null;
+        this.prefixForward = null;
+        this.forward = null;
+        this.config = k3j.config.ConfigReader.read(dump.field("config"), dump.source() + " manifest config");
+        this.hidden = config.hiddenSize();
+        this.candidate = candidate;
+        candidate.checkAgainst(dump);
+        checkShape();
+    }
+
+    /**
+     * Judges another engine's candidate dump against the reference it was made from: {@code reference} when
+     * given (refused if the candidate names another), else the dump in {@code searchDirs} whose manifest sha256
+     * the candidate names. No model is bound and no k3j forward runs; the layers, budgets, categories and logit
+     * figures are those of a k3j run.
+     */
+    public static Conformance candidate(Path candidate, Path reference, List<Path> searchDirs) {
+        CandidateDump c = CandidateDump.open(candidate);
+        ReferenceDump d = reference != null ? ReferenceDump.open(reference) : ReferenceMatch.locateBySha256(c.referenceSha256(), c.manifest().path("reference").path("dir").asText(""), searchDirs);
+        return new Conformance(c, d);
+    }
+
+    /** The candidate under test (null when k3j's own forward is). */
+    public CandidateDump candidateDump() {
+        return candidate;
+    }
+
+    /** What is under test: "k3j forward" or the candidate's engine and precision. */
+    public String engine() {
+        return candidate != null ? candidate.engine() + " from " + candidate.source() : "k3j forward" + (modelDir != null ? " on " + modelDir : "");
     }
 
     /**
@@ -208,6 +252,23 @@ public final class Conformance implements AutoCloseable {
     /** Runs layer {@code i} alone from the dump's inputs and compares every stage and the routing. Never throws for the layer's own faults. */
     public LayerReport layer(int i) {
         ReferenceDump.LayerInfo info = dump.layer(i);
+        return switch (run(i)) {
+            case LayerRun.Ran r -> compare(i, info, r.stages(), r.seconds());
+            case LayerRun.Failed f -> f.report();
+        };
+    }
+
+    /**
+     * The activations under test for layer {@code i}: k3j's forward run alone from the dump's inputs, or the
+     * candidate's stages; a layer that cannot run (or that the candidate does not hold) is a failed run carrying
+     * its report.
+     */
+    public LayerRun run(int i) {
+        ReferenceDump.LayerInfo info = dump.layer(i);
+        return candidate != null ? candidateRun(i, info) : engineRun(i, info);
+    }
+
+    private LayerRun engineRun(int i, ReferenceDump.LayerInfo info) {
         String kind = info.kind();
         long t0 = System.nanoTime();
         Forward f = forward != null ? forward : prefixForward != null && i < prefixForward.weights().layers().size() ? prefixForward : null;
@@ -216,46 +277,71 @@ public final class Conformance implements AutoCloseable {
             String msg = bindFailure.layers().contains(i)
                     ? Finding.MISSING_TENSOR.tag() + " L" + i + " " + kind + ": " + String.join("; ", own)
                     : Finding.MISSING_TENSOR.tag() + " L" + i + " " + kind + " not run: the checkpoint does not bind (" + firstLine(bindFailure.getMessage()) + ")";
-            return new LayerReport(i, kind, List.of(), null, Finding.MISSING_TENSOR, msg, 0);
+            return new LayerRun.Failed(LayerReport.notRun(i, kind, Finding.MISSING_TENSOR, msg, 0));
         }
         String p = "layers." + i + ".";
         float[] partialIn = dump.f32(p + "partial_in");
         List<float[]> snaps = dump.snapshots(info.snapshotsAttn(), tokens, hidden);
-        LayerStages st;
         try {
-            st = f.runLayer(i, partialIn, snaps, tokens);
+            return new LayerRun.Ran(f.runLayer(i, partialIn, snaps, tokens), secs(t0));
         } catch (ExpertDropException e) {
-            return new LayerReport(i, kind, List.of(), null, Finding.MISSING_TENSOR, Finding.MISSING_TENSOR.tag() + " L" + i + " " + kind + ": " + e.getMessage(), secs(t0));
+            return new LayerRun.Failed(LayerReport.notRun(i, kind, Finding.MISSING_TENSOR, Finding.MISSING_TENSOR.tag() + " L" + i + " " + kind + ": " + e.getMessage(), secs(t0)));
         } catch (RuntimeException e) {
-            return new LayerReport(i, kind, List.of(), null, Finding.BINDING_ERROR,
-                    Finding.BINDING_ERROR.tag() + " L" + i + " " + kind + ": the layer failed to run: " + e, secs(t0));
+            return new LayerRun.Failed(LayerReport.notRun(i, kind, Finding.BINDING_ERROR,
+                    Finding.BINDING_ERROR.tag() + " L" + i + " " + kind + ": the layer failed to run: " + e, secs(t0)));
         }
-        return compare(i, info, st, secs(t0));
     }
 
-    /** Every stage of a run of layer {@code i} and, on a MoE layer, its routing, compared against the dump and judged. */
+    private LayerRun candidateRun(int i, ReferenceDump.LayerInfo info) {
+        String kind = info.kind(), head = " L" + i + " " + kind + ": ";
+        if (!candidate.lists(i)) {
+            return new LayerRun.Failed(LayerReport.notRun(i, kind, Finding.MISSING_STAGE, Finding.MISSING_STAGE.tag() + head + "the candidate does not list this layer", 0));
+        }
+        String error = candidate.layerError(i);
+        if (!error.isEmpty()) {
+            return new LayerRun.Failed(LayerReport.notRun(i, kind, Finding.MISSING_STAGE, Finding.MISSING_STAGE.tag() + head + "no stage in the candidate: the engine could not run the layer (" + error + ")", 0));
+        }
+        String mixer = candidate.mixer(i);
+        if (!mixer.isEmpty() && !mixer.equals(info.mixer())) {
+            return new LayerRun.Failed(LayerReport.notRun(i, kind, Finding.BINDING_ERROR, Finding.BINDING_ERROR.tag() + head + "the engine ran it as " + mixer + ", the reference's layer is " + info.mixer(), 0));
+        }
+        return new LayerRun.Ran(candidate.stages(i, tokens), 0);
+    }
+
+    /**
+     * Every stage of a run of layer {@code i} and, on a MoE layer, its routing, compared against the dump and
+     * judged; a stage the run does not hold (null: a candidate dump without it) is missing, never zero.
+     */
     public LayerReport compare(int i, ReferenceDump.LayerInfo info, LayerStages st, double seconds) {
         String p = "layers." + i + ".";
         List<StageMetric> metrics = new ArrayList<>();
+        List<String> missing = new ArrayList<>();
         for (Stage s : Stage.values()) {
-            metrics.add(StageMetric.of(s.dumpName(), budget.width(s.dumpName()), s.of(st), dump.f32(p + s.dumpName()), budget.of(s.dumpName())));
+            float[] got = s.of(st);
+            if (got == null) missing.add(s.dumpName());
+            else metrics.add(StageMetric.of(s.dumpName(), budget.width(s.dumpName()), got, dump.f32(p + s.dumpName()), budget.of(s.dumpName())));
         }
         Routing routing = null;
         if (info.mlp().equals("moe")) {
             int[] want = dump.i32(p + "moe_idx");
             int k = dump.shape(p + "moe_idx")[1];
-            routing = Routing.compare(want, st.moeIdx(), k);
-            metrics.add(StageMetric.of(Stage.MOE_WEIGHT, budget.width(Stage.MOE_WEIGHT), st.moeWeight(), dump.f32(p + Stage.MOE_WEIGHT), budget.of(Stage.MOE_WEIGHT)));
+            if (st.moeIdx() == null) missing.add("moe_idx");
+            else routing = Routing.compare(want, st.moeIdx(), k);
+            if (st.moeWeight() == null) missing.add(Stage.MOE_WEIGHT);
+            else metrics.add(StageMetric.of(Stage.MOE_WEIGHT, budget.width(Stage.MOE_WEIGHT), st.moeWeight(), dump.f32(p + Stage.MOE_WEIGHT), budget.of(Stage.MOE_WEIGHT)));
         }
         if (info.mixer().equals("KDA")) {
             // the state after the call (FORMAT.md §6) has no budget width of its own: the dump's atol_layer, as a ratio to max|ref|
             var s = st.kdaState();
-            metrics.add(state(i, "kda_state", s == null ? null : s.recurrent()));
-            metrics.add(state(i, "q_conv_state", s == null ? null : s.qConv()));
-            metrics.add(state(i, "k_conv_state", s == null ? null : s.kConv()));
-            metrics.add(state(i, "v_conv_state", s == null ? null : s.vConv()));
+            if (s == null) missing.add("kda_state");
+            else {
+                metrics.add(state(i, "kda_state", s.recurrent()));
+                metrics.add(state(i, "q_conv_state", s.qConv()));
+                metrics.add(state(i, "k_conv_state", s.kConv()));
+                metrics.add(state(i, "v_conv_state", s.vConv()));
+            }
         }
-        return judge(i, info.kind(), metrics, routing, seconds);
+        return judge(i, info.kind(), metrics, routing, missing, seconds);
     }
 
     private StageMetric state(int layer, String name, float[] engine) {
@@ -266,6 +352,11 @@ public final class Conformance implements AutoCloseable {
 
     /** The verdict of one layer's metrics: the worst stage's band, a routing difference is a binding error. */
     public static LayerReport judge(int layer, String kind, List<StageMetric> metrics, Routing routing, double seconds) {
+        return judge(layer, kind, metrics, routing, List.of(), seconds);
+    }
+
+    /** The same with stages a candidate does not hold: missing unless a stage it does hold is a binding error or not finite. */
+    public static LayerReport judge(int layer, String kind, List<StageMetric> metrics, Routing routing, List<String> missing, double seconds) {
         StageMetric worst = null, firstOver = null, firstNonFinite = null;
         for (StageMetric m : metrics) {
             if (worst == null || !(m.ratioToBudget() <= worst.ratioToBudget())) worst = m;
@@ -274,13 +365,18 @@ public final class Conformance implements AutoCloseable {
         }
         Finding f = worst == null ? Finding.CONFORMS : Finding.ofRatio(worst.ratioToBudget());
         if (routing != null && !routing.equal()) f = Finding.BINDING_ERROR;
+        if (!missing.isEmpty() && f != Finding.BINDING_ERROR) f = Finding.MISSING_STAGE;
         if (firstNonFinite != null) f = Finding.NON_FINITE;
         String msg = "";
         if (f != Finding.CONFORMS) {
             StringBuilder sb = new StringBuilder(f.tag()).append(" L").append(layer).append(' ').append(kind).append(": ");
             if (firstNonFinite != null) {
                 sb.append(firstNonFinite.stage()).append(" is not finite (").append(firstNonFinite.finiteCounts()).append(')');
-                if (firstOver != null) sb.append("; ");
+                if (!missing.isEmpty() || firstOver != null || routing != null && !routing.equal()) sb.append("; ");
+            }
+            if (!missing.isEmpty()) {
+                sb.append("not in the candidate: ").append(String.join(", ", missing));
+                if (firstOver != null || routing != null && !routing.equal()) sb.append("; ");
             }
             if (firstOver != null) {
                 sb.append(describe(firstOver)).append(" (first stage over budget)");
@@ -292,7 +388,7 @@ public final class Conformance implements AutoCloseable {
             }
             msg = sb.toString();
         }
-        return new LayerReport(layer, kind, metrics, routing, f, msg, seconds);
+        return new LayerReport(layer, kind, metrics, routing, missing, f, msg, seconds);
     }
 
     static String describe(StageMetric m) {
@@ -331,15 +427,42 @@ public final class Conformance implements AutoCloseable {
         return LogitParity.compare(mode, engine, dump.f32("logits"), ids, dump.promptIds().length, dump.shape("logits")[1], budget);
     }
 
-    /** Greedy generation (incremental) from the prompt against the dump's greedy ids. */
+    /** The candidate's teacher-forced logits against the dump's ({@link Finding#MISSING_STAGE} when it holds none). */
+    public LogitParity.Result candidateLogits() {
+        float[] got = candidate.logits();
+        if (got == null) {
+            String note = candidate.logitsNote();
+            throw new ConformException(Finding.MISSING_STAGE, "the candidate " + candidate.source() + " holds no logits" + (note.isEmpty() ? "" : " (" + note + ")"));
+        }
+        String mode = candidate.manifest().path("logits_mode").asText("full");
+        return compareLogits("candidate, " + (mode.equals("incremental") ? "incremental" : "full recompute"), got);
+    }
+
+    /** Greedy generation (incremental) from the prompt against the dump's greedy ids; a candidate's own greedy ids when judging one. */
     public LogitParity.Greedy greedy() {
+        if (candidate != null) return candidateGreedy();
         requireModel();
         int[] prompt = dump.promptIds(), want = dump.generatedIds();
         Generation g = Generation.greedy(forward, prompt, want.length, true);
         return LogitParity.greedy(g.generated(), g.stepLogits(), want, dump.f32("logits"), prompt.length, config.vocabSize());
     }
 
+    private LogitParity.Greedy candidateGreedy() {
+        int[] got = candidate.greedyIds();
+        if (got == null) throw new ConformException(Finding.MISSING_STAGE, "the candidate " + candidate.source() + " holds no greedy_ids");
+        int[] prompt = dump.promptIds(), want = dump.generatedIds();
+        float[] logits = candidate.logits();
+        int v = config.vocabSize();
+        List<float[]> steps = new ArrayList<>();
+        // the teacher-forced rows that produced the greedy ids stand for the engine's step logits (equal while the ids agree)
+        for (int g = 0; logits != null && g < want.length && (prompt.length + g) * v <= logits.length; g++) {
+            steps.add(Arrays.copyOfRange(logits, (prompt.length - 1 + g) * v, (prompt.length + g) * v));
+        }
+        return LogitParity.greedy(got, steps, want, dump.f32("logits"), prompt.length, v);
+    }
+
     private void requireModel() {
+        if (candidate != null) throw new ConformException(Finding.MISSING_STAGE, "a candidate dump is judged from its own arrays; nothing of k3j runs");
         if (forward == null) throw new ConformException(Finding.MISSING_TENSOR, firstLine(bindFailure.getMessage()));
     }
 

@@ -1,7 +1,7 @@
 package k3j.conform;
 
 /**
- * What a compared layer (or a refused run) amounts to. The ratio bands follow the seed's rule: rounding
+ * What a compared layer (or a refused run) amounts to. The ratio bands follow the budget rule (docs/semantics.md §10.7): rounding
  * misses a stage's budget by about 1e-6 of max|ref|, a wrong binding by about 1 (so by 10^4 budgets and more);
  * 100 budgets separate the two with room on both sides.
  */
@@ -16,6 +16,8 @@ public enum Finding {
     MISSING_TENSOR("[missing tensor]"),
     /** the dump was made for other weights, or is unreadable */
     REFERENCE_MISMATCH("[reference mismatch]"),
+    /** a candidate dump lacks a stage (or the routing, or the logits) the reference has: the engine did not produce it */
+    MISSING_STAGE("[missing stage]"),
     /** a NaN or an infinity in the engine's output or the reference's: no ratio can judge it, so it never passes */
     NON_FINITE("[non-finite]");
 

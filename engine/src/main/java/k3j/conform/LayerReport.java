@@ -12,13 +12,40 @@ import java.util.Map;
  * @param kind     "KDA", "MLA" or "KDA dense" (mixer, and "dense" on a dense-MLP layer)
  * @param stages   every compared stage in order (the eight of FORMAT.md §2.2, then moe_weight on MoE layers);
  *                 empty when the layer could not run
- * @param routing  null on a dense layer
+ * @param routing  null on a dense layer, or when the candidate holds no routing
+ * @param missing  the stages (and "moe_idx" / "moe_weight") a candidate dump does not hold, in comparison order
  * @param finding  the verdict; {@link Finding#MISSING_TENSOR} / {@link Finding#REFERENCE_MISMATCH} when it could not run
  * @param message  "" when it conforms, else a one-line reason starting with the finding's tag
  */
-public record LayerReport(int layer, String kind, List<StageMetric> stages, Routing routing, Finding finding, String message, double seconds) {
+public record LayerReport(int layer, String kind, List<StageMetric> stages, Routing routing, List<String> missing, Finding finding, String message, double seconds) {
     public LayerReport {
         stages = List.copyOf(stages);
+        missing = List.copyOf(missing);
+    }
+
+    /** A layer that did not run (nothing compared). */
+    static LayerReport notRun(int layer, String kind, Finding finding, String message, double seconds) {
+        return new LayerReport(layer, kind, List.of(), null, List.of(), finding, message, seconds);
+    }
+
+    /**
+     * Where the layer first departs from the reference, in the order the stages are compared (the eight stages,
+     * then the routing and moe_weight): the first stage over budget or missing, "moe_idx" for a routing
+     * difference; null when it conforms or did not run.
+     */
+    public String firstDivergence() {
+        List<String> order = new java.util.ArrayList<>(Stage.NAMES);
+        order.add("moe_idx");
+        order.add(Stage.MOE_WEIGHT);
+        for (String name : order) {
+            if (missing.contains(name)) return name;
+            if (name.equals("moe_idx")) {
+                if (routing != null && !routing.equal()) return name;
+                continue;
+            }
+            for (StageMetric m : stages) if (m.stage().equals(name) && !(m.ratioToBudget() <= 1.0)) return name;
+        }
+        return null;
     }
 
     public boolean conforms() {
@@ -58,7 +85,7 @@ public record LayerReport(int layer, String kind, List<StageMetric> stages, Rout
         return m;
     }
 
-    /** "L37 MLA   PASS   9 stages  worst 0.021x budget (attn_out)   0.4 s" — the seed's conform_all line. */
+    /** "L37 MLA   PASS   9 stages  worst 0.021x budget (attn_out)   0.4 s" — one line per layer, as the C engine's conformance tool prints it. */
     public String line() {
         StageMetric w = worst();
         String verdict = conforms() ? "PASS" : "FAIL";

@@ -7,7 +7,7 @@ import java.util.Locale;
 import k3j.kernels.Argmax;
 
 /**
- * Engine logits against the reference's, the seed's cmp_logits figures (ENGINE §10.7) at every position:
+ * Engine logits against the reference's, the C engine's logit-comparison figures (docs/semantics.md §10.7) at every position:
  * max |diff|, max |diff| / max |ref| against the logits budget, mean |diff|, correlation, top-10 overlap and
  * argmax equality per position; for greedy generation the first step where the ids part, with both top-5 lists.
  */
@@ -34,7 +34,7 @@ public final class LogitParity {
     }
 
     /**
-     * @param relToMaxRef       max|diff| / max|ref| over all rows (the seed's "relative to max|ref|")
+     * @param relToMaxRef       max|diff| / max|ref| over all rows ("relative to max|ref|")
      * @param budget            eps32 · sqrt(vocab) · factor
      * @param argmaxEqual       positions whose argmax agrees, of {@code rows}
      * @param spanArgmaxWrong   rows NP−1 … T−2 (they produced the greedy ids) whose argmax is not the next id: must be none
@@ -52,7 +52,7 @@ public final class LogitParity {
             return f == Finding.CONFORMS && !spanArgmaxWrong.isEmpty() ? Finding.ROUNDING_DRIFT : f;
         }
 
-        /** The seed's cmp_logits block. */
+        /** The logit-comparison block. */
         public String text() {
             StringBuilder sb = new StringBuilder();
             sb.append(String.format(Locale.ROOT, "mode                  : %s, %d positions (prompt %d), vocab %d%n", mode, rows, promptLength, vocab));
@@ -152,6 +152,23 @@ public final class LogitParity {
         List<Candidate> e = first < stepLogits.size() ? candidates(stepLogits.get(first), 0, vocab, 5) : List.of();
         List<Candidate> r = candidates(referenceLogits, (promptLength - 1 + first) * vocab, vocab, 5);
         return new Greedy(engine, reference, first, e, r);
+    }
+
+    /**
+     * The first rank at which the two vectors' descending orders (ties: lower id first) name different ids, or
+     * −1 when the whole order is the same (rank 0 is the argmax).
+     */
+    public static int firstDifferingRank(float[] engine, float[] reference) {
+        Integer[] e = order(engine), r = order(reference);
+        for (int k = 0; k < e.length; k++) if (!e[k].equals(r[k])) return k;
+        return -1;
+    }
+
+    private static Integer[] order(float[] v) {
+        Integer[] idx = new Integer[v.length];
+        for (int i = 0; i < idx.length; i++) idx[i] = i;
+        java.util.Arrays.sort(idx, (a, b) -> v[a] != v[b] ? Float.compare(v[b], v[a]) : Integer.compare(a, b));
+        return idx;
     }
 
     /** Indices of the k largest values, descending (ties: lower id first). */

@@ -33,6 +33,8 @@ import org.apache.commons.compress.compressors.xz.XZCompressorInputStream;
  */
 public final class ReferenceDump {
     private static final ObjectMapper JSON = new ObjectMapper();
+    /** The manifest's {@code format} of a reference dump. */
+    public static final String FORMAT = "k3ref-dump";
     /** Largest single array an archive may hold (one Java array). */
     private static final long MAX_ENTRY = Integer.MAX_VALUE - 16;
     /** Largest manifest read (the 93-layer oracle's is about 1 MB). */
@@ -43,27 +45,37 @@ public final class ReferenceDump {
     /** archive only: the folder inside the archive holding manifest.json ("" at the root) */
     private final String prefix;
     private final JsonNode manifest;
+    private final String manifestSha256;
     private Map<String, byte[]> entries;
 
-    private ReferenceDump(Path source, boolean archive, String prefix, JsonNode manifest) {
+    private ReferenceDump(Path source, boolean archive, String prefix, byte[] manifestBytes, String format) throws IOException {
         this.source = source;
         this.archive = archive;
         this.prefix = prefix;
-        this.manifest = manifest;
-        if (!"k3ref-dump".equals(manifest.path("format").asText()) || manifest.path("format_version").asInt() != 1) {
-            throw mismatch(source + ": not a k3ref-dump v1 (format '" + manifest.path("format").asText() + "', version "
+        this.manifest = JSON.readTree(manifestBytes);
+        this.manifestSha256 = sha256(manifestBytes);
+        if (!format.equals(manifest.path("format").asText()) || manifest.path("format_version").asInt() != 1) {
+            throw mismatch(source + ": not a " + format + " v1 (format '" + manifest.path("format").asText() + "', version "
                     + manifest.path("format_version") + ")");
         }
     }
 
     /** Opens a dump directory or a {@code .tar.gz} / {@code .tgz} / {@code .tar.xz} archive of one. */
     public static ReferenceDump open(Path path) {
+        return open(path, FORMAT);
+    }
+
+    /**
+     * The same container (manifest.json and raw arrays, a directory or an archive) holding another format: a
+     * candidate dump ({@link CandidateDump}) is read through it.
+     */
+    static ReferenceDump open(Path path, String format) {
         if (!Files.exists(path)) throw mismatch("no reference dump at " + path);
         if (Files.isDirectory(path)) {
             Path m = path.resolve("manifest.json");
             if (!Files.exists(m)) throw mismatch(path + " holds no manifest.json: not a reference dump");
             try {
-                return new ReferenceDump(path, false, "", JSON.readTree(SafeFiles.readAll(m, MAX_MANIFEST, "a dump manifest")));
+                return new ReferenceDump(path, false, "", SafeFiles.readAll(m, MAX_MANIFEST, "a dump manifest"), format);
             } catch (IOException e) {
                 throw mismatch("cannot read " + m + ": " + SafeFiles.why(e));
             }
@@ -81,7 +93,7 @@ public final class ReferenceDump {
                 String prefix = manifestPrefix(name);
                 if (prefix == null) continue;
                 if (en.getSize() > MAX_MANIFEST) throw mismatch(path + ": " + name + " is " + en.getSize() + " bytes, too large for a manifest");
-                return new ReferenceDump(path, true, prefix, JSON.readTree(tar.readNBytes((int) en.getSize())));
+                return new ReferenceDump(path, true, prefix, tar.readNBytes((int) en.getSize()), format);
             }
         } catch (IOException e) {
             throw mismatch("cannot read the archive " + path + ": " + SafeFiles.why(e));
@@ -123,6 +135,11 @@ public final class ReferenceDump {
 
     public JsonNode manifest() {
         return manifest;
+    }
+
+    /** sha256 of the manifest.json bytes: how a candidate dump names the reference it was made from. */
+    public String manifestSha256() {
+        return manifestSha256;
     }
 
     /** A manifest field that must be present. */
@@ -204,7 +221,7 @@ public final class ReferenceDump {
         return v.doubleValue();
     }
 
-    /** The rounding budget of this dump (its manifest's constants; the seed's when it states none). */
+    /** The rounding budget of this dump (its manifest's constants; the defaults when it states none). */
     public Budget budget() {
         return Budget.of(this);
     }

@@ -73,6 +73,34 @@ public final class ReferenceMatch {
                 + ". Name one with --reference / -Dk3.reference, or make one with reference-dumps/torch/dump_checkpoint.py");
     }
 
+    /**
+     * The reference a candidate dump was made from, by the sha256 of its manifest.json: its recorded folder
+     * (relative to the working directory or to a search folder's parent), else every dump in {@code searchDirs}.
+     */
+    public static ReferenceDump locateBySha256(String sha256, String recordedDir, List<Path> searchDirs) {
+        Set<Path> tries = new LinkedHashSet<>();
+        if (!recordedDir.isEmpty()) {
+            Path rec = Path.of(recordedDir);
+            tries.add(rec.toAbsolutePath().normalize());
+            for (Path s : searchDirs) {
+                Path parent = s.toAbsolutePath().normalize().getParent();
+                if (parent != null && !rec.isAbsolute()) tries.add(parent.resolve(rec).normalize());
+            }
+        }
+        for (Path s : searchDirs) tries.addAll(candidates(s.toAbsolutePath().normalize(), null));
+        for (Path p : tries) {
+            if (!Files.exists(p)) continue;
+            try {
+                ReferenceDump d = ReferenceDump.open(p);
+                if (d.manifestSha256().equals(sha256)) return d;
+            } catch (ConformException notADump) {
+                // another file or another dump: keep looking
+            }
+        }
+        throw new ConformException(Finding.REFERENCE_MISMATCH, "no reference dump with manifest sha256 " + sha256 + " (the one the candidate was made from"
+                + (recordedDir.isEmpty() ? "" : ", recorded as " + recordedDir) + "); looked at " + tries + ". Name it with --reference / -Dk3.reference");
+    }
+
     private static List<Path> candidates(Path dir, Path model) {
         List<Path> out = new ArrayList<>();
         if (!Files.isDirectory(dir)) return out;

@@ -3,7 +3,7 @@ package k3j.conform;
 import java.util.Locale;
 
 /**
- * One stage compared under the seed's rule: {@code ratio = maxAbsDiff / maxAbsRef} against {@code budget};
+ * One stage compared under the budget rule (docs/semantics.md §10.7): {@code ratio = maxAbsDiff / maxAbsRef} against {@code budget};
  * {@link #ratioToBudget()} is what a reader looks at (1 = the budget line). A length mismatch is an infinite
  * ratio. A NaN or infinity on EITHER side is {@link Finding#NON_FINITE} whatever the ratio says: max|diff|
  * over finite elements alone would hide it, and NaN compares false against any budget.

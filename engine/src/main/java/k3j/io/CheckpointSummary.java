@@ -11,7 +11,7 @@ import java.util.TreeMap;
 
 /**
  * What {@code k3 inspect} reports about a checkpoint, derived from its tensor NAMES alone: sizes, a dtype
- * histogram, the per-layer attention and MLP kinds and the tensor classes of ENGINE.md §2.4.
+ * histogram, the per-layer attention and MLP kinds and the tensor classes of docs/semantics.md §2.4.
  *
  * @param attention one character per layer 0..n-1: K (KDA: {@code self_attn.q_conv1d.weight}), M (MLA:
  *                  {@code self_attn.q_a_proj.weight}), ? (both), - (neither)

@@ -18,7 +18,7 @@ import java.util.List;
 
 /**
  * Writes a checkpoint with the released Kimi K3 text model's tensor layout (names, dtypes, shapes,
- * OFFICIAL.md §3) as SPARSE shards: real headers, data left as a hole (no disk used), plus a
+ * docs/semantics.md §2.5) as SPARSE shards: real headers, data left as a hole (no disk used), plus a
  * {@code model.safetensors.index.json}. For proving the reader and the binder against the real layout
  * without the 1.5 TB of weights. Within a shard, data follows the canonical order below while the
  * header lists names sorted, so header order and data order differ as in real files.
@@ -40,7 +40,7 @@ public final class ReleasedLayout {
                            int vHeadDim, int denseIntermediate, int experts, int moeIntermediate,
                            int latent, int sharedIntermediate, int mxfp4Group, int shards) {
 
-        /** The released Kimi K3 (config.json text_config, OFFICIAL.md §2-3), in 96 shards. */
+        /** The released Kimi K3 (config.json text_config, docs/semantics.md §1-2), in 96 shards. */
         public static Geometry released() {
             int[] mla = new int[24];
             for (int i = 0; i < 23; i++) mla[i] = 4 * i + 3;   // full_attn_layers 4,8,...,92 one-based

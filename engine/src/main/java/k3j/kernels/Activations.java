@@ -1,7 +1,7 @@
 package k3j.kernels;
 
 /**
- * The transcendental-bound elementwise kernels: SiTU-GLU (ENGINE §3.8), ShortConv with fused SiLU (§3.9)
+ * The transcendental-bound elementwise kernels: SiTU-GLU (docs/semantics.md §3.8), ShortConv with fused SiLU (§3.9)
  * and the KDA safe gate (§3.11). Their cost is the StrictMath call per element, which has no vector form
  * with the same bits, so each has ONE path (the contract's scalar order); the bit-identity gate still
  * runs them through the dispatcher to pin that they stay deterministic.

@@ -7,7 +7,7 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * Greedy argmax (ENGINE §3.19): the FIRST maximal index wins (strict &gt;), NaN never wins, and an input
+ * Greedy argmax (docs/semantics.md §3.19): the FIRST maximal index wins (strict &gt;), NaN never wins, and an input
  * with nothing above −∞ (all −∞ or NaN) gives index 0.
  */
 public final class Argmax {

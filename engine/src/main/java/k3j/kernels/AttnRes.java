@@ -4,7 +4,7 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * Attention-residual aggregation (ENGINE §3.15, OFFICIAL §6): fold = norm_w · proj_w (float); per source s:
+ * Attention-residual aggregation (docs/semantics.md §3.15, §4.1): fold = norm_w · proj_w (float); per source s:
  * inv as RMSNorm's, score_s = (float) Σ_i (double)((float)(v[i]·inv)) · (double)fold[i] (one sequential
  * chain, the normalised value rounded to float BEFORE widening); softmax over sources (m float max,
  * e_s = exp(score_s − m) float, Z = Σ (double) e_s in order, p_s = (float)((double)e_s / Z));

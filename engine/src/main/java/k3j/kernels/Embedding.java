@@ -6,7 +6,7 @@ import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
-/** Embedding rows (ENGINE §3.6): row id of the table widened exactly to float. */
+/** Embedding rows (docs/semantics.md §3.6): row id of the table widened exactly to float. */
 public final class Embedding {
     private Embedding() {}
 

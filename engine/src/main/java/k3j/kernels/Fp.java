@@ -1,7 +1,7 @@
 package k3j.kernels;
 
 /**
- * The scalar building blocks of engine/FP-CONTRACT.md: transcendentals, sigmoid, bf16 widening.
+ * The scalar building blocks of docs/fp-contract.md: transcendentals, sigmoid, bf16 widening.
  *
  * <p>Transcendentals go through {@link StrictMath} (fdlibm semantics, the same bits on every JVM, in the
  * interpreter and after JIT, on every CPU). {@code Math.exp} is an intrinsic whose last bit is allowed to

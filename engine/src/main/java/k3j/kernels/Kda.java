@@ -4,7 +4,7 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * The Kimi Delta Attention recurrence (ENGINE §3.12, OFFICIAL §4 step 7), float arithmetic throughout.
+ * The Kimi Delta Attention recurrence (docs/semantics.md §3.12), float arithmetic throughout.
  * State S [dk][dv] row-major per head (S[k][v]). One step, in this order:
  * decay S[i][·] ·= alpha[i]; u[j] = Σ_i k[i]·S[i][j] over i with k[i] ≠ 0 (i outer, j inner);
  * S[i][j] += (k[i]·beta)·(v[j] − u[j]) for k[i] ≠ 0; o[j] = Σ_i q[i]·S[i][j] over q[i] ≠ 0 from the

@@ -4,15 +4,15 @@ import java.lang.foreign.MemorySegment;
 import java.util.function.IntFunction;
 
 /**
- * Token mixers and MLPs composed from the primitives (ENGINE §3.13, §3.14, §3.17, §3.18 with OFFICIAL's
- * corrections), for the kernel fixtures of kind kda_layer / mla_layer / latent_moe / dense_mlp. The decoder
+ * Token mixers and MLPs composed from the primitives (docs/semantics.md §3.13, §3.14, §3.17, §3.18 with the
+ * departures of §12), for the kernel fixtures of kind kda_layer / mla_layer / latent_moe / dense_mlp. The decoder
  * layer (AttnRes mixes, snapshots, norms around the mixers) is the forward's job. Every step names its
  * primitive; {@code fast} selects the fast or the reference path of each primitive, with the same bits.
  */
 public final class Layers {
     private Layers() {}
 
-    /** The LoRA norms of MLA use the class default eps 1e-6, NOT rms_norm_eps (OFFICIAL §5, D1). */
+    /** The LoRA norms of MLA use the class default eps 1e-6, NOT rms_norm_eps (docs/semantics.md §3.14, §12.1). */
     public static final float MLA_LORA_EPS = 1e-6f;
 
     static void matmul(Workers w, boolean fast, float[] y, float[] x, int tokens, Matrix m) {

@@ -10,7 +10,7 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * Dense products y[t] = W x[t] for bf16 and float32 weights (FP-CONTRACT §matvec, ENGINE §3.3 v1.0.0):
+ * Dense products y[t] = W x[t] for bf16 and float32 weights (docs/fp-contract.md §2 "Dense matvec", docs/semantics.md §3.3):
  * per output row sixteen double accumulators a[l] over full blocks of 16 (l = i mod 16), the fixed tree
  * b_m = (a_m + a_{m+4}) + (a_{m+8} + a_{m+12}), acc = (b0 + b1) + (b2 + b3), then the in mod 16 tail
  * added in increasing i, y = (float) acc.

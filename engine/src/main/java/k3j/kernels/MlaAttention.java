@@ -6,7 +6,7 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * The MLA attention core over a KV cache (ENGINE §3.14 steps 5-7) for one query position p (causal: keys
+ * The MLA attention core over a KV cache (docs/semantics.md §3.14 steps 5-7) for one query position p (causal: keys
  * 0..p inclusive), every head:
  * 5. d_s = Σ_{i<nope} (double)q[h][i]·(double)key[s][h][i], the SAME double chain continued over the rope
  *    part with the shared rope key; sc_s = (float) d_s · scale (float multiply).

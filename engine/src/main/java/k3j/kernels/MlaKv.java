@@ -1,7 +1,7 @@
 package k3j.kernels;
 
 /**
- * One MLA layer's expanded key/value cache in the attention core's layout (ENGINE §3.14 caches expanded
+ * One MLA layer's expanded key/value cache in the attention core's layout (docs/semantics.md §3.14 caches expanded
  * per-head keys and values plus ONE shared rope key per position). Positions are grouped in blocks of 16
  * so the fast path reads keys with lanes = positions from contiguous memory:
  * keys  [heads][cap/16][nope][16]   (key-nope of head h, position s, dim i)

@@ -10,7 +10,7 @@ import jdk.incubator.vector.VectorSpecies;
 
 /**
  * MXFP4 (OCP MX FP4, compressed-tensors mxfp4-pack-quantized) expert weights: format, dequantisation and
- * matvec (FP-CONTRACT §mxfp4, ENGINE §3.4-3.5).
+ * matvec (docs/fp-contract.md §2 "MXFP4", docs/semantics.md §3.4-3.5).
  *
  * <p>Packed row r = in/2 bytes; byte j holds element 2j in the LOW nibble and 2j+1 in the HIGH nibble
  * (swapping them keeps every statistic and breaks the model). One E8M0 scale byte per 32 elements:

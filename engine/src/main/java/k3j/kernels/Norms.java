@@ -4,7 +4,7 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * RMSNorm (ENGINE §3.1) and the KDA L2 norm (§3.10). The sum of squares is ONE sequential double chain
+ * RMSNorm (docs/semantics.md §3.1) and the KDA L2 norm (§3.10). The sum of squares is ONE sequential double chain
  * (it cannot be vectorised without changing its order); the fast path vectorises only the elementwise
  * float multiplies, which are the same two roundings per element.
  */

@@ -3,7 +3,7 @@ package k3j.kernels;
 import java.lang.foreign.MemorySegment;
 
 /**
- * The MoE router (ENGINE §3.7 with OFFICIAL §7's renormalisation): per expert e,
+ * The MoE router (docs/semantics.md §3.7, §12.2): per expert e,
  * logit_e = Σ_i (double)Wg[e][i]·(double)x[i] — ONE sequential double chain (not the matvec tree);
  * score_e = sigmoid((float) logit_e); choice_e = score_e + bias_e (float). Top-K by repeated strict
  * maximum over choice (ties → lowest index, NaN never picked, nothing pickable → index 0 weight 0),

@@ -16,7 +16,7 @@ import k3j.io.DType;
 import k3j.io.TensorInfo;
 
 /**
- * Binds checkpoint tensor names to kernel arguments (ENGINE §2.4-2.6, OFFICIAL §3) from the safetensors
+ * Binds checkpoint tensor names to kernel arguments (docs/semantics.md §2.4-2.6) from the safetensors
  * headers alone: no tensor data is read here. The name table below is the whole contract: every tensor a
  * layer kind needs, its storage and its shape. dtype comes from the header, never assumed.
  *
@@ -58,7 +58,7 @@ public final class Binder {
         }
     }
 
-    /** The suffixes a layer needs (after {@code language_model.model.layers.<L>.}), per ENGINE §2.5. */
+    /** The suffixes a layer needs (after {@code language_model.model.layers.<L>.}), per docs/semantics.md §2.5. */
     static List<Want> layerTable(ModelConfig c, int layer) {
         long e = c.hiddenSize();
         List<Want> w = new ArrayList<>();
@@ -316,7 +316,7 @@ public final class Binder {
                                 + " (the first " + w.take() + " are used, one per head)";
                     }
                 } else if (t.elementCount() != w.dims()[0]) {
-                    // element count only: proj vectors are [1, E] and conv taps [P, 1, k] on disk (ENGINE §2.5)
+                    // element count only: proj vectors are [1, E] and conv taps [P, 1, k] on disk (docs/semantics.md §2.5)
                     return "has shape " + t.shapeString() + " (" + t.elementCount() + " elements), expected " + w.dims()[0] + " elements";
                 }
             }

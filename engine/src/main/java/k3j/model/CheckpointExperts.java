@@ -18,7 +18,7 @@ import k3j.io.TensorReader;
  * Routed experts straight from the checkpoint, kept resident once read (the tiny oracle, tests; the real
  * model puts {@link k3j.cache.ExpertCache} behind the same {@link ExpertSource}). Also the
  * {@link ExpertLocator} that wires the cache to the binder's header locations. A contiguous expert is ONE
- * read of its six tensors; otherwise six reads into the canonical layout (ENGINE §2.6).
+ * read of its six tensors; otherwise six reads into the canonical layout (docs/semantics.md §2.6).
  */
 public final class CheckpointExperts implements ExpertSource, ExpertLocator, AutoCloseable {
     private final ModelBinding binding;

@@ -5,7 +5,7 @@ import k3j.kernels.Layers;
 import k3j.kernels.MlaKv;
 
 /**
- * What incremental decoding carries between steps (ENGINE §4.3): per KDA layer the recurrent state and the
+ * What incremental decoding carries between steps (docs/semantics.md §4.3): per KDA layer the recurrent state and the
  * three short-conv histories, per MLA layer the expanded K/V rows of positions 0..cached−1, and
  * {@code cached}. The capacity is fixed when the state is made; writing past it is a
  * {@link ForwardException}, never stale data.

@@ -2,7 +2,7 @@ package k3j.model;
 
 /**
  * Routed experts failed to load during a layer: the MoE sum would be partial, so the forward fails and the
- * run is INVALID (ENGINE §4.2 step 4, §7.9 exit 4). Never a silent drop.
+ * run is INVALID (docs/semantics.md §4.2 step 4, §7.9 exit 4). Never a silent drop.
  */
 public final class ExpertDropException extends ForwardException {
     private final int layer;

@@ -23,17 +23,17 @@ import k3j.kernels.Router;
 import k3j.kernels.Workers;
 
 /**
- * The forward pass (ENGINE §4 with OFFICIAL §6 semantics): embedding, 93 decoder layers with Attention
+ * The forward pass (docs/semantics.md §4): embedding, 93 decoder layers with Attention
  * Residuals, the model-level mix, final norm and LM head. Orchestration only: every number is computed by a
  * k3j.kernels kernel (fast paths, which are bit-identical to the reference paths and to any thread count).
  *
- * <p>Decoder layer, per OFFICIAL §6: mix the incoming partial with the snapshots (only if there are any);
+ * <p>Decoder layer, per docs/semantics.md §4.1: mix the incoming partial with the snapshots (only if there are any);
  * on a boundary snapshot the INCOMING partial (not the mix) and clear it; norm, KDA or MLA; partial += out
  * (or = out when cleared); mix again (always); norm, dense MLP or LatentMoE; return partial + mlp. The
  * returned partial, not the mix, feeds the next layer (pitfall: passing the mix on runs and is wrong).
  */
 public final class Forward {
-    /** Tokens per chunk-union MoE sub-chunk (ENGINE §3.17). */
+    /** Tokens per chunk-union MoE sub-chunk (docs/semantics.md §3.17). */
     static final int MOE_CHUNK = 64;
 
     /** Receives every layer's stages as the forward computes them. */
@@ -113,7 +113,7 @@ public final class Forward {
 
     // ------------------------------------------------------------------ whole model
 
-    /** Full recompute over {@code ids} from an empty state (ENGINE §4.3 default mode). */
+    /** Full recompute over {@code ids} from an empty state (docs/semantics.md §4.3 default mode). */
     public Result full(int[] ids, boolean allPositions, StageSink sink) {
         return run(ids, null, false, allPositions, sink);
     }
@@ -126,7 +126,7 @@ public final class Forward {
         return run(ids, null, true, allPositions, null);
     }
 
-    /** Incremental: feeds {@code ids} at positions state.cached() .. and advances it (ENGINE §4.3). */
+    /** Incremental: feeds {@code ids} at positions state.cached() .. and advances it (docs/semantics.md §4.3). */
     public Result step(int[] ids, DecodeState state, boolean allPositions, StageSink sink) {
         if (state == null) throw new IllegalArgumentException("incremental step needs a DecodeState");
         return run(ids, state, false, allPositions, sink);

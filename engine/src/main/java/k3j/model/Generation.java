@@ -6,7 +6,7 @@ import java.util.List;
 import k3j.kernels.Argmax;
 
 /**
- * Greedy generation (ENGINE §4.3): full recompute (each step one forward over the whole sequence, fresh
+ * Greedy generation (docs/semantics.md §4.3): full recompute (each step one forward over the whole sequence, fresh
  * state) or incremental (step 0 feeds the prompt, later steps the last emitted token, KV cache and KDA state
  * carried). Argmax: the first maximal index wins. stepLogits[g] = the V logits that chose generated[g] (only step 0 unless all were kept).
  */
@@ -22,7 +22,7 @@ public record Generation(int[] prompt, int[] generated, List<float[]> stepLogits
         return Arrays.stream(stepSeconds).sum();
     }
 
-    /** KV capacity for an incremental run: prompt + gen + 1 positions (ENGINE §4.3). */
+    /** KV capacity for an incremental run: prompt + gen + 1 positions (docs/semantics.md §4.3). */
     public static int capacity(int promptLength, int gen) {
         return promptLength + gen + 1;
     }

@@ -89,7 +89,7 @@ public final class Model implements AutoCloseable {
         return new Forward(weights, source, workers, source == experts);
     }
 
-    /** A forward whose decoder layers are bound per use from {@code trunk} (ENGINE §5.5) and whose experts come from {@code source}. */
+    /** A forward whose decoder layers are bound per use from {@code trunk} (docs/semantics.md §5.5) and whose experts come from {@code source}. */
     public Forward forward(Workers workers, k3j.cache.ExpertSource source, k3j.trunk.TrunkSource trunk) {
         return new Forward(weights, new StreamedLayers(binding, trunk), source, workers, source == experts);
     }

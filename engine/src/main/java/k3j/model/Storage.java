@@ -1,6 +1,6 @@
 package k3j.model;
 
-/** How the binder keeps a tensor (ENGINE §2.5 "N"/"W", routed experts apart). */
+/** How the binder keeps a tensor (docs/semantics.md §2.5 "N"/"W", routed experts apart). */
 public enum Storage {
     /** A dense matrix multiplied in place: BF16 stays BF16, F32 stays F32, F16 is widened to F32; anything else refused. */
     MATRIX,

@@ -13,7 +13,7 @@ import k3j.trunk.TrunkManifest;
 import k3j.trunk.TrunkSource;
 
 /**
- * Decoder layers bound per use from a packed, streamed trunk (ENGINE §5.5): acquire layer L from the
+ * Decoder layers bound per use from a packed, streamed trunk (docs/semantics.md §5.5): acquire layer L from the
  * {@link TrunkSource} (which reads ahead L+1 while L computes), bind every tensor the binding names from the
  * run's bytes (BF16 / F32 matrices used in place, F16 widened, vectors widened), and release the run when
  * the forward is done with the layer. The trunk holds the checkpoint's bytes verbatim, so the weights, and

@@ -64,7 +64,7 @@ public final class WeightLoader {
     }
 
     /**
-     * The kernel arguments of layer {@code index} from its tensors by checkpoint suffix (ENGINE §2.5): the ONE
+     * The kernel arguments of layer {@code index} from its tensors by checkpoint suffix (docs/semantics.md §2.5): the ONE
      * place that says which tensor feeds which argument.
      */
     public static LayerWeights layer(ModelConfig c, int index, LayerTensors l) {

@@ -3,7 +3,7 @@ package k3j.plan;
 import java.util.Locale;
 
 /**
- * {@code --preset auto} / {@code --trunk-gb auto} (ENGINE.md §7.2): sizes the trunk and the expert cache from
+ * {@code --preset auto} / {@code --trunk-gb auto} (docs/semantics.md §7.2): sizes the trunk and the expert cache from
  * MemAvailable, trunk first. GB = 1e9 bytes. reserve = 2.0 + 0.02·avail + 4.70 (embed + lm_head) + 1.70;
  * usable = avail − reserve; under 3 GB usable is refused (exit 2). With room for the whole trunk (111 GB)
  * the rest goes to the cache; otherwise the trunk is capped below 55% of MemTotal (a partial pin near the

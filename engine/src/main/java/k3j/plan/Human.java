@@ -2,7 +2,7 @@ package k3j.plan;
 
 import java.util.Locale;
 
-/** Byte counts for people: divide by 1000 until under 1000, units B, KB, MB, GB, TB, {@code %.2f %s} (ENGINE.md §7.4). */
+/** Byte counts for people: divide by 1000 until under 1000, units B, KB, MB, GB, TB, {@code %.2f %s} (docs/semantics.md §7.4). */
 public final class Human {
     private static final String[] UNITS = {"B", "KB", "MB", "GB", "TB"};
 

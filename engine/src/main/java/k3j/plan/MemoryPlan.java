@@ -5,7 +5,7 @@ import java.util.Optional;
 import k3j.config.ModelConfig;
 
 /**
- * The memory forecast printed before anything large is allocated (ENGINE.md §7.4), and the two refusals
+ * The memory forecast printed before anything large is allocated (docs/semantics.md §7.4), and the two refusals
  * made from it (§7.3): the KV cache over 90% of MemAvailable (exit 2: a request the machine cannot hold)
  * and the whole plan over 95% (exit 1). A forecast only: the run must quote the measured PEAK RSS
  * ({@link MemInfo#peakRss()}), not this (pitfall 28). Sizes are in bytes; formulas in floats × 4.
@@ -23,7 +23,7 @@ import k3j.config.ModelConfig;
 public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, boolean ultra, long expertCache,
                          long recurrentState, long buffers, long kvCache, int positions) {
 
-    /** Exit codes of the two refusals (ENGINE.md §7.9). */
+    /** Exit codes of the two refusals (docs/semantics.md §7.9). */
     public static final int EXIT_PLAN = 1, EXIT_KV = 2;
 
     /**
@@ -48,7 +48,7 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
         return positions * c.mlaLayerCount() * ((long) c.mlaHeads() * c.mlaKvHeadDim() + c.qkRopeHeadDim()) * 4;
     }
 
-    /** Floats of one layer's scratch for T tokens (ENGINE.md §7.4). */
+    /** Floats of one layer's scratch for T tokens (docs/semantics.md §7.4). */
     static long layerScratch(ModelConfig c, long t, boolean cached) {
         long e = c.hiddenSize(), maxb = c.snapshotCapacity();
         long hm = c.mlaHeads(), qh = c.mlaQkHeadDim(), kvd = c.mlaKvHeadDim(), qr = c.qkRopeHeadDim();
@@ -86,7 +86,7 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
     /** A refusal: the message for standard error and the exit code. */
     public record Refusal(int exitCode, String message) {}
 
-    /** The KV cache over 90% of MemAvailable (checked before the plan, ENGINE.md §7.3 step 6). */
+    /** The KV cache over 90% of MemAvailable (checked before the plan, docs/semantics.md §7.3 step 6). */
     public Optional<Refusal> kvRefusal(MemInfo mem) {
         if (kvCache == 0 || mem.availableBytes().isEmpty()) return Optional.empty();
         long avail = mem.availableBytes().getAsLong();
@@ -97,7 +97,7 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
                         + "or use full recompute (drop --incremental).", Human.bytes(kvCache), positions, Human.bytes(avail))));
     }
 
-    /** The whole plan over 95% of MemAvailable (ENGINE.md §7.3 step 10). */
+    /** The whole plan over 95% of MemAvailable (docs/semantics.md §7.3 step 10). */
     public Optional<Refusal> planRefusal(MemInfo mem) {
         if (mem.availableBytes().isEmpty()) return Optional.empty();
         long avail = mem.availableBytes().getAsLong();
@@ -108,7 +108,7 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
                 Human.bytes(total()), Human.bytes(avail), Human.bytes(total() - avail))));
     }
 
-    /** The end-of-run line (ENGINE.md §7.6 item 3), or null when VmHWM is not readable. */
+    /** The end-of-run line (docs/semantics.md §7.6 item 3), or null when VmHWM is not readable. */
     public static String peakRssLine() {
         var peak = MemInfo.peakRss();
         return peak.isEmpty() ? null : "PEAK RSS for the whole run: " + Human.bytes(peak.getAsLong()) + "   <- quote this, not the plan";

@@ -3,7 +3,7 @@ package k3j.plan;
 import java.util.Locale;
 
 /**
- * The named budgets of {@code --preset} (ENGINE.md §7.2), in {@code --list-presets} order. Budgets are in
+ * The named budgets of {@code --preset} (docs/semantics.md §7.2), in {@code --list-presets} order. Budgets are in
  * GB of 1e9 bytes. {@code auto} is not a row here: {@link AutoBudget} computes it from this machine.
  */
 public enum Preset {
@@ -57,7 +57,7 @@ public enum Preset {
         throw new IllegalArgumentException("unknown preset '" + name + "'\n" + table());
     }
 
-    /** The {@code --list-presets} output (ENGINE.md §7.2), ending in a newline. */
+    /** The {@code --list-presets} output (docs/semantics.md §7.2), ending in a newline. */
     public static String table() {
         StringBuilder b = new StringBuilder("presets (trunk / expert-cache, in GB):\n");
         for (Preset p : values()) {

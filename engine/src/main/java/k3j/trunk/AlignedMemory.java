@@ -10,7 +10,7 @@ import k3j.io.DirectIo;
 
 /**
  * Large aligned off-heap buffers for O_DIRECT reads. On Linux: an anonymous {@code mmap} aligned to 2 MiB
- * with {@code madvise(MADV_HUGEPAGE)} (ENGINE.md §5.4: transparent huge pages where the kernel only gives
+ * with {@code madvise(MADV_HUGEPAGE)} (docs/semantics.md §5.4: transparent huge pages where the kernel only gives
  * them on request), so a 2 GB slot is neither zero-filled up front nor pinned page by 4 KiB page for each
  * O_DIRECT read; unmapped when the arena closes. Elsewhere, or when {@code huge} is off (K3_NOHUGE), or if
  * mmap fails: {@link Arena#allocate} aligned to 4096. No numeric effect either way.

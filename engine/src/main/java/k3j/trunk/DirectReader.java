@@ -10,7 +10,7 @@ import k3j.io.DirectIo;
 
 /**
  * Positional reads of whole aligned runs from one file, through O_DIRECT where the file system allows it
- * (ENGINE.md §5.6: each streamed run is read once per token and never reused, so the page cache only
+ * (docs/semantics.md §5.6: each streamed run is read once per token and never reused, so the page cache only
  * costs) and through the page cache where it refuses, with a one-time note. O_DIRECT needs the offset,
  * the length and the buffer address aligned to {@value #ALIGN}; {@link #read} checks all three. A read
  * that ends early is a {@link TrunkException}, never a padded or tolerated run.

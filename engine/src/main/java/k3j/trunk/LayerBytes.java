@@ -53,7 +53,7 @@ public final class LayerBytes implements AutoCloseable {
         return run;
     }
 
-    /** Scratch for widening this layer's BF16 tensors (ENGINE.md §2.6), writable, as long as the layer is held. */
+    /** Scratch for widening this layer's BF16 tensors (docs/semantics.md §2.6), writable, as long as the layer is held. */
     public MemorySegment widenArea() {
         return widen;
     }

@@ -5,7 +5,7 @@ import java.nio.file.Path;
 /**
  * A trunk that cannot be packed, opened or read as it claims: names the file, the layer (when one is
  * at fault) and what is wrong. The message reads {@code FILE: layer L: DETAIL}. A failed read is
- * always this exception: the forward fails and the run exits non-zero (ENGINE.md §5.5).
+ * always this exception: the forward fails and the run exits non-zero (docs/semantics.md §5.5).
  */
 public final class TrunkException extends RuntimeException {
     /** No layer at fault: the file's, or the manifest's as a whole. */

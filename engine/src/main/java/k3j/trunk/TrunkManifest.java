@@ -26,7 +26,7 @@ import k3j.io.DirectIo;
 
 /**
  * {@code trunk.json}: where each layer's run lies in {@code trunk.bin}, the tensors inside each run, and
- * which weights it was packed from (ENGINE.md §5.3, plus provenance). Read from untrusted bytes: every
+ * which weights it was packed from (docs/semantics.md §5.3, plus provenance). Read from untrusted bytes: every
  * offset and length is checked against the run, the file and the other runs before anything is sized by
  * it, and a manifest that breaks a rule is refused naming the layer and the rule.
  *

@@ -23,7 +23,7 @@ import k3j.io.DirectIo;
 import k3j.io.TensorInfo;
 
 /**
- * Packs a checkpoint's trunk (ENGINE.md §5.2): for each layer in order, its non-routed-expert tensors,
+ * Packs a checkpoint's trunk (docs/semantics.md §5.2): for each layer in order, its non-routed-expert tensors,
  * which must form ONE gap-free byte run in ONE shard, are copied verbatim into {@code trunk.bin} at a
  * 4096-aligned offset, the tail padded with zeros to 4096, and described in {@code trunk.json}. Every
  * layer is checked before a byte is written; a layer spanning shards or with a gap is refused naming the
@@ -39,7 +39,7 @@ import k3j.io.TensorInfo;
  * journalled layers, keeps the prefix whose CRCs match, and copies from there (anything else starts over).
  */
 public final class TrunkPacker {
-    /** The real K3 layer prefix (ENGINE.md §2.4), then the README's shorter one. */
+    /** The real K3 layer prefix (docs/semantics.md §2.4), then the README's shorter one. */
     static final List<String> PREFIXES = List.of("language_model.model.layers.", "model.layers.");
     static final String ROUTED_EXPERT = ".block_sparse_moe.experts.";
     static final String PARTIAL = ".partial";
@@ -64,7 +64,7 @@ public final class TrunkPacker {
     /** Tensor alignment within a GATHERED run. */
     static final int GATHER_ALIGN = 64;
 
-    /** Finds each layer's run and checks it is one gap-free run in one shard (ENGINE.md §5.2). */
+    /** Finds each layer's run and checks it is one gap-free run in one shard (docs/semantics.md §5.2). */
     public static Layout layout(CheckpointIndex index) {
         return layout(index, false);
     }

@@ -8,7 +8,7 @@ import java.util.Locale;
 
 /**
  * How a trunk budget is spent: which layers are PINNED (read once, kept) and how many ring slots of what
- * size stream the rest (ENGINE.md §5.4). The slot size depends on the largest layer left unpinned and the
+ * size stream the rest (docs/semantics.md §5.4). The slot size depends on the largest layer left unpinned and the
  * pinned set on what the ring leaves of the budget, so the two are iterated to a fixed point.
  *
  * <p>Pinning order: LARGEST FIRST by default (ties by layer number). Per token the trunk costs the bytes of
@@ -29,7 +29,7 @@ import java.util.Locale;
  * @param ringWanted the ring depth asked for (clamped to 1..8)
  * @param ring       the ring depth granted: fewer when the budget cannot hold ringWanted slots (never below 1)
  * @param slotBytes  bytes per ring slot: the largest unpinned run rounded up to 4096, plus the widen area
- * @param widenBytes the per-slot widen area (ENGINE.md §2.6; K3 25,888,768 bytes), also added to each pinned layer
+ * @param widenBytes the per-slot widen area (docs/semantics.md §2.6; K3 25,888,768 bytes), also added to each pinned layer
  * @param pinned     pinned[L]: layer L has its own buffer
  * @param pinnedBytes Σ over pinned layers of (run rounded up to 4096 + widen)
  * @param passes     fixed-point passes taken (at most {@value #MAX_PASSES})
@@ -133,7 +133,7 @@ public record TrunkPlan(long budget, int ringWanted, int ring, long slotBytes, l
         return m;
     }
 
-    /** The startup lines of ENGINE.md §5.4 (the read method line is the stream's, not the plan's). */
+    /** The startup lines of docs/semantics.md §5.4 (the read method line is the stream's, not the plan's). */
     public String describe() {
         long packed = 0;
         for (long r : runBytes) packed += TrunkManifest.roundUp(r, TrunkManifest.ALIGN);

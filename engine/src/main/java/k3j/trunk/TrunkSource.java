@@ -29,7 +29,7 @@ public interface TrunkSource extends AutoCloseable {
     /** Gives back a layer from {@link #acquire}; releasing one twice is an error. */
     void release(LayerBytes bytes);
 
-    /** Adds binder time spent widening this source's tensors (ENGINE.md §5.5), for the final report's bind wall line. */
+    /** Adds binder time spent widening this source's tensors (docs/semantics.md §5.5), for the final report's bind wall line. */
     default void recordWiden(long nanos) {}
 
     /** A snapshot of the counters. */

@@ -31,7 +31,7 @@ public record TrunkStats(int layers, int pinned, int ring, boolean direct, boole
         return Math.max(0, readNanos - callerReadNanos - waitNanos);
     }
 
-    /** The final report block (ENGINE.md §5.7). */
+    /** The final report block (docs/semantics.md §5.7). */
     public String report() {
         StringBuilder b = new StringBuilder("trunk [final]\n");
         b.append(String.format(Locale.ROOT, "  pinned %d/%d layers, ring %d slots%s%n", pinned, layers, ring,

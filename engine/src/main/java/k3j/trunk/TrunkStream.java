@@ -9,7 +9,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
 /**
- * Streams a packed trunk under a byte budget (ENGINE.md §5.4-5.5): the {@link TrunkPlan}'s pinned layers
+ * Streams a packed trunk under a byte budget (docs/semantics.md §5.4-5.5): the {@link TrunkPlan}'s pinned layers
  * are read once on first use and kept; the others rotate through a ring of slots, read with O_DIRECT into
  * 4096-aligned off-heap memory. With two or more slots a reader thread reads the next layers while the
  * caller computes on the one it holds; with ONE slot no reader thread is started (pitfall 14: a reader
@@ -26,7 +26,7 @@ public final class TrunkStream implements TrunkSource {
     /**
      * @param budgetBytes the trunk budget (--trunk-gb × 1e9)
      * @param ring        ring slots wanted (--trunk-ring; 0 means 2, clamped to 1..8)
-     * @param widenBytes  per-layer widen area after each run (ENGINE.md §2.6; 0 when the binder needs none)
+     * @param widenBytes  per-layer widen area after each run (docs/semantics.md §2.6; 0 when the binder needs none)
      * @param order       pinning order
      * @param direct      try O_DIRECT
      * @param hugeAlign   2 MiB-aligned buffers (K3_NOHUGE turns it off; no numeric effect)

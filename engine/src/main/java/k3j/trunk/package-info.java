@@ -1,6 +1,6 @@
 /**
  * The trunk (every layer's non-routed-expert tensors) packed into one file and streamed under a byte
- * budget (ENGINE.md §5).
+ * budget (docs/semantics.md §5).
  *
  * <ul>
  *   <li>{@link k3j.trunk.TrunkPacker} ({@code k3 pack-trunk MODEL OUT}): each layer's trunk tensors must be ONE

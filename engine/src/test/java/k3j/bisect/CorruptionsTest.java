@@ -104,6 +104,23 @@ class CorruptionsTest {
     }
 
     @Test
+    void aCorruptionThatChangesNoByteIsRefusedAndWritesNothing() {
+        // x 1.001 moves a bf16 value by less than half its spacing (2^-9 relative at least), so every element rounds back
+        k3j.cli.CliRun r = k3j.cli.CliRun.k3("corrupt", mini().toString(), tmp.resolve("same").toString(),
+                "--corruption", "scale:1:self_attn.q_proj.weight:1.001");
+        assertTrue(r.exit() != 0, r.out());
+        assertTrue(r.err().contains("changes no byte") && r.err().contains("layers.1.self_attn.q_proj.weight"), r.err());
+        assertFalse(r.out().contains("wrote"), r.out());
+        assertFalse(Files.exists(tmp.resolve("same")), "nothing is written");
+        BisectException e = assertThrows(BisectException.class, () -> Corruptions.write(mini(), tmp.resolve("fill"),
+                List.of(new Corruption.Fill(13, "self_attn.A_log", 20, 1.0f))));
+        assertTrue(e.getMessage().contains("outside"), e.getMessage());
+        e = assertThrows(BisectException.class, () -> Corruptions.write(mini(), tmp.resolve("zeros"),
+                List.of(new Corruption.Fill(13, "self_attn.A_log", 5, 0.0f))));
+        assertTrue(e.getMessage().contains("changes no byte"), "the zero padding filled with zeros: " + e.getMessage());
+    }
+
+    @Test
     void aTransposeAndAFillRewriteOnlyValues() throws IOException {
         Path dst = tmp.resolve("t");
         Corruptions.write(mini(), dst, List.of(new Corruption.Transpose(5, "self_attn.o_proj.weight"), new Corruption.Fill(13, "self_attn.A_log", 5, 3.0f)));

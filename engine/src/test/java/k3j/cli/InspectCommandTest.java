@@ -13,6 +13,7 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import k3j.Repo;
 import k3j.io.ReleasedLayout;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -40,12 +41,24 @@ class InspectCommandTest {
         CliRun r = inspect(model.toString());
         assertEquals(ExitCode.OK, r.exit(), r.err());
         assertTrue(r.out().contains("shards: 5 files"), r.out());
-        assertTrue(r.out().contains("config.json: present"), r.out());
+        assertTrue(r.out().contains("config.json: REFUSED:"), r.out());
         assertTrue(r.out().contains("attention: " + "KKKM".repeat(23) + "M (69 KDA, 24 MLA)"), r.out());
         assertTrue(r.out().contains("mlp:       D" + "E".repeat(92) + " (1 dense, 92 MoE)"), r.out());
         assertTrue(r.out().contains("routed experts: 184"), r.out());
         assertTrue(r.out().matches("(?s).*routed expert +1104 tensors.*"), r.out());
         assertTrue(r.out().matches("(?s).*embedding +2 tensors.*"), r.out());
+    }
+
+    @Test
+    void aConfigFileIsSummarisedOrRefused() throws IOException {
+        CliRun ok = inspect(Repo.path("oracle-fixtures/config/released.json").toString());
+        assertEquals(ExitCode.OK, ok.exit(), ok.err());
+        assertTrue(ok.out().contains("hidden=7168 layers=93 vocab=163840 | 24 MLA + 69 KDA"), ok.out());
+        Path bad = dir.resolve("config.json");
+        Files.writeString(bad, "{}");
+        CliRun refused = inspect(bad.toString());
+        assertEquals(ExitCode.USAGE, refused.exit(), refused.out());
+        assertTrue(refused.err().contains("hidden_size"), refused.err());
     }
 
     @Test
@@ -80,13 +93,5 @@ class InspectCommandTest {
         CommandLine cl = K3.commandLine();
         cl.setErr(new PrintWriter(err, true));
         assertEquals(ExitCode.USAGE, cl.execute("inspect"));
-    }
-
-    @Test
-    void aConfigIsRecognised() throws IOException {
-        Path c = Files.writeString(dir.resolve("config.json"), "{}");
-        CliRun r = inspect(c.toString());
-        assertEquals(ExitCode.OK, r.exit());
-        assertTrue(r.out().contains("a model config"), r.out());
     }
 }

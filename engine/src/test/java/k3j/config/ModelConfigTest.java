@@ -16,7 +16,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The derived constants on the released K3 config (ENGINE.md §1.4, §1.6; OFFICIAL.md §2), and the file-level refusals. */
+/** The derived constants on the released K3 config (docs/semantics.md §1.4, §1.6), and the file-level refusals. */
 class ModelConfigTest {
     /** Surefire runs in engine/; the fixture is the repository's copy of the released config.json. */
     static final Path RELEASED = Path.of("..", "oracle-fixtures", "config", "released.json");

@@ -10,7 +10,7 @@ import k3j.cli.CliRun;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** {@code k3 conform}: the seed's conform_all lines and verdict, exit codes 0 / 1 / 2, the chart file. */
+/** {@code k3 conform}: the per-layer lines and verdict, exit codes 0 / 1 / 2, the chart file. */
 class ConformCommandTest {
     @Test
     void selectedLayersConformAndTheChartIsWritten(@TempDir Path tmp) throws Exception {

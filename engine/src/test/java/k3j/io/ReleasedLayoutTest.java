@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class ReleasedLayoutTest {
-    /** OFFICIAL.md §3: the text model's tensor count and its layer map (zero-based MLA 3,7,...,91,92). */
+    /** docs/semantics.md §2.5: the text model's tensor count and its layer map (zero-based MLA 3,7,...,91,92). */
     static final int RELEASED_TENSORS = 497_052;
     static final long RELEASED_DATA_BYTES = 1_559_945_240_320L;
     static final String ATTENTION = "KKKM".repeat(23) + "M";

@@ -1,0 +1,93 @@
+package k3j.cli;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import k3j.tokenizer.Tokenizer;
+import k3j.tokenizer.TokenizerException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code k3 tokenize --tok DIR}: text (stdin or --file, raw bytes) to ids on one line, comma-separated — the
+ * form {@code --ids} takes; with {@code --decode}, ids to the exact bytes they stand for.
+ */
+@Command(name = "tokenize", mixinStandardHelpOptions = true, version = "k3 (k3j) 0.1.0",
+        description = "Encode text to token ids (or --decode ids to bytes) with a Kimi tokenizer directory.",
+        footer = "Exit codes: 0 success, 1 unreadable or malformed tokenizer files, 2 bad arguments or ids.")
+final class TokenizeCommand implements Callable<Integer> {
+    @Option(names = "--tok", required = true, paramLabel = "DIR", description = "tokenizer directory: tiktoken.model + tokenizer_config.json")
+    Path tok;
+
+    @Option(names = "--decode", description = "read ids (',' or whitespace separated) and write their bytes")
+    boolean decode;
+
+    @Option(names = "--no-specials", description = "encode added tokens written in the text (e.g. <|end_of_msg|>) as ordinary text")
+    boolean noSpecials;
+
+    @Option(names = "--file", paramLabel = "PATH", description = "read this file instead of stdin")
+    Path file;
+
+    @Option(names = "--output", paramLabel = "PATH", description = "write here instead of stdout")
+    Path output;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        PrintWriter err = spec.commandLine().getErr();
+        Tokenizer t;
+        try {
+            t = Tokenizer.load(tok);
+        } catch (TokenizerException e) {
+            err.println("k3 tokenize: " + e.getMessage());
+            return ExitCode.RUNTIME;
+        }
+        byte[] in;
+        try (InputStream s = file != null ? Files.newInputStream(file) : System.in) {
+            in = s.readAllBytes();
+        }
+        byte[] result;
+        if (decode) {
+            int[] ids;
+            try {
+                ids = RunCommand.parseIds(new String(in, StandardCharsets.UTF_8));
+                result = t.decode(ids);
+            } catch (TokenizerException | CommandLine.ParameterException e) {
+                err.println("k3 tokenize: " + e.getMessage());
+                return ExitCode.USAGE;
+            }
+        } else {
+            int[] ids;
+            try {
+                ids = t.encode(in, !noSpecials);
+            } catch (TokenizerException e) {
+                err.println("k3 tokenize: " + e.getMessage());
+                return ExitCode.USAGE;
+            }
+            StringBuilder sb = new StringBuilder();
+            for (int id : ids) sb.append(sb.isEmpty() ? "" : ",").append(id);
+            result = (sb + "\n").getBytes(StandardCharsets.US_ASCII);
+        }
+        if (output != null) {
+            Files.write(output, result);
+        } else if (decode) {
+            spec.commandLine().getOut().flush();
+            OutputStream o = System.out;
+            o.write(result);
+            o.flush();
+        } else {
+            PrintWriter o = spec.commandLine().getOut();
+            o.print(new String(result, StandardCharsets.US_ASCII));
+            o.flush();
+        }
+        return ExitCode.OK;
+    }
+}

@@ -1,0 +1,133 @@
+package k3j.conform;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import k3j.model.LayerStages;
+
+/**
+ * Another engine's activations (reference-dumps/FORMAT.md §9, {@code k3-candidate} v1): every layer run ALONE
+ * from a reference dump's own inputs, as the engine computed it, plus its teacher-forced logits over the
+ * reference's ids and its greedy ids. Same container as the reference dump (directory or archive, sizes and
+ * sha256 checked). The manifest names the engine and its precision, and the reference by the sha256 of its
+ * manifest.json: a candidate is only meaningful against the dump whose inputs it was fed.
+ *
+ * <p>What the engine did not produce is absent, never zero: a layer's missing stage, routing or logits is a
+ * {@link Finding#MISSING_STAGE} of the comparison; a layer the engine could not run carries its error.
+ */
+public final class CandidateDump {
+    public static final String FORMAT = "k3-candidate";
+
+    private final ReferenceDump files;
+
+    private CandidateDump(ReferenceDump files) {
+        this.files = files;
+        String inputs = files.field("layer_inputs").asText();
+        if (!inputs.equals("reference")) {
+            throw ReferenceDump.mismatch(files.source() + ": layer_inputs is '" + inputs + "'; a candidate's layers must be run alone from the reference's inputs ('reference')");
+        }
+        files.field("engine", "name");
+        files.field("engine", "precision");
+        files.field("reference", "manifest_sha256");
+        if (!files.field("layers").isArray()) throw ReferenceDump.mismatch(files.source() + ": manifest layers is not a list");
+    }
+
+    /** Opens a candidate directory or a .tar.gz / .tar.xz of one. */
+    public static CandidateDump open(Path path) {
+        return new CandidateDump(ReferenceDump.open(path, FORMAT));
+    }
+
+    public Path source() {
+        return files.source();
+    }
+
+    public JsonNode manifest() {
+        return files.manifest();
+    }
+
+    /** "k3j 0.1.0 (float32)": the engine and the precision it ran in. */
+    public String engine() {
+        return files.field("engine", "name").asText() + " (" + files.field("engine", "precision").asText() + ")";
+    }
+
+    /** sha256 of the reference manifest whose inputs the candidate was fed. */
+    public String referenceSha256() {
+        return files.field("reference", "manifest_sha256").asText();
+    }
+
+    /** Refuses a reference other than the one the candidate was made from, naming both. */
+    public void checkAgainst(ReferenceDump reference) {
+        if (!referenceSha256().equals(reference.manifestSha256())) {
+            throw ReferenceDump.mismatch("the candidate " + source() + " was made from the reference with manifest sha256 " + referenceSha256()
+                    + " (" + files.manifest().path("reference").path("dir").asText("?") + "), not from " + reference.source() + " (" + reference.manifestSha256() + ")");
+        }
+    }
+
+    /** The layers the candidate lists (its manifest.layers[]). */
+    public int layerCount() {
+        return files.field("layers").size();
+    }
+
+    /** The engine's error for a layer it could not run ("" when it ran, or the layer is not listed). */
+    public String layerError(int i) {
+        return entry(i).path("error").asText("");
+    }
+
+    /** Whether the candidate lists layer {@code i} at all. */
+    public boolean lists(int i) {
+        return !entry(i).isMissingNode();
+    }
+
+    /** The mixer the engine ran layer {@code i} as ("KDA" / "MLA"; "" when it does not say). */
+    public String mixer(int i) {
+        return entry(i).path("mixer").asText("").toUpperCase(java.util.Locale.ROOT);
+    }
+
+    private JsonNode entry(int i) {
+        for (JsonNode l : files.field("layers")) if (l.path("index").asInt(-1) == i) return l;
+        return com.fasterxml.jackson.databind.node.MissingNode.getInstance();
+    }
+
+    /**
+     * Layer {@code i}'s stages as the candidate holds them, null where absent (the comparison reports those as
+     * missing). partialIn is not part of a candidate: it is the reference's own input.
+     */
+    public LayerStages stages(int i, int tokens) {
+        String p = "layers." + i + ".";
+        return new LayerStages(i, tokens, null, f32(p + "attn_in"), f32(p + "attn_norm"), f32(p + "attn_out"), f32(p + "partial_attn"),
+                f32(p + "mlp_in"), f32(p + "mlp_norm"), f32(p + "mlp_out"), f32(p + "partial_out"),
+                files.has(p + "moe_idx") ? files.i32(p + "moe_idx") : null, f32(p + "moe_weight"), null, List.of());
+    }
+
+    /** The teacher-forced logits [T][V] over the reference's ids, or null when the engine wrote none. */
+    public float[] logits() {
+        return f32("logits");
+    }
+
+    /** The engine's greedy ids, or null when it wrote none. */
+    public int[] greedyIds() {
+        return files.has("greedy_ids") ? files.i32("greedy_ids") : null;
+    }
+
+    /** Why the logits are absent, when the candidate says ("" otherwise). */
+    public String logitsNote() {
+        return files.manifest().path("notes").path("logits").asText("");
+    }
+
+    /** Array keys of the candidate (for the missing-stage messages). */
+    public List<String> arrays() {
+        List<String> keys = new ArrayList<>();
+        files.manifest().path("arrays").fieldNames().forEachRemaining(keys::add);
+        return keys;
+    }
+
+    private float[] f32(String key) {
+        return files.has(key) ? files.f32(key) : null;
+    }
+
+    @Override
+    public String toString() {
+        return source().toString();
+    }
+}

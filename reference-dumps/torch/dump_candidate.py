@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+"""Candidate dumps from the torch reference (format: reference-dumps/FORMAT.md §9).
+
+  /usr/bin/python3 reference-dumps/torch/dump_candidate.py REFERENCE_DUMP --out DIR
+      [--model MODEL_DIR] [--mutant NAME | --all-mutants] [--dtype float32|float64]
+
+A candidate is what an engine computes: every layer run ALONE from the reference dump's own inputs
+(FORMAT.md §6), its teacher-forced logits over the reference's ids and its greedy ids. This script
+writes the torch reference itself as such an engine: in float32 (a correct port, judged by the
+rounding budget) or running one of its named mutants (ops.MUTANTS: a plausible wrong port).
+
+With --mutant the manifest also records where the mutant first ACTS: the first layer and stage (in
+the order the comparison reads them) whose value differs at all from the same torch code without the
+mutant, both in float64; model-level mutants act on the logits, bind-level ones on the first layer
+that cannot bind. --all-mutants writes DIR/float32 and DIR/<mutant> for every mutant (the mutants
+without greedy ids: their teacher-forced logits already fail).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from dump_checkpoint import Writer, rel, repo_root  # noqa: E402
+from k3ref import ops  # noqa: E402
+from k3ref.model import Model, greedy  # noqa: E402
+
+FORMAT_VERSION = 1
+# the per-layer arrays a candidate holds, in the order the comparison reads them (FORMAT.md §9)
+STAGES = ["attn_in", "attn_norm", "attn_out", "partial_attn", "mlp_in", "mlp_norm", "mlp_out", "partial_out"]
+MOE = ["moe_idx", "moe_weight"]
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+class Reference:
+    """The reference dump: manifest (with its sha256) and arrays by key."""
+
+    def __init__(self, path):
+        self.dir = path
+        with open(os.path.join(path, "manifest.json"), "rb") as f:
+            raw = f.read()
+        self.sha256 = hashlib.sha256(raw).hexdigest()
+        self.m = json.loads(raw)
+        if self.m.get("format") != "k3ref-dump":
+            raise SystemExit(f"{path} is not a k3ref-dump")
+
+    def array(self, key, dtype):
+        a = self.m["arrays"][key]
+        np_dt = "<f4" if a["dtype"] == "F32" else "<i4"
+        v = np.fromfile(os.path.join(self.dir, a["file"]), dtype=np_dt).reshape(a["shape"])
+        return torch.from_numpy(v.astype(np.float64 if np_dt == "<f4" else np.int64)).to(dtype)
+
+    def model_dir(self):
+        d = self.m["checkpoint"]["dir"]
+        return d if os.path.isabs(d) else os.path.join(repo_root(), d)
+
+
+def run_layers(ref, model, dtype):
+    """{i: record or error string} for every layer run alone from the reference's inputs."""
+    snaps_all = ref.array("snapshots", dtype)
+    out = {}
+    for info in ref.m["layers"]:
+        i = info["index"]
+        rec = {}
+        try:
+            model.run_layer(i, ref.array(f"layers.{i}.partial_in", dtype), list(snaps_all[:info["snapshots_attn"]]), None, rec)
+        except KeyError as e:  # the wrong implementation asks for a tensor the checkpoint does not hold
+            out[i] = str(e).strip("'\"")
+            continue
+        out[i] = {k[len(f"layers.{i}."):]: v for k, v in rec.items() if k.startswith(f"layers.{i}.")}
+    return out
+
+
+def acts_at(ref, model_dir, mutant, clean):
+    """Where the mutant first changes a value (float64 against ``clean``, the float64 model without it): layer, stage."""
+    wrong = Model(model_dir, torch.float64, mut={mutant})
+    snaps_all = ref.array("snapshots", torch.float64)
+    for info in ref.m["layers"]:
+        i = info["index"]
+        h = ref.array(f"layers.{i}.partial_in", torch.float64)
+        snaps = list(snaps_all[:info["snapshots_attn"]])
+        a, b = {}, {}
+        clean.run_layer(i, h, snaps, None, a)
+        try:
+            wrong.run_layer(i, h, snaps, None, b)
+        except KeyError:
+            return {"layer": i, "stage": None, "why": "the layer does not bind"}
+        for s in STAGES + (MOE if info["mlp"] == "moe" else []):
+            k = f"layers.{i}.{s}"
+            if not torch.equal(a[k], b[k]):
+                return {"layer": i, "stage": s, "max_abs_change": float((a[k].double() - b[k].double()).abs().max())}
+    ids = ref.m["ids"]
+    if not torch.equal(clean.forward(ids), wrong.forward(ids)):
+        return {"layer": None, "stage": "logits"}
+    return None
+
+
+def write(ref, out_dir, dtype_name, mutant=None, clean=None, greedy_ids=True, log=print):
+    dtype = DTYPES[dtype_name]
+    model_dir = ref.model_dir()
+    model = Model(model_dir, dtype, mut={mutant} if mutant else ())
+    w = Writer(out_dir)
+    layers = []
+    for i, rec in sorted(run_layers(ref, model, dtype).items()):
+        info = ref.m["layers"][i]
+        entry = {"index": i, "mixer": "mla" if model.cfg.is_mla(i, model.mut) else "kda",
+                 "mlp": "moe" if model.cfg.is_moe(i) else "dense"}
+        if isinstance(rec, str):
+            entry["error"] = rec
+        else:
+            for s in STAGES + (MOE if info["mlp"] == "moe" else []):
+                w.put(f"layers.{i}.{s}", rec[s])
+        layers.append(entry)
+    ids, prompt = ref.m["ids"], ref.m["prompt_ids"]
+    notes = {}
+    try:
+        w.put("logits", model.forward(ids))
+        if greedy_ids:
+            gen, _ = greedy(model, prompt, len(ref.m["generated_ids"]), incremental=True)
+            w.put("greedy_ids", torch.tensor(gen))
+    except KeyError as e:
+        notes["logits"] = "not written: " + str(e).strip("'\"")
+    manifest = {
+        "format": "k3-candidate",
+        "format_version": FORMAT_VERSION,
+        "engine": {"name": "k3ref (reference-dumps/torch)" + (f", mutant {mutant}" if mutant else ""),
+                   "precision": dtype_name,
+                   "generator": {"script": "reference-dumps/torch/dump_candidate.py", "torch": torch.__version__,
+                                 "numpy": np.__version__, "python": platform.python_version()}},
+        "reference": {"dir": rel(ref.dir), "manifest_sha256": ref.sha256, "ids": ids,
+                      "layer_map": ref.m["layer_map"]},
+        "layer_inputs": "reference",
+        "logits_mode": "full",
+        "layers": layers,
+        "arrays": w.arrays,
+    }
+    if notes:
+        manifest["notes"] = notes
+    if mutant:
+        what, where = ops.MUTANTS[mutant]
+        manifest["mutant"] = {"name": mutant, "wrong": what, "rule": where, "acts_at": acts_at(ref, model_dir, mutant, clean or Model(model_dir, torch.float64))}
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    log(f"{out_dir}: {manifest['engine']['name']} ({dtype_name})"
+        + (f", acts at {manifest['mutant']['acts_at']}" if mutant else ""))
+    return manifest
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("reference", help="the reference dump directory")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--mutant", choices=sorted(ops.MUTANTS))
+    ap.add_argument("--all-mutants", action="store_true", help="DIR/float32 and DIR/<name> for every mutant")
+    ap.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    ref = Reference(a.reference)
+    if a.all_mutants:
+        write(ref, os.path.join(a.out, a.dtype), a.dtype)
+        clean = Model(ref.model_dir(), torch.float64)  # shared: weights read once for every mutant's acts_at
+        for name in ops.MUTANTS:
+            write(ref, os.path.join(a.out, name), a.dtype, name, clean, greedy_ids=False)
+    else:
+        write(ref, a.out, a.dtype, a.mutant)
+
+
+if __name__ == "__main__":
+    main()
