@@ -63,14 +63,6 @@ final class InspectCommand implements Callable<Integer> {
             err.println("k3 inspect: " + e.getMessage());
             return ExitCode.RUNTIME;
         }
-        if (Files.isDirectory(path) && Files.exists(path.resolve("config.json"))) {
-            try {
-                ConfigReader.read(path.resolve("config.json"));
-            } catch (ConfigException e) {
-                err.println("k3 inspect: " + e.getMessage());
-                return ExitCode.USAGE;
-            }
-        }
         return ExitCode.OK;
     }
 

@@ -38,10 +38,24 @@ public final class AtomicWrite {
         Path dir = abs.getParent();
         checkTarget(target, what);
         Path tmp = dir.resolve("." + abs.getFileName() + ".tmp-" + ProcessHandle.current().pid());
+        // a pending interrupt (a cancelled read elsewhere in the run) would close the channel mid-write: the
+        // output is written regardless and the interrupt is restored afterwards
+        boolean interrupted = Thread.interrupted();
         try {
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
                  OutputStream out = Channels.newOutputStream(ch)) {
-                body.write(out);
+                // the body may close what it is given (a JsonGenerator does): the channel must stay open for force()
+                body.write(new java.io.FilterOutputStream(out) {
+                    @Override
+                    public void write(byte[] b, int off, int len) throws IOException {
+                        out.write(b, off, len);
+                    }
+
+                    @Override
+                    public void close() throws IOException {
+                        flush();
+                    }
+                });
                 out.flush();
                 ch.force(true);
             }
@@ -56,6 +70,8 @@ public final class AtomicWrite {
         } catch (RuntimeException | Error e) {
             Files.deleteIfExists(tmp);
             throw e;
+        } finally {
+            if (interrupted) Thread.currentThread().interrupt();
         }
     }
 

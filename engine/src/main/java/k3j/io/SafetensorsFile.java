@@ -89,6 +89,7 @@ public final class SafetensorsFile {
      */
     static SafetensorsFile openUnchecked(Path file, int shard) {
         if (!Files.exists(file)) throw new CheckpointException(Rule.IO, file, null, "no such file");
+        if (Files.isDirectory(file)) throw new CheckpointException(Rule.IO, file, null, "not a regular file (a directory)");
         try {
             SafeFiles.requireRegular(file, "a safetensors file");
         } catch (IOException e) {
