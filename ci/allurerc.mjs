@@ -22,6 +22,8 @@ export default defineConfig({
         reportLanguage: "en",
         reportName: "k3j conformance",
         groupBy: ["epic", "feature", "story"],
+        // failures first: groups holding a failed case, then the failed cases within them, come before green ones
+        defaultSortBy: "status,asc",
       },
     },
   },

@@ -13,7 +13,8 @@ With --mutant the manifest also records where the mutant first ACTS: the first l
 the order the comparison reads them) whose value differs at all from the same torch code without the
 mutant, both in float64; model-level mutants act on the logits, bind-level ones on the first layer
 that cannot bind. --all-mutants writes DIR/float32 and DIR/<mutant> for every mutant (the mutants
-without greedy ids: their teacher-forced logits already fail).
+without incremental logits and greedy ids: their full-recompute logits already fail), and beside them logits-float32.npy
+([T, V]) and logits-<mutant>.npy (the last prompt row) for k3 compare-logits.
 """
 from __future__ import annotations
 
@@ -124,6 +125,9 @@ def write(ref, out_dir, dtype_name, mutant=None, clean=None, greedy_ids=True, lo
     try:
         w.put("logits", model.forward(ids))
         if greedy_ids:
+            state = model.new_state()  # the prompt in one step, then one id at a time through the carried state
+            rows = [model.forward(ids[:len(prompt)], state)] + [model.forward([t], state) for t in ids[len(prompt):]]
+            w.put("logits_incremental", torch.cat(rows, 0))
             gen, _ = greedy(model, prompt, len(ref.m["generated_ids"]), incremental=True)
             w.put("greedy_ids", torch.tensor(gen))
     except KeyError as e:
@@ -138,7 +142,6 @@ def write(ref, out_dir, dtype_name, mutant=None, clean=None, greedy_ids=True, lo
         "reference": {"dir": rel(ref.dir), "manifest_sha256": ref.sha256, "ids": ids,
                       "layer_map": ref.m["layer_map"]},
         "layer_inputs": "reference",
-        "logits_mode": "full",
         "layers": layers,
         "arrays": w.arrays,
     }
@@ -155,6 +158,16 @@ def write(ref, out_dir, dtype_name, mutant=None, clean=None, greedy_ids=True, lo
     return manifest
 
 
+def npy(candidate_dir, path, row=None):
+    """The candidate's logits as a .npy (all rows, or one: what k3 compare-logits reads besides raw files)."""
+    with open(os.path.join(candidate_dir, "manifest.json")) as f:
+        a = json.load(f)["arrays"].get("logits")
+    if a is None:
+        return
+    v = np.fromfile(os.path.join(candidate_dir, a["file"]), dtype="<f4").reshape(a["shape"])
+    np.save(path, v if row is None else v[row])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("reference", help="the reference dump directory")
@@ -167,9 +180,11 @@ def main():
     ref = Reference(a.reference)
     if a.all_mutants:
         write(ref, os.path.join(a.out, a.dtype), a.dtype)
+        npy(os.path.join(a.out, a.dtype), os.path.join(a.out, f"logits-{a.dtype}.npy"))
         clean = Model(ref.model_dir(), torch.float64)  # shared: weights read once for every mutant's acts_at
         for name in ops.MUTANTS:
             write(ref, os.path.join(a.out, name), a.dtype, name, clean, greedy_ids=False)
+            npy(os.path.join(a.out, name), os.path.join(a.out, f"logits-{name}.npy"), row=len(ref.m["prompt_ids"]) - 1)
     else:
         write(ref, a.out, a.dtype, a.mutant)
 

@@ -352,7 +352,7 @@ class FaultsGate {
             assertFalse(Files.exists(dir.resolve(file)), file + " was left behind");
             try (Stream<Path> left = Files.walk(dir)) {
                 List<Path> files = left.filter(Files::isRegularFile).toList();
-                assertTrue(files.stream().allMatch(p -> sizeOf(p) > 0 && !p.getFileName().toString().contains(".tmp-")),
+                assertTrue(files.stream().allMatch(p -> sizeOf(p) > 0 && !p.getFileName().toString().endsWith(".tmp")),
                         "a 0-byte or temporary file was left: " + files);
             }
         }

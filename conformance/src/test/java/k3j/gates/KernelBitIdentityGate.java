@@ -18,6 +18,7 @@ import k3j.kernels.Argmax;
 import k3j.kernels.Embedding;
 import k3j.kernels.Fp;
 import k3j.kernels.Kda;
+import k3j.kernels.KernelPath;
 import k3j.kernels.Matrix;
 import k3j.kernels.MatVec;
 import k3j.kernels.MlaAttention;
@@ -38,7 +39,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * 1, 2 and 3 threads; a batch of T tokens equals T single calls. Metric: the number of elements whose
  * raw float bits differ (NaNs compared as NaN). Each case also runs a plausible wrong fast path (the
  * "mutant": reduceLanes, FMA, the C peer's one-chain MXFP4 order) and demands it DIFFERS, so the inputs
- * are proven able to catch an order change.
+ * are proven able to catch an order change. Every non-mutant case runs again on the scalar path
+ * ({@code scalar_path_*}), which {@code k3 run} takes for small calls.
  */
 @Tag("bitidentity")
 @Epic("bitidentity")
@@ -120,7 +122,20 @@ class KernelBitIdentityGate {
             }
         }
         for (int n : new int[] {1, 7, 8, 100}) c.add(new Case("argmax_" + n, () -> argmax(n), false));
+        // the same claims for the scalar path the run command takes for small calls (KernelPath.ADAPTIVE)
+        for (Case v : List.copyOf(c)) {
+            if (!v.mutant()) c.add(new Case("scalar_path_" + v.name(), () -> onScalarPath(v.check()), false));
+        }
         return c.stream().map(x -> Arguments.of(x));
+    }
+
+    private static float[][] onScalarPath(Check check) {
+        KernelPath.set(KernelPath.Mode.SCALAR);
+        try {
+            return check.run();
+        } finally {
+            KernelPath.set(KernelPath.Mode.VECTOR);
+        }
     }
 
     @ParameterizedTest(name = "{0}")

@@ -28,6 +28,7 @@ import k3j.cache.ExpertSource;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.harness.Evidence;
+import k3j.harness.Heartbeat;
 import k3j.harness.Project;
 import k3j.io.CheckpointIndex;
 import k3j.kernels.Workers;
@@ -59,6 +60,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * equal the dump's greedy ids and every step's logits must have the resident rung's float bits: a streamed
  * layer bound from a stale or reused slot, or a cache that served another expert's bytes, changes them.
  * Each rung also runs the CLI in a child JVM for what only a whole process can measure: its peak RSS (VmHWM).
+ * A seeded sampled generation (docs/semantics.md §8.5) picks the same ids, from the same logit bits, on every rung
+ * at 2 threads as everything resident at 1 thread.
  */
 @Tag("ladder")
 @Epic("memory ladder")
@@ -103,7 +106,10 @@ class LadderGate {
         assertEquals(GEN, greedy.length, "the mini dump's greedy ids");
         CheckpointIndex index = CheckpointIndex.open(model);
         trunkDir = tmp.resolve("trunk");
-        TrunkManifest m = TrunkPacker.pack(index, trunkDir, Progress.silent(), QUIET, null);
+        TrunkManifest m;
+        try (Heartbeat h = Heartbeat.of("ladder: packing mini-k3-93's trunk")) {
+            m = TrunkPacker.pack(index, trunkDir, Progress.silent(), QUIET, null);
+        }
         long largest = 0;
         for (long r : m.runSizes()) largest = Math.max(largest, r);
         slot = (largest + 4095) / 4096 * 4096;
@@ -199,6 +205,30 @@ class LadderGate {
         assertTrue(mismatched.isEmpty(), "rungs whose ids or logit bits differ: " + mismatched + "\n" + t);
     }
 
+    @ParameterizedTest(name = "{0}")
+    @Order(3)
+    @MethodSource("rungs")
+    @DisplayName("sampling with one seed picks the same ids on every rung at 2 threads as everything resident at 1 thread")
+    void sampledIdsAreTheSameOnEveryRung(Rung rung) throws Exception {
+        Outcome base = SAMPLED.computeIfAbsent("base", k -> sampled(rungs().findFirst().orElseThrow(), 1));
+        Outcome got = sampled(rung, 2);
+        Evidence.parameter("ids", java.util.Arrays.toString(got.ids()));
+        assertArrayEquals(base.ids(), got.ids(), rung + ": sampled ids (temperature 1, top-p 0.9, top-k 40, seed 20261201)");
+        sameBits(base, got, rung + ", sampled");
+        assertTrue(!java.util.Arrays.equals(greedy, got.ids()), "the sampled ids differ from the greedy ones (the sampler really samples)");
+    }
+
+    static final Map<String, Outcome> SAMPLED = new ConcurrentHashMap<>();
+
+    static Outcome sampled(Rung r, int threads) {
+        k3j.sample.Sampler s = new k3j.sample.Sampler(new k3j.sample.Sampler.Settings(1.0, 0.9, 40, 20261201L), 0);
+        try {
+            return run(r, true, threads, (l, v) -> s.next(l, 0, v));
+        } catch (Exception e) {
+            throw new AssertionError(r + ": " + e.getMessage(), e);
+        }
+    }
+
     static String kb(long b) {
         return String.format(Locale.ROOT, "%.1f KB", b / 1e3);
     }
@@ -239,24 +269,28 @@ class LadderGate {
         String key = r.name() + (incremental ? " inc" : " full");
         Outcome o = OUTCOMES.get(key);
         if (o == null) {
-            o = run(r, incremental);
+            try (Heartbeat h = Heartbeat.of("ladder: " + key)) {
+                o = run(r, incremental, 2, null);
+            }
             OUTCOMES.put(key, o);
         }
         return o;
     }
 
-    static Outcome run(Rung r, boolean incremental) throws Exception {
+    /** @param picker null: greedy */
+    static Outcome run(Rung r, boolean incremental, int threads, Generation.Picker picker) throws Exception {
         CheckpointIndex index = CheckpointIndex.open(model);
         TrunkStream stream = null;
         ExpertCache cache = null;
-        try (Model m = Model.open(index, config, -1, r.trunkBytes() == null); Workers w = Workers.of(2)) {
+        try (Model m = Model.open(index, config, -1, r.trunkBytes() == null); Workers w = Workers.of(threads)) {
             if (r.trunkBytes() != null) {
                 stream = TrunkStream.open(trunkDir, index, config.layerCount(), TrunkStream.Options.budget(r.trunkBytes()).withRing(r.ring()).withNotes(QUIET));
             }
             if (r.cacheBytes() != null) cache = ExpertCache.open(m.experts(), ExpertCache.Settings.of(r.cacheBytes(), config.topK()), null, QUIET);
             ExpertSource src = cache != null ? cache : m.experts();
             Forward f = stream != null ? m.forward(w, src, stream) : m.forward(w, src);
-            Generation g = Generation.greedy(f, prompt, GEN, incremental);
+            Generation g = picker == null ? Generation.greedy(f, prompt, GEN, incremental)
+                    : Generation.run(f, prompt, GEN, incremental ? f.newState(Generation.capacity(prompt.length, GEN)) : null, picker, true, null);
             List<int[]> bits = new ArrayList<>();
             for (float[] l : g.stepLogits()) {
                 int[] b = new int[l.length];
@@ -289,9 +323,11 @@ class LadderGate {
         }
         if (r.cacheBytes() != null) cmd.addAll(List.of("--cache-gb", gb(r.cacheBytes())));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.resolve("log.txt").toFile()).start();
-        if (!p.waitFor(300, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError(r + ": the CLI did not finish in 300 s");
+        try (Heartbeat h = Heartbeat.of("ladder: " + r.name() + ", the CLI in a child JVM")) {
+            if (!p.waitFor(300, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new AssertionError(r + ": the CLI did not finish in 300 s");
+            }
         }
         List<String> lines = Files.readAllLines(out.resolve("log.txt"));
         String tail = String.join("\n", lines.subList(Math.max(0, lines.size() - 30), lines.size()));

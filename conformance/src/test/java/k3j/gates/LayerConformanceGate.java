@@ -22,6 +22,7 @@ import k3j.conform.Finding;
 import k3j.conform.LayerReport;
 import k3j.conform.LayerSelection;
 import k3j.conform.StageMetric;
+import k3j.harness.AllureEnvironment;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.kernels.Workers;
@@ -45,13 +46,17 @@ import org.junit.jupiter.params.provider.MethodSource;
  * Verdict bands: ≤ 1 conforms, &lt; 100 "[rounding drift]", ≥ 100 or a routing difference "[binding error]".
  *
  * <p>Run: {@code mvn verify -Pcheckpoint -Dk3.model=DIR [-Dk3.reference=DUMP] [-Dk3.layers=40,41,50-60]}; the
- * same from {@code k3 conform}. No model, an unreadable one, or no matching dump FAILS.
+ * same from {@code k3 conform}. No model, an unreadable one, or no matching dump FAILS. With
+ * {@code -Pcandidate -Dk3.candidate=DUMP} the activations under test are another engine's candidate dump
+ * (reference-dumps/FORMAT.md §9) instead of k3j's forward: same cases, budgets and categories.
  */
 @Tag("checkpoint")
 @Epic("checkpoint conformance")
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class LayerConformanceGate {
     static final Map<Integer, LayerReport> reports = new TreeMap<>();
+    /** What bisect finds would explain each failing layer (computed once, on the layer's own page). */
+    static final Map<Integer, String> diagnoses = new TreeMap<>();
 
     @Test
     @Order(0)
@@ -59,7 +64,7 @@ class LayerConformanceGate {
         named("the reference dump matches the model");
         Allure.feature("reference");
         Conformance c = Checkpoint.open();
-        Evidence.parameter("model", c.modelDir().toString());
+        Evidence.parameter(c.candidateDump() != null ? "candidate" : "model", c.candidateDump() != null ? c.engine() : c.modelDir().toString());
         Evidence.parameter("reference", c.dump().source().toString());
         Evidence.parameter("layers", LayerSelection.format(Checkpoint.selected()));
         Evidence.text("budget rule", c.budget().rule() + "\nverdict bands: <= 1 budget conforms; < " + Finding.BINDING_RATIO
@@ -97,10 +102,26 @@ class LayerConformanceGate {
         if (r.routing() != null) Evidence.parameter("routing", r.routing().equal() ? "equal (" + r.routing().tokens() + " tokens x top-" + r.routing().topK() + ")"
                 : "differs on " + r.routing().tokensDiffering() + "/" + r.routing().tokens() + " tokens");
         for (StageMetric m : r.stages()) Allure.parameter(m.stage(), Evidence.format(m.ratioToBudget()) + "x budget");
-        Allure.description(description(r, c.budget()));
+        String diagnosis = r.conforms() ? null : diagnosis(c, r);
+        if (diagnosis != null) Evidence.parameter("bisect", diagnosis);
+        Allure.description(description(r, c.budget(), diagnosis));
         Evidence.json("stage metrics", metrics(r, c));
         Evidence.text("verdict", r.line());
-        if (!r.conforms()) fail(r.message());
+        if (diagnosis != null) Evidence.text("bisect", diagnosis);
+        if (!r.conforms()) fail(r.message() + (diagnosis == null ? "" : "; bisect: " + diagnosis));
+    }
+
+    /** bisect's diagnosis of a failing layer, or what it could not find; computed once per layer. */
+    static String diagnosis(Conformance c, LayerReport r) {
+        synchronized (diagnoses) {
+            String d = diagnoses.get(r.layer());
+            if (d == null) {
+                d = Bisect.diagnosisLine(c, r, Checkpoint.workers());
+                if (d == null) d = "no corruption bisect tries explains it (" + r.message() + ")";
+                diagnoses.put(r.layer(), d);
+            }
+            return d;
+        }
     }
 
     static Stream<LayerCase> layerCases() {
@@ -134,7 +155,7 @@ class LayerConformanceGate {
             }
             all.add(r != null ? r : c.layer(l)); // the overview alone (-Dtest=...#overview...) still sees every layer
         }
-        String title = "ratio to budget, " + selection + " of " + c.modelDir().getFileName() + " (reference " + c.dump().source().getFileName() + ")";
+        String title = "ratio to budget, " + selection + " of " + (c.candidateDump() != null ? c.candidateDump().source() : c.modelDir()).getFileName() + " (reference " + c.dump().source().getFileName() + ")";
         String svg = Charts.overview(all, title);
         Allure.addAttachment("layers x stages (ratio to budget)", "image/svg+xml", svg, ".svg");
         Allure.descriptionHtml("<p>Every stage of every selected layer, coloured by its ratio to the rounding budget (green inside, red = binding error). "
@@ -161,8 +182,7 @@ class LayerConformanceGate {
         if (!bad.isEmpty()) {
             // the summary names the first failing layer and stage, then what k3 bisect finds would explain it
             LayerReport first = bad.get(0);
-            String diagnosis = Bisect.diagnosisLine(c, first, Checkpoint.workers());
-            String firstFailing = diagnosis != null ? diagnosis : first.message();
+            String firstFailing = diagnosis(c, first);
             Evidence.parameter("first failing", firstFailing);
             Evidence.text("bisect", firstFailing);
             fail(first.finding().tag() + " " + bad.size() + " of " + all.size() + " layers do not conform: "
@@ -171,15 +191,22 @@ class LayerConformanceGate {
         }
     }
 
-    /** The case's description: the verdict and a stage table in markdown (what a reader sees first). */
-    static String description(LayerReport r, Budget b) {
+    /**
+     * The case's description (what a reader sees first): the verdict, bisect's diagnosis of a failing layer, and
+     * the stage table in markdown with every stage over its budget marked.
+     */
+    static String description(LayerReport r, Budget b, String diagnosis) {
         StringBuilder sb = new StringBuilder();
         sb.append("**").append(r.conforms() ? "Conforms" : r.message()).append("**\n\n");
+        if (diagnosis != null) sb.append("**bisect:** ").append(diagnosis).append("\n\n");
         sb.append("Layer run alone from the reference dump's own inputs. ratio = max|engine - ref| / max|ref|; budget = ")
                 .append(Evidence.format(b.eps32())).append(" x sqrt(width) x ").append(Evidence.format(b.factor())).append(" (").append(b.source()).append(").\n\n");
-        sb.append("| stage | ratio / budget | max abs diff | max abs ref |\n|---|---:|---:|---:|\n");
+        sb.append("| stage | ratio / budget | | max abs diff | max abs ref |\n|---|---:|---|---:|---:|\n");
         for (StageMetric m : r.stages()) {
-            sb.append(String.format(Locale.ROOT, "| %s | %s | %.3g | %.3g |%n", m.stage(), Evidence.format(m.ratioToBudget()), m.maxAbsDiff(), m.maxAbsRef()));
+            boolean over = !(m.ratioToBudget() <= 1);
+            String mark = over ? "**" : "";
+            sb.append(String.format(Locale.ROOT, "| %s%s%s | %s%s%s | %s | %.3g | %.3g |%n", mark, m.stage(), mark, mark, Evidence.format(m.ratioToBudget()), mark,
+                    over ? "**✗ OVER BUDGET**" : "ok", m.maxAbsDiff(), m.maxAbsRef()));
         }
         if (r.routing() != null) sb.append("\nRouting: ").append(r.routing().equal() ? "equal" : "differs, " + r.routing().first()).append('\n');
         return sb.toString();
@@ -231,13 +258,22 @@ class LayerConformanceGate {
             if (conformance != null) return conformance;
             if (failure != null) throw new IllegalStateException(failure.getMessage(), failure); // fresh: each case's own trace
             try {
+                String cand = Project.property("k3.candidate"), ref = Project.property("k3.reference");
+                List<Path> dumps = List.of(Project.root().resolve("reference-dumps"));
+                workers = Workers.of(Runtime.getRuntime().availableProcessors());
+                if (!cand.isEmpty()) {
+                    Path p = resolve(cand);
+                    if (!Files.exists(p)) throw new AssertionError("gate data missing: -Dk3.candidate=" + cand + " does not exist (" + p + ")");
+                    conformance = Conformance.candidate(p, ref.isEmpty() ? null : resolve(ref), dumps);
+                    AllureEnvironment.put("k3.reference", conformance.dump().source() + (ref.isEmpty() ? " (found: the candidate names its manifest's sha256)" : ""));
+                    return conformance;
+                }
                 String m = Project.property("k3.model");
                 if (m.isEmpty()) throw new AssertionError("gate data missing: -Dk3.model is not set (mvn verify -Pcheckpoint -Dk3.model=DIR)");
                 Path model = resolve(m);
                 if (!Files.isDirectory(model)) throw new AssertionError("gate data missing: -Dk3.model=" + m + " is not a readable directory (" + model + ")");
-                String ref = Project.property("k3.reference");
-                workers = Workers.of(Runtime.getRuntime().availableProcessors());
-                conformance = Conformance.open(model, ref.isEmpty() ? null : resolve(ref), List.of(Project.root().resolve("reference-dumps")), workers);
+                conformance = Conformance.open(model, ref.isEmpty() ? null : resolve(ref), dumps, workers);
+                AllureEnvironment.put("k3.reference", conformance.dump().source() + (ref.isEmpty() ? " (found: its manifest matches the model's shards)" : ""));
                 return conformance;
             } catch (AssertionError | ConformException e) {
                 failure = e instanceof ConformException ce ? ce : new IllegalStateException(e.getMessage(), e);

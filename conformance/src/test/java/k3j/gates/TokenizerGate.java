@@ -114,6 +114,28 @@ class TokenizerGate {
         Evidence.parameter("ids", ids);
     }
 
+    @DisplayName("the Kimi pattern's hand-written scanner gives the ids of the pattern run as a regex, on every repository file and fixture text")
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("vocabularies")
+    void kimiScannerIsTheRegex(String vocab) {
+        Tokenizer scanner = TokenizerFixtures.tokenizer(vocab, "kimi");
+        Tokenizer regex = Tokenizer.of(TokenizerFixtures.ranks(vocab),
+                k3j.tokenizer.AddedTokens.read(Project.fixture("tokenizer/" + vocab + ".tokenizer_config.json"), scanner.nBase()),
+                "(?:" + k3j.tokenizer.SplitPattern.KIMI + ")");   // another spelling of the same pattern: the regex path
+        int texts = 0;
+        for (Path f : TokenizerFixtures.repositoryTextFiles()) {
+            byte[] b = TokenizerFixtures.read(f);
+            assertArrayEquals(regex.encode(b, false), scanner.encode(b, false), f + ": scanner and regex differ");
+            texts++;
+        }
+        for (Case c : TokenizerFixtures.cases()) {
+            if (!c.vocab().equals(vocab)) continue;
+            assertArrayEquals(regex.encode(c.text(), false), scanner.encode(c.text(), false), c.name() + ": scanner and regex differ");
+            texts++;
+        }
+        Evidence.parameter("texts", texts);
+    }
+
     @DisplayName("jtokkit, a second Java encoder, gives the same ids under the vocabulary's own pattern")
     @ParameterizedTest(name = "{0}")
     @MethodSource("vocabularies")

@@ -13,15 +13,27 @@ import org.junit.platform.launcher.LauncherSessionListener;
 
 /**
  * Writes environment.properties (JDK, OS, CPU, model path) and the committed categories.json into
- * the Allure results folder once per test JVM, so every report says where and on what it ran.
+ * the Allure results folder once per test JVM, so every report says where and on what it ran; a gate that
+ * learns more while running (the reference dump it found) adds it with {@link #put}.
  */
 public final class AllureEnvironment implements LauncherSessionListener {
+    private static final Map<String, String> ENV = new LinkedHashMap<>();
+
+    /** Sets one line of the report's environment (rewriting environment.properties), e.g. the dump actually used. */
+    public static synchronized void put(String key, String value) {
+        ENV.put(key, orDash(value));
+        write();
+    }
+
     @Override
     public void launcherSessionOpened(LauncherSession session) {
-        String dir = System.getProperty("allure.results.directory", "");
-        if (dir.isBlank()) return;
-        Path results = Path.of(dir);
-        Map<String, String> env = new LinkedHashMap<>();
+        synchronized (AllureEnvironment.class) {
+            fill(ENV);
+            write();
+        }
+    }
+
+    private static void fill(Map<String, String> env) {
         env.put("jdk", System.getProperty("java.vm.vendor") + " " + System.getProperty("java.runtime.version"));
         env.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"));
         env.put("cpu", cpuModel() + ", " + Runtime.getRuntime().availableProcessors() + " cores");
@@ -29,9 +41,16 @@ public final class AllureEnvironment implements LauncherSessionListener {
         env.put("k3.model", orDash(Project.property("k3.model")));
         env.put("k3.reference", orDash(Project.property("k3.reference")));
         env.put("k3.layers", orDash(Project.property("k3.layers")));
+        env.put("k3.candidate", orDash(Project.property("k3.candidate")));
+    }
+
+    private static void write() {
+        String dir = System.getProperty("allure.results.directory", "");
+        if (dir.isBlank()) return;
+        Path results = Path.of(dir);
         try {
             Files.createDirectories(results);
-            Files.writeString(results.resolve("environment.properties"), env.entrySet().stream()
+            Files.writeString(results.resolve("environment.properties"), ENV.entrySet().stream()
                     .map(e -> e.getKey() + "=" + e.getValue().replace("\\", "\\\\"))
                     .collect(Collectors.joining("\n", "", "\n")));
             Path categories = Project.root().resolve("reports/categories.json");

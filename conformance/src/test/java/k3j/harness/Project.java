@@ -31,6 +31,24 @@ public final class Project {
         return existing(root().resolve("oracle-fixtures").resolve(relative));
     }
 
+    /** oracle-fixtures/DIR/FILE after checking its sha256 against the files[] of oracle-fixtures/DIR/manifest.json. */
+    public static Path pinnedFixture(String dir, String file) {
+        Path p = fixture(dir + "/" + file);
+        byte[] raw;
+        try {
+            raw = Files.readAllBytes(p);
+        } catch (IOException e) {
+            return fail("cannot read " + p + ": " + e.getMessage());
+        }
+        for (JsonNode f : json(fixture(dir + "/manifest.json")).path("files")) {
+            if (f.path("file").asText().equals(file)) {
+                if (!f.path("sha256").asText().equals(KernelFixtures.sha256(raw))) fail(p + ": sha256 differs from the manifest (stale or edited fixture)");
+                return p;
+            }
+        }
+        return fail("oracle-fixtures/" + dir + "/manifest.json does not pin " + file);
+    }
+
     /** A path under reference-dumps/ that must exist. */
     public static Path dump(String relative) {
         return existing(root().resolve("reference-dumps").resolve(relative));

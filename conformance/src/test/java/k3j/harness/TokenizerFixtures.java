@@ -45,17 +45,7 @@ public final class TokenizerFixtures {
     }
 
     public static List<Case> cases() {
-        Path file = Project.fixture("tokenizer/cases.json");
-        byte[] raw = read(file);
-        JsonNode files = manifest().path("files");
-        boolean pinned = false;
-        for (JsonNode f : files) {
-            if (f.path("file").asText().equals("cases.json")) {
-                if (!f.path("sha256").asText().equals(KernelFixtures.sha256(raw))) fail(file + ": sha256 differs from the manifest (stale or edited fixture)");
-                pinned = true;
-            }
-        }
-        if (!pinned) fail("oracle-fixtures/tokenizer/manifest.json does not pin cases.json");
+        Path file = Project.pinnedFixture("tokenizer", "cases.json");
         JsonNode cases = Project.json(file).path("cases");
         if (!cases.isArray() || cases.isEmpty()) fail(file + " holds no cases: regenerate with make_fixtures.py");
         List<Case> out = new ArrayList<>();

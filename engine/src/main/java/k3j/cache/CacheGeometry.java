@@ -2,6 +2,7 @@ package k3j.cache;
 
 import java.util.Locale;
 import k3j.io.DirectIo;
+import k3j.plan.Human;
 
 /**
  * Slot geometry (docs/semantics.md §6.1). A slot holds the probe expert plus 2·4096 bytes of O_DIRECT
@@ -19,16 +20,26 @@ public record CacheGeometry(long expertBytes, long slotBytes, int slots, int top
 
     /** nslot = floor(budget / slot); a cache smaller than one token's working set is refused. */
     public static CacheGeometry plan(long expertBytes, long budgetBytes, int topK) {
+        return plan(expertBytes, budgetBytes, topK, Long.MAX_VALUE);
+    }
+
+    /**
+     * As {@link #plan(long, long, int)}, with at most {@code poolExperts} slots: a budget larger than every expert
+     * the model has buys slots that can never fill, so the cache (and the plan's line for it) takes only what the
+     * model's own experts need.
+     */
+    public static CacheGeometry plan(long expertBytes, long budgetBytes, int topK, long poolExperts) {
         if (expertBytes <= 0) throw new IllegalArgumentException("expert size must be positive, got " + expertBytes);
         if (topK < 1) throw new IllegalArgumentException("top-k must be at least 1, got " + topK);
         if (budgetBytes < 0) throw new IllegalArgumentException("cache budget must not be negative, got " + budgetBytes);
+        if (poolExperts < 1) throw new IllegalArgumentException("the expert pool must not be empty, got " + poolExperts);
         long slot = slotBytes(expertBytes);
-        long n = budgetBytes / slot;
-        if (n < topK + 1) {
+        long n = Math.min(budgetBytes / slot, poolExperts);
+        if (n < Math.min(topK + 1, poolExperts)) {
             throw new IllegalArgumentException(String.format(Locale.ROOT,
-                    "expert cache of %.2f GB holds %d slots of %.2f MB; it needs at least %d (top-k + 1 = %.2f GB). "
+                    "expert cache of %s holds %d slots of %s; it needs at least %d (top-k + 1 = %s). "
                             + "A cache smaller than one token's working set would evict an expert that is still being multiplied.",
-                    budgetBytes / 1e9, n, slot / 1e6, topK + 1, (topK + 1) * slot / 1e9));
+                    Human.bytes(budgetBytes), n, Human.bytes(slot), topK + 1, Human.bytes((topK + 1) * (double) slot)));
         }
         if (n > Integer.MAX_VALUE / 2) throw new IllegalArgumentException("expert cache of " + n + " slots is too many");
         return new CacheGeometry(expertBytes, slot, (int) n, topK);

@@ -128,8 +128,8 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
         this.settings = settings;
         this.trace = trace;
         long probe = locator.locate(locator.probeLayer(), 0).length();
-        this.geometry = CacheGeometry.plan(probe, settings.budgetBytes(), settings.topK());
         int keys = Math.multiplyExact(locator.layers(), locator.experts());
+        this.geometry = CacheGeometry.plan(probe, settings.budgetBytes(), settings.topK(), keys);
         this.table = new SlotTable(geometry.slots(), keys, geometry.protectedSlots(), settings.policy());
         this.padOf = new long[geometry.slots()];
         this.locationOf = new ExpertLocation[geometry.slots()];

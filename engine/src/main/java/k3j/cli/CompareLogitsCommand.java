@@ -20,7 +20,7 @@ import picocli.CommandLine.Parameters;
  * ratio to max |ref| against the logits budget, argmax, top-10 overlap, correlation) and the first rank at
  * which the two orders part.
  */
-@Command(name = "compare-logits",
+@Command(name = "compare-logits", mixinStandardHelpOptions = true,
         description = "Compare a logit file (--dump-logits raw float32, .npy, or a candidate dump) against a reference dump's logits at one position.",
         footer = {"Formats (docs/formats.md): exactly V raw little-endian float32 (the C engine's and k3j's --dump-logits: the last prompt position);",
                 ".npy '<f4' C order, [V] or [T, V]; a candidate dump directory (its logits [T, V]). Wrong length or a non-finite value is refused.",
@@ -41,13 +41,12 @@ final class CompareLogitsCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
+        PrintWriter out = spec.commandLine().getOut();
         ReferenceDump ref;
         try {
             ref = ReferenceDump.open(reference);
         } catch (ConformException e) {
-            err.println("k3: " + e.getMessage());
-            return ExitCode.USAGE;
+            throw usage(e.getMessage());
         }
         int[] ids = ref.ids();
         int t = ids.length, v = ref.shape("logits")[1];
@@ -57,12 +56,10 @@ final class CompareLogitsCommand implements Callable<Integer> {
         try {
             f = LogitFile.read(file, v);
         } catch (LogitFile.LogitFileException | ConformException e) {
-            err.println("k3: refused: " + e.getMessage());
-            return ExitCode.USAGE;
+            throw usage("refused: " + e.getMessage());
         }
         if (f.rows() != 1 && f.rows() != t) {
-            err.println("k3: refused: " + file + " holds " + f.rows() + " rows; the reference has " + t + " positions (a file holds one vector or all of them)");
-            return ExitCode.USAGE;
+            throw usage("refused: " + file + " holds " + f.rows() + " rows; the reference has " + t + " positions (a file holds one vector or all of them)");
         }
         float[] got = f.rows() == 1 ? f.values() : f.row(pos);
         float[] want = java.util.Arrays.copyOfRange(ref.f32("logits"), pos * v, (pos + 1) * v);

@@ -5,7 +5,6 @@ import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -84,7 +83,7 @@ final class ConformCommand implements Callable<Integer> {
                 throw usage(e.getMessage());
             }
         }
-        List<Path> search = searchDirs();
+        List<Path> search = ReferenceSearch.dirs(dumps);
         if (verifyData) {
             ReferenceDump d = ReferenceMatch.locate(model, reference, search);
             out.println("reference: " + d.source());
@@ -138,10 +137,7 @@ final class ConformCommand implements Callable<Integer> {
                 AtomicWrite.string(chart, "--chart", Charts.overview(reports, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
                 out.println("chart: " + chart);
             }
-            if (!noLogits && candidate != null) {
-                failed += logits(out, c::candidateLogits);
-                failed += greedy(out, c);
-            } else if (!noLogits && c.forward() != null) {
+            if (!noLogits && (candidate != null || c.forward() != null)) {
                 for (boolean incremental : new boolean[] {false, true}) failed += logits(out, () -> c.teacherForcing(incremental));
                 failed += greedy(out, c);
             }
@@ -181,24 +177,6 @@ final class ConformCommand implements Callable<Integer> {
             out.println(e.getMessage());
             return 1;
         }
-    }
-
-    /** --dumps, ./reference-dumps, and the reference-dumps/ of the repository the jar was built in. */
-    private List<Path> searchDirs() {
-        LinkedHashSet<Path> s = new LinkedHashSet<>(dumps);
-        s.add(Path.of("reference-dumps"));
-        try {
-            Path jar = Path.of(ConformCommand.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-            for (Path p = jar.getParent(); p != null; p = p.getParent()) {
-                if (Files.isDirectory(p.resolve("reference-dumps"))) {
-                    s.add(p.resolve("reference-dumps"));
-                    break;
-                }
-            }
-        } catch (Exception ignored) {
-            // no code source (unusual class loader): the other folders still count
-        }
-        return new ArrayList<>(s);
     }
 
     private CommandLine.ParameterException usage(String msg) {

@@ -13,6 +13,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import k3j.io.DirectIo;
+import k3j.model.ModelSizes;
 import k3j.plan.AutoBudget;
 import k3j.plan.Human;
 import k3j.plan.MemInfo;
@@ -58,6 +59,10 @@ final class DoctorCommand implements Callable<Integer> {
             return ExitCode.OK;
         }
         if (readMb <= 0) throw new CommandLine.ParameterException(spec.commandLine(), "--read-mb must be positive");
+        if (model != null && !Files.isDirectory(model)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), Files.exists(model) ? "not a folder: " + model : "no such folder: " + model);
+        }
+        if (trunk != null && !Files.isDirectory(trunk)) throw new CommandLine.ParameterException(spec.commandLine(), "--trunk: no such folder: " + trunk);
         out.println("k3 doctor");
         String cpu = cpuModel();
         out.printf(Locale.ROOT, "  cores        : %d available to the JVM%s%n", Runtime.getRuntime().availableProcessors(), cpu.isEmpty() ? "" : " (" + cpu + ")");
@@ -68,11 +73,30 @@ final class DoctorCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "  JDK          : %s %s (%s)%n", System.getProperty("java.vendor"), Runtime.version(), System.getProperty("java.home"));
         out.println("  Vector API   : " + vectorApi());
         disk(out);
+        ModelSizes sizes = null;
+        if (model != null) {
+            try {
+                sizes = ModelSizes.of(model);
+                out.printf(Locale.ROOT, "  model        : %s: weights %s (routed experts %s: %d x %s; trunk and tables %s)%n", model,
+                        Human.bytes(sizes.weightBytes()), Human.bytes(sizes.routedExpertBytes()), sizes.poolExperts(),
+                        Human.bytes(sizes.expertBytes()), Human.bytes(sizes.residentBytes()));
+            } catch (RuntimeException e) {
+                out.println("  model        : cannot be sized: " + e.getMessage());
+                return ExitCode.RUNTIME;
+            }
+        }
         out.println("which preset fits");
         if (mem.availableBytes().isEmpty()) {
             out.println("  MemAvailable unknown: choose --trunk-gb and --cache-gb by hand");
             return ExitCode.OK;
         }
+        if (sizes != null && sizes.weightBytes() < 0.5 * mem.availableBytes().getAsLong()) {
+            out.printf(Locale.ROOT, "  none needed: the whole model (%s) fits in RAM (%s available); run it resident, without --trunk%n",
+                    Human.bytes(sizes.weightBytes()), Human.bytes(mem.availableBytes().getAsLong()));
+            return ExitCode.OK;
+        }
+        out.println("  (the presets are sized for " + ModelSizes.RELEASED.name() + ", " + Human.bytes(ModelSizes.RELEASED.weightBytes())
+                + (sizes == null ? "; no MODEL given, so its sizes are assumed)" : ")"));
         Preset.Recommendation r = Preset.recommend(mem.availableBytes().getAsLong());
         out.println(r.preset() == null ? "  none of the ordinary presets: " + r.expect()
                 : String.format(Locale.ROOT, "  --preset %s (trunk %.2f GB / expert cache %.2f GB), expect %s", r.preset().id(),

@@ -41,8 +41,11 @@ import k3j.cache.ExpertLocation;
 import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
+import k3j.conform.ConformException;
+import k3j.conform.ReferenceDump;
 import k3j.io.CheckpointException;
 import k3j.io.CheckpointIndex;
+import k3j.kernels.KernelPath;
 import k3j.kernels.Workers;
 import k3j.model.BindException;
 import k3j.model.CorruptWeightsException;
@@ -86,11 +89,14 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--ids", paramLabel = "IDS", description = "raw token ids, separated by ',' or spaces")
     String ids;
 
-    @Option(names = "--prompt", paramLabel = "TEXT", description = "text prompt (needs a tokenizer)")
+    @Option(names = "--prompt", paramLabel = "TEXT", description = "text prompt, tokenized with --tok (added tokens such as <|end_of_msg|> are recognised)")
     String prompt;
 
-    @Option(names = "--prompt-file", paramLabel = "PATH", description = "prompt bytes from a file (needs a tokenizer)")
+    @Option(names = "--prompt-file", paramLabel = "PATH", description = "prompt bytes from a file, tokenized with --tok")
     Path promptFile;
+
+    @CommandLine.Mixin
+    TextOptions text = new TextOptions();
 
     @Option(names = "--config", paramLabel = "PATH", description = "config file (default <model_dir>/config.json)")
     Path config;
@@ -140,6 +146,17 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
     Integer threads;
 
+    @Option(names = "--dump-activations", paramLabel = "DIR", description = "after the run, write k3j's candidate dump (docs/formats.md): every layer "
+            + "run alone from the reference dump's inputs, logits and greedy ids; --ids must be the reference's prompt")
+    Path dumpActivations;
+
+    @Option(names = "--reference", paramLabel = "DUMP", description = "the reference dump for --dump-activations (default: the one matching the model)")
+    Path reference;
+
+    @Option(names = "--kernels", paramLabel = "PATH", defaultValue = "adaptive", description = "kernel path: adaptive (the Vector API for "
+            + "large calls, scalar for small ones), vector or scalar; the same bits either way (default ${DEFAULT-VALUE})")
+    String kernels;
+
     @Option(names = "--tf-check", description = "teacher-forced agreement over the --ids sequence in one forward (needs >= 2 ids); "
             + "writes {tf_positions, tf_matches, tf_agreement} to --out")
     boolean tfCheck;
@@ -150,6 +167,11 @@ final class RunCommand implements Callable<Integer> {
     private CommandLine.ParameterException usage(String msg) {
         return new CommandLine.ParameterException(spec.commandLine(), msg);
     }
+
+    /** What the text options resolved to, for the generation step. */
+    private record Session(k3j.tokenizer.Tokenizer tokenizer, k3j.chat.History history, k3j.sample.Sampler.Settings sampling, k3j.chat.Thinking thinking) {}
+
+    private Session session;
 
     /** Budgets after the preset and the flags, applied in argv order. */
     record Budgets(String presetName, double trunkGb, double cacheGb, boolean cacheGiven) {
@@ -164,7 +186,7 @@ final class RunCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        PrintWriter o = spec.commandLine().getOut(), err = spec.commandLine().getErr();
+        PrintWriter err = spec.commandLine().getErr(), o = text.chat ? err : spec.commandLine().getOut();   // chat: stdout is the conversation
         if (listPresets) {
             o.print(Preset.table());
             o.flush();
@@ -173,6 +195,10 @@ final class RunCommand implements Callable<Integer> {
         Flags flags = checkFlags();
         Preset named = flags.named();
         Double trunkGbFlag = flags.trunkGbFlag();
+        k3j.sample.Sampler.Settings sampling = flags.sampling();
+        k3j.chat.Thinking thinking = flags.thinking();
+        KernelPath.Mode kernelPath = flags.kernelPath();
+        if (text.chat) incremental = true;
         // 2. auto budget
         MemInfo mem = memInfo();
         AutoBudget auto = null;
@@ -197,13 +223,57 @@ final class RunCommand implements Callable<Integer> {
         if (layers != null && (layers < 1 || layers > cfg.layerCount())) throw usage("--layers must be 1.." + cfg.layerCount() + ", got " + layers);
         int bound = layers == null ? cfg.layerCount() : layers;
         if (bound < cfg.layerCount()) o.printf("NOTE: binding only %d of %d layers: the output is NOT the real model%n", bound, cfg.layerCount());
-        // 4. prompt ids
-        int[] promptIds = parseIds(ids);
+        // 4. prompt ids (text: through the tokenizer; chat: the first turn's rendering, for the plan)
+        k3j.tokenizer.Tokenizer tokenizer = null;
+        k3j.chat.History history = null;
+        int[] promptIds;
+        try {
+            if (text.tok != null) tokenizer = k3j.tokenizer.Tokenizer.load(text.tok);
+            if (text.chat) {
+                history = text.history != null ? k3j.chat.History.read(text.history) : new k3j.chat.History();
+                if (text.system != null) {
+                    if (history.size() > 0) throw usage("--system starts a conversation; " + text.history + " already holds one (its system message stays)");
+                    history.add(k3j.chat.Message.system(text.system));
+                }
+                if (history.next() != k3j.chat.Role.USER) throw new k3j.chat.ChatException(text.history + ": the history ends with a user message that has no reply");
+                k3j.chat.Xtml x = new k3j.chat.Xtml(tokenizer);
+                var msgs = new java.util.ArrayList<>(history.messages());
+                msgs.add(k3j.chat.Message.user(prompt != null ? prompt : ""));
+                promptIds = text.loadState != null ? new int[] {0} : x.encode(x.render(msgs, thinking, true));
+            } else {
+                promptIds = ids != null ? parseIds(ids)
+                        : tokenizer.encode(prompt != null ? prompt.getBytes(java.nio.charset.StandardCharsets.UTF_8) : Files.readAllBytes(promptFile), true);
+            }
+        } catch (k3j.tokenizer.TokenizerException | k3j.chat.ChatException e) {
+            err.println("k3: " + e.getMessage());
+            return ExitCode.RUNTIME;
+        }
+        if (text.chat) {
+            for (String t : new String[] {k3j.chat.Xtml.OPEN, k3j.chat.Xtml.CLOSE, k3j.chat.Xtml.SEP, k3j.chat.Xtml.EOM, k3j.chat.Xtml.EOS}) {
+                int id = tokenizer.addedId(t).orElse(Integer.MAX_VALUE);
+                if (id >= cfg.vocabSize()) throw usage("the tokenizer's " + t + " (id " + id + ") is outside the model's vocabulary of " + cfg.vocabSize());
+            }
+        }
         if (promptIds.length == 0) throw usage("no prompt ids parsed");
         if (tfCheck && promptIds.length < 2) throw usage("--tf-check needs at least 2 ids");
         for (int id : promptIds) if (id < 0 || id >= cfg.vocabSize()) throw usage("token id " + id + " is outside the vocabulary of " + cfg.vocabSize());
+        ReferenceDump activationsReference = null;
+        if (dumpActivations != null) {
+            if (trunk != null || layers != null) throw usage("--dump-activations runs every layer resident from the reference's inputs: not with --trunk or --layers");
+            try {
+                activationsReference = ActivationDump.reference(modelDir, reference, promptIds);
+            } catch (IllegalArgumentException e) {
+                throw usage(e.getMessage());
+            } catch (ConformException e) {
+                err.println("k3: " + e.getMessage());
+                return ExitCode.RUNTIME;
+            }
+        } else if (reference != null) {
+            throw usage("--reference names the dump for --dump-activations");
+        }
         // 5. limits
         if (gen < 0 || gen > MAX_GEN) throw usage("--gen must be 0.." + MAX_GEN + ", got " + gen);
+        if (gen == 0 && (text.saveState != null || text.chat)) throw usage((text.chat ? "--chat" : "--save-state") + " needs --gen >= 1");
         if (promptIds.length > MAX_PROMPT) throw usage("the prompt has " + promptIds.length + " ids, at most " + MAX_PROMPT);
         if (promptIds.length + gen + 1 > MAX_POSITIONS) throw usage("prompt + gen + 1 = " + (promptIds.length + gen + 1) + " positions, at most " + MAX_POSITIONS);
         if (cfg.maxPositions() > 0 && promptIds.length + gen > cfg.maxPositions()) {
@@ -221,6 +291,7 @@ final class RunCommand implements Callable<Integer> {
             }
         }
         // 7. banner
+        this.session = new Session(tokenizer, history, sampling, thinking);
         o.println("Kimi K3, Java (k3j), released checkpoint layout");
         o.println("  model    : " + modelDir);
         o.printf("  prompt   : %d tokens, generating %d (%s)%n", promptIds.length, gen, incremental ? "incremental" : "full recompute");
@@ -254,24 +325,49 @@ final class RunCommand implements Callable<Integer> {
             return refused.get().exitCode();
         }
         o.flush();
-        return run(o, err, cfg, idx, bound, promptIds, budgets, useCache, expertBytes);
+        KernelPath.set(kernelPath);
+        int rc = run(o, err, cfg, idx, bound, promptIds, budgets, useCache, expertBytes);
+        if (rc != ExitCode.OK || dumpActivations == null) return rc;
+        return ActivationDump.write(o, err, modelDir, activationsReference, dumpActivations, Threads.orAvailable(threads));
     }
 
-    /** The parsed preset and --trunk-gb number (null when absent or auto). */
-    record Flags(Preset named, Double trunkGbFlag) {}
+    /** The flags as parsed and checked: the preset, the --trunk-gb number (null when absent or auto), sampling, thinking, kernels. */
+    record Flags(Preset named, Double trunkGbFlag, k3j.sample.Sampler.Settings sampling, k3j.chat.Thinking thinking, KernelPath.Mode kernelPath) {}
 
     /**
-     * Every check of the flags alone, before the model is touched (ENGINE §7.3 step 1): conflicts, ranges, the
-     * ids' syntax and the output paths. A refusal is a usage error (exit 2). The CLI fuzz target calls this.
+     * Every check of the flags alone, before the model is touched (docs/semantics.md §7.3 step 1): conflicts,
+     * ranges, the ids' syntax and the output paths. A refusal is a usage error (exit 2). The CLI fuzz target
+     * calls this.
      */
     Flags checkFlags() {
         if (modelDir == null) throw usage("the model directory is required: k3 <model_dir> [options]");
         // 1. flag conflicts, prompt sources
         int sources = (ids != null ? 1 : 0) + (prompt != null ? 1 : 0) + (promptFile != null ? 1 : 0);
-        if (sources == 0) throw usage("one of --ids, --prompt or --prompt-file is required");
+        if (sources == 0 && !text.chat) throw usage("one of --ids, --prompt or --prompt-file is required");
         if (sources > 1) throw usage("--ids, --prompt and --prompt-file are mutually exclusive");
-        if (ids == null) throw usage("--prompt / --prompt-file need a tokenizer, which this build does not have: use --ids");
+        if (ids == null && text.tok == null) throw usage((text.chat ? "--chat" : prompt != null ? "--prompt" : "--prompt-file") + " needs --tok DIR (tiktoken.model + tokenizer_config.json)");
+        if (text.chat && (ids != null || promptFile != null)) throw usage("--chat takes its messages from stdin or --prompt, not --ids or --prompt-file");
+        if (!text.chat && (text.system != null || text.history != null)) throw usage((text.system != null ? "--system" : "--history") + " needs --chat");
+        if ((text.saveState != null || text.loadState != null) && !incremental && !text.chat) {
+            throw usage((text.saveState != null ? "--save-state" : "--load-state") + " needs --incremental (a state is what incremental decoding carries)");
+        }
+        if (tfCheck && (text.loadState != null || text.chat)) throw usage("--tf-check runs on --ids alone");
+        if (text.loadState != null && !java.nio.file.Files.isRegularFile(text.loadState)) throw usage("--load-state " + text.loadState + ": no such file");
+        k3j.sample.Sampler.Settings sampling;
+        k3j.chat.Thinking thinking;
+        try {
+            sampling = text.sampling();
+            thinking = text.thinking();
+        } catch (IllegalArgumentException e) {
+            throw usage(e.getMessage());
+        }
         if (threads != null && threads < 1) throw usage("--threads must be >= 1, got " + threads);
+        KernelPath.Mode kernelPath;
+        try {
+            kernelPath = KernelPath.Mode.parse(kernels);
+        } catch (IllegalArgumentException e) {
+            throw usage("--kernels: " + e.getMessage());
+        }
         if (cacheGb != null && !(cacheGb > 0 && cacheGb <= MAX_GB)) throw usage("--cache-gb must be a positive number of GB up to " + MAX_GB + ", got " + cacheGb);
         if (trunkRing != null && (trunkRing < 0 || trunkRing > TrunkPlan.MAX_RING)) throw usage("--trunk-ring must be 0..8, got " + trunkRing);
         if (trunk == null && (trunkGb != null || trunkRing != null || preset != null)) {
@@ -307,7 +403,7 @@ final class RunCommand implements Callable<Integer> {
             throw usage(e.getMessage());
         }
         if (ids != null) parseIds(ids);
-        return new Flags(named, trunkGbFlag);
+        return new Flags(named, trunkGbFlag, sampling, thinking, kernelPath);
     }
 
     /** The preset, then --trunk-gb / --cache-gb, in the order they appear on the command line (later wins). */
@@ -408,6 +504,26 @@ final class RunCommand implements Callable<Integer> {
             Forward forward = stream == null ? model.forward(w, experts)
                     : model.forward(w, experts, hook == null ? stream : hook.apply(stream));
             if (tfCheck) return teacherForcing(forward, model.index(), promptIds, o, err);
+            k3j.state.Binding binding = text.saveState != null || text.loadState != null ? k3j.state.Binding.of(model.config(), bound, model.index()) : null;
+            if (text.chat) return chat(forward, binding, err);
+            int[] fed = promptIds, prior = new int[0];
+            k3j.model.DecodeState state = null;
+            if (incremental && text.loadState != null) {
+                try {
+                    state = forward.newState(k3j.state.StateFile.idCount(text.loadState) + promptIds.length + gen + 1);
+                    int[] saved = k3j.state.StateFile.load(text.loadState, binding, state).ids();
+                    prior = java.util.Arrays.copyOf(saved, state.cached());
+                    fed = concat(java.util.Arrays.copyOfRange(saved, state.cached(), saved.length), promptIds);   // the saved run's last id was never fed
+                } catch (k3j.state.StateException e) {
+                    err.println("k3: " + e.getMessage());
+                    return ExitCode.USAGE;
+                }
+                o.printf("resumed %d positions from %s; this prompt continues them%n", state.cached(), text.loadState);
+            } else if (incremental) {
+                state = forward.newState(Generation.capacity(promptIds.length, gen));
+            }
+            k3j.sample.Sampler sampler = new k3j.sample.Sampler(session.sampling(), 0);
+            int fedLength = fed.length;
             StepTable table = new StepTable();
             long[] trunkReadBefore = {stream != null ? stream.stats().readNanos() : 0};
             double[] expertReadSeconds = {0};
@@ -416,15 +532,15 @@ final class RunCommand implements Callable<Integer> {
             o.println(StepTable.RULE);
             o.flush();
             try {
-                g = Generation.greedy(forward, promptIds, gen, incremental, false, (step, id, secs) -> {
+                g = Generation.run(forward, fed, gen, state, (l, v) -> sampler.next(l, 0, v), false, (step, id, secs) -> {
                     CacheStats cs = cache != null ? cache.stepStats() : CacheStats.ZERO;
                     if (cache != null && step < gen - 1) cache.resetStep();   // the last step's counters stay for the final-step report
                     long trunkRead = stream != null ? stream.stats().readNanos() : 0;
                     double io = (trunkRead - trunkReadBefore[0]) / 1e9 + cs.readSeconds();
                     trunkReadBefore[0] = trunkRead;
                     expertReadSeconds[0] += cs.readSeconds();
-                    int fed = incremental ? (step == 0 ? promptIds.length : 1) : promptIds.length + step;
-                    o.println(table.add(new StepTable.Row(step, id, fed, secs, 100 * cs.hitRate(), cs.bytesRead(), io)));
+                    int fedNow = incremental ? (step == 0 ? fedLength : 1) : fedLength + step;
+                    o.println(table.add(new StepTable.Row(step, id, fedNow, secs, 100 * cs.hitRate(), cs.bytesRead(), io)));
                     o.flush();
                 });
             } catch (ExpertDropException | CorruptWeightsException e) {
@@ -443,6 +559,11 @@ final class RunCommand implements Callable<Integer> {
                 StringBuilder sb = new StringBuilder();
                 for (int id : g.generated()) sb.append(sb.isEmpty() ? "" : ",").append(id);
                 o.println("generated ids: " + sb);
+                if (session.tokenizer() != null) o.println("generated text: " + text(g.generated()));
+                if (text.saveState != null && state != null) {
+                    k3j.state.StateFile.save(text.saveState, binding, new byte[32], concat(prior, concat(fed, g.generated())), state);
+                    o.printf("saved the state (%d positions) to %s%n", state.cached(), text.saveState);
+                }
                 if (dumpLogits != null && !g.stepLogits().isEmpty()) {
                     float[] l = g.stepLogits().get(0);
                     ByteBuffer b = ByteBuffer.allocate(4 * l.length).order(ByteOrder.LITTLE_ENDIAN);
@@ -457,13 +578,13 @@ final class RunCommand implements Callable<Integer> {
             if (cache != null) o.print(cache.report(false));
             TrunkStats ts = stream != null ? stream.stats() : null;
             CacheStats total = cache != null ? cache.totalStats() : null;
-            writeOut(g, promptIds, bound, forward.layersCompleted(), forward.expertDrops(),
-                    total != null ? total.bytesRead() : model.experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak);
-            o.println("wrote " + out);
-            if (trace != null) {
+            if (trace != null) {   // the dumps first, the report last: a report on disk means every output was written
                 Files.createDirectories(dumpCacheTrace);
                 o.println(trace.write(dumpCacheTrace));
             }
+            writeOut(g, promptIds, bound, forward.layersCompleted(), forward.expertDrops(),
+                    total != null ? total.bytesRead() : model.experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak);
+            o.println("wrote " + out);
             double wall = table.seconds(), trunkSecs = ts != null ? ts.readNanos() / 1e9 : 0;
             o.printf(Locale.ROOT, "I/O share of wall clock: %.1f%%  (trunk %.2f s + experts %.2f s + model tables %.2f s of %.2f s)%n",
                     wall > 0 ? 100 * (trunkSecs + expertReadSeconds[0]) / wall : 0.0, trunkSecs, expertReadSeconds[0], 0.0, wall);
@@ -493,6 +614,33 @@ final class RunCommand implements Callable<Integer> {
             err.flush();
         }
         return rc;
+    }
+
+    /** The chat loop over this run's forward pass. */
+    private int chat(Forward forward, k3j.state.Binding binding, PrintWriter err) throws IOException {
+        k3j.chat.Xtml x = new k3j.chat.Xtml(session.tokenizer());
+        k3j.chat.Conversation conv = new k3j.chat.Conversation(forward, x, session.thinking(), session.sampling(), session.history());
+        ChatLoop loop = new ChatLoop(conv, x, text, binding, gen, System.out, err);
+        try {
+            if (text.loadState != null) loop.resume(forward);
+            return loop.run(prompt);
+        } catch (k3j.state.StateException | k3j.chat.ChatException e) {
+            err.println("k3: " + e.getMessage());
+            err.flush();
+            return ExitCode.USAGE;
+        }
+    }
+
+    /** Generated ids as text (bytes that are not UTF-8 shown as U+FFFD). */
+    private String text(int[] generated) {
+        int[] shown = java.util.Arrays.stream(generated).filter(id -> id < session.tokenizer().size()).toArray();
+        return new String(session.tokenizer().decode(shown), java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    private static int[] concat(int[] a, int[] b) {
+        int[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
     }
 
     /** docs/semantics.md §7.1 --tf-check: argmax of every position against the next id, one forward over all ids. */
@@ -537,11 +685,12 @@ final class RunCommand implements Callable<Integer> {
     private void writeOut(Generation g, int[] promptIds, int bound, int completed, long drops, long expertBytes, long trunkBytes, long peak) throws IOException {
         int[] generated = g == null ? new int[0] : g.generated();
         double wall = g == null ? 0 : g.seconds();
-        AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak));
+        String generatedText = session != null && session.tokenizer() != null && g != null ? text(generated) : null;
+        AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText));
     }
 
     private static void writeJson(OutputStream os, int[] promptIds, int[] generated, double wall, int bound, int completed, long drops,
-                                  long expertBytes, long trunkBytes, long peak) throws IOException {
+                                  long expertBytes, long trunkBytes, long peak, String generatedText) throws IOException {
         try (JsonGenerator j = new JsonFactory().createGenerator(os, JsonEncoding.UTF8)) {
             j.writeStartObject();
             j.writeFieldName("prompt_ids");
@@ -567,7 +716,8 @@ final class RunCommand implements Callable<Integer> {
             j.writeNumberField("embedding_bytes_read", 0);
             j.writeNumberField("lm_head_bytes_read", 0);
             j.writeBooleanField("ultra_low_memory", false);
-            j.writeNullField("generated_text");
+            if (generatedText != null) j.writeStringField("generated_text", generatedText);
+            else j.writeNullField("generated_text");
             j.writeEndObject();
         }
     }

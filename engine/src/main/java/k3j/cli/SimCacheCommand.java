@@ -11,6 +11,8 @@ import java.util.concurrent.Callable;
 import k3j.cache.CacheGeometry;
 import k3j.cache.CacheSimulator;
 import k3j.cache.CacheTrace;
+import k3j.model.ModelSizes;
+import k3j.plan.Human;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -39,35 +41,47 @@ final class SimCacheCommand implements Callable<Integer> {
             description = "cache sizes in slots instead of GB (a live cache's slot count); not with --capacities")
     int[] slots;
 
-    @Option(names = "--expert-bytes", paramLabel = "BYTES", defaultValue = "17547264",
-            description = "bytes per expert (default ${DEFAULT-VALUE}, K3's MXFP4 expert)")
-    long expertBytes;
+    @Option(names = "--model", paramLabel = "MODEL_DIR",
+            description = "the model the trace was recorded on: expert size, top-k, MoE layers and experts come from it "
+                    + "(without it, and without the options below, the released Kimi K3's sizes are assumed, and the output says so)")
+    Path model;
+
+    @Option(names = "--expert-bytes", paramLabel = "BYTES", description = "bytes per expert (default: the model's; K3: 17547264)")
+    Long expertBytes;
 
     @Option(names = "--disk-mbs", paramLabel = "MB/S", defaultValue = "1234",
             description = "disk rate for SEC/TOK (default ${DEFAULT-VALUE}, the measured random-cold rate)")
     double diskMBps;
 
-    @Option(names = "--top-k", paramLabel = "K", defaultValue = "16",
-            description = "experts per token; sizes below K + 1 slots are skipped, the last min(K, 64, slots - 1) served are protected (default ${DEFAULT-VALUE})")
-    int topK;
+    @Option(names = "--top-k", paramLabel = "K",
+            description = "experts per token; sizes below K + 1 slots are skipped, the last min(K, 64, slots - 1) served are protected (default: the model's; K3: 16)")
+    Integer topK;
 
     @Option(names = "--batched",
             description = "replay each run of same-layer requests as a batch prefetch first (the engine's getMany), and print TRUE hit rates")
     boolean batched;
 
-    @Option(names = "--requests-per-token", paramLabel = "N", defaultValue = "1472",
-            description = "get() requests per decoded token (default ${DEFAULT-VALUE} = 92 layers x 16)")
-    int perToken;
+    @Option(names = "--requests-per-token", paramLabel = "N",
+            description = "get() requests per decoded token (default: the model's MoE layers x top-k; K3: 92 x 16 = 1472)")
+    Long perToken;
 
-    @Option(names = "--pool-experts", paramLabel = "N", defaultValue = "82432",
-            description = "experts in the whole pool (default ${DEFAULT-VALUE} = 92 x 896)")
-    long poolExperts;
+    @Option(names = "--pool-experts", paramLabel = "N", description = "experts in the whole pool (default: the model's; K3: 92 x 896 = 82432)")
+    Long poolExperts;
+
+    private ModelSizes sizes;
 
     @Override
     public Integer call() throws IOException {
         CommandLine cl = spec.commandLine();
         if (!Files.exists(trace)) throw new CommandLine.ParameterException(cl, "no trace at " + trace);
         if (capacities != null && slots != null) throw new CommandLine.ParameterException(cl, "--capacities and --slots are mutually exclusive");
+        if (model != null && !Files.isDirectory(model)) throw new CommandLine.ParameterException(cl, "--model: no such folder: " + model);
+        sizes = model != null ? ModelSizes.of(model) : ModelSizes.RELEASED;
+        boolean assumed = model == null && (expertBytes == null || topK == null || perToken == null || poolExperts == null);
+        if (expertBytes == null) expertBytes = sizes.expertBytes();
+        if (topK == null) topK = sizes.topK();
+        if (perToken == null) perToken = sizes.requestsPerToken();
+        if (poolExperts == null) poolExperts = sizes.poolExperts();
         if (expertBytes <= 0 || diskMBps <= 0 || topK < 1 || perToken < 1 || poolExperts < 1) {
             throw new CommandLine.ParameterException(cl, "--expert-bytes, --disk-mbs, --top-k, --requests-per-token and --pool-experts must be positive");
         }
@@ -77,7 +91,11 @@ final class SimCacheCommand implements Callable<Integer> {
         if (slots != null) for (int s : slots) {
             if (s < 1) throw new CommandLine.ParameterException(cl, "--slots must be positive, got " + s);
         }
-        print(new CacheSimulator(CacheTrace.readPairs(trace)), cl.getOut());
+        PrintWriter out = cl.getOut();
+        out.printf(Locale.ROOT, "sizes: %s%s: %s per expert, top-%d, %d requests per token, a pool of %d experts%n", sizes.name(),
+                assumed ? " (ASSUMED: no --model given; give --model DIR for the model the trace came from)" : "",
+                Human.bytes(expertBytes), topK, perToken, poolExperts);
+        print(new CacheSimulator(CacheTrace.readPairs(trace)), out);
         return ExitCode.OK;
     }
 
@@ -86,7 +104,7 @@ final class SimCacheCommand implements Callable<Integer> {
         long tokens = Math.max(n / perToken, 1);
         out.printf(Locale.ROOT, "trace: %d requests, %d distinct experts, about %d token(s)%n", n, sim.distinct(), tokens);
         out.printf(Locale.ROOT, "distinct experts touched: %d of %d (%.2f%% of the pool)%n", sim.distinct(), poolExperts, 100.0 * sim.distinct() / poolExperts);
-        out.printf(Locale.ROOT, "if nothing were cached: %.2f GB per token%n", (double) perToken * expertBytes / 1e9);
+        out.printf(Locale.ROOT, "if nothing were cached: %s per token%n", Human.bytes((double) perToken * expertBytes));
         StringBuilder hot = new StringBuilder("hottest experts:");
         for (long[] h : sim.hottest(5)) hot.append(String.format(Locale.ROOT, "  L%d/%d x%d", h[0], h[1], h[2]));
         out.println(hot);
@@ -98,6 +116,13 @@ final class SimCacheCommand implements Callable<Integer> {
             for (int s : slots) {
                 if (s < topK + 1) skipped++;
                 else rows.add(sim.row(s + " slots", s, topK, batched));
+            }
+        } else if (capacities == null && model != null) {
+            // the model's own scale: from one token's working set, doubling, up to the whole pool
+            for (long s = topK + 1; ; s *= 2) {
+                int c = (int) Math.min(s, Math.min(poolExperts, Integer.MAX_VALUE));
+                rows.add(sim.row(c + " slots", c, topK, batched));
+                if (c >= poolExperts || c == Integer.MAX_VALUE) break;
             }
         } else {
             for (double gb : capacities != null ? capacities : DEFAULT_GB) {
@@ -117,8 +142,8 @@ final class SimCacheCommand implements Callable<Integer> {
         out.println();
         out.printf(Locale.ROOT, "compulsory misses: %d (every expert must be read at least once), a ceiling of%n", sim.distinct());
         out.printf(Locale.ROOT, "%.2f%% hit rate for ANY policy at ANY size on this trace.%n", pct(n - sim.distinct(), n));
-        out.printf(Locale.ROOT, "holding every expert this trace touched needs %.2f GB%n", sim.distinct() * (double) expertBytes / 1e9);
-        out.printf(Locale.ROOT, "holding the whole pool needs %.2f GB%n", poolExperts * (double) expertBytes / 1e9);
+        out.printf(Locale.ROOT, "holding every expert this trace touched needs %s%n", Human.bytes(sim.distinct() * (double) expertBytes));
+        out.printf(Locale.ROOT, "holding the whole pool needs %s%n", Human.bytes(poolExperts * (double) expertBytes));
         out.printf(Locale.ROOT, "LRU and S3-FIFO replay the engine's policies, protection ring included (the last%n"
                 + "min(top-k, 64, slots - 1) experts served are never evicted); at a live cache's slot count%n"
                 + "they equal its hits (without batch prefetch) or, with --batched, its TRUE resident hits%n"
@@ -126,8 +151,8 @@ final class SimCacheCommand implements Callable<Integer> {
         if (batched) out.printf(Locale.ROOT, "Columns LRU and S3-FIFO are TRUE hit rates: each layer's run of requests was prefetched first.%n");
         out.printf(Locale.ROOT, "BELADY (with bypass) and PIN+LRU (the hottest slots/2 experts of THIS trace pinned) use%n"
                 + "future knowledge: they are bounds, not policies.%n"
-                + "GB READ/TOK counts S3-FIFO reads; a slot holds %.2f MB in the engine (expert + O_DIRECT pad).%n",
-                CacheGeometry.slotBytes(expertBytes) / 1e6);
+                + "GB READ/TOK counts S3-FIFO reads; a slot holds %s in the engine (expert + O_DIRECT pad).%n",
+                Human.bytes(CacheGeometry.slotBytes(expertBytes)));
         out.flush();
     }
 

@@ -9,7 +9,7 @@ import java.util.Locale;
  * to the forward that step (incremental: the prompt, then 1; full recompute: the whole sequence), ms per
  * token fed, and the step's I/O share (trunk read time + expert read time over the step's wall time; above
  * 100% when reads overlapped compute on the reader threads). READ GB is the expert cache's (trunk bytes are
- * in the trunk block).
+ * in the trunk block). CACHE HIT has two decimals, as the cache report's hit rate.
  */
 final class StepTable {
     record Row(int step, int token, int fed, double seconds, double cacheHitPct, long expertBytes, double ioSeconds) {}
@@ -22,7 +22,7 @@ final class StepTable {
 
     String add(Row r) {
         rows.add(r);
-        return String.format(Locale.ROOT, "%-6d %-10d %-7d %-12.3f %-10.2f %-10.1f %-10.4f %-8.1f %.3f", r.step, r.token, r.fed, r.seconds,
+        return String.format(Locale.ROOT, "%-6d %-10d %-7d %-12.3f %-10.2f %-10.2f %-10.4f %-8.1f %.3f", r.step, r.token, r.fed, r.seconds,
                 1e3 * r.seconds / r.fed, r.cacheHitPct, r.expertBytes / 1e9, r.seconds > 0 ? 100 * r.ioSeconds / r.seconds : 0.0,
                 r.seconds > 0 ? 1 / r.seconds : 0.0);
     }

@@ -2,7 +2,6 @@ package k3j.conform;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import k3j.model.LayerStages;
 
@@ -100,9 +99,14 @@ public final class CandidateDump {
                 files.has(p + "moe_idx") ? files.i32(p + "moe_idx") : null, f32(p + "moe_weight"), kdaState(p), List.of());
     }
 
-    /** The teacher-forced logits [T][V] over the reference's ids, or null when the engine wrote none. */
-    public float[] logits() {
-        return f32("logits");
+    /** The teacher-forced logits [T][V] over the reference's ids (full recompute, or incremental), or null when the engine wrote none. */
+    public float[] logits(boolean incremental) {
+        return f32(logitsKey(incremental));
+    }
+
+    /** "logits" (one forward over all ids) or "logits_incremental" (the prompt in one step, then one id at a time). */
+    public static String logitsKey(boolean incremental) {
+        return incremental ? "logits_incremental" : "logits";
     }
 
     /** The engine's greedy ids, or null when it wrote none. */
@@ -115,14 +119,7 @@ public final class CandidateDump {
         return files.manifest().path("notes").path("logits").asText("");
     }
 
-    /** Array keys of the candidate (for the missing-stage messages). */
-    public List<String> arrays() {
-        List<String> keys = new ArrayList<>();
-        files.manifest().path("arrays").fieldNames().forEachRemaining(keys::add);
-        return keys;
-    }
-
-    /** A KDA layer's states after the call, when the candidate holds all four (else null: a missing stage). */
+    /** A KDA layer's states after the call, when the candidate holds all four (else null: not judged). */
     private k3j.kernels.Layers.KdaState kdaState(String p) {
         float[] r = f32(p + "kda_state"), q = f32(p + "q_conv_state"), k = f32(p + "k_conv_state"), v = f32(p + "v_conv_state");
         return r == null || q == null || k == null || v == null ? null : new k3j.kernels.Layers.KdaState(r, q, k, v);

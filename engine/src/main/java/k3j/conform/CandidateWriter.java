@@ -73,6 +73,7 @@ public final class CandidateWriter {
         Map<String, Object> notes = new LinkedHashMap<>();
         if (c.forward() != null) {
             w.f32("logits", c.engineLogits(false), tokens);
+            w.f32("logits_incremental", c.engineLogits(true), tokens);
             int[] gen = c.greedy().engine();
             w.i32("greedy_ids", gen, 1);
         } else {
@@ -89,7 +90,6 @@ public final class CandidateWriter {
         reference.put("layer_map", ref.field("layer_map").asText());
         m.put("reference", reference);
         m.put("layer_inputs", "reference");
-        m.put("logits_mode", "full");
         m.put("layers", layers);
         if (!notes.isEmpty()) m.put("notes", notes);
         m.put("arrays", w.arrays);

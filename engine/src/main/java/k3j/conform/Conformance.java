@@ -406,8 +406,18 @@ public final class Conformance implements AutoCloseable {
         return compareLogits(incremental ? "incremental" : "full recompute", engineLogits(incremental));
     }
 
-    /** The engine's [T][V] logits for the dump's ids (see {@link #teacherForcing(boolean)}). */
+    /**
+     * The engine's [T][V] logits for the dump's ids (see {@link #teacherForcing(boolean)}); a candidate's own
+     * ({@link Finding#MISSING_STAGE} when it holds none for that mode).
+     */
     public float[] engineLogits(boolean incremental) {
+        if (candidate != null) {
+            float[] got = candidate.logits(incremental);
+            if (got != null) return got;
+            String note = candidate.logitsNote();
+            throw new ConformException(Finding.MISSING_STAGE, "the candidate " + candidate.source() + " holds no " + CandidateDump.logitsKey(incremental)
+                    + (note.isEmpty() ? "" : " (" + note + ")"));
+        }
         requireModel();
         int v = config.vocabSize();
         if (!incremental) return forward.full(ids, true, null).logits();
@@ -426,17 +436,6 @@ public final class Conformance implements AutoCloseable {
         return LogitParity.compare(mode, engine, dump.f32("logits"), ids, dump.promptIds().length, dump.shape("logits")[1], budget);
     }
 
-    /** The candidate's teacher-forced logits against the dump's ({@link Finding#MISSING_STAGE} when it holds none). */
-    public LogitParity.Result candidateLogits() {
-        float[] got = candidate.logits();
-        if (got == null) {
-            String note = candidate.logitsNote();
-            throw new ConformException(Finding.MISSING_STAGE, "the candidate " + candidate.source() + " holds no logits" + (note.isEmpty() ? "" : " (" + note + ")"));
-        }
-        String mode = candidate.manifest().path("logits_mode").asText("full");
-        return compareLogits("candidate, " + (mode.equals("incremental") ? "incremental" : "full recompute"), got);
-    }
-
     /** Greedy generation (incremental) from the prompt against the dump's greedy ids; a candidate's own greedy ids when judging one. */
     public LogitParity.Greedy greedy() {
         if (candidate != null) return candidateGreedy();
@@ -450,7 +449,7 @@ public final class Conformance implements AutoCloseable {
         int[] got = candidate.greedyIds();
         if (got == null) throw new ConformException(Finding.MISSING_STAGE, "the candidate " + candidate.source() + " holds no greedy_ids");
         int[] prompt = dump.promptIds(), want = dump.generatedIds();
-        float[] logits = candidate.logits();
+        float[] logits = candidate.logits(true) != null ? candidate.logits(true) : candidate.logits(false);
         int v = config.vocabSize();
         List<float[]> steps = new ArrayList<>();
         // the teacher-forced rows that produced the greedy ids stand for the engine's step logits (equal while the ids agree)

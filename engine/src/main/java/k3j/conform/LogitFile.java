@@ -55,7 +55,7 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
 
     private static LogitFile candidate(Path dir, int vocab) {
         CandidateDump c = CandidateDump.open(dir);
-        float[] v = c.logits();
+        float[] v = c.logits(false);
         if (v == null) throw new LogitFileException(dir + ": the candidate holds no logits");
         if (v.length % vocab != 0) throw new LogitFileException(dir + ": logits hold " + v.length + " floats, not a multiple of V = " + vocab);
         return checked(new LogitFile(dir, "candidate dump (" + c.engine() + ")", v.length / vocab, vocab, v));

@@ -3,18 +3,14 @@ package k3j.io;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.channels.Channels;
-import java.nio.channels.FileChannel;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 
 /**
- * An output file appears whole or not at all: it is written to a temporary name beside it, forced to disk and
- * renamed over the target. A failure (a full disk, a missing folder, a kill) leaves no file at the target and no
- * temporary behind (a kill leaves at most a {@code .NAME.tmp-PID} file, never a complete-looking NAME). Errors
- * name the path, the option that asked for it, and the cause.
+ * An output file appears whole or not at all ({@link AtomicFile}: a temporary beside it, forced to disk, renamed
+ * over the target). A failure (a full disk, a missing folder, a kill) leaves no file at the target and no
+ * temporary behind (a kill leaves at most a {@code .NAME...tmp} file, never a complete-looking NAME). Errors name
+ * the path, the option that asked for it, and the cause; the folder is checked before any work.
  */
 public final class AtomicWrite {
     private AtomicWrite() {}
@@ -34,16 +30,13 @@ public final class AtomicWrite {
     }
 
     public static void write(Path target, String what, Body body) throws IOException {
-        Path abs = target.toAbsolutePath();
-        Path dir = abs.getParent();
         checkTarget(target, what);
-        Path tmp = dir.resolve("." + abs.getFileName() + ".tmp-" + ProcessHandle.current().pid());
         // a pending interrupt (a cancelled read elsewhere in the run) would close the channel mid-write: the
         // output is written regardless and the interrupt is restored afterwards
         boolean interrupted = Thread.interrupted();
         try {
-            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
-                 OutputStream out = Channels.newOutputStream(ch)) {
+            AtomicFile.replace(target.toAbsolutePath(), ch -> {
+                OutputStream out = Channels.newOutputStream(ch);
                 // the body may close what it is given (a JsonGenerator does): the channel must stay open for force()
                 body.write(new java.io.FilterOutputStream(out) {
                     @Override
@@ -57,19 +50,9 @@ public final class AtomicWrite {
                     }
                 });
                 out.flush();
-                ch.force(true);
-            }
-            try {
-                Files.move(tmp, abs, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING);
-            }
+            });
         } catch (IOException e) {
-            Files.deleteIfExists(tmp);
             throw new IOException("cannot write " + target + " (" + what + "): " + SafeFiles.why(e), e);
-        } catch (RuntimeException | Error e) {
-            Files.deleteIfExists(tmp);
-            throw e;
         } finally {
             if (interrupted) Thread.currentThread().interrupt();
         }

@@ -30,6 +30,7 @@ public final class Argmax {
 
     /** Per-lane first maxima, then the lowest index among lanes holding the overall maximum: same answer. */
     public static int fast(float[] v, int off, int n) {
+        if (!KernelPath.vector(n)) return reference(v, off, n);
         FloatVector best = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY);
         IntVector at = IntVector.zero(I);
         IntVector iota = IntVector.fromArray(I, new int[] {0, 1, 2, 3, 4, 5, 6, 7}, 0);

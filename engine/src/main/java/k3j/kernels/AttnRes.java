@@ -63,6 +63,10 @@ public final class AttnRes {
 
     /** Fast mix: the output sum vectorised along i (same per-element order), bit-identical. */
     public static void mix(float[] out, float[][] src, int tokens, int n, float[] fold, float eps) {
+        if (!KernelPath.vector((long) tokens * n * src.length)) {
+            mixReference(out, src, tokens, n, fold, eps);
+            return;
+        }
         int[] off = new int[src.length];
         for (int t = 0; t < tokens; t++) {
             java.util.Arrays.fill(off, t * n);

@@ -21,7 +21,7 @@ public final class Embedding {
     /** Fast: 8 bf16 per load (S2I part 0 into 256 bits, shift, reinterpret), exact like the reference. */
     public static void row(float[] dst, int off, Matrix table, int id) {
         checkId(table, id);
-        if (table.type() != WeightType.BF16) {
+        if (table.type() != WeightType.BF16 || !KernelPath.vector(table.cols())) {
             table.row(id, dst, off);
             return;
         }

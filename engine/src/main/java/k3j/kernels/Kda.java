@@ -115,10 +115,11 @@ public final class Kda {
      */
     public static void stepAllHeads(Workers workers, boolean fast, float[] state, float[] o, float[] q, float[] k, float[] v,
             float[] alpha, float[] beta, int heads, int d) {
+        boolean vec = fast && KernelPath.vector(3L * heads * d * d);
         workers.split(heads, 1, (from, to) -> {
             float[] u = new float[d], dv = new float[d];
             for (int h = from; h < to; h++) {
-                if (fast) step(state, h * d * d, o, h * d, q, h * d, k, h * d, v, h * d, alpha, h * d, beta[h], d, u, dv);
+                if (vec) step(state, h * d * d, o, h * d, q, h * d, k, h * d, v, h * d, alpha, h * d, beta[h], d, u, dv);
                 else stepReference(state, h * d * d, o, h * d, q, h * d, k, h * d, v, h * d, alpha, h * d, beta[h], d);
             }
         });
@@ -216,6 +217,7 @@ public final class Kda {
             float[] g, float[] beta, int tokens, int heads, int d) {
         float qscale = queryScale(d);
         int p = heads * d;
+        boolean vec = fast && KernelPath.vector(3L * tokens * heads * d * d);
         workers.split(heads, 1, (from, to) -> {
             float[] qs = new float[d], alpha = new float[d], u = new float[d], dv = new float[d];
             for (int h = from; h < to; h++) {
@@ -226,7 +228,7 @@ public final class Kda {
                         alpha[i] = Fp.exp(g[off + i]);
                     }
                     float b = beta[t * heads + h];
-                    if (fast) step(state, h * d * d, o, off, qs, 0, k, off, v, off, alpha, 0, b, d, u, dv);
+                    if (vec) step(state, h * d * d, o, off, qs, 0, k, off, v, off, alpha, 0, b, d, u, dv);
                     else stepReference(state, h * d * d, o, off, qs, 0, k, off, v, off, alpha, 0, b, d);
                 }
             }

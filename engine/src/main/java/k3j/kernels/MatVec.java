@@ -56,6 +56,85 @@ public final class MatVec {
         }
     }
 
+    // ------------------------------------------------------------------ scalar path
+
+    /**
+     * The contract's order with the sixteen accumulators in locals: what small matrices run (no Vector API
+     * warm-up, no per-call set-up), bit-identical to {@link #reference}.
+     */
+    static void scalar(float[] y, float[] x, int tokens, Matrix w) {
+        int in = w.cols(), out = w.rows();
+        boolean bf16 = w.type() == WeightType.BF16;
+        MemorySegment seg = w.data();
+        // One bulk copy per row, then plain array loads: a MemorySegment access per element is a deep VarHandle
+        // call chain until C2 has compiled it, which made the first tokens of a small model crawl.
+        short[] hb = bf16 ? new short[in] : null;
+        float[] fb = bf16 ? null : new float[in];
+        for (int o = 0; o < out; o++) {
+            if (bf16) MemorySegment.copy(seg, Matrix.BF16, 2L * in * o, hb, 0, in);
+            else MemorySegment.copy(seg, Matrix.F32, 4L * in * o, fb, 0, in);
+            for (int t = 0; t < tokens; t++) y[t * out + o] = (float) (bf16 ? rowBf16(hb, x, t * in, in) : rowF32(fb, x, t * in, in));
+        }
+    }
+
+    private static double rowBf16(short[] w, float[] x, int xo, int in) {
+        double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+        double a8 = 0, a9 = 0, a10 = 0, a11 = 0, a12 = 0, a13 = 0, a14 = 0, a15 = 0;
+        int i = 0;
+        for (; i + 16 <= in; i += 16) {
+            int xi = xo + i;
+            a0 = a0 + (double) Fp.bf16(w[i]) * (double) x[xi];
+            a1 = a1 + (double) Fp.bf16(w[i + 1]) * (double) x[xi + 1];
+            a2 = a2 + (double) Fp.bf16(w[i + 2]) * (double) x[xi + 2];
+            a3 = a3 + (double) Fp.bf16(w[i + 3]) * (double) x[xi + 3];
+            a4 = a4 + (double) Fp.bf16(w[i + 4]) * (double) x[xi + 4];
+            a5 = a5 + (double) Fp.bf16(w[i + 5]) * (double) x[xi + 5];
+            a6 = a6 + (double) Fp.bf16(w[i + 6]) * (double) x[xi + 6];
+            a7 = a7 + (double) Fp.bf16(w[i + 7]) * (double) x[xi + 7];
+            a8 = a8 + (double) Fp.bf16(w[i + 8]) * (double) x[xi + 8];
+            a9 = a9 + (double) Fp.bf16(w[i + 9]) * (double) x[xi + 9];
+            a10 = a10 + (double) Fp.bf16(w[i + 10]) * (double) x[xi + 10];
+            a11 = a11 + (double) Fp.bf16(w[i + 11]) * (double) x[xi + 11];
+            a12 = a12 + (double) Fp.bf16(w[i + 12]) * (double) x[xi + 12];
+            a13 = a13 + (double) Fp.bf16(w[i + 13]) * (double) x[xi + 13];
+            a14 = a14 + (double) Fp.bf16(w[i + 14]) * (double) x[xi + 14];
+            a15 = a15 + (double) Fp.bf16(w[i + 15]) * (double) x[xi + 15];
+        }
+        double b0 = (a0 + a4) + (a8 + a12), b1 = (a1 + a5) + (a9 + a13), b2 = (a2 + a6) + (a10 + a14), b3 = (a3 + a7) + (a11 + a15);
+        double acc = (b0 + b1) + (b2 + b3);
+        for (; i < in; i++) acc = acc + (double) Fp.bf16(w[i]) * (double) x[xo + i];
+        return acc;
+    }
+
+    private static double rowF32(float[] w, float[] x, int xo, int in) {
+        double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+        double a8 = 0, a9 = 0, a10 = 0, a11 = 0, a12 = 0, a13 = 0, a14 = 0, a15 = 0;
+        int i = 0;
+        for (; i + 16 <= in; i += 16) {
+            int xi = xo + i;
+            a0 = a0 + (double) w[i] * (double) x[xi];
+            a1 = a1 + (double) w[i + 1] * (double) x[xi + 1];
+            a2 = a2 + (double) w[i + 2] * (double) x[xi + 2];
+            a3 = a3 + (double) w[i + 3] * (double) x[xi + 3];
+            a4 = a4 + (double) w[i + 4] * (double) x[xi + 4];
+            a5 = a5 + (double) w[i + 5] * (double) x[xi + 5];
+            a6 = a6 + (double) w[i + 6] * (double) x[xi + 6];
+            a7 = a7 + (double) w[i + 7] * (double) x[xi + 7];
+            a8 = a8 + (double) w[i + 8] * (double) x[xi + 8];
+            a9 = a9 + (double) w[i + 9] * (double) x[xi + 9];
+            a10 = a10 + (double) w[i + 10] * (double) x[xi + 10];
+            a11 = a11 + (double) w[i + 11] * (double) x[xi + 11];
+            a12 = a12 + (double) w[i + 12] * (double) x[xi + 12];
+            a13 = a13 + (double) w[i + 13] * (double) x[xi + 13];
+            a14 = a14 + (double) w[i + 14] * (double) x[xi + 14];
+            a15 = a15 + (double) w[i + 15] * (double) x[xi + 15];
+        }
+        double b0 = (a0 + a4) + (a8 + a12), b1 = (a1 + a5) + (a9 + a13), b2 = (a2 + a6) + (a10 + a14), b3 = (a3 + a7) + (a11 + a15);
+        double acc = (b0 + b1) + (b2 + b3);
+        for (; i < in; i++) acc = acc + (double) w[i] * (double) x[xo + i];
+        return acc;
+    }
+
     // ------------------------------------------------------------------ fast path
 
     /** Fast: y[tokens][rows] = W x[tokens][cols], bit-identical to {@link #reference}. */
@@ -66,6 +145,10 @@ public final class MatVec {
     /** {@link #matmul} with the rows processed in slices of at most {@code sliceBytes} (tests pin that slicing keeps the bits). */
     static void matmul(Workers workers, float[] y, float[] x, int tokens, Matrix w, long sliceBytes) {
         checkShapes(y, x, tokens, w);
+        if (!KernelPath.vector((long) tokens * w.rows() * w.cols())) {
+            scalar(y, x, tokens, w);
+            return;
+        }
         int in = w.cols();
         double[] xd = new double[tokens * in];
         for (int i = 0; i < xd.length; i++) xd[i] = x[i];

@@ -51,6 +51,26 @@ public final class MlaKv {
         for (int i = 0; i < rope; i++) ropeKeys[(blk * rope + i) * BLOCK + lane] = ropeKey[ropeOff + i];
     }
 
+    /** Floats per position in {@link #put}'s kv layout (heads × (nope + value)) and in its rope key. */
+    public int kvWidth() {
+        return heads * (nope + value);
+    }
+
+    public int ropeWidth() {
+        return rope;
+    }
+
+    /** Position s in {@link #put}'s layout: kv [heads][nope + value] at kvOff, the rope key at ropeOff. */
+    public void get(int s, float[] kv, int kvOff, float[] ropeKey, int ropeOff) {
+        if (s < 0 || s >= capacity) throw new IllegalArgumentException("MLA KV cache position " + s + " exceeds the limit " + capacity);
+        int kvd = nope + value;
+        for (int h = 0; h < heads; h++) {
+            for (int i = 0; i < nope; i++) kv[kvOff + h * kvd + i] = key(h, s, i);
+            System.arraycopy(values, (h * capacity + s) * value, kv, kvOff + h * kvd + nope, value);
+        }
+        for (int i = 0; i < rope; i++) ropeKey[ropeOff + i] = ropeKey(s, i);
+    }
+
     float key(int h, int s, int i) {
         return keys[((h * (capacity / BLOCK) + s / BLOCK) * nope + i) * BLOCK + s % BLOCK];
     }

@@ -174,6 +174,10 @@ public final class Mxfp4 {
         }
         double[] xd = new double[tokens * in];
         for (int i = 0; i < xd.length; i++) xd[i] = x[i];
+        if (!KernelPath.vector((long) tokens * rows * in)) {
+            scalarRows(y, xd, tokens, w);
+            return;
+        }
         workers.split(w.blocks(), 1, (from, to) -> blocks(y, xd, tokens, w, from, to));
     }
 
@@ -232,6 +236,47 @@ public final class Mxfp4 {
                     double a = lanes[j];
                     if (full < ng) a = raggedGroup(a, pk, sc, bl, ng, full, j, in, xd, xo);
                     y[t * rows + r] = (float) a;
+                }
+            }
+        }
+    }
+
+    /**
+     * The scalar contract over the repacked layout (small matrices; no Vector API warm-up). Each block's bytes
+     * are copied to the heap once, so the loops read plain arrays.
+     */
+    private static void scalarRows(float[] y, double[] xd, int tokens, Repacked w) {
+        int in = w.in(), rows = w.rows(), ng = groups(in);
+        byte[] pk = new byte[ng * 64], sc = new byte[ng * 4];
+        double[] s = new double[8];
+        for (int bl = 0; bl < w.blocks(); bl++) {
+            MemorySegment.copy(w.packed(), ValueLayout.JAVA_BYTE, (long) bl * ng * 64, pk, 0, pk.length);
+            MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) bl * ng * 4, sc, 0, sc.length);
+            for (int j = 0; j < 4 && 4 * bl + j < rows; j++) {
+                for (int t = 0; t < tokens; t++) {
+                    int xo = t * in;
+                    double acc = 0.0;
+                    for (int g = 0; g < ng; g++) {
+                        int sb = sc[g * 4 + j] & 0xFF;
+                        if (sb == 255) continue;
+                        int i0 = g * GROUP, n = Math.min(GROUP, in - i0), base = g * 64 + j;
+                        java.util.Arrays.fill(s, 0.0);
+                        int k = 0;
+                        for (; k + 8 <= n; k += 8) {
+                            for (int l = 0; l < 8; l += 2) {
+                                int b = pk[base + ((k + l) / 2) * 4] & 0xFF;
+                                s[l] = s[l] + (double) E2M1[b & 15] * xd[xo + i0 + k + l];
+                                s[l + 1] = s[l + 1] + (double) E2M1[b >>> 4] * xd[xo + i0 + k + l + 1];
+                            }
+                        }
+                        double sub = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+                        for (; k < n; k++) {
+                            int b = pk[base + (k / 2) * 4] & 0xFF;
+                            sub = sub + (double) E2M1[(k & 1) == 0 ? b & 15 : b >>> 4] * xd[xo + i0 + k];
+                        }
+                        acc = acc + sub * (double) scale(sb);
+                    }
+                    y[t * rows + 4 * bl + j] = (float) acc;
                 }
             }
         }

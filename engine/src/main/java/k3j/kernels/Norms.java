@@ -41,6 +41,10 @@ public final class Norms {
 
     /** Fast RMSNorm, bit-identical to the reference. y may be x. */
     public static void rmsnorm(float[] y, float[] x, float[] w, int rows, int n, float eps) {
+        if (!KernelPath.vector((long) rows * n)) {
+            rmsnormReference(y, x, w, rows, n, eps);
+            return;
+        }
         for (int r = 0; r < rows; r++) {
             int off = r * n;
             float inv = rmsInverse(x, off, n, eps);
@@ -63,6 +67,10 @@ public final class Norms {
 
     /** Fast L2 norm, bit-identical to the reference. */
     public static void l2norm(float[] y, float[] x, int rows, int n) {
+        if (!KernelPath.vector((long) rows * n)) {
+            l2normReference(y, x, rows, n);
+            return;
+        }
         for (int r = 0; r < rows; r++) {
             int off = r * n;
             float inv = l2Inverse(x, off, n);

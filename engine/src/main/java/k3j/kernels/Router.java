@@ -67,7 +67,7 @@ public final class Router {
         if (bias != null && bias.length != n) throw new IllegalArgumentException("router bias has " + bias.length + " entries, " + n + " experts");
         float[] logits = new float[n], score = new float[n], choice = new float[n];
         for (int t = 0; t < tokens; t++) {
-            if (fast) logitsFast(workers, logits, x, t * e, wg);
+            if (fast && KernelPath.vector((long) wg.rows() * wg.cols())) logitsFast(workers, logits, x, t * e, wg);
             else logitsReference(logits, x, t * e, wg);
             for (int r = 0; r < n; r++) {
                 score[r] = Fp.sigmoid(logits[r]);

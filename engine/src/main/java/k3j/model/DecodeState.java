@@ -84,6 +84,22 @@ public final class DecodeState {
         return capacity;
     }
 
+    /** Layers this state covers. */
+    public int layers() {
+        return kda.length;
+    }
+
+    /** The MLA cache of layer l (null for a KDA layer). */
+    public MlaKv mla(int layer) {
+        return kv[layer];
+    }
+
+    /** Marks positions 0..cached−1 as absorbed, after a saved state's caches were copied in (k3j.state). */
+    public void restored(int cached) {
+        if (cached < 0 || cached > capacity) throw new IllegalArgumentException("a restored state of " + cached + " positions does not fit the capacity " + capacity);
+        this.cached = cached;
+    }
+
     /** The KDA state of layer l (null for an MLA layer). */
     public Layers.KdaState kda(int layer) {
         return kda[layer];

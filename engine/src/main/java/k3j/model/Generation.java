@@ -43,20 +43,33 @@ public record Generation(int[] prompt, int[] generated, List<float[]> stepLogits
      * @param progress      nullable; told each token as it is chosen
      */
     public static Generation greedy(Forward f, int[] prompt, int gen, boolean incremental, boolean keepAllLogits, Progress progress) {
+        return run(f, prompt, gen, incremental ? f.newState(capacity(prompt.length, gen)) : null, (l, v) -> Argmax.fast(l, 0, v), keepAllLogits, progress);
+    }
+
+    /** Picks the next id from the V logits of the last position. */
+    @FunctionalInterface
+    public interface Picker {
+        int pick(float[] logits, int v);
+    }
+
+    /**
+     * Generation with any picker (a sampler). {@code state} null: full recompute; else incremental from it — a
+     * state loaded from a file already holds earlier positions, and the prompt continues them.
+     */
+    public static Generation run(Forward f, int[] prompt, int gen, DecodeState state, Picker picker, boolean keepAllLogits, Progress progress) {
         if (prompt.length < 1) throw new IllegalArgumentException("no prompt ids");
         int v = f.weights().lmHead().rows();
         int[] seq = Arrays.copyOf(prompt, prompt.length + gen);
         int n = prompt.length;
         List<float[]> logits = new ArrayList<>();
         double[] secs = new double[gen];
-        DecodeState st = incremental ? f.newState(capacity(prompt.length, gen)) : null;
         for (int g = 0; g < gen; g++) {
             long t0 = System.nanoTime();
             Forward.Result r;
-            if (!incremental) r = f.fullReusingOneStateSlot(Arrays.copyOf(seq, n), false); // one KDA slot: bit-identical (OracleGate)
-            else if (g == 0) r = f.step(prompt.clone(), st, false, null);
-            else r = f.step(new int[] {seq[n - 1]}, st, false, null);
-            seq[n++] = Argmax.fast(r.logits(), 0, v);
+            if (state == null) r = f.fullReusingOneStateSlot(Arrays.copyOf(seq, n), false); // one KDA slot: bit-identical (OracleGate)
+            else if (g == 0) r = f.step(prompt.clone(), state, false, null);
+            else r = f.step(new int[] {seq[n - 1]}, state, false, null);
+            seq[n++] = picker.pick(r.logits(), v);
             if (keepAllLogits || g == 0) logits.add(r.logits());
             secs[g] = (System.nanoTime() - t0) / 1e9;
             if (progress != null) progress.token(g, seq[n - 1], secs[g]);

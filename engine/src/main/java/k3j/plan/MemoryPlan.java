@@ -19,9 +19,10 @@ import k3j.config.ModelConfig;
  * @param buffers        activations, AttnRes snapshots, layer scratch and logits for Tm = prompt + gen + 1 tokens
  * @param kvCache        the MLA KV cache (incremental decode only)
  * @param positions      Tm
+ * @param jvm            the JVM's own footprint before the model is allocated (heap, metaspace, code, stacks)
  */
 public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, boolean ultra, long expertCache,
-                         long recurrentState, long buffers, long kvCache, int positions) {
+                         long recurrentState, long buffers, long kvCache, int positions, JvmFootprint jvm) {
 
     /** Exit codes of the two refusals (docs/semantics.md §7.9). */
     public static final int EXIT_PLAN = 1, EXIT_KV = 2;
@@ -32,6 +33,12 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
      */
     public static MemoryPlan of(ModelConfig c, boolean streamed, long trunkBytes, long cacheBytes, boolean ultra, long ultraChunk,
                                 boolean incremental, int promptTokens, int gen) {
+        return of(c, streamed, trunkBytes, cacheBytes, ultra, ultraChunk, incremental, promptTokens, gen, JvmFootprint.measure());
+    }
+
+    /** As {@link #of(ModelConfig, boolean, long, long, boolean, long, boolean, int, int)} with a given JVM footprint. */
+    public static MemoryPlan of(ModelConfig c, boolean streamed, long trunkBytes, long cacheBytes, boolean ultra, long ultraChunk,
+                                boolean incremental, int promptTokens, int gen, JvmFootprint jvm) {
         long e = c.hiddenSize(), v = c.vocabSize();
         long tm = (long) promptTokens + gen + 1;
         long tables = ultra ? ultraChunk + 2 * 4096 + 3 * e * 4 : 2 * v * e * 2 + 3 * e * 4;
@@ -40,7 +47,7 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
         long state = (p * d + 3 * p * (k - 1)) * 4 * stateLayers;
         long maxb = c.snapshotCapacity();
         long buffers = (tm * e + tm * maxb * e + layerScratch(c, tm, incremental) + v) * 4;
-        return new MemoryPlan(trunkBytes, streamed, tables, ultra, cacheBytes, state, buffers, incremental ? kvBytes(c, tm) : 0, (int) tm);
+        return new MemoryPlan(trunkBytes, streamed, tables, ultra, cacheBytes, state, buffers, incremental ? kvBytes(c, tm) : 0, (int) tm, jvm);
     }
 
     /** MLA KV bytes for {@code positions}: positions · n_mla · (Hm·kvd + qr) · 4 (K3: 2,365,440 B per position). */
@@ -61,8 +68,9 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
         return 3 * t * e + 2 * e + maxb * e + 2L * c.denseIntermediate() + Math.max(mla, Math.max(kda, moe));
     }
 
+    /** The model's parts plus the JVM's own footprint: the figure to set against PEAK RSS. */
     public long total() {
-        return trunk + modelTables + expertCache + recurrentState + buffers + kvCache;
+        return trunk + modelTables + expertCache + recurrentState + buffers + kvCache + jvm.bytes();
     }
 
     /** The plan block, with the "available" line when MemAvailable is known. */
@@ -74,6 +82,7 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
         line(b, "recurrent state", recurrentState, "");
         line(b, "buffers", buffers, "");
         line(b, "KV cache", kvCache, "");
+        line(b, "JVM itself", jvm.bytes(), " " + jvm.detail());
         line(b, "TOTAL", total(), "");
         if (mem.availableBytes().isPresent()) line(b, "available", mem.availableBytes().getAsLong(), "");
         return b.toString();

@@ -25,7 +25,7 @@ public final class Tokenizer {
     private final AddedToken[] added;
     private final byte[][] addedBytes;
     private final int[][] addedByFirstByte;   // first byte → added-token indices, longest content first
-    private final Pattern split;
+    private final Pattern split;   // null: Kimi's pattern, scanned by KimiSplitter
 
     private Tokenizer(byte[][] rankBytes, String source, AddedToken[] added, Pattern split) {
         try {
@@ -34,7 +34,7 @@ public final class Tokenizer {
             throw new TokenizerException(source + ": " + e.getMessage());
         }
         this.added = added.clone();
-        this.split = split;
+        this.split = split.pattern().equals(SplitPattern.compile(SplitPattern.KIMI).pattern()) ? null : split;
         addedBytes = new byte[added.length][];
         List<List<Integer>> first = new ArrayList<>();
         for (int b = 0; b < 256; b++) first.add(new ArrayList<>());
@@ -125,6 +125,10 @@ public final class Tokenizer {
     private void encodeOrdinary(byte[] b, int from, int to, Ids out) {
         if (from >= to) return;
         Utf8.Decoded d = Utf8.decode(b, from, to);
+        if (split == null) {
+            KimiSplitter.split(d.text(), (start, end) -> piece(b, d.byteAt()[start], d.byteAt()[end], out));
+            return;
+        }
         Matcher m = split.matcher(d.text());
         int end = 0;
         while (m.find()) {

@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
+import k3j.plan.Human;
 
 /**
  * How a trunk budget is spent: which layers are PINNED (read once, kept) and how many ring slots of what
@@ -138,18 +139,18 @@ public record TrunkPlan(long budget, int ringWanted, int ring, long slotBytes, l
         long packed = 0;
         for (long r : runBytes) packed += TrunkManifest.roundUp(r, TrunkManifest.ALIGN);
         StringBuilder b = new StringBuilder();
-        b.append(String.format(Locale.ROOT, "trunk stream: %.2f GB packed, %d/%d layers PINNED (%.2f GB), ring %d x %.2f GB%n",
-                packed / 1e9, pinnedCount(), layers(), pinnedBytes / 1e9, ring, slotBytes / 1e9));
+        b.append(String.format(Locale.ROOT, "trunk stream: %s packed, %d/%d layers PINNED (%s), ring %d x %s%n",
+                Human.bytes(packed), pinnedCount(), layers(), Human.bytes(pinnedBytes), ring, Human.bytes(slotBytes)));
         String how = pinnedCount() == 0 ? "nothing pinned" : order == Order.PREFIX ? "pinned as a PREFIX" : "pinned LARGEST FIRST";
-        b.append(String.format(Locale.ROOT, "              %s; largest unpinned run %.2f GB of largest %.2f GB%n",
-                how, largestUnpinnedRun() / 1e9, largestRun() / 1e9));
+        b.append(String.format(Locale.ROOT, "              %s; largest unpinned run %s of largest %s%n",
+                how, Human.bytes(largestUnpinnedRun()), Human.bytes(largestRun())));
         if (ring < ringWanted) {
-            b.append(String.format(Locale.ROOT, "              WARNING: ring %d of %d wanted: %d slots need %.2f GB of the %.2f GB budget%n",
-                    ring, ringWanted, ringWanted, (double) ringWanted * slotBytes / 1e9, budget / 1e9));
+            b.append(String.format(Locale.ROOT, "              WARNING: ring %d of %d wanted: %d slots need %s of the %s budget%n",
+                    ring, ringWanted, ringWanted, Human.bytes((double) ringWanted * slotBytes), Human.bytes(budget)));
         }
         if (ring == 1) b.append("              one ring slot: Reads are NOT overlapped with compute (no reader thread)\n");
         if (totalBytes() > budget) {
-            b.append(String.format(Locale.ROOT, "              WARNING: one slot of %.2f GB exceeds the %.2f GB budget%n", slotBytes / 1e9, budget / 1e9));
+            b.append(String.format(Locale.ROOT, "              WARNING: one slot of %s exceeds the %s budget%n", Human.bytes(slotBytes), Human.bytes(budget)));
         }
         b.append(String.format(Locale.ROOT, "              deterministic hit rate %.1f%% (a cyclic scan defeats LRU, so a pinned SET is used instead)%n",
                 100.0 * pinnedCount() / layers()));

@@ -40,7 +40,7 @@ public record TrunkStats(int layers, int pinned, int ring, boolean direct, boole
                 binds(), hits(), 100 * hitRate(), reads, pinnedHits, ringHits, prefetchReads,
                 failedReads > 0 ? ", FAILED reads " + failedReads : ""));
         double rs = readNanos / 1e9;
-        b.append(String.format(Locale.ROOT, "  read %.2f GB in %.2f s (%.0f MB/s)%s%n", bytesRead / 1e9, rs,
+        b.append(String.format(Locale.ROOT, "  read %s in %.2f s (%.0f MB/s)%s%n", k3j.plan.Human.bytes(bytesRead), rs,
                 rs > 0 ? bytesRead / 1e6 / rs : 0.0, direct ? " with O_DIRECT" : " buffered"));
         double bind = (acquireNanos + widenNanos) / 1e9, wait = waitNanos / 1e9, own = callerReadNanos / 1e9, widen = widenNanos / 1e9;
         if (rs > own + wait + 1e-9) {

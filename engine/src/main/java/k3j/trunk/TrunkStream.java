@@ -153,15 +153,24 @@ public final class TrunkStream implements TrunkSource {
         return open(m, options.layers() > 0 ? options : options.withLayers(modelLayers));
     }
 
-    /** Plans {@code options.budgetBytes()} over the runs of the layers walked and opens trunk.bin. */
-    public static TrunkStream open(TrunkManifest manifest, Options options) {
+    /**
+     * The plan {@link #open(TrunkManifest, Options)} makes: {@code options.budgetBytes()} over the runs of the layers
+     * walked. Its {@link TrunkPlan#totalBytes()} is what the stream will hold, which is less than the budget when the
+     * whole trunk fits (the memory plan prints that, not the budget).
+     */
+    public static TrunkPlan plan(TrunkManifest manifest, Options options) {
         long[] runs = manifest.runSizes();
         if (options.layers() > runs.length) {
             throw new TrunkException(manifest.json(), TrunkException.NO_LAYER, "the packed trunk has " + runs.length + " layers, "
                     + options.layers() + " requested");
         }
         if (options.layers() > 0) runs = java.util.Arrays.copyOf(runs, options.layers());
-        TrunkPlan plan = TrunkPlan.of(runs, options.budgetBytes(), options.ring(), options.widenBytes(), options.order());
+        return TrunkPlan.of(runs, options.budgetBytes(), options.ring(), options.widenBytes(), options.order());
+    }
+
+    /** Plans {@code options.budgetBytes()} over the runs of the layers walked ({@link #plan}) and opens trunk.bin. */
+    public static TrunkStream open(TrunkManifest manifest, Options options) {
+        TrunkPlan plan = plan(manifest, options);
         DirectReader reader = DirectReader.open(manifest.bin(), options.direct(), options.notes());
         long size = reader.size();
         if (size != manifest.fileSize()) {

@@ -44,4 +44,13 @@ class CacheGeometryTest {
         assertEquals(4, CacheGeometry.protectedSlots(16, 5));
         assertEquals(1, CacheGeometry.protectedSlots(16, 1));
     }
+
+    @Test
+    void aBudgetBeyondTheModelsExpertsTakesOnlyWhatTheyNeed() {
+        long expert = 22_528;   // one mini-k3-93 expert
+        CacheGeometry g = CacheGeometry.plan(expert, 64_000_000_000L, 4, 92L * 8);
+        assertEquals(92 * 8, g.slots(), "64 GB for 736 experts of 22.5 KB: one slot per expert, not 2 million");
+        assertEquals(92L * 8 * CacheGeometry.slotBytes(expert), g.arenaBytes());
+        assertEquals(5, CacheGeometry.plan(expert, 5 * CacheGeometry.slotBytes(expert), 4, 92L * 8).slots(), "a budget below the pool is kept");
+    }
 }

@@ -13,11 +13,14 @@ import org.junit.jupiter.api.Test;
 class MemoryPlanTest {
     static final ModelConfig K3 = ConfigReader.read(Path.of("..", "oracle-fixtures", "config", "released.json"));
     static final MemInfo README_BOX = MemInfo.parse("MemTotal:       70000000 kB\nMemAvailable:   64365234 kB\n");
+    /** A JVM of 100 MB resident (heap 64 MB committed, 20 MB in use, max 6 GB; 20 threads of 1 MiB stacks). */
+    static final JvmFootprint JVM = new JvmFootprint(100_000_000L, 20_000_000L, 64_000_000L, 6_000_000_000L, 15_000_000L, 8_000_000L,
+            1_000_000L, 20, 1L << 20);
 
     @Test
     void readmePlanBlock() {
         // README: prompt 5 tokens, generating 2; trunk 16 GB streamed, expert cache 6 GB, full recompute
-        MemoryPlan p = MemoryPlan.of(K3, true, 16_000_000_000L, 6_000_000_000L, false, 0, false, 5, 2);
+        MemoryPlan p = MemoryPlan.of(K3, true, 16_000_000_000L, 6_000_000_000L, false, 0, false, 5, 2, JVM);
         String block = p.block(README_BOX);
         System.out.print(block);
         assertTrue(block.contains("  trunk (STREAMED) 16.00 GB\n"), block);
@@ -26,8 +29,22 @@ class MemoryPlanTest {
         assertTrue(block.contains("  recurrent state  626.25 MB\n"), block);
         assertTrue(block.contains("  buffers          6.68 MB\n"), block);
         assertTrue(block.contains("  KV cache         0.00 B\n"), block);
-        assertTrue(block.contains("  TOTAL            27.33 GB\n"), block);
+        assertTrue(block.contains("  JVM itself       100.00 MB (measured RSS; heap 64.00 MB committed, 20.00 MB in use, may grow to 6.00 GB; "
+                + "metaspace 15.00 MB; code cache 8.00 MB; 20 threads x 1.05 MB stack)\n"), block);
+        assertTrue(block.contains("  TOTAL            27.43 GB\n"), "the README's 27.33 GB plus the JVM: " + block);
         assertTrue(p.planRefusal(README_BOX).isEmpty());
+    }
+
+    @Test
+    void theJvmsOwnFootprintIsMeasuredAndInTheTotal() {
+        JvmFootprint now = JvmFootprint.measure();
+        assertTrue(now.heapCommitted() > 0 && now.heapMax() >= now.heapCommitted() && now.metaspace() > 0 && now.codeCache() > 0
+                && now.threads() > 0 && now.stackBytes() > 0, now.toString());
+        assertTrue(now.rss() > now.metaspace(), "VmRSS on Linux: " + now);
+        MemoryPlan p = MemoryPlan.of(K3, true, 1_000_000L, 0, false, 0, false, 5, 2);
+        assertTrue(p.jvm().bytes() > 10_000_000L, "a JVM is tens of MB, not nothing: " + p.jvm());
+        assertEquals(p.trunk() + p.modelTables() + p.recurrentState() + p.buffers() + p.jvm().bytes(), p.total());
+        assertTrue(p.block(README_BOX).contains("JVM itself"), p.block(README_BOX));
     }
 
     @Test
@@ -38,12 +55,12 @@ class MemoryPlanTest {
     @Test
     void planOverNinetyFivePercentIsRefusedWithExitOne() {
         MemInfo small = MemInfo.parse("MemTotal: 33554432 kB\nMemAvailable: 30000000 kB\n");   // 30.72 GB available
-        MemoryPlan fits = MemoryPlan.of(K3, true, 16_000_000_000L, 7_000_000_000L, false, 0, false, 5, 8);
-        MemoryPlan over = MemoryPlan.of(K3, true, 16_000_000_000L, 10_000_000_000L, false, 0, false, 5, 8);
+        MemoryPlan fits = MemoryPlan.of(K3, true, 16_000_000_000L, 7_000_000_000L, false, 0, false, 5, 8, JVM);
+        MemoryPlan over = MemoryPlan.of(K3, true, 16_000_000_000L, 10_000_000_000L, false, 0, false, 5, 8, JVM);
         assertTrue(fits.planRefusal(small).isEmpty(), fits.block(small));
         var r = over.planRefusal(small).orElseThrow();
         assertEquals(1, r.exitCode());
-        assertTrue(r.message().startsWith("REFUSING TO START: this needs 31.33 GB and the machine has 30.72 GB available, a shortfall of 614.64 MB."),
+        assertTrue(r.message().startsWith("REFUSING TO START: this needs 31.43 GB and the machine has 30.72 GB available, a shortfall of 714.64 MB."),
                 r.message());
     }
 

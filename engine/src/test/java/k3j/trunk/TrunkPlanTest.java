@@ -82,16 +82,24 @@ class TrunkPlanTest {
         assertEquals(List.of(0), q.pinnedLayers(), q.describe());
     }
 
+    /**
+     * Over the preset ladder of budgets on the released runs, in both orders: a larger budget never streams more
+     * per pass, and the plan stays within its budget.
+     */
     @Test
-    void ladder() {
+    void aLargerBudgetNeverStreamsMore() {
         long[] runs = releasedRuns();
+        long before = Long.MAX_VALUE, beforePrefix = Long.MAX_VALUE;
         for (double gb : new double[] {2.5, 3, 6, 10, 16, 24, 32, 48, 60, 110}) {
             TrunkPlan a = TrunkPlan.of(runs, (long) (gb * 1e9), 2, 25_888_768, TrunkPlan.Order.LARGEST_FIRST);
             TrunkPlan b = TrunkPlan.of(runs, (long) (gb * 1e9), 2, 25_888_768, TrunkPlan.Order.PREFIX);
-            System.out.printf(java.util.Locale.ROOT, "ladder %6.1f GB: largest-first %2d pinned, ring %d x %.2f, streams %.2f GB/pass | prefix %2d pinned, ring %d x %.2f, streams %.2f GB/pass%n",
-                    gb, a.pinnedCount(), a.ring(), a.slotBytes() / 1e9, a.streamedBytesPerPass() / 1e9,
-                    b.pinnedCount(), b.ring(), b.slotBytes() / 1e9, b.streamedBytesPerPass() / 1e9);
+            String both = gb + " GB: largest-first " + a.describe() + "\nprefix " + b.describe();
+            assertTrue(a.streamedBytesPerPass() <= before && b.streamedBytesPerPass() <= beforePrefix, "a larger budget streams no more: " + both);
+            assertTrue(a.totalBytes() <= a.budget() && b.totalBytes() <= b.budget(), "within the budget: " + both);
+            before = a.streamedBytesPerPass();
+            beforePrefix = b.streamedBytesPerPass();
         }
+        assertTrue(before < 4e9, "at 110 GB (the server preset: 90 of 93 layers pinned) under 4 GB streams per pass: " + before);
     }
 
     @Test

@@ -1,0 +1,51 @@
+package k3j.harness;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A main class run in a child JVM with this test JVM's java, class path and the launcher's flags: a gate that
+ * must see a real process (an exit code, a separate results folder). Output goes to a file, so a chatty child
+ * never blocks on a full pipe.
+ */
+public final class ChildJvm {
+    /** The child's exit code and its output (stdout and stderr, the JDK's incubator warning dropped). */
+    public record Result(int exit, String output) {}
+
+    private ChildJvm() {}
+
+    /** Runs {@code mainClass args} with {@code -Dkey=value} for each property; fails after {@code timeoutSeconds}. */
+    public static Result run(Map<String, String> properties, long timeoutSeconds, String mainClass, String... args) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
+                "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-Xss4m", "-Xmx768m"));
+        properties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), mainClass));
+        cmd.addAll(List.of(args));
+        Path log = Files.createTempFile("k3-child", ".txt");
+        try {
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile())
+                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+            if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new AssertionError(String.join(" ", cmd.subList(cmd.indexOf(mainClass), cmd.size())) + " did not finish within " + timeoutSeconds + " s");
+            }
+            String text = Files.readString(log, StandardCharsets.UTF_8).lines()
+                    .filter(l -> !l.startsWith("WARNING: Using incubator modules"))
+                    .reduce("", (a, b) -> a + b + "\n");
+            return new Result(p.exitValue(), text);
+        } finally {
+            Files.deleteIfExists(log);
+        }
+    }
+
+    /** {@code k3 args} (the k3j.cli.K3 launcher). */
+    public static Result k3(String... args) throws IOException, InterruptedException {
+        return run(Map.of(), 600, "k3j.cli.K3", args);
+    }
+}

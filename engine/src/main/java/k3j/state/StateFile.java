@@ -1,0 +1,219 @@
+package k3j.state;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
+import k3j.kernels.Layers;
+import k3j.kernels.MlaKv;
+import k3j.model.DecodeState;
+
+/**
+ * A conversation state file (docs/formats.md §14): the ids absorbed so far and everything incremental decoding
+ * carries — every KDA layer's recurrent state and three conv histories, every MLA layer's cached keys, rope
+ * keys and values for those positions — behind a header that binds it to the architecture, the checkpoint and
+ * (for a chat) the conversation's history. Loading anything else is refused. Saving is atomic.
+ */
+public final class StateFile {
+    static final byte[] MAGIC = {'K', '3', 'J', 'S', 'T', 'A', 'T', 'E'};
+    static final int VERSION = 1;
+    private static final int CHUNK = 1 << 20;   // floats per write
+
+    /** What a loaded file held besides the caches it filled in: every id so far (the state absorbed the first cached()). */
+    public record Loaded(int[] ids, byte[] conversation) {}
+
+    /** The number of ids a state file holds, read from its header without loading it (to size the state it is loaded into). */
+    public static int idCount(Path file) {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            In in = new In(ch, file);
+            if (!Arrays.equals(MAGIC, in.bytes(MAGIC.length))) throw new StateException(file + ": not a k3j state file (bad magic)");
+            in.ints(1);
+            int nArch = in.ints(1)[0];
+            in.ints(nArch);
+            in.bytes(64);
+            return in.ints(1)[0];
+        } catch (IOException e) {
+            throw new StateException(file + ": cannot read the state: " + e.getMessage(), e);
+        }
+    }
+
+    private StateFile() {}
+
+    /**
+     * @param conversation sha256 of the chat history this state follows (32 bytes), or 32 zero bytes outside a chat
+     * @param ids          every id so far: the state absorbed the first st.cached(), the rest are still to be fed
+     */
+    public static void save(Path file, Binding binding, byte[] conversation, int[] ids, DecodeState st) {
+        if (ids.length < st.cached()) throw new IllegalArgumentException(ids.length + " ids for a state of " + st.cached() + " positions");
+        try {
+            k3j.io.AtomicFile.replace(file, ch -> {
+                Out o = new Out(ch);
+                o.bytes(MAGIC);
+                o.ints(new int[] {VERSION, binding.architecture().length});
+                o.ints(binding.architecture());
+                o.bytes(binding.checkpoint());
+                o.bytes(conversation);
+                o.ints(new int[] {ids.length, st.cached()});
+                o.ints(ids);
+                for (int l = 0; l < st.layers(); l++) {
+                    Layers.KdaState k = st.kda(l);
+                    if (k != null) {
+                        o.floats(k.recurrent(), k.recurrent().length);
+                        o.floats(k.qConv(), k.qConv().length);
+                        o.floats(k.kConv(), k.kConv().length);
+                        o.floats(k.vConv(), k.vConv().length);
+                    } else {
+                        mla(st.mla(l), st.cached(), o, null);
+                    }
+                }
+                o.flush();
+            });
+        } catch (IOException e) {
+            throw new StateException(file + ": cannot save the state: " + e.getMessage(), e);
+        }
+    }
+
+    /** Fills the fresh state {@code into} from {@code file} after checking it belongs to {@code binding}. */
+    public static Loaded load(Path file, Binding binding, DecodeState into) {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            In in = new In(ch, file);
+            if (!Arrays.equals(MAGIC, in.bytes(MAGIC.length))) throw new StateException(file + ": not a k3j state file (bad magic)");
+            int version = in.ints(1)[0];
+            if (version != VERSION) throw new StateException(file + ": state file version " + version + ", this build reads " + VERSION);
+            int nArch = in.ints(1)[0];
+            if (nArch != binding.architecture().length) throw new StateException(file + ": a header of " + nArch + " architecture fields, expected " + binding.architecture().length);
+            Binding saved = new Binding(in.ints(nArch), in.bytes(32));
+            String why = binding.mismatch(saved);
+            if (why != null) throw new StateException(file + ": refusing the state: " + why);
+            byte[] conversation = in.bytes(32);
+            int[] counts = in.ints(2);
+            int n = counts[1];
+            if (n < 1 || n > counts[0]) throw new StateException(file + ": " + n + " absorbed positions of " + counts[0] + " ids");
+            if (n > into.capacity()) throw new StateException(file + ": " + n + " positions, this run has room for " + into.capacity());
+            int[] ids = in.ints(counts[0]);
+            for (int l = 0; l < into.layers(); l++) {
+                Layers.KdaState k = into.kda(l);
+                if (k != null) {
+                    in.floats(k.recurrent());
+                    in.floats(k.qConv());
+                    in.floats(k.kConv());
+                    in.floats(k.vConv());
+                } else {
+                    mla(into.mla(l), n, null, in);
+                }
+            }
+            if (ch.position() != ch.size()) throw new StateException(file + ": " + (ch.size() - ch.position()) + " bytes after the last layer");
+            into.restored(n);
+            return new Loaded(ids, conversation);
+        } catch (IOException e) {
+            throw new StateException(file + ": cannot read the state: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * One MLA layer's positions 0..n−1, written to {@code o} or read from {@code in}, in chunks of positions: the
+     * chunk's kv rows ({@link MlaKv#put}'s layout), then its rope keys.
+     */
+    private static void mla(MlaKv kv, int n, Out o, In in) throws IOException {
+        int w = kv.kvWidth(), r = kv.ropeWidth(), per = Math.max(1, CHUNK / Math.max(1, w + r));
+        float[] kvBuf = new float[per * w], ropeBuf = new float[per * r];
+        for (int s0 = 0; s0 < n; s0 += per) {
+            int m = Math.min(per, n - s0);
+            if (o != null) {
+                for (int s = 0; s < m; s++) kv.get(s0 + s, kvBuf, s * w, ropeBuf, s * r);
+                o.floats(kvBuf, m * w);
+                o.floats(ropeBuf, m * r);
+            } else {
+                in.floats(kvBuf, m * w);
+                in.floats(ropeBuf, m * r);
+                for (int s = 0; s < m; s++) kv.put(s0 + s, kvBuf, s * w, ropeBuf, s * r);
+            }
+        }
+    }
+
+    /** Little-endian writes through one buffer. */
+    private static final class Out {
+        private final FileChannel ch;
+        private final ByteBuffer buf = ByteBuffer.allocateDirect(1 << 22).order(ByteOrder.LITTLE_ENDIAN);
+
+        Out(FileChannel ch) {
+            this.ch = ch;
+        }
+
+        void room(int bytes) throws IOException {
+            if (buf.remaining() < bytes) flush();
+        }
+
+        void flush() throws IOException {
+            buf.flip();
+            while (buf.hasRemaining()) ch.write(buf);
+            buf.clear();
+        }
+
+        void bytes(byte[] b) throws IOException {
+            room(b.length);
+            buf.put(b);
+        }
+
+        void ints(int[] v) throws IOException {
+            for (int x : v) {
+                room(4);
+                buf.putInt(x);
+            }
+        }
+
+        void floats(float[] v, int n) throws IOException {
+            for (int i = 0; i < n; ) {
+                room(4);
+                int m = Math.min(n - i, buf.remaining() / 4);
+                buf.asFloatBuffer().put(v, i, m);
+                buf.position(buf.position() + 4 * m);
+                i += m;
+            }
+        }
+    }
+
+    /** Little-endian reads that refuse a short file. */
+    private static final class In {
+        private final FileChannel ch;
+        private final Path file;
+
+        In(FileChannel ch, Path file) {
+            this.ch = ch;
+            this.file = file;
+        }
+
+        private ByteBuffer read(int bytes) throws IOException {
+            ByteBuffer b = ByteBuffer.allocate(bytes).order(ByteOrder.LITTLE_ENDIAN);
+            while (b.hasRemaining()) if (ch.read(b) < 0) throw new StateException(file + ": truncated (ends at byte " + ch.position() + ")");
+            return b.flip();
+        }
+
+        byte[] bytes(int n) throws IOException {
+            byte[] out = new byte[n];
+            read(n).get(out);
+            return out;
+        }
+
+        int[] ints(int n) throws IOException {
+            if (n < 0 || n > (1 << 24)) throw new StateException(file + ": implausible count " + n + " in the header");
+            int[] out = new int[n];
+            read(4 * n).asIntBuffer().get(out);
+            return out;
+        }
+
+        void floats(float[] v) throws IOException {
+            floats(v, v.length);
+        }
+
+        void floats(float[] v, int n) throws IOException {
+            for (int i = 0; i < n; i += CHUNK) {
+                int m = Math.min(CHUNK, n - i);
+                read(4 * m).asFloatBuffer().get(v, i, m);
+            }
+        }
+    }
+}

@@ -1,0 +1,16 @@
+package k3j.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.junit.jupiter.api.Test;
+
+class StepTableTest {
+    @Test
+    void theCacheHitColumnRoundsAsTheCacheReportDoes() {
+        StepTable t = new StepTable();
+        String row = t.add(new StepTable.Row(0, 42, 1, 0.5, 100.0 * 1467 / 1472, 3_000_000, 0.1));
+        String[] cols = row.trim().split(" +");
+        assertEquals("99.66", cols[5], "CACHE HIT: two decimals, never rounded up to 100.0: " + row);
+        assertEquals(String.format(java.util.Locale.ROOT, "%.2f", 100.0 * 1467 / 1472), cols[5]);
+    }
+}
