@@ -578,13 +578,13 @@ final class RunCommand implements Callable<Integer> {
             if (cache != null) o.print(cache.report(false));
             TrunkStats ts = stream != null ? stream.stats() : null;
             CacheStats total = cache != null ? cache.totalStats() : null;
-            if (trace != null) {   // the dumps first, the report last: a report on disk means every output was written
-                Files.createDirectories(dumpCacheTrace);
-                o.println(trace.write(dumpCacheTrace));
-            }
             writeOut(g, promptIds, bound, forward.layersCompleted(), forward.expertDrops(),
                     total != null ? total.bytesRead() : model.experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak);
             o.println("wrote " + out);
+            if (trace != null) {
+                Files.createDirectories(dumpCacheTrace);
+                o.println(trace.write(dumpCacheTrace));
+            }
             double wall = table.seconds(), trunkSecs = ts != null ? ts.readNanos() / 1e9 : 0;
             o.printf(Locale.ROOT, "I/O share of wall clock: %.1f%%  (trunk %.2f s + experts %.2f s + model tables %.2f s of %.2f s)%n",
                     wall > 0 ? 100 * (trunkSecs + expertReadSeconds[0]) / wall : 0.0, trunkSecs, expertReadSeconds[0], 0.0, wall);
