@@ -2,12 +2,14 @@
 """Reference dump of a Kimi K3 checkpoint in the released layout (format: reference-dumps/FORMAT.md).
 
   /usr/bin/python3 reference-dumps/torch/dump_checkpoint.py MODEL_DIR --ids 250,17,... --gen 20 --out DUMP
-      [--no-mutants] [--no-drift] [--no-data-hash] [--safety 10]
+      [--no-mutants] [--no-drift] [--no-data-hash] [--safety 10] [--experts]
+  /usr/bin/python3 reference-dumps/torch/dump_checkpoint.py MODEL_DIR --experts-only --out DUMP [--layers 1,5-9]
 
 Runs the float64 reference: greedy decode (incremental), teacher forcing over prompt+generated ids
 with every stage recorded, the float32 drift (end to end and per layer from the reference's own
 inputs) from which the tolerances are derived, the mutant table, and the self checks
-(causality, incremental = full recompute).
+(causality, incremental = full recompute). --experts adds the expert sweep (every routed expert on seeded
+probes, stored as sketches: k3ref/experts.py, FORMAT.md §10); --experts-only adds or resumes it on an existing dump.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from k3ref import experts as expert_sweep  # noqa: E402
 from k3ref import ops  # noqa: E402
 from k3ref.metrics import routing_gaps, top2_margin  # noqa: E402
 from k3ref.model import Model, greedy  # noqa: E402
@@ -302,8 +305,8 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model_dir")
-    ap.add_argument("--ids", required=True, help="comma-separated prompt ids")
-    ap.add_argument("--gen", type=int, required=True)
+    ap.add_argument("--ids", help="comma-separated prompt ids (required unless --experts-only)")
+    ap.add_argument("--gen", type=int)
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-mutants", action="store_true")
     ap.add_argument("--no-drift", action="store_true")
@@ -313,13 +316,29 @@ def main():
     ap.add_argument("--no-recompute-check", action="store_true",
                     help="skip the greedy-by-full-recompute cross-check (G extra full forwards)")
     ap.add_argument("--safety", type=float, default=10.0)
+    ap.add_argument("--experts", action="store_true", help="then sweep every routed expert (FORMAT.md §10)")
+    ap.add_argument("--experts-only", action="store_true",
+                    help="add (or resume) the expert sweep on the existing dump in --out; nothing else is rewritten")
+    ap.add_argument("--expert-layers", help="with --experts-only: sweep only these MoE layers (e.g. 1,5-9)")
     a = ap.parse_args()
+    if a.experts_only:
+        sel = None
+        if a.expert_layers:
+            sel = [j for part in a.expert_layers.split(",") for j in
+                   (range(int(part.split("-")[0]), int(part.split("-")[1]) + 1) if "-" in part else [int(part)])]
+        section = expert_sweep.sweep(a.model_dir, a.out, layers=sel, drift=not a.no_drift, cache_weights=not a.stream)
+        print(json.dumps({k: section[k] for k in ("complete", "seconds", "detection")}, indent=1))
+        return
+    if a.ids is None or a.gen is None:
+        ap.error("--ids and --gen are required (unless --experts-only)")
     prompt = [int(v) for v in a.ids.split(",") if v.strip()]
     m = make_dump(a.model_dir, prompt, a.gen, a.out, mutants=not a.no_mutants, drift=not a.no_drift,
                   data_hash=not a.no_data_hash, sf=a.safety, cache_weights=not a.stream,
                   states=not a.no_states, recompute_check=not a.no_recompute_check)
     print(json.dumps({"generated_ids": m["generated_ids"], "robustness": m["robustness"],
                       "self_checks": m["self_checks"]}, indent=1))
+    if a.experts:
+        expert_sweep.sweep(a.model_dir, a.out, drift=not a.no_drift, cache_weights=not a.stream)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ resident weights, checkpoint regenerates byte for byte, released layout (dtypes,
 contiguous experts), the dump matches a fresh run, single layers within atol_layer, margins and
 routing gaps far above the float32 drift, and every mutant moves the logits by >= 10x the logit
 tolerance (or cannot bind). mini-k3-93 adds: the real 93-layer map, AttnRes boundaries, one
-contiguous trunk run per layer with the experts elsewhere, distinct dimensions, the budget section.
+contiguous trunk run per layer with the experts elsewhere, distinct dimensions, the budget section, and
+the expert sweep (complete, the stored sketches recompute from the stored probes, resumable byte for byte,
+the chi-square miss probability).
 """
 import hashlib
 import json
@@ -160,6 +162,16 @@ class OpsTest(unittest.TestCase):
         idx, w = ops.router(x, gate, bias, 3, True, 2.0)
         self.assertEqual(idx[0].tolist(), [1, 3, 0])
         self.assertTrue(torch.allclose(w, torch.full((1, 3), 2.0 / 3, dtype=torch.float64)))
+
+    def test_table_dequantisation_equals_the_reference_op(self):
+        from k3ref.experts import dequant
+        g = torch.Generator().manual_seed(3)
+        packed = torch.randint(0, 256, (6, 32), dtype=torch.uint8, generator=g)
+        scales = torch.randint(0, 256, (6, 2), dtype=torch.uint8, generator=g)
+        scales[0, 0], scales[1, 1] = 255, 0
+        for mode in ("zero", "nan"):
+            a, b = dequant(packed, scales, 32, mode).to(torch.float64), ops.mxfp4_dequant(packed, scales, 32, mode)
+            self.assertTrue(bool(((a == b) | (a.isnan() & b.isnan())).all()), mode)
 
     def test_every_mutant_name_is_known(self):
         with self.assertRaises(ValueError):
@@ -380,6 +392,55 @@ class MiniTest(OracleChecks, unittest.TestCase):
         for s, v in b["stages"].items():
             self.assertAlmostEqual(v["budget"], 1.2e-7 * v["width"] ** 0.5 * 50, delta=1e-15, msg=s)
             self.assertLess(v["fp32_share_of_budget_layer"], 1.0, s)
+
+    def test_expert_sweep_is_complete_recomputes_and_resumes(self):
+        from k3ref import experts as sweep
+        e = self.m["experts"]
+        c = self.cfg
+        self.assertTrue(e["complete"])
+        self.assertEqual([l["index"] for l in e["layers"]], list(range(c.first_dense, c.n_layers)))
+        self.assertEqual(e["floats_per_expert"], e["probes"] * 4 * (e["sketch_k"] + 1))
+        for p, v in e["fp32_share_of_budget"].items():
+            self.assertLess(v, 0.1, f"float32 uses {v} of the {p} budget")
+        # the stored sketches are the float64 parts of the stored probes, for a routed and an unrouted expert
+        s_lt = load_array(self.NAME, self.m, "experts.proj_latent").to(torch.float64)
+        s_in = load_array(self.NAME, self.m, "experts.proj_inter").to(torch.float64)
+        for i in (1, 50, 92):
+            z = load_array(self.NAME, self.m, f"experts.{i}.probes")
+            v = load_array(self.NAME, self.m, f"experts.{i}.probes_inter")
+            sk = load_array(self.NAME, self.m, f"experts.{i}.sketch").to(torch.float64)
+            nm = load_array(self.NAME, self.m, f"experts.{i}.norm").to(torch.float64)
+            routed = set(load_array(self.NAME, self.m, f"layers.{i}.moe_idx").flatten().tolist())
+            for ex in (min(routed), min(set(range(c.n_experts)) - routed)):
+                parts = sweep.expert_parts(*self.model().expert(i, ex), z, v, c.situ_b1, c.situ_b2)
+                for j, x in enumerate(parts):
+                    s = s_in if j < 2 else s_lt
+                    self.assertLess(float((x @ s.T - sk[ex, :, j]).abs().max()), 1e-6 * float(sk[ex, :, j].abs().max()) + 1e-12)
+                    self.assertLess(float((x.norm(dim=-1) - nm[ex, :, j]).abs().max()), 1e-6 * float(nm[ex, :, j].max()))
+        # resumable: a sweep stopped after some layers and resumed gives the same bytes
+        with tempfile.TemporaryDirectory() as d:
+            for n in os.listdir(dump_dir(self.NAME)):
+                if not n.startswith("experts."):
+                    shutil.copy(os.path.join(dump_dir(self.NAME), n), d)
+            part = sweep.sweep(fixture_dir(self.NAME), d, layers=[3, 4], drift=False, log=lambda *_: None)
+            self.assertFalse(part["complete"])
+            self.assertTrue(os.path.exists(os.path.join(d, sweep.PROGRESS)))
+            whole = sweep.sweep(fixture_dir(self.NAME), d, drift=False, log=lambda *_: None)
+            self.assertTrue(whole["complete"])
+            self.assertFalse(os.path.exists(os.path.join(d, sweep.PROGRESS)))
+            for i in (3, 4, 60):
+                with open(os.path.join(d, f"experts.{i}.sketch.bin"), "rb") as a, \
+                        open(os.path.join(dump_dir(self.NAME), f"experts.{i}.sketch.bin"), "rb") as b:
+                    self.assertEqual(a.read(), b.read(), f"layer {i}")
+
+    def test_sketch_miss_probability_is_the_chi_square_cdf(self):
+        from k3ref.experts import miss_probability
+        g = torch.Generator().manual_seed(5)
+        k, rho, n = 16, 1.5, 20000
+        chi = torch.randn(n, k, generator=g, dtype=torch.float64).pow(2).sum(-1)
+        empirical = float((chi <= k / rho ** 2).double().mean())
+        self.assertAlmostEqual(empirical, miss_probability(k, rho), delta=0.005)
+        self.assertLess(miss_probability(16, 3), 1e-5)
 
 
 if __name__ == "__main__":

@@ -4,24 +4,19 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.qameta.allure.Epic;
-import java.lang.foreign.MemorySegment;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
-import k3j.cache.ExpertLoadException;
-import k3j.cache.ExpertLocation;
-import k3j.cache.ExpertSource;
-import k3j.cache.ResidentExpert;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
+import k3j.conform.Finding;
 import k3j.harness.Evidence;
+import k3j.harness.FixtureWeights;
 import k3j.harness.KernelFixtures;
 import k3j.harness.Project;
-import k3j.kernels.Matrix;
 import k3j.kernels.Workers;
 import k3j.model.Forward;
 import k3j.model.LayerStages;
@@ -55,18 +50,7 @@ class DecoderLayerGate {
         ModelConfig c = ConfigReader.read(Project.existing(Project.root().resolve(cfgPath)));
         int index = fx.i("layer_index");
         if (c.isAttnResBoundary(index) != fx.b("boundary")) fail(fx.name() + ": boundary flag disagrees with the config");
-        LayerWeights lw = WeightLoader.layer(c, index, new WeightLoader.LayerTensors() {
-            @Override
-            public Matrix matrix(String suffix) {
-                return fx.in(suffix).matrix();
-            }
-
-            @Override
-            public float[] vector(String suffix, int take) {
-                float[] f = fx.in(suffix).floats();
-                return take < 0 ? f : Arrays.copyOf(f, take);
-            }
-        });
+        LayerWeights lw = WeightLoader.layer(c, index, FixtureWeights.tensors(fx));
         float[] partial = fx.in("partial").f32();
         KernelFixtures.Array snapArr = fx.in("snapshots");
         int s = snapArr.shape()[0], t = snapArr.shape()[1], e = snapArr.shape()[2];
@@ -76,7 +60,7 @@ class DecoderLayerGate {
         ModelWeights mw = new ModelWeights(c, null, List.of(), null, null, null);
         LayerStages st;
         try (Workers w = Workers.of(2)) {
-            st = new Forward(mw, experts(fx, c, index), w).runLayer(lw, partial, snaps, t);
+            st = new Forward(mw, FixtureWeights.experts(fx, index), w).runLayer(lw, partial, snaps, t);
         }
         float[] snapsOut = new float[st.snapshotsOut().size() * t * e];
         for (int i = 0; i < st.snapshotsOut().size(); i++) System.arraycopy(st.snapshotsOut().get(i), 0, snapsOut, i * t * e, t * e);
@@ -99,41 +83,12 @@ class DecoderLayerGate {
                 worst = Math.max(worst, Double.isNaN(r) ? Double.POSITIVE_INFINITY : r);
             }
             ratios.put(out, worst);
-            if (!(worst <= 1.0)) failures.add(out + ": " + worst + " x tolerance (atol " + tol[0] + ", rtol " + tol[1] + ") " + OracleGate.category(worst));
+            if (!(worst <= 1.0)) failures.add(out + ": " + worst + " x tolerance (atol " + tol[0] + ", rtol " + tol[1] + ") " + Finding.ofRatio(worst).tag());
         }
         double worst = ratios.values().stream().mapToDouble(Double::doubleValue).max().orElse(Double.POSITIVE_INFINITY);
         Evidence.parameter("layer", index);
         Evidence.parameter("worst ratio to tolerance", worst);
         Evidence.json("ratio per output", ratios);
         assertTrue(failures.isEmpty(), fx.name() + " layer " + index + ": " + String.join("; ", failures));
-    }
-
-    /** The fixture's MXFP4 experts as a resident source (each expert's six parts laid out canonically). */
-    static ExpertSource experts(KernelFixtures.Fixture fx, ModelConfig c, int layer) {
-        String[] parts = {"w1.weight_packed", "w1.weight_scale", "w2.weight_packed", "w2.weight_scale", "w3.weight_packed", "w3.weight_scale"};
-        return new ExpertSource() {
-            @Override
-            public ResidentExpert get(int l, int expert) throws ExpertLoadException {
-                String base = "block_sparse_moe.experts." + expert + ".";
-                if (l != layer || !fx.hasInput(base + parts[0])) throw new ExpertLoadException(l, expert, "not in fixture " + fx.name());
-                byte[][] b = new byte[parts.length][];
-                long[] off = new long[parts.length], len = new long[parts.length];
-                long at = 0;
-                for (int i = 0; i < parts.length; i++) {
-                    b[i] = fx.in(base + parts[i]).bytes();
-                    off[i] = at;
-                    len[i] = b[i].length;
-                    at += b[i].length;
-                }
-                byte[] all = new byte[(int) at];
-                for (int i = 0; i < parts.length; i++) System.arraycopy(b[i], 0, all, (int) off[i], b[i].length);
-                return new ResidentExpert(l, expert, MemorySegment.ofArray(all), ExpertLocation.contiguous(Path.of(fx.name()), 0, off, len));
-            }
-
-            @Override
-            public int getMany(int l, int... experts) {
-                return 0;
-            }
-        };
     }
 }

@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
+import k3j.conform.Finding;
 import k3j.harness.Evidence;
 import k3j.harness.KernelFixtures;
 import k3j.kernels.Mxfp4;
@@ -80,7 +81,7 @@ class KernelGate {
                 if (differing > 0) {
                     failures.append(out).append(" (").append(path.getKey()).append("): ").append(differing).append(" of ").append(got.length)
                             .append(" outside tolerance, worst ratio ").append(Evidence.format(w)).append(" at ").append(at)
-                            .append(" got ").append(got[at]).append(" want ").append(want[at]).append(w >= 100 ? " [binding error]" : " [rounding drift]").append("; ");
+                            .append(" got ").append(got[at]).append(" want ").append(want[at]).append(' ').append(Finding.ofRatio(w).tag()).append("; ");
                 }
                 worst = Math.max(worst, w);
             }

@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.qameta.allure.Allure;
 import io.qameta.allure.Epic;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -16,16 +14,14 @@ import java.util.stream.Stream;
 import k3j.bisect.Bisect;
 import k3j.conform.Budget;
 import k3j.conform.Charts;
-import k3j.conform.ConformException;
 import k3j.conform.Conformance;
 import k3j.conform.Finding;
 import k3j.conform.LayerReport;
 import k3j.conform.LayerSelection;
 import k3j.conform.StageMetric;
-import k3j.harness.AllureEnvironment;
+import k3j.harness.CheckpointUnderTest;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
-import k3j.kernels.Workers;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Tag;
@@ -61,12 +57,12 @@ class LayerConformanceGate {
     @Test
     @Order(0)
     void theReferenceDumpMatchesTheModel() {
-        named("the reference dump matches the model");
+        Evidence.caseName("the reference dump matches the model");
         Allure.feature("reference");
-        Conformance c = Checkpoint.open();
+        Conformance c = CheckpointUnderTest.open();
         Evidence.parameter(c.candidateDump() != null ? "candidate" : "model", c.candidateDump() != null ? c.engine() : c.modelDir().toString());
         Evidence.parameter("reference", c.dump().source().toString());
-        Evidence.parameter("layers", LayerSelection.format(Checkpoint.selected()));
+        Evidence.parameter("layers", LayerSelection.format(CheckpointUnderTest.selected()));
         Evidence.text("budget rule", c.budget().rule() + "\nverdict bands: <= 1 budget conforms; < " + Finding.BINDING_RATIO
                 + "x rounding drift; >= " + Finding.BINDING_RATIO + "x or a routing difference binding error");
         if (c.bindFailure() != null) fail(Finding.MISSING_TENSOR.tag() + " " + c.bindFailure().getMessage());
@@ -84,9 +80,9 @@ class LayerConformanceGate {
     @MethodSource("layerCases")
     @Order(1)
     void layerConformsFromTheReferencesOwnInputs(LayerCase lc) {
-        named(lc.toString());
+        Evidence.caseName(lc.toString());
         int layer = lc.layer();
-        Conformance c = Checkpoint.open();
+        Conformance c = CheckpointUnderTest.open();
         String kind = lc.kind();
         Allure.feature(kind.endsWith("dense") ? "dense" : kind);
         Allure.story("L" + layer);
@@ -116,7 +112,7 @@ class LayerConformanceGate {
         synchronized (diagnoses) {
             String d = diagnoses.get(r.layer());
             if (d == null) {
-                d = Bisect.diagnosisLine(c, r, Checkpoint.workers());
+                d = Bisect.diagnosisLine(c, r, CheckpointUnderTest.workers());
                 if (d == null) d = "no corruption bisect tries explains it (" + r.message() + ")";
                 diagnoses.put(r.layer(), d);
             }
@@ -125,30 +121,21 @@ class LayerConformanceGate {
     }
 
     static Stream<LayerCase> layerCases() {
-        Conformance c = Checkpoint.open();
-        return Checkpoint.selected().stream().map(l -> new LayerCase(l, c.dump().layer(l).kind()));
-    }
-
-    /** The case name in the report (allure-junit-platform would prefix a template invocation with its method). */
-    static void named(String name) {
-        // historyId from the name: merged shards' overviews ("layers 0-46", "layers 47-92") stay distinct cases
-        Allure.getLifecycle().updateTestCase(t -> {
-            t.setName(name);
-            t.setHistoryId(java.util.UUID.nameUUIDFromBytes((t.getFullName() + " " + name).getBytes(java.nio.charset.StandardCharsets.UTF_8)).toString());
-        });
+        Conformance c = CheckpointUnderTest.open();
+        return CheckpointUnderTest.selected().stream().map(l -> new LayerCase(l, c.dump().layer(l).kind()));
     }
 
     @Test
     @Order(2)
     void overviewOfEveryStageOfEveryLayer() {
-        String selection = "layers " + LayerSelection.format(Checkpoint.selected());
+        String selection = "layers " + LayerSelection.format(CheckpointUnderTest.selected());
         // one overview per -Dk3.layers shard: the selection in the name keeps merged shards apart
-        named("overview: " + selection + " x stages");
+        Evidence.caseName("overview: " + selection + " x stages");
         Allure.parameter("selection", selection);
         Allure.feature("overview");
-        Conformance c = Checkpoint.open();
+        Conformance c = CheckpointUnderTest.open();
         List<LayerReport> all = new ArrayList<>();
-        for (int l : Checkpoint.selected()) {
+        for (int l : CheckpointUnderTest.selected()) {
             LayerReport r;
             synchronized (reports) {
                 r = reports.get(l);
@@ -242,61 +229,5 @@ class LayerConformanceGate {
         if (r.routing() != null) m.put("routing", Map.of("equal", r.routing().equal(), "tokens", r.routing().tokens(), "top_k", r.routing().topK(),
                 "tokens_differing", r.routing().tokensDiffering(), "first", r.routing().first()));
         return m;
-    }
-
-    /**
-     * The checkpoint under test, shared by the checkpoint gates: -Dk3.model (relative to the repository root
-     * when relative), -Dk3.reference (else the matching dump in reference-dumps/, in the model directory or
-     * next to it), -Dk3.layers. Opened once per test JVM; a failure to open is remembered and FAILS every case.
-     */
-    static final class Checkpoint {
-        private static Conformance conformance;
-        private static RuntimeException failure;
-        private static Workers workers;
-
-        static synchronized Conformance open() {
-            if (conformance != null) return conformance;
-            if (failure != null) throw new IllegalStateException(failure.getMessage(), failure); // fresh: each case's own trace
-            try {
-                String cand = Project.property("k3.candidate"), ref = Project.property("k3.reference");
-                List<Path> dumps = List.of(Project.root().resolve("reference-dumps"));
-                workers = Workers.of(Runtime.getRuntime().availableProcessors());
-                if (!cand.isEmpty()) {
-                    Path p = resolve(cand);
-                    if (!Files.exists(p)) throw new AssertionError("gate data missing: -Dk3.candidate=" + cand + " does not exist (" + p + ")");
-                    conformance = Conformance.candidate(p, ref.isEmpty() ? null : resolve(ref), dumps);
-                    AllureEnvironment.put("k3.reference", conformance.dump().source() + (ref.isEmpty() ? " (found: the candidate names its manifest's sha256)" : ""));
-                    return conformance;
-                }
-                String m = Project.property("k3.model");
-                if (m.isEmpty()) throw new AssertionError("gate data missing: -Dk3.model is not set (mvn verify -Pcheckpoint -Dk3.model=DIR)");
-                Path model = resolve(m);
-                if (!Files.isDirectory(model)) throw new AssertionError("gate data missing: -Dk3.model=" + m + " is not a readable directory (" + model + ")");
-                conformance = Conformance.open(model, ref.isEmpty() ? null : resolve(ref), dumps, workers);
-                AllureEnvironment.put("k3.reference", conformance.dump().source() + (ref.isEmpty() ? " (found: its manifest matches the model's shards)" : ""));
-                return conformance;
-            } catch (AssertionError | ConformException e) {
-                failure = e instanceof ConformException ce ? ce : new IllegalStateException(e.getMessage(), e);
-                throw failure;
-            } catch (RuntimeException e) {
-                failure = new IllegalStateException("cannot open the checkpoint under test: " + e, e);
-                throw failure;
-            }
-        }
-
-        static synchronized Workers workers() {
-            open();
-            return workers;
-        }
-
-        /** The -Dk3.layers selection (all layers when unset). */
-        static List<Integer> selected() {
-            return LayerSelection.parse(Project.property("k3.layers"), open().layerCount());
-        }
-
-        static Path resolve(String p) {
-            Path path = Path.of(p);
-            return path.isAbsolute() ? path : Project.root().resolve(path).normalize();
-        }
     }
 }

@@ -10,6 +10,7 @@ import k3j.conform.Charts;
 import k3j.conform.Conformance;
 import k3j.conform.Finding;
 import k3j.conform.LogitParity;
+import k3j.harness.CheckpointUnderTest;
 import k3j.harness.Evidence;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Tag;
@@ -46,7 +47,7 @@ class LogitParityGate {
     void greedyGenerationGivesTheReferenceIds() {
         Allure.feature("logit parity");
         Allure.story("greedy generation");
-        Conformance c = LayerConformanceGate.Checkpoint.open();
+        Conformance c = CheckpointUnderTest.open();
         LogitParity.Greedy g = c.greedy();
         Evidence.parameter("generated ids equal", g.equal() ? g.reference().length + "/" + g.reference().length : "first divergence at step " + g.firstDivergence());
         Evidence.text("greedy ids", g.text());
@@ -62,7 +63,7 @@ class LogitParityGate {
     private static LogitParity.Result parity(boolean incremental) {
         Allure.feature("logit parity");
         Allure.story(incremental ? "incremental" : "full recompute");
-        Conformance c = LayerConformanceGate.Checkpoint.open();
+        Conformance c = CheckpointUnderTest.open();
         long t0 = System.nanoTime();
         float[] engine = c.engineLogits(incremental);
         LogitParity.Result r = c.compareLogits(incremental ? "incremental" : "full recompute", engine);

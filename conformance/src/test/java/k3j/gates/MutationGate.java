@@ -10,7 +10,6 @@ import io.qameta.allure.Epic;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -118,11 +117,7 @@ class MutationGate {
     @AfterAll
     static void close() throws IOException {
         if (workers != null) workers.close();
-        if (scratch != null) {
-            try (Stream<Path> s = Files.walk(scratch)) {
-                for (Path p : s.sorted(Comparator.reverseOrder()).toList()) Files.delete(p);
-            }
-        }
+        Project.deleteTree(scratch);
     }
 
     static Stream<Mutation> table() {

@@ -15,6 +15,7 @@ import java.util.stream.IntStream;
 import k3j.cache.ExpertCache;
 import k3j.cache.ReadMode;
 import k3j.conform.ConformException;
+import k3j.conform.Finding;
 import k3j.conform.ReferenceDump;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
@@ -94,8 +95,8 @@ class OracleGate {
         Evidence.json("teacher forcing", Map.of("logits ratio", ratio, "final_mix ratio", mix, "final_norm ratio", norm, "logits atol", atol,
                 "generated span matches", matches, "mismatches", wrong));
         assertTrue(wrong.isEmpty(), "teacher-forced argmax differs: " + wrong);
-        assertTrue(ratio <= 1.0, "logits differ from the reference by " + ratio + " x atol " + atol + " " + category(ratio));
-        assertTrue(mix <= 1.0 && norm <= 1.0, "final_mix ratio " + mix + ", final_norm ratio " + norm + " " + category(Math.max(mix, norm)));
+        assertTrue(ratio <= 1.0, "logits differ from the reference by " + ratio + " x atol " + atol + " " + Finding.ofRatio(ratio).tag());
+        assertTrue(mix <= 1.0 && norm <= 1.0, "final_mix ratio " + mix + ", final_norm ratio " + norm + " " + Finding.ofRatio(Math.max(mix, norm)).tag());
     }
 
     @Test
@@ -226,7 +227,7 @@ class OracleGate {
             ratios.put("v_conv_state", ratio(st.kdaState().vConv(), dump.f32(p + "v_conv_state"), dump.atol(layer, "v_conv_state", kind)));
         }
         for (var en : ratios.entrySet()) {
-            if (!(en.getValue() <= 1.0)) failures.add("layer " + layer + " stage " + en.getKey() + ": " + en.getValue() + " x " + kind + " " + category(en.getValue()));
+            if (!(en.getValue() <= 1.0)) failures.add("layer " + layer + " stage " + en.getKey() + ": " + en.getValue() + " x " + kind + " " + Finding.ofRatio(en.getValue()).tag());
         }
         if (!failures.isEmpty()) fail(String.join("; ", failures));
         return ratios;
@@ -242,11 +243,6 @@ class OracleGate {
             worst = Math.max(worst, r);
         }
         return worst;
-    }
-
-    /** The report's failure categories (reports/categories.json): 100x over budget is a wrong weight, not rounding. */
-    static String category(double ratio) {
-        return ratio >= 100 ? "[binding error]" : "[rounding drift]";
     }
 
     static void report(int layer, Map<String, Double> ratios) {

@@ -80,6 +80,7 @@ class PortsGate {
     @ParameterizedTest(name = "{0}")
     @MethodSource("mutants")
     void eachMutantFailsWhereItFirstActs(String mutant) {
+        Evidence.caseName("mutant " + mutant);
         Allure.feature("torch mutants");
         try (Conformance c = candidate(mutant)) {
             JsonNode m = c.candidateDump().manifest().path("mutant");

@@ -20,18 +20,18 @@ import k3j.config.ModelConfig;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.io.CheckpointIndex;
-import k3j.io.ReleasedLayout;
 import k3j.io.TensorInfo;
 import k3j.model.Binder;
 import k3j.model.LayerBinding;
 import k3j.model.ModelBinding;
+import k3j.testkit.ReleasedLayout;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Claim: the binder binds the REAL Kimi K3 layout — 96 shards, 497,052 text tensors with the released names,
- * shapes and dtypes (k3j.io.ReleasedLayout, data as sparse holes) under the released config.json — all 93
+ * shapes and dtypes (k3j.testkit.ReleasedLayout, data as sparse holes) under the released config.json — all 93
  * layers (69 KDA + 24 MLA) and all 82,432 routed experts, each expert ONE contiguous read, WITHOUT reading
  * tensor data: after indexing, every shard is truncated to its header, so a single data read would fail.
  * (A binder asking for names without the language_model.model. prefix binds zero layers here.)

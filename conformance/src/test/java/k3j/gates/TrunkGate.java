@@ -25,14 +25,15 @@ import java.util.List;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 import k3j.harness.Evidence;
+import k3j.harness.PackedTrunk;
 import k3j.harness.Project;
 import k3j.io.CheckpointIndex;
-import k3j.io.ReleasedLayout;
 import k3j.io.TensorInfo;
 import k3j.io.TensorReader;
+import k3j.testkit.MarkedCheckpoint.Defect;
+import k3j.testkit.MarkedCheckpoint;
+import k3j.testkit.ReleasedLayout;
 import k3j.trunk.LayerBytes;
-import k3j.trunk.MarkedCheckpoint;
-import k3j.trunk.MarkedCheckpoint.Defect;
 import k3j.trunk.Progress;
 import k3j.trunk.TrunkException;
 import k3j.trunk.TrunkManifest;
@@ -86,7 +87,7 @@ class TrunkGate {
         }
         assertEquals(93, checked, "the fixture's layout names a shard for every layer");
         checkPackedAgainstShards(model, m);
-        Fixture f = new Fixture(model, m);
+        PackedTrunk f = new PackedTrunk(model, m);
         long largest = 0;
         for (TrunkManifest.Layer l : m.layers()) largest = Math.max(largest, l.padded());
         try (TrunkStream s = f.open(2 * f.slot + 20 * largest, 2)) {
@@ -116,7 +117,7 @@ class TrunkGate {
         TrunkManifest m = TrunkPacker.pack(index, TrunkPacker.layout(index, true), tmp.resolve("trunk"), Progress.silent(), QUIET, null);
         assertEquals(13, m.layerCount());
         checkPackedAgainstShards(model, m);
-        Fixture f = new Fixture(model, m);
+        PackedTrunk f = new PackedTrunk(model, m);
         try (TrunkStream s = f.open(2 * f.slot, 2)) {
             for (int l = 0; l < 13; l++) {
                 try (LayerBytes b = s.acquire(l)) {
@@ -211,7 +212,7 @@ class TrunkGate {
         TrunkManifest m = TrunkPacker.pack(index, layout, tmp.resolve("trunk"), Progress.silent(), QUIET, null);
         for (TrunkManifest.Tensor t : m.layer(1).tensors().values()) assertEquals(0, t.offset() % 64, t.name() + " aligned in its run");
         checkPackedAgainstShards(model, m);
-        Fixture f = new Fixture(model, m);
+        PackedTrunk f = new PackedTrunk(model, m);
         try (TrunkStream s = f.open(2 * f.slot)) {
             for (int l = 0; l < 4; l++) {
                 try (LayerBytes b = s.acquire(l)) {
@@ -291,7 +292,7 @@ class TrunkGate {
     @Feature("streaming")
     @DisplayName("one ring slot: nothing pinned, the reader thread is NOT started, prefetch is a no-op, the active layer survives")
     void oneSlotLeavesTheReaderUnstarted() throws IOException {
-        Fixture f = fixture(3);
+        PackedTrunk f = fixture(3);
         try (TrunkStream s = f.open(f.slot)) {
             Evidence.text("plan", s.describe());
             assertEquals(1, s.plan().ring());
@@ -326,7 +327,7 @@ class TrunkGate {
     @Feature("streaming")
     @DisplayName("two slots: the prefetch of layer 1 lands in the OTHER slot while layer 0 is held, both bound correctly")
     void prefetchLandsInADifferentSlot() throws IOException {
-        Fixture f = fixture(3);
+        PackedTrunk f = fixture(3);
         try (TrunkStream s = f.open(2 * f.slot)) {
             assertEquals(2, s.plan().ring());
             assertTrue(s.readerRunning());
@@ -353,7 +354,7 @@ class TrunkGate {
     @Feature("streaming")
     @DisplayName("ring wrap-around: five layers through two slots, two tokens; every bind exact, the read counts exact")
     void ringWrapsAround() throws IOException {
-        Fixture f = fixture(5);
+        PackedTrunk f = fixture(5);
         try (TrunkStream s = f.open(2 * f.slot)) {
             List<Integer> slotsUsed = new ArrayList<>();
             for (int pass = 0; pass < 2; pass++) {
@@ -410,7 +411,7 @@ class TrunkGate {
     @Feature("manifest refusals")
     @DisplayName("the run's open refuses a packed trunk with fewer layers than the model, and one from other weights")
     void runOpenChecksLayersAndSource() {
-        Fixture f = fixture(3);
+        PackedTrunk f = fixture(3);
         TrunkException few = assertThrows(TrunkException.class,
                 () -> TrunkStream.open(f.manifest.dir(), f.index, 4, TrunkStream.Options.budget(2 * f.slot).withNotes(QUIET)));
         Evidence.text("too few layers", few.getMessage());
@@ -430,7 +431,7 @@ class TrunkGate {
     @ParameterizedTest(name = "ring {0}, pinned budget {1}")
     @MethodSource("races")
     void racingWalkStaysExact(int ring, boolean pinSome) throws Exception {
-        Fixture f = fixture(7);
+        PackedTrunk f = fixture(7);
         long budget = ring * f.slot + (pinSome ? f.padded(0) + f.padded(3) : 0);
         java.util.Random rnd = new java.util.Random(ring * 31L + (pinSome ? 1 : 0));
         try (TrunkStream s = f.open(budget, ring)) {
@@ -458,7 +459,7 @@ class TrunkGate {
     @Feature("streaming")
     @DisplayName("truncating trunk.bin after open: the prefetch fails and publishes nothing, hits+misses unchanged, acquire errors")
     void truncatedTrunkFailsThePrefetch() throws IOException {
-        Fixture f = fixture(3);
+        PackedTrunk f = fixture(3);
         try (TrunkStream s = f.open(2 * f.slot)) {
             try (RandomAccessFile raf = new RandomAccessFile(f.manifest.bin().toFile(), "rw")) {
                 raf.setLength(f.manifest.layer(1).offset() + 100);   // layer 0 intact, layer 1 cut mid-block
@@ -484,7 +485,7 @@ class TrunkGate {
     @Feature("streaming")
     @DisplayName("a claim never evicts a slot holding a layer the walk is about to reach (pitfall 16), nor a held slot")
     void claimSparesUpcomingAndHeldLayers() throws IOException {
-        Fixture f = fixture(6);
+        PackedTrunk f = fixture(6);
         try (TrunkStream s = f.open(3 * f.slot)) {
             assertEquals(3, s.plan().ring());
             LayerBytes b0 = s.acquire(0);   // held throughout: the reader has the two other slots
@@ -517,7 +518,7 @@ class TrunkGate {
     @Feature("streaming")
     @DisplayName("a released layer's segments throw instead of reading the next layer; a double release is refused")
     void releasedSegmentsAreDead() throws IOException {
-        Fixture f = fixture(3);
+        PackedTrunk f = fixture(3);
         try (TrunkStream s = f.open(2 * f.slot)) {
             LayerBytes b = s.acquire(0);
             MemorySegment seg = b.run();
@@ -531,7 +532,7 @@ class TrunkGate {
     @Feature("streaming")
     @DisplayName("pinned layers: the plan pins largest first; a pinned layer is read once (1 miss) and then hit without a slot")
     void pinnedLayersAreReadOnce() throws IOException {
-        Fixture f = fixture(5);
+        PackedTrunk f = fixture(5);
         long largest = 0;
         int big = -1;
         for (TrunkManifest.Layer l : f.manifest.layers()) if (l.padded() > largest) { largest = l.padded(); big = l.layer(); }
@@ -596,7 +597,7 @@ class TrunkGate {
     @ParameterizedTest(name = "{0}", quoteTextArguments = false)
     @MethodSource("corruptManifests")
     void corruptManifestIsRefused(String name, Mutation m) throws IOException {
-        Fixture f = fixture(3);
+        PackedTrunk f = fixture(3);
         Path json = f.manifest.json();
         ObjectNode o = (ObjectNode) JSON.readTree(json.toFile());
         m.edit().accept(o);
@@ -612,7 +613,7 @@ class TrunkGate {
     @Feature("manifest refusals")
     @DisplayName("trunk.json that is not JSON is refused at open")
     void badJsonIsRefused() throws IOException {
-        Fixture f = fixture(3);
+        PackedTrunk f = fixture(3);
         String text = Files.readString(f.manifest.json());
         Files.writeString(f.manifest.json(), text.substring(0, text.length() / 2));
         TrunkException e = assertThrows(TrunkException.class, () -> TrunkManifest.read(f.manifest.dir()));
@@ -624,7 +625,7 @@ class TrunkGate {
     @Feature("manifest refusals")
     @DisplayName("a trunk made from other weights is refused: same layout with other bytes, and another layout")
     void trunkFromOtherWeightsIsRefused() {
-        Fixture f = fixture(3);
+        PackedTrunk f = fixture(3);
         f.manifest.checkSource(CheckpointIndex.open(f.model));   // its own weights: accepted
         Path sameLayout = tmp.resolve("finetune");
         MarkedCheckpoint.write(sameLayout, 3, 3, 2, Defect.NONE);   // same names, shapes, offsets; other bytes
@@ -673,53 +674,9 @@ class TrunkGate {
         Evidence.parameter("trunk.bin bytes", bin.length);
     }
 
-    /** A packed marked checkpoint and what its stream must return. */
-    private final class Fixture {
-        final Path model;
-        final TrunkManifest manifest;
-        final long slot;
-        final CheckpointIndex index;
-
-        Fixture(Path model, TrunkManifest manifest) {
-            this.model = model;
-            this.manifest = manifest;
-            this.index = CheckpointIndex.open(model);
-            long s = 0;
-            for (TrunkManifest.Layer l : manifest.layers()) s = Math.max(s, l.padded());
-            this.slot = s;
-        }
-
-        long padded(int l) {
-            return manifest.layer(l).padded();
-        }
-
-        TrunkStream open(long budget) {
-            return open(budget, budget >= 3 * slot ? 3 : 2);
-        }
-
-        TrunkStream open(long budget, int ring) {
-            Evidence.parameter("budget bytes", budget);
-            Evidence.parameter("ring slots wanted", ring);
-            return TrunkStream.open(manifest, TrunkStream.Options.budget(budget).withRing(ring)
-                    .withOrder(TrunkPlan.Order.LARGEST_FIRST).withNotes(QUIET));
-        }
-
-        /** The layer's every tensor equals the shard's bytes, read through the checkpoint reader. */
-        void checkBytes(LayerBytes b) {
-            try (TensorReader r = new TensorReader(); Arena arena = Arena.ofConfined()) {
-                assertEquals(manifest.layer(b.layer()).tensors().keySet(), b.tensors().keySet());
-                for (String name : b.tensors().keySet()) {
-                    MemorySegment want = r.read(index.tensor(name), arena);
-                    long at = want.mismatch(b.tensor(name));
-                    if (at != -1) fail("layer " + b.layer() + " (" + b + ") tensor " + name + " differs from the shard at byte " + at);
-                }
-            }
-        }
-    }
-
-    private Fixture fixture(int layers) {
+    private PackedTrunk fixture(int layers) {
         Path model = tmp.resolve("model");
         MarkedCheckpoint.write(model, layers, 3, 1, Defect.NONE);   // runs of 2-5 pages, none a multiple of 4096
-        return new Fixture(model, pack(model, tmp.resolve("trunk")));
+        return new PackedTrunk(model, pack(model, tmp.resolve("trunk")));
     }
 }

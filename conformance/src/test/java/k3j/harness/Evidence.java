@@ -32,4 +32,15 @@ public final class Evidence {
     public static void text(String name, String value) {
         Allure.addAttachment(name, "text/plain", value, ".txt");
     }
+
+    /**
+     * The case's name in the report (allure-junit-platform would prefix a template invocation with its method),
+     * with a historyId from the name: merged shards' cases ("layers 0-46", "layers 47-92") stay distinct.
+     */
+    public static void caseName(String name) {
+        Allure.getLifecycle().updateTestCase(t -> {
+            t.setName(name);
+            t.setHistoryId(java.util.UUID.nameUUIDFromBytes((t.getFullName() + " " + name).getBytes(java.nio.charset.StandardCharsets.UTF_8)).toString());
+        });
+    }
 }

@@ -27,6 +27,11 @@ import k3j.kernels.Mxfp4;
 import k3j.kernels.Norms;
 import k3j.kernels.Router;
 import k3j.kernels.Workers;
+import k3j.model.Forward;
+import k3j.model.LayerTensor;
+import k3j.model.Mlp;
+import k3j.model.ModelWeights;
+import k3j.model.WeightLoader;
 
 /**
  * The kernel fixtures of oracle-fixtures/ops (format k3j-ops/1, see OPS-FORMAT): reading them (a missing,
@@ -309,21 +314,15 @@ public final class KernelFixtures {
             }
             case "dense_mlp" -> {
                 float[] x = fx.in("x").f32();
-                Layers.MlpWeights m = new Layers.MlpWeights(fx.in("mlp.gate_proj.weight").matrix(), fx.in("mlp.up_proj.weight").matrix(),
-                        fx.in("mlp.down_proj.weight").matrix(), fx.f("beta"), fx.f("linear_beta"));
+                Layers.MlpWeights m = WeightLoader.dense(FixtureWeights.tensors(fx), fx.f("beta"), fx.f("linear_beta"));
                 int e = m.gate().cols();
                 float[] y = new float[x.length / e * m.down().rows()];
                 Layers.mlp(w, fast, y, x, x.length / e, m);
                 out.put("y", widen(y));
             }
             case "kda_layer" -> {
-                String a = "self_attn.";
-                Layers.KdaWeights l = new Layers.KdaWeights(fx.in(a + "q_proj.weight").matrix(), fx.in(a + "k_proj.weight").matrix(),
-                        fx.in(a + "v_proj.weight").matrix(), fx.in(a + "b_proj.weight").matrix(), fx.in(a + "f_a_proj.weight").matrix(),
-                        fx.in(a + "f_b_proj.weight").matrix(), fx.in(a + "g_proj.weight").matrix(), fx.in(a + "o_proj.weight").matrix(),
-                        fx.in(a + "q_conv1d.weight").floats(), fx.in(a + "k_conv1d.weight").floats(), fx.in(a + "v_conv1d.weight").floats(),
-                        fx.in(a + "A_log").f32(), fx.in(a + "dt_bias").f32(), fx.in(a + "o_norm.weight").floats(),
-                        fx.i("heads"), fx.i("head_dim"), fx.i("conv_kernel"), fx.f("lower_bound"), fx.f("rms_eps"));
+                Layers.KdaWeights l = WeightLoader.kda(FixtureWeights.tensors(fx), fx.i("heads"), fx.i("head_dim"), fx.i("conv_kernel"),
+                        fx.f("lower_bound"), fx.f("rms_eps"));
                 Layers.KdaState st = new Layers.KdaState(fx.in("recurrent_state_in").f32(), fx.in("q_conv_state_in").f32(),
                         fx.in("k_conv_state_in").f32(), fx.in("v_conv_state_in").f32());
                 float[] x = fx.in("x").f32();
@@ -337,11 +336,8 @@ public final class KernelFixtures {
                 out.put("v_conv_state_out", widen(st.vConv()));
             }
             case "mla_layer" -> {
-                String a = "self_attn.";
-                Layers.MlaWeights l = new Layers.MlaWeights(fx.in(a + "q_a_proj.weight").matrix(), fx.in(a + "q_a_layernorm.weight").floats(),
-                        fx.in(a + "q_b_proj.weight").matrix(), fx.in(a + "kv_a_proj_with_mqa.weight").matrix(), fx.in(a + "kv_a_layernorm.weight").floats(),
-                        fx.in(a + "kv_b_proj.weight").matrix(), fx.hasInput(a + "g_proj.weight") ? fx.in(a + "g_proj.weight").matrix() : null,
-                        fx.in(a + "o_proj.weight").matrix(), fx.i("heads"), fx.i("qk_nope"), fx.i("qk_rope"), fx.i("v_head"));
+                Layers.MlaWeights l = WeightLoader.mla(FixtureWeights.tensors(fx), fx.i("heads"), fx.i("qk_nope"), fx.i("qk_rope"), fx.i("v_head"),
+                        fx.hasInput(LayerTensor.MLA_G.suffix()));
                 if (l.kvaNorm().length != fx.i("kv_lora") || l.qa().rows() != fx.i("q_lora")) fail(fx.name() + ": LoRA ranks disagree with the tensors");
                 float[] x = fx.in("x").f32();
                 int e = l.qa().cols(), tokens = x.length / e;
@@ -350,30 +346,15 @@ public final class KernelFixtures {
                 out.put("out", widen(y));
             }
             case "latent_moe" -> {
-                String a = "block_sparse_moe.";
-                int nExperts = fx.i("experts");
-                Layers.Expert[] experts = new Layers.Expert[nExperts];
-                int lt = fx.i("latent"), inter = fx.i("moe_inter");
-                for (int e = 0; e < nExperts; e++) {
-                    String p = a + "experts." + e + ".";
-                    experts[e] = new Layers.Expert(
-                            Layers.Mx.of(fx.in(p + "w1.weight_packed").u8(), fx.in(p + "w1.weight_scale").u8(), inter, lt),
-                            Layers.Mx.of(fx.in(p + "w3.weight_packed").u8(), fx.in(p + "w3.weight_scale").u8(), inter, lt),
-                            Layers.Mx.of(fx.in(p + "w2.weight_packed").u8(), fx.in(p + "w2.weight_scale").u8(), lt, inter));
-                }
-                Layers.MlpWeights shared = new Layers.MlpWeights(fx.in(a + "shared_experts.gate_proj.weight").matrix(),
-                        fx.in(a + "shared_experts.up_proj.weight").matrix(), fx.in(a + "shared_experts.down_proj.weight").matrix(),
-                        fx.f("beta"), fx.f("linear_beta"));
-                Layers.MoeWeights m = new Layers.MoeWeights(fx.in(a + "gate.weight").matrix(),
-                        fx.hasInput(a + "gate.e_score_correction_bias") ? fx.in(a + "gate.e_score_correction_bias").f32() : null,
-                        fx.in(a + "routed_expert_down_proj.weight").matrix(), fx.in(a + "routed_expert_up_proj.weight").matrix(),
-                        fx.in(a + "routed_expert_norm.weight").floats(), shared, e -> experts[e], fx.i("top_k"), fx.b("renormalize"),
-                        fx.f("scaling"), fx.f("rms_eps"), fx.f("beta"), fx.f("linear_beta"));
+                // the production LatentMoE (Forward.moe, batched over the union of selected experts); it has one path,
+                // so the "reference" run is the same code. The fixture's reference applies the latent norm.
+                Mlp.LatentMoe m = WeightLoader.latentMoe(FixtureWeights.tensors(fx), new WeightLoader.MoeParams(fx.i("experts"), fx.i("top_k"),
+                        fx.i("latent"), fx.i("moe_inter"), fx.b("renormalize"), true, fx.f("scaling"), fx.f("rms_eps"), fx.f("beta"), fx.f("linear_beta")));
                 float[] x = fx.in("x").f32();
                 int e = m.gate().cols(), tokens = x.length / e, k = m.topK();
                 float[] y = new float[tokens * e], wt = new float[tokens * k];
                 int[] idx = new int[tokens * k];
-                Layers.moe(w, fast, y, idx, wt, x, tokens, m);
+                new Forward(new ModelWeights(null, null, List.of(), null, null, null), FixtureWeights.experts(fx, 0), w).moe(0, m, y, idx, wt, x, tokens);
                 out.put("y", widen(y));
                 out.put("indices", widen(idx));
                 out.put("weights", widen(wt));

@@ -69,6 +69,14 @@ public final class Project {
         }
     }
 
+    /** Deletes a scratch directory and everything in it (nothing when null). */
+    public static void deleteTree(Path dir) throws IOException {
+        if (dir == null) return;
+        try (java.util.stream.Stream<Path> s = Files.walk(dir)) {
+            for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) Files.delete(p);
+        }
+    }
+
     /** A system property the checkpoint profile passes through (k3.model, k3.reference, k3.layers); blank when unset. */
     public static String property(String name) {
         return System.getProperty(name, "").trim();

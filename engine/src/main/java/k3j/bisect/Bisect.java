@@ -3,7 +3,12 @@ package k3j.bisect;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import k3j.conform.Conformance;
+import k3j.conform.ExpertLayerReport;
+import k3j.conform.ExpertReport;
+import k3j.conform.ExpertSweep;
 import k3j.conform.LayerReport;
+import k3j.model.Forward;
 
 /**
  * Names the first layer and stage that leave the reference, then diagnoses it: the failing layer is re-run
@@ -41,33 +46,112 @@ public final class Bisect {
         }
     }
 
-    /** Every checked layer and, when one fails, the diagnosis of the first. */
-    public record Report(List<LayerReport> layers, Diagnosis diagnosis) {
+    /**
+     * The diagnosis of one expert the expert sweep fails (the failing stage is the expert itself): which of its
+     * mix-ups — nibble order, w1/w3 swapped, swapped with another expert — makes it (and, for a swap, the other
+     * expert too) conform again.
+     */
+    public record ExpertDiagnosis(int layer, String kind, int expert, List<String> projections, double ratio, int tried, List<Candidate> explanations, long nanos) {
+        public ExpertDiagnosis {
+            projections = List.copyOf(projections);
+            explanations = List.copyOf(explanations);
+        }
+
+        public boolean explained() {
+            return !explanations.isEmpty();
+        }
+
+        /** "L38 KDA expert 2 (w1, w2, w3) 6.67e+04x budget: expert 2's nibble order is flipped (w1, w2, w3)". */
+        public String summary() {
+            String head = String.format(Locale.ROOT, "L%d %s expert %d (%s) %.3gx budget", layer, kind, expert,
+                    projections.isEmpty() ? "out only" : String.join(", ", projections), ratio);
+            if (explanations.isEmpty()) return head + ": nothing explains it (tried " + tried + " candidates: expert nibble flips, its w1/w3 swap, expert swaps)";
+            return head + ": " + String.join("; or ", explanations.stream().map(Candidate::describe).toList());
+        }
+    }
+
+    /**
+     * Every checked layer and, when one fails, the diagnosis of the first; with the expert sweep, every swept
+     * MoE layer and, when every layer conforms but an expert does not, the diagnosis of the first failing expert.
+     */
+    public record Report(List<LayerReport> layers, Diagnosis diagnosis, List<ExpertLayerReport> experts, ExpertDiagnosis expertDiagnosis) {
         public Report {
             layers = List.copyOf(layers);
+            experts = List.copyOf(experts);
+        }
+
+        public Report(List<LayerReport> layers, Diagnosis diagnosis) {
+            this(layers, diagnosis, List.of(), null);
         }
 
         public List<Integer> failing() {
             return layers.stream().filter(l -> !l.conforms()).map(LayerReport::layer).toList();
         }
 
-        /** The line a report's summary carries: the first failing layer, stage and diagnosis, and how many layers fail. */
+        /** The MoE layers whose expert sweep fails. */
+        public List<Integer> failingExperts() {
+            return experts.stream().filter(e -> !e.conforms()).map(ExpertLayerReport::layer).toList();
+        }
+
+        /** The line a report's summary carries: the first failing layer (or expert), stage and diagnosis, and how many fail. */
         public String summary() {
-            if (diagnosis == null) {
-                return failing().isEmpty() ? "all " + layers.size() + " layers conform"
-                        : "first failing layer " + layers.stream().filter(l -> !l.conforms()).findFirst().orElseThrow().message();
-            }
-            List<Integer> f = failing();
-            return diagnosis.summary() + " [" + f.size() + " of " + layers.size() + " layers fail: " + f + "]";
+            List<Integer> f = failing(), fe = failingExperts();
+            String sweep = experts.isEmpty() ? "" : fe.isEmpty()
+                    ? "; every expert of " + experts.size() + " MoE layers conforms (" + experts.stream().mapToInt(ExpertLayerReport::checked).sum() + " checked)"
+                    : " [the experts of " + fe.size() + " of " + experts.size() + " MoE layers fail: " + fe + "]";
+            if (diagnosis != null) return diagnosis.summary() + " [" + f.size() + " of " + layers.size() + " layers fail: " + f + "]" + (fe.isEmpty() ? "" : sweep);
+            if (!f.isEmpty()) return "first failing layer " + layers.stream().filter(l -> !l.conforms()).findFirst().orElseThrow().message();
+            if (expertDiagnosis != null) return expertDiagnosis.summary() + " [all " + layers.size() + " layers conform on the prompt]" + sweep;
+            if (!fe.isEmpty()) return "all " + layers.size() + " layers conform on the prompt, but " + experts.stream().filter(e -> !e.conforms()).findFirst().orElseThrow().message();
+            return "all " + layers.size() + " layers conform" + sweep;
         }
     }
 
     /** Checks {@code layers} in order and diagnoses the first failing one. */
     public static Report run(LayerConformance conformance, LayerRunner runner, List<Integer> layers) {
+        return run(conformance, runner, layers, false);
+    }
+
+    /**
+     * {@link #run(LayerConformance, LayerRunner, List)}, and with {@code experts} the expert sweep of the selected
+     * MoE layers; when every layer conforms, the first failing expert is the failing stage and is diagnosed.
+     */
+    public static Report run(LayerConformance conformance, LayerRunner runner, List<Integer> layers, boolean experts) {
         List<LayerReport> checks = new ArrayList<>();
         for (int l : layers) checks.add(conformance.check(l));
         LayerReport first = checks.stream().filter(c -> !c.conforms()).findFirst().orElse(null);
-        return new Report(checks, first == null ? null : diagnose(conformance, runner, first));
+        Diagnosis d = first == null ? null : diagnose(conformance, runner, first);
+        if (!experts) return new Report(checks, d);
+        Conformance c = conformance.conformance();
+        List<ExpertLayerReport> sweep = c.moeLayers(layers).stream().map(c::experts).toList();
+        ExpertReport firstExpert = sweep.stream().flatMap(s -> s.failing().stream()).filter(ExpertReport::ran).findFirst().orElse(null);
+        ExpertDiagnosis ed = first == null && firstExpert != null ? diagnose(c, runner, firstExpert) : null;
+        return new Report(checks, d, sweep, ed);
+    }
+
+    /** Re-runs the failing expert's probes once per candidate of {@link Candidates#ofExpert}. */
+    public static ExpertDiagnosis diagnose(Conformance c, LayerRunner runner, ExpertReport failing) {
+        long t0 = System.nanoTime();
+        ExpertSweep sweep = c.expertSweep();
+        ExpertSweep.Probes pr = sweep.probes(failing.layer());
+        List<Candidate> found = new ArrayList<>();
+        List<Candidate> cands = Candidates.ofExpert(failing.expert(), pr.experts());
+        for (Candidate cand : cands) {
+            Forward f = runner.forward(cand);
+            boolean ok = sweep.expert(f, pr, failing.expert()).conforms();
+            if (ok && cand instanceof Candidate.ExpertSwap s) ok = sweep.expert(f, pr, s.a() == failing.expert() ? s.b() : s.a()).conforms();
+            if (ok) found.add(cand);
+        }
+        return new ExpertDiagnosis(failing.layer(), c.dump().layer(failing.layer()).kind(), failing.expert(), failing.failingProjections(), failing.worst(),
+                cands.size(), found, System.nanoTime() - t0);
+    }
+
+    /** The diagnosis line of one failing expert of an open conformance (for a report's summary), or null when it conforms or did not run. */
+    public static String expertDiagnosisLine(Conformance c, ExpertReport failing, k3j.kernels.Workers workers) {
+        if (failing.conforms() || !failing.ran() || c.model() == null) return null;
+        try (LayerRunner runner = new LayerRunner(c.model(), workers)) {
+            return diagnose(c, runner, failing).summary();
+        }
     }
 
     /**

@@ -3,6 +3,7 @@ package k3j.bisect;
 import java.util.List;
 import java.util.stream.Collectors;
 import k3j.cache.ExpertPart;
+import k3j.model.LayerTensor;
 
 /**
  * One mix-up of a layer's weights that bisect tries: if re-running the failing layer with it applied makes
@@ -60,7 +61,7 @@ public sealed interface Candidate {
 
         @Override
         public List<String> touches() {
-            return List.of("block_sparse_moe.experts." + expert + ".");
+            return List.of(LayerTensor.expert(expert));
         }
     }
 
@@ -73,7 +74,7 @@ public sealed interface Candidate {
 
         @Override
         public List<String> touches() {
-            return List.of("block_sparse_moe.experts." + expert + ".");
+            return List.of(LayerTensor.expert(expert));
         }
     }
 
@@ -86,7 +87,7 @@ public sealed interface Candidate {
 
         @Override
         public List<String> touches() {
-            return List.of("block_sparse_moe.experts." + a + ".", "block_sparse_moe.experts." + b + ".");
+            return List.of(LayerTensor.expert(a), LayerTensor.expert(b));
         }
     }
 

@@ -43,15 +43,28 @@ public final class Candidates {
         if (routedExperts != null && !layer.experts().isEmpty()) {
             TreeSet<Integer> routed = new TreeSet<>();
             for (int e : routedExperts) routed.add(e);
-            for (int e : routed) {
-                out.add(new Candidate.NibbleFlip(e, List.of(ExpertPart.W1_PACKED, ExpertPart.W2_PACKED, ExpertPart.W3_PACKED)));
-                for (ExpertPart p : List.of(ExpertPart.W1_PACKED, ExpertPart.W2_PACKED, ExpertPart.W3_PACKED)) out.add(new Candidate.NibbleFlip(e, List.of(p)));
-                out.add(new Candidate.GateUpSwap(e));
-            }
+            for (int e : routed) out.addAll(ownMixups(e));
             for (int a = 0; a < experts; a++) {
                 for (int b = a + 1; b < experts; b++) if (routed.contains(a) || routed.contains(b)) out.add(new Candidate.ExpertSwap(a, b));
             }
         }
+        return out;
+    }
+
+    /** One expert's own mix-ups: its three packed parts' nibble order flipped together, then each alone; its w1 and w3 swapped. */
+    static List<Candidate> ownMixups(int e) {
+        List<ExpertPart> packed = List.of(ExpertPart.W1_PACKED, ExpertPart.W2_PACKED, ExpertPart.W3_PACKED);
+        List<Candidate> out = new ArrayList<>();
+        out.add(new Candidate.NibbleFlip(e, packed));
+        for (ExpertPart p : packed) out.add(new Candidate.NibbleFlip(e, List.of(p)));
+        out.add(new Candidate.GateUpSwap(e));
+        return out;
+    }
+
+    /** The candidates for one failing routed expert (the expert sweep): its own mix-ups, then it swapped with each other expert. */
+    public static List<Candidate> ofExpert(int expert, int experts) {
+        List<Candidate> out = ownMixups(expert);
+        for (int x = 0; x < experts; x++) if (x != expert) out.add(new Candidate.ExpertSwap(Math.min(x, expert), Math.max(x, expert)));
         return out;
     }
 }

@@ -55,6 +55,44 @@ public sealed interface Corruption {
         }
     }
 
+    /**
+     * One byte of one routed expert's tensor XORed with {@code mask}: on a {@code weight_scale} tensor (E8M0) mask 1
+     * halves or doubles a group of 32 weights; on {@code weight_packed} it changes one or two FP4 elements.
+     * {@code part} is "w1_packed", "w1_scale", ... "w3_scale".
+     */
+    record ExpertByte(int layer, int expert, String part, long index, int mask) implements Corruption {
+        public ExpertByte {
+            expertTensor(expert, part);
+            if (mask < 1 || mask > 255) throw new BisectException("byte mask " + mask + " is outside 1..255");
+        }
+
+        @Override
+        public String spec() {
+            return "byte:" + layer + ":" + expert + ":" + part + ":" + index + ":" + mask;
+        }
+    }
+
+    /** Row {@code row} of one routed expert's packed matrix holds row {@code row + 1}'s bytes (the last row: row 0's), scales untouched. */
+    record ExpertRow(int layer, int expert, String matrix, int row) implements Corruption {
+        public ExpertRow {
+            expertTensor(expert, matrix + "_packed");
+        }
+
+        @Override
+        public String spec() {
+            return "row:" + layer + ":" + expert + ":" + matrix + ":" + row;
+        }
+    }
+
+    /** "w1_scale" → "block_sparse_moe.experts.6.w1.weight_scale". */
+    static String expertTensor(int expert, String part) {
+        String[] p = part.split("_");
+        if (p.length != 2 || !List.of("w1", "w2", "w3").contains(p[0]) || !List.of("packed", "scale").contains(p[1])) {
+            throw new BisectException("expert part '" + part + "': expected w1|w2|w3 followed by _packed or _scale");
+        }
+        return "block_sparse_moe.experts." + expert + "." + p[0] + ".weight_" + p[1];
+    }
+
     /** Parses {@link #spec()}'s form; a malformed spec is an error quoting it. */
     static Corruption parse(String spec) {
         String[] p = spec.split(":");
@@ -77,6 +115,12 @@ public sealed interface Corruption {
                 case "transpose" -> {
                     if (p.length == 3) return new Transpose(layer, p[2]);
                 }
+                case "byte" -> {
+                    if (p.length == 6) return new ExpertByte(layer, Integer.parseInt(p[2]), p[3], Long.parseLong(p[4]), Integer.parseInt(p[5]));
+                }
+                case "row" -> {
+                    if (p.length == 5) return new ExpertRow(layer, Integer.parseInt(p[2]), p[3], Integer.parseInt(p[4]));
+                }
                 default -> {}
             }
         } catch (RuntimeException e) {
@@ -85,7 +129,8 @@ public sealed interface Corruption {
         throw new BisectException("bad corruption '" + spec + "': expected one of " + String.join(" | ", FORMS));
     }
 
-    List<String> FORMS = List.of("swap:L:A,B", "nibbles:L:EXPERT", "fill:L:TENSOR:FROM:VALUE", "scale:L:TENSOR:FACTOR", "transpose:L:TENSOR");
+    List<String> FORMS = List.of("swap:L:A,B", "nibbles:L:EXPERT", "fill:L:TENSOR:FROM:VALUE", "scale:L:TENSOR:FACTOR", "transpose:L:TENSOR",
+            "byte:L:EXPERT:w1_scale:INDEX:MASK", "row:L:EXPERT:w2:ROW");
 
     private static String fmt(float v) {
         return v == Math.rint(v) && Math.abs(v) < 1e6 ? String.valueOf((long) v) : String.format(Locale.ROOT, "%s", v);

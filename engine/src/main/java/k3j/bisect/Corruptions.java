@@ -84,6 +84,16 @@ public final class Corruptions {
                 if (m.rank() != 2) throw new BisectException("cannot transpose " + m + ": not 2-D");
                 yield List.of(m);
             }
+            case Corruption.ExpertByte b -> {
+                TensorInfo t = tensor(index, c.layer(), Corruption.expertTensor(b.expert(), b.part()));
+                if (b.index() < 0 || b.index() >= t.length()) throw new BisectException(t + ": byte " + b.index() + " is outside its " + t.length() + " bytes");
+                yield List.of(t);
+            }
+            case Corruption.ExpertRow r -> {
+                TensorInfo t = tensor(index, c.layer(), Corruption.expertTensor(r.expert(), r.matrix() + "_packed"));
+                if (t.rank() != 2 || r.row() < 0 || r.row() >= t.shape()[0]) throw new BisectException(t + ": no row " + r.row());
+                yield List.of(t);
+            }
         };
     }
 
@@ -152,6 +162,20 @@ public final class Corruptions {
                 float[] v = decode(t, bytes.of(t));
                 for (int i = 0; i < v.length; i++) v[i] *= s.factor();
                 out.put(t, encode(t, v));
+            }
+            case Corruption.ExpertByte eb -> {
+                TensorInfo t = ts.getFirst();
+                ByteBuffer b = bytes.of(t);
+                int i = Math.toIntExact(eb.index());
+                b.put(i, (byte) (b.get(i) ^ eb.mask()));
+                out.put(t, b);
+            }
+            case Corruption.ExpertRow er -> {
+                TensorInfo t = ts.getFirst();
+                ByteBuffer b = bytes.of(t);
+                int rows = Math.toIntExact(t.shape()[0]), cols = Math.toIntExact(t.shape()[1]), from = ((er.row() + 1) % rows) * cols;
+                for (int j = 0; j < cols; j++) b.put(er.row() * cols + j, b.get(from + j));
+                out.put(t, b);
             }
             case Corruption.Transpose tr -> {
                 TensorInfo t = ts.getFirst();

@@ -63,6 +63,11 @@ public final class LayerRunner implements AutoCloseable {
         return f.runLayer(lw, partialIn, snapshots, tokens);
     }
 
+    /** A forward whose routed experts have {@code c} applied (the expert sweep of a candidate); the layers are the model's. */
+    public Forward forward(Candidate c) {
+        return new Forward(model.weights(), new RewrittenExperts(model.experts(), c), workers, false);
+    }
+
     /** A layer's tensors by suffix with a swap or a transpose applied. */
     private final class Substituted implements WeightLoader.LayerTensors {
         private final LayerBinding b;

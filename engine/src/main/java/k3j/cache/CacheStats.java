@@ -58,8 +58,8 @@ public record CacheStats(long requests, long hits, long misses, long evictions, 
         if (failedReads > 0) {
             b.append(String.format(Locale.ROOT, "  FAILED reads : %d (never served; each is a dropped expert)%n", failedReads));
         }
-        b.append(String.format(Locale.ROOT, "  read from disk: %.2f GB in %.2f s (%.0f MB/s while loading)%n",
-                bytesRead / 1e9, readSeconds(), readMBps()));
+        b.append(String.format(Locale.ROOT, "  read from disk: %s in %.2f s (%.0f MB/s while loading)%n",
+                k3j.plan.Human.bytes(bytesRead), readSeconds(), readMBps()));
         return b.toString();
     }
 }

@@ -71,10 +71,6 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
             return new Settings(budgetBytes, topK, policy, readMode, on, readThreads, speculate);
         }
 
-        public Settings withReadThreads(int n) {
-            return new Settings(budgetBytes, topK, policy, readMode, prefetch, n, speculate);
-        }
-
         public Settings withSpeculation(boolean on) {
             return new Settings(budgetBytes, topK, policy, readMode, prefetch, readThreads, on);
         }
@@ -482,16 +478,6 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
         }
     }
 
-    /** Clears the protection ring (the speculation hook does this on entering a new layer). */
-    public void clearProtection() {
-        lock.lock();
-        try {
-            table.clearRing();
-        } finally {
-            lock.unlock();
-        }
-    }
-
     /** The §6.8 report block: {@code cache [final step]} over the current step, or {@code cache [run]} over the whole run. */
     public String report(boolean wholeRun) {
         lock.lock();
@@ -499,8 +485,8 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
             CacheStats s = wholeRun ? finished.plus(step.snapshot()) : step.snapshot();
             return (wholeRun ? "cache [run]" : "cache [final step]") + System.lineSeparator()
                     + table.describePolicy() + System.lineSeparator()
-                    + String.format(Locale.ROOT, "  slots        : %d of %.2f MB = %.2f GB arena (%d resident, %d pinned)%n",
-                    geometry.slots(), geometry.slotBytes() / 1e6, geometry.arenaBytes() / 1e9, table.residentCount(), 0)
+                    + String.format(Locale.ROOT, "  slots        : %d of %s = %s arena (%d resident, %d pinned)%n",
+                    geometry.slots(), k3j.plan.Human.bytes(geometry.slotBytes()), k3j.plan.Human.bytes(geometry.arenaBytes()), table.residentCount(), 0)
                     + s.lines()
                     + (speculationOn() ? String.format(Locale.ROOT, "  speculation  : %d experts read ahead, %d of the last routing asked for again%n",
                     s.specReads(), s.specUsed()) : "");

@@ -8,10 +8,12 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import k3j.bisect.Bisect;
 import k3j.bisect.BisectException;
+import k3j.bisect.Candidate;
 import k3j.bisect.LayerConformance;
 import k3j.bisect.LayerRunner;
 import k3j.conform.ConformException;
 import k3j.conform.Conformance;
+import k3j.conform.ExpertLayerReport;
 import k3j.conform.LayerReport;
 import k3j.conform.LayerSelection;
 import k3j.config.ConfigException;
@@ -20,7 +22,6 @@ import k3j.kernels.Workers;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
 
 /**
  * {@code k3 bisect MODEL --reference DUMP}: runs the selected layers alone from the dump's inputs (k3j.conform),
@@ -30,12 +31,15 @@ import picocli.CommandLine.Parameters;
  * as {@code k3 conform} does: a dump of other weights is refused; a copy whose DATA differs (a bad
  * conversion, a corrupted download) still matches, and that difference is what bisect finds.
  */
-@Command(name = "bisect",
+@Command(name = "bisect", mixinStandardHelpOptions = true,
         description = "Per-layer conformance against a reference dump; names and diagnoses the first failing layer and stage.",
         footer = "Exit codes: 0 every layer conforms, 1 a layer fails (or the model/dump cannot be read or do not match), 2 bad arguments.")
 final class BisectCommand implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "MODEL", description = "the model directory (config.json + safetensors shards)")
-    Path model;
+    @CommandLine.Mixin
+    ModelFolder modelFolder;
+
+    @CommandLine.Mixin
+    ThreadsOption threads;
 
     @Option(names = "--reference", required = true, paramLabel = "DUMP", description = "the reference dump of these weights (directory, .tar.gz or .tar.xz)")
     Path reference;
@@ -43,8 +47,8 @@ final class BisectCommand implements Callable<Integer> {
     @Option(names = "--layers", paramLabel = "SPEC", description = "layers to check: 0-92, 40,41,50-60 (default all)")
     String layers;
 
-    @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
-    Integer threads;
+    @Option(names = "--experts", description = "also sweep every routed expert of the selected MoE layers (the dump's expert sweep); when every layer conforms, a failing expert is the failing stage and is diagnosed")
+    boolean experts;
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -52,17 +56,17 @@ final class BisectCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
-        if (!Files.isDirectory(model)) return usage(err, model + ": not a model directory");
-        if (!Files.exists(reference)) return usage(err, reference + ": no such reference dump");
-        if (threads != null && threads < 1) return usage(err, "--threads must be at least 1, got " + threads);
+        Path model = modelFolder.config().getParent();
+        if (!Files.exists(reference)) throw usage("no such reference dump: " + reference);
+        int workers = threads.count();
         long t0 = System.nanoTime();
-        try (Workers w = Workers.of(Threads.orAvailable(threads));
+        try (Workers w = Workers.of(workers);
              Conformance c = Conformance.open(model, reference, List.of(), w)) {
             List<Integer> sel;
             try {
                 sel = LayerSelection.parse(layers, c.layerCount());
             } catch (IllegalArgumentException e) {
-                return usage(err, e.getMessage());
+                throw usage(e.getMessage());
             }
             if (c.model() == null) {
                 err.println("k3 bisect: " + c.bindFailure().getMessage());
@@ -72,7 +76,7 @@ final class BisectCommand implements Callable<Integer> {
             out.println("budget: " + c.budget().rule());
             Bisect.Report r;
             try (LayerRunner runner = new LayerRunner(c.model(), w)) {
-                r = Bisect.run(new LayerConformance(c), runner, sel);
+                r = Bisect.run(new LayerConformance(c), runner, sel, experts);
             }
             for (LayerReport l : r.layers()) if (!l.conforms()) out.println(l.line());
             out.printf(Locale.ROOT, "%d of %d layers conform%n", r.layers().size() - r.failing().size(), r.layers().size());
@@ -82,16 +86,23 @@ final class BisectCommand implements Callable<Integer> {
                 if (d.explained()) for (Bisect.Explanation e : d.explanations()) out.println("  L" + d.layer() + ": " + e.describe());
                 else out.println("  L" + d.layer() + ": nothing explains it");
             }
+            for (ExpertLayerReport l : r.experts()) if (!l.conforms()) out.println(l.line());
+            if (experts) out.printf(Locale.ROOT, "%d of %d MoE layers' experts conform%n", r.experts().size() - r.failingExperts().size(), r.experts().size());
+            Bisect.ExpertDiagnosis ed = r.expertDiagnosis();
+            if (ed != null) {
+                out.printf(Locale.ROOT, "diagnosis of L%d expert %d: %d candidates re-run in %.0f ms%n", ed.layer(), ed.expert(), ed.tried(), ed.nanos() / 1e6);
+                if (ed.explained()) for (Candidate e : ed.explanations()) out.println("  L" + ed.layer() + ": " + e.describe());
+                else out.println("  L" + ed.layer() + " expert " + ed.expert() + ": nothing explains it");
+            }
             out.printf(Locale.ROOT, "VERDICT: %s (%.1f s)%n", r.summary(), (System.nanoTime() - t0) / 1e9);
-            return r.failing().isEmpty() ? ExitCode.OK : ExitCode.RUNTIME;
+            return r.failing().isEmpty() && r.failingExperts().isEmpty() ? ExitCode.OK : ExitCode.RUNTIME;
         } catch (ConformException | BisectException | CheckpointException | ConfigException e) {
             err.println("k3 bisect: " + e.getMessage());
             return ExitCode.RUNTIME;
         }
     }
 
-    private static int usage(PrintWriter err, String message) {
-        err.println("k3 bisect: " + message);
-        return ExitCode.USAGE;
+    private CommandLine.ParameterException usage(String msg) {
+        return new CommandLine.ParameterException(spec.commandLine(), msg);
     }
 }

@@ -12,6 +12,8 @@ import k3j.conform.Charts;
 import k3j.io.AtomicWrite;
 import k3j.conform.ConformException;
 import k3j.conform.Conformance;
+import k3j.conform.ExpertLayerReport;
+import k3j.conform.ExpertReport;
 import k3j.conform.Finding;
 import k3j.conform.LayerReport;
 import k3j.conform.LayerSelection;
@@ -22,7 +24,6 @@ import k3j.kernels.Workers;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
 
 /**
  * {@code k3 conform MODEL [--reference DUMP] [--layers 0-92|40,41,50-60]}: the checkpoint gates without
@@ -31,14 +32,17 @@ import picocli.CommandLine.Parameters;
  * recompute and incremental) and greedy generation. {@code --verify-data} hashes every byte of the model
  * against the dump's sha256 list instead.
  */
-@Command(name = "conform",
+@Command(name = "conform", mixinStandardHelpOptions = true,
         description = "Per-layer conformance and logit parity of a checkpoint against its torch reference dump.",
         footer = {"The dump defaults to the one whose manifest matches the model's shards (names, sizes, header sha256),",
                 "searched in --dumps, ./reference-dumps, the repository's reference-dumps/, the model directory and next to it.",
                 "Exit codes: 0 every layer and the logits conform, 1 something does not (or a runtime failure), 2 bad usage."})
 final class ConformCommand implements Callable<Integer> {
-    @Parameters(index = "0", arity = "0..1", paramLabel = "MODEL", description = "the checkpoint directory (not with --candidate)")
-    Path model;
+    @CommandLine.Mixin
+    ModelFolder modelFolder;
+
+    @CommandLine.Mixin
+    ThreadsOption threads;
 
     @Option(names = "--candidate", paramLabel = "DUMP", description = "judge another engine's candidate dump (docs/formats.md) instead of running k3j: "
             + "same stages, budgets, categories and logit figures; the reference defaults to the one the candidate names")
@@ -56,14 +60,14 @@ final class ConformCommand implements Callable<Integer> {
     @Option(names = "--no-logits", description = "per-layer conformance only")
     boolean noLogits;
 
+    @Option(names = "--experts", description = "also judge EVERY routed expert of the selected MoE layers on the dump's probes (its expert sweep), not only the ones the prompt routes")
+    boolean experts;
+
     @Option(names = "--verify-data", description = "hash every file of the model against the dump's sha256 list (reads all bytes) and stop")
     boolean verifyData;
 
     @Option(names = "--chart", paramLabel = "FILE", description = "write the layers x stages SVG chart")
     Path chart;
-
-    @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
-    Integer threads;
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -71,18 +75,11 @@ final class ConformCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
-        if (candidate != null && model != null) throw usage("--candidate judges a dump without a model: give no MODEL");
+        if (candidate != null && modelFolder.given()) throw usage("--candidate judges a dump without a model: give no MODEL_DIR");
         if (candidate != null && verifyData) throw usage("--verify-data hashes a model's files: not with --candidate");
-        if (candidate == null && model == null) throw usage("give MODEL, or --candidate DUMP");
-        if (model != null && !Files.isDirectory(model)) throw usage("no model directory " + model);
-        if (threads != null && threads < 1) throw usage("--threads must be >= 1, got " + threads);
-        if (chart != null) {
-            try {
-                AtomicWrite.checkTarget(chart, "--chart");
-            } catch (IOException e) {
-                throw usage(e.getMessage());
-            }
-        }
+        if (candidate == null && !modelFolder.given()) throw usage("give MODEL_DIR, or --candidate DUMP");
+        Path model = modelFolder.given() ? modelFolder.config().getParent() : null;
+        int workers = threads.count();
         List<Path> search = ReferenceSearch.dirs(dumps);
         if (verifyData) {
             ReferenceDump d = ReferenceMatch.locate(model, reference, search);
@@ -91,9 +88,10 @@ final class ConformCommand implements Callable<Integer> {
             out.println("VERIFIED: every listed file's sha256 equals the dump's");
             return ExitCode.OK;
         }
+        if (experts && candidate != null) throw usage("--experts runs k3j's forward on a model; a candidate dump holds no expert outputs");
         long t0 = System.nanoTime();
         int failed = 0;
-        try (Workers w = Workers.of(Threads.orAvailable(threads));
+        try (Workers w = Workers.of(workers);
              Conformance c = candidate != null ? Conformance.candidate(candidate, reference, search) : Conformance.open(model, reference, search, w)) {
             List<Integer> sel;
             try {
@@ -133,6 +131,7 @@ final class ConformCommand implements Callable<Integer> {
                     + (r.firstDivergence() != null ? " " + r.firstDivergence() : "") + " " + r.finding().tag()));
             out.println("=".repeat(78));
             out.println(failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM");
+            if (experts) failed += sweep(c, sel, out);
             if (chart != null) {
                 AtomicWrite.string(chart, "--chart", Charts.overview(reports, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
                 out.println("chart: " + chart);
@@ -147,6 +146,28 @@ final class ConformCommand implements Callable<Integer> {
         }
         out.printf(Locale.ROOT, "wall time %.1f s%n", (System.nanoTime() - t0) / 1e9);
         return failed == 0 ? ExitCode.OK : ExitCode.RUNTIME;
+    }
+
+    /** The expert sweep of the selected MoE layers: one line per layer, every failing expert named; returns the failing layers. */
+    private static int sweep(Conformance c, List<Integer> sel, PrintWriter out) {
+        out.println();
+        out.println("===== EXPERT SWEEP (every routed expert on the dump's probes) =====");
+        out.println(c.expertSweep().describe());
+        long t0 = System.nanoTime();
+        int failed = 0, checked = 0, total = 0;
+        List<Integer> moe = c.moeLayers(sel);
+        for (int layer : moe) {
+            ExpertLayerReport r = c.experts(layer);
+            out.println(r.line());
+            for (ExpertReport e : r.failing()) out.println("    " + e.message());
+            out.flush();
+            checked += r.checked();
+            total += r.total();
+            if (!r.conforms()) failed++;
+        }
+        out.printf(Locale.ROOT, "EXPERTS %d of %d MoE layers conform; experts checked: %d of %d; %.1f s%n", moe.size() - failed, moe.size(), checked, total, (System.nanoTime() - t0) / 1e9);
+        out.println(failed == 0 ? "VERDICT: EVERY EXPERT CONFORMS" : "VERDICT: EXPERTS OF " + failed + " LAYER(S) DO NOT CONFORM");
+        return failed;
     }
 
     /** One elementwise logit block; 1 when it does not conform (a candidate without logits: its missing stage). */

@@ -21,14 +21,15 @@ import picocli.CommandLine.Parameters;
  * files hard-linked, touched shards copied and patched; headers unchanged) for proving that per-layer
  * conformance and {@code k3 bisect} catch the corruption.
  */
-@Command(name = "corrupt",
+@Command(name = "corrupt", mixinStandardHelpOptions = true,
         description = "Write a corrupted copy of a model directory (data only, headers unchanged).",
         footer = {"SPEC: " + "swap:L:A,B | nibbles:L:EXPERT | fill:L:TENSOR:FROM:VALUE | scale:L:TENSOR:FACTOR | transpose:L:TENSOR",
+                "      | byte:L:EXPERT:PART:INDEX:MASK (PART w1_packed .. w3_scale; the byte XOR MASK) | row:L:EXPERT:w1|w2|w3:ROW (row ROW holds row ROW+1's packed bytes)",
                 "  tensors by suffix after language_model.model.layers.<L>., e.g. swap:5:self_attn.q_proj.weight,self_attn.k_proj.weight",
                 "Exit codes: 0 written, 1 cannot read or write, 2 bad arguments."})
 final class CorruptCommand implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "MODEL", description = "the model directory to copy")
-    Path model;
+    @CommandLine.Mixin
+    ModelFolder modelFolder;
 
     @Parameters(index = "1", paramLabel = "OUT", description = "the directory to write (must not exist or be empty)")
     Path out;
@@ -42,20 +43,13 @@ final class CorruptCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter o = spec.commandLine().getOut(), err = spec.commandLine().getErr();
-        if (!Files.isDirectory(model)) {
-            err.println("k3 corrupt: " + model + ": not a model directory");
-            return ExitCode.USAGE;
-        }
-        if (Files.exists(out) && !empty(out)) {
-            err.println("k3 corrupt: " + out + ": exists and is not an empty directory");
-            return ExitCode.USAGE;
-        }
+        Path model = modelFolder.folder();
+        if (Files.exists(out) && !empty(out)) throw usage(out + ": exists and is not an empty folder");
         List<Corruption> cs;
         try {
             cs = specs.stream().map(Corruptions::parse).toList();
         } catch (BisectException e) {
-            err.println("k3 corrupt: " + e.getMessage());
-            return ExitCode.USAGE;
+            throw usage(e.getMessage());
         }
         try {
             Corruptions.write(model, out, cs);
@@ -65,6 +59,10 @@ final class CorruptCommand implements Callable<Integer> {
         }
         for (Corruption c : cs) o.println("wrote " + out + ": " + c.spec());
         return ExitCode.OK;
+    }
+
+    private CommandLine.ParameterException usage(String msg) {
+        return new CommandLine.ParameterException(spec.commandLine(), msg);
     }
 
     private static boolean empty(Path dir) {

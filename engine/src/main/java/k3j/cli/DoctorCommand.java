@@ -44,8 +44,8 @@ final class DoctorCommand implements Callable<Integer> {
     @Option(names = "--read-mb", paramLabel = "MB", description = "megabytes to read for the bandwidth figure (default ${DEFAULT-VALUE})")
     long readMb = 512;
 
-    @Option(names = "--list-presets", description = "print the preset table and exit")
-    boolean listPresets;
+    @CommandLine.Mixin
+    ListPresetsOption listPresets;
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -53,11 +53,6 @@ final class DoctorCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
-        if (listPresets) {
-            out.print(Preset.table());
-            out.flush();
-            return ExitCode.OK;
-        }
         if (readMb <= 0) throw new CommandLine.ParameterException(spec.commandLine(), "--read-mb must be positive");
         if (model != null && !Files.isDirectory(model)) {
             throw new CommandLine.ParameterException(spec.commandLine(), Files.exists(model) ? "not a folder: " + model : "no such folder: " + model);
@@ -106,7 +101,7 @@ final class DoctorCommand implements Callable<Integer> {
             out.println("  --preset auto: " + auto.line());
             if (trunk != null) {
                 TrunkManifest m = TrunkManifest.read(trunk);
-                TrunkPlan p = TrunkPlan.of(m.runSizes(), (long) (auto.trunkGb() * 1e9), 2, 0, TrunkPlan.orderFromEnvironment());
+                TrunkPlan p = TrunkPlan.of(m.runSizes(), (long) (auto.trunkGb() * 1e9), 2, TrunkPlan.orderFromEnvironment());
                 out.print(p.describe().indent(2));
                 out.flush();
             }

@@ -14,6 +14,7 @@ import k3j.io.CheckpointSummary;
 import k3j.io.CheckpointSummary.TensorClass;
 import k3j.io.CheckpointSummary.Tally;
 import k3j.io.DType;
+import k3j.plan.Human;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
@@ -24,7 +25,7 @@ import picocli.CommandLine.Parameters;
  * malformed or partial, printing {@code k3 inspect: FILE: ... [rule]}; 2 ({@link ExitCode#USAGE}) when
  * PATH does not exist or is neither a directory, a .safetensors file nor a config (.json).
  */
-@Command(name = "inspect",
+@Command(name = "inspect", mixinStandardHelpOptions = true,
         description = "Validate and summarise a model directory, one .safetensors file or a config (.json).",
         footer = "Exit codes: 0 valid, 1 unreadable/invalid/partial checkpoint, 2 bad arguments.")
 final class InspectCommand implements Callable<Integer> {
@@ -38,10 +39,7 @@ final class InspectCommand implements Callable<Integer> {
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        if (!Files.exists(path)) {
-            err.println("k3 inspect: " + path + ": no such file or directory");
-            return ExitCode.USAGE;
-        }
+        if (!Files.exists(path)) throw new CommandLine.ParameterException(spec.commandLine(), "no such file or folder: " + path);
         String fileName = path.getFileName() == null ? "" : path.getFileName().toString();
         if (fileName.endsWith(".json") && !Files.isDirectory(path)) {
             try {
@@ -53,8 +51,7 @@ final class InspectCommand implements Callable<Integer> {
             }
         }
         if (!Files.isDirectory(path) && !fileName.endsWith(".safetensors")) {
-            err.println("k3 inspect: " + path + ": not a model directory, a .safetensors file or a config (.json)");
-            return ExitCode.USAGE;
+            throw new CommandLine.ParameterException(spec.commandLine(), path + ": not a model directory, a .safetensors file or a config (.json)");
         }
         try {
             CheckpointIndex index = CheckpointIndex.open(path);
@@ -82,9 +79,9 @@ final class InspectCommand implements Callable<Integer> {
         if (Files.isDirectory(path)) {
             out.println("config.json: " + configLine(path.resolve("config.json")));
         }
-        out.printf(Locale.ROOT, "shards: %d files, %d bytes (%s)%n", s.shards(), s.shardBytes(), human(s.shardBytes()));
+        out.printf(Locale.ROOT, "shards: %d files, %d bytes (%s)%n", s.shards(), s.shardBytes(), Human.bytes(s.shardBytes()));
         out.printf(Locale.ROOT, "tensors: %d%n", s.tensors());
-        out.printf(Locale.ROOT, "data: %d bytes (%s)%n", s.dataBytes(), human(s.dataBytes()));
+        out.printf(Locale.ROOT, "data: %d bytes (%s)%n", s.dataBytes(), Human.bytes(s.dataBytes()));
         out.println("dtypes:");
         for (Map.Entry<DType, Tally> e : s.dtypes().entrySet()) {
             out.printf(Locale.ROOT, "  %-8s %9d tensors %16d bytes%n", e.getKey(), e.getValue().count(), e.getValue().bytes());
@@ -105,16 +102,5 @@ final class InspectCommand implements Callable<Integer> {
         for (CheckpointSummary.Trailing t : s.trailing()) {
             out.printf(Locale.ROOT, "note: %s: %d trailing bytes after the last tensor%n", t.file(), t.bytes());
         }
-    }
-
-    private static String human(long bytes) {
-        String[] units = {"B", "KB", "MB", "GB", "TB"};
-        double v = bytes;
-        int u = 0;
-        while (v >= 1000 && u < units.length - 1) {
-            v /= 1000;
-            u++;
-        }
-        return String.format(Locale.ROOT, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
     }
 }

@@ -9,6 +9,7 @@ import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.io.CheckpointException;
 import k3j.io.CheckpointIndex;
+import k3j.plan.Human;
 import k3j.trunk.Progress;
 import k3j.trunk.TrunkException;
 import k3j.trunk.TrunkManifest;
@@ -27,8 +28,8 @@ import picocli.CommandLine.Parameters;
         description = "Pack every layer's non-expert tensors into OUT/trunk.bin + OUT/trunk.json for streaming (--trunk OUT).",
         footer = "Exit codes: 0 packed, 1 cannot pack (the reason names the layer and bytes), 2 bad arguments.")
 final class PackTrunkCommand implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "MODEL", description = "the model directory (its .safetensors shards)")
-    Path model;
+    @CommandLine.Mixin
+    ModelFolder modelFolder;
 
     @Parameters(index = "1", paramLabel = "OUT", description = "the directory to write trunk.bin and trunk.json into")
     Path out;
@@ -47,14 +48,8 @@ final class PackTrunkCommand implements Callable<Integer> {
     public Integer call() {
         PrintWriter o = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        if (!Files.isDirectory(model)) {
-            err.println("k3 pack-trunk: " + model + ": not a model directory");
-            return ExitCode.USAGE;
-        }
-        if (Files.exists(out) && !Files.isDirectory(out)) {
-            err.println("k3 pack-trunk: " + out + ": exists and is not a directory");
-            return ExitCode.USAGE;
-        }
+        Path model = modelFolder.folder();
+        if (Files.exists(out) && !Files.isDirectory(out)) throw new CommandLine.ParameterException(spec.commandLine(), out + ": exists and is not a folder");
         try {
             long t0 = System.nanoTime();
             CheckpointIndex index = CheckpointIndex.open(model);
@@ -93,7 +88,7 @@ final class PackTrunkCommand implements Callable<Integer> {
             double s = (System.nanoTime() - t1) / 1e9;
             o.printf(Locale.ROOT, "wrote %s: %.2f GB across %d layers in %.1f s (%.0f MB/s), re-read and CRC-32C verified%n",
                     m.bin(), m.fileSize() / 1e9, m.layerCount(), s, m.fileSize() / 1e6 / s);
-            o.printf(Locale.ROOT, "largest layer run: %.3f GB (layer %d)  <- the streaming slot size%n", largest.nbytes() / 1e9, largest.layer());
+            o.printf(Locale.ROOT, "largest layer run: %s (layer %d)  <- the streaming slot size%n", Human.bytes(largest.nbytes()), largest.layer());
             o.println("wrote " + m.json());
             return ExitCode.OK;
         } catch (TrunkException | CheckpointException | ConfigException e) {

@@ -1,8 +1,5 @@
 package k3j.cli;
 
-import com.fasterxml.jackson.core.JsonEncoding;
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonGenerator;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintWriter;
@@ -13,30 +10,17 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.Callable;
 import java.util.OptionalLong;
-import java.util.function.UnaryOperator;
+import java.util.concurrent.Callable;
+import com.fasterxml.jackson.core.JsonEncoding;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import k3j.cache.CacheGeometry;
 import k3j.cache.CacheStats;
 import k3j.cache.CacheTrace;
-import k3j.cache.ExpertReader;
-import k3j.cache.ExpertSource;
-import k3j.cache.FileExpertReader;
-import k3j.io.AtomicWrite;
-import k3j.model.Binder;
-import k3j.model.Forward;
-import k3j.model.ModelBinding;
-import k3j.plan.AutoBudget;
-import k3j.plan.Human;
-import k3j.plan.MemInfo;
-import k3j.plan.MemoryPlan;
-import k3j.plan.Preset;
-import k3j.trunk.TrunkException;
-import k3j.trunk.TrunkPlan;
-import k3j.trunk.TrunkSource;
-import k3j.trunk.TrunkStats;
-import k3j.trunk.TrunkStream;
 import k3j.cache.ExpertCache;
 import k3j.cache.ExpertLoadException;
+import k3j.io.AtomicWrite;
 import k3j.cache.ExpertLocation;
 import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
@@ -47,16 +31,23 @@ import k3j.io.CheckpointException;
 import k3j.io.CheckpointIndex;
 import k3j.kernels.KernelPath;
 import k3j.kernels.Workers;
+import k3j.model.Assembly;
 import k3j.model.BindException;
 import k3j.model.CorruptWeightsException;
 import k3j.model.ExpertDropException;
+import k3j.model.Forward;
 import k3j.model.ForwardException;
 import k3j.model.Generation;
-import k3j.model.Model;
+import k3j.plan.Human;
+import k3j.plan.MemInfo;
+import k3j.plan.MemoryPlan;
+import k3j.trunk.TrunkException;
+import k3j.trunk.TrunkManifest;
+import k3j.trunk.TrunkStats;
+import k3j.trunk.TrunkStream;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
 
 /**
  * {@code k3 <model_dir> [options]}: greedy generation from raw ids (docs/semantics.md §7.1), validated in the order
@@ -73,18 +64,27 @@ final class RunCommand implements Callable<Integer> {
     static final int MAX_PROMPT = 32768, MAX_GEN = 4096, MAX_POSITIONS = 36864;
     /** Tests set this to pretend a machine size (bytes) for the refusals; unset = /proc/meminfo MemAvailable. */
     static final String MEM_AVAILABLE_PROPERTY = "k3.memAvailableBytes";
-    static final double DEFAULT_CACHE_GB = 64, DEFAULT_TRUNK_GB = 16;
-    /** The largest budget a flag may state (1 PB): past it the byte counts overflow a long. */
-    static final double MAX_GB = 1e6;
     private static final java.util.regex.Pattern ASCII_ID = java.util.regex.Pattern.compile("[0-9]{1,10}");
 
-    /** Tests wrap the expert cache's file reader here to inject read failures (a short read must make the run INVALID, exit 4). */
-    static volatile UnaryOperator<ExpertReader> expertReaderHook;
-    /** Tests wrap the trunk stream here to inject a failed layer read mid-run (the forward must fail, exit 1). */
-    static volatile UnaryOperator<TrunkSource> trunkSourceHook;
+    private final Assembly.Intercepts intercepts;
 
-    @Parameters(index = "0", arity = "0..1", paramLabel = "MODEL_DIR", description = "the model directory (config.json + safetensors shards)")
-    Path modelDir;
+    RunCommand() {
+        this(Assembly.Intercepts.NONE);
+    }
+
+    /** {@code intercepts}: where a caller (the tests) interposes on the run's expert and trunk reads. */
+    RunCommand(Assembly.Intercepts intercepts) {
+        this.intercepts = intercepts;
+    }
+
+    @CommandLine.Mixin
+    ModelFolder model;
+
+    @CommandLine.Mixin
+    MemoryOptions memory;
+
+    @CommandLine.Mixin
+    ThreadsOption threads;
 
     @Option(names = "--ids", paramLabel = "IDS", description = "raw token ids, separated by ',' or spaces")
     String ids;
@@ -107,30 +107,6 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--incremental", description = "KV cache + carried KDA state (default: full recompute)")
     boolean incremental;
 
-    @Option(names = "--trunk", paramLabel = "DIR", description = "packed trunk directory (k3 pack-trunk): stream the layers instead of binding them resident")
-    Path trunk;
-
-    @Option(names = "--trunk-gb", paramLabel = "X|auto", description = "trunk budget in GB (1e9 bytes), or auto (default 16)")
-    String trunkGb;
-
-    @Option(names = "--trunk-ring", paramLabel = "N", description = "ring slots wanted, 1..8 (0 means 2; default 2)")
-    Integer trunkRing;
-
-    @Option(names = "--no-trunk-crc", description = "skip the CRC-32C check of each streamed layer against trunk.json (on by default: a "
-            + "mismatch is RUN INVALID, exit 4; see docs/formats.md for its cost)")
-    boolean noTrunkCrc;
-
-    @Option(names = "--cache-gb", paramLabel = "X", description = "routed-expert cache budget in GB (1e9 bytes). Given (or --trunk): experts are "
-            + "served by the cache; absent: resident when all experts fit in 64 GB, else a 64 GB cache")
-    Double cacheGb;
-
-    @Option(names = "--preset", paramLabel = "NAME", description = "ultra/laptop/desktop/workstation/server/max/auto: trunk and cache budgets "
-            + "(flags after it override it; needs --trunk)")
-    String preset;
-
-    @Option(names = "--list-presets", description = "print the preset table and exit 0 (no model needed)")
-    boolean listPresets;
-
     @Option(names = "--dump-cache-trace", paramLabel = "DIR", description = "write expert_trace.bin and expert_hist.json into DIR")
     Path dumpCacheTrace;
 
@@ -142,9 +118,6 @@ final class RunCommand implements Callable<Integer> {
 
     @Option(names = "--dump-logits", paramLabel = "PATH", description = "write the V float32 logits of the FIRST step (little-endian, no header)")
     Path dumpLogits;
-
-    @Option(names = "--threads", paramLabel = "N", description = "worker threads (default: available processors)")
-    Integer threads;
 
     @Option(names = "--dump-activations", paramLabel = "DIR", description = "after the run, write k3j's candidate dump (docs/formats.md): every layer "
             + "run alone from the reference dump's inputs, logits and greedy ids; --ids must be the reference's prompt")
@@ -173,49 +146,70 @@ final class RunCommand implements Callable<Integer> {
 
     private Session session;
 
-    /** Budgets after the preset and the flags, applied in argv order. */
-    record Budgets(String presetName, double trunkGb, double cacheGb, boolean cacheGiven) {
-        long trunkBytes() {
-            return Math.round(trunkGb * 1e9);
-        }
+    @Option(names = "--no-trunk-crc", description = "skip the CRC-32C check of each streamed layer against trunk.json (on by default: a "
+            + "mismatch is RUN INVALID, exit 4)")
+    boolean noTrunkCrc;
 
-        long cacheBytes() {
-            return Math.round(cacheGb * 1e9);
+    /**
+     * The checks of the flags alone that need no model: the memory flags' ranges, the ids' syntax, the output
+     * folders (refused before the model is read, so no token is printed for a run whose results would be lost).
+     * The CLI fuzz target calls it too.
+     */
+    void checkFlags() {
+        memory.validate();
+        if (ids != null) parseIds(ids);
+        try {
+            AtomicWrite.checkTarget(out, "--out");
+            if (dumpLogits != null) AtomicWrite.checkTarget(dumpLogits, "--dump-logits");
+            if (dumpCacheTrace != null) {
+                if (Files.exists(dumpCacheTrace) && !Files.isDirectory(dumpCacheTrace)) throw new IOException("cannot write into " + dumpCacheTrace + " (--dump-cache-trace): not a directory");
+                AtomicWrite.checkTarget(Files.isDirectory(dumpCacheTrace) ? dumpCacheTrace.resolve(CacheTrace.TRACE_FILE) : dumpCacheTrace, "--dump-cache-trace");
+            }
+        } catch (IOException e) {
+            throw usage(e.getMessage());
         }
     }
 
     @Override
     public Integer call() throws IOException {
         PrintWriter err = spec.commandLine().getErr(), o = text.chat ? err : spec.commandLine().getOut();   // chat: stdout is the conversation
-        if (listPresets) {
-            o.print(Preset.table());
-            o.flush();
-            return ExitCode.OK;
+        Path modelDir = model.folder();
+        checkFlags();
+        // 1. flag conflicts, prompt sources
+        int sources = (ids != null ? 1 : 0) + (prompt != null ? 1 : 0) + (promptFile != null ? 1 : 0);
+        if (sources == 0 && !text.chat) throw usage("one of --ids, --prompt or --prompt-file is required");
+        if (sources > 1) throw usage("--ids, --prompt and --prompt-file are mutually exclusive");
+        if (ids == null && text.tok == null) throw usage((text.chat ? "--chat" : prompt != null ? "--prompt" : "--prompt-file") + " needs --tok DIR (tiktoken.model + tokenizer_config.json)");
+        if (text.chat && (ids != null || promptFile != null)) throw usage("--chat takes its messages from stdin or --prompt, not --ids or --prompt-file");
+        if (!text.chat && (text.system != null || text.history != null)) throw usage((text.system != null ? "--system" : "--history") + " needs --chat");
+        if ((text.saveState != null || text.loadState != null) && !incremental && !text.chat) {
+            throw usage((text.saveState != null ? "--save-state" : "--load-state") + " needs --incremental (a state is what incremental decoding carries)");
         }
-        Flags flags = checkFlags();
-        Preset named = flags.named();
-        Double trunkGbFlag = flags.trunkGbFlag();
-        k3j.sample.Sampler.Settings sampling = flags.sampling();
-        k3j.chat.Thinking thinking = flags.thinking();
-        KernelPath.Mode kernelPath = flags.kernelPath();
+        if (tfCheck && (text.loadState != null || text.chat)) throw usage("--tf-check runs on --ids alone");
+        if (text.loadState != null && !java.nio.file.Files.isRegularFile(text.loadState)) throw usage("--load-state " + text.loadState + ": no such file");
+        k3j.sample.Sampler.Settings sampling;
+        k3j.chat.Thinking thinking;
+        try {
+            sampling = text.sampling();
+            thinking = text.thinking();
+        } catch (IllegalArgumentException e) {
+            throw usage(e.getMessage());
+        }
         if (text.chat) incremental = true;
-        // 2. auto budget
-        MemInfo mem = memInfo();
-        AutoBudget auto = null;
-        if (Preset.AUTO.equals(preset) || "auto".equals(trunkGb)) {
-            try {
-                auto = AutoBudget.of(mem);
-            } catch (IllegalStateException e) {
-                err.println("k3: " + e.getMessage());
-                return ExitCode.USAGE;
-            }
-            o.println(auto.line());
+        int workers = threads.count();
+        KernelPath.Mode kernelPath;
+        try {
+            kernelPath = KernelPath.Mode.parse(kernels);
+        } catch (IllegalArgumentException e) {
+            throw usage("--kernels: " + e.getMessage());
         }
-        Budgets budgets = budgets(named, auto, trunkGbFlag);
+        // 2. budgets (the auto budget measures the machine)
+        MemInfo mem = memInfo();
+        MemoryOptions.Budgets budgets = memory.budgets(mem, o::println);
         // 3. config
         ModelConfig cfg;
         try {
-            cfg = ConfigReader.read(config != null ? config : modelDir.resolve("config.json"));
+            cfg = ConfigReader.read(config != null ? config : model.config());
         } catch (ConfigException e) {
             err.println("ABORTED: " + e.getMessage());
             return ExitCode.USAGE;
@@ -247,6 +241,8 @@ final class RunCommand implements Callable<Integer> {
         } catch (k3j.tokenizer.TokenizerException | k3j.chat.ChatException e) {
             err.println("k3: " + e.getMessage());
             return ExitCode.RUNTIME;
+        } catch (NumberFormatException e) {
+            throw usage("--ids: " + e.getMessage());
         }
         if (text.chat) {
             for (String t : new String[] {k3j.chat.Xtml.OPEN, k3j.chat.Xtml.CLOSE, k3j.chat.Xtml.SEP, k3j.chat.Xtml.EOM, k3j.chat.Xtml.EOS}) {
@@ -259,7 +255,7 @@ final class RunCommand implements Callable<Integer> {
         for (int id : promptIds) if (id < 0 || id >= cfg.vocabSize()) throw usage("token id " + id + " is outside the vocabulary of " + cfg.vocabSize());
         ReferenceDump activationsReference = null;
         if (dumpActivations != null) {
-            if (trunk != null || layers != null) throw usage("--dump-activations runs every layer resident from the reference's inputs: not with --trunk or --layers");
+            if (memory.streamed() || layers != null) throw usage("--dump-activations runs every layer resident from the reference's inputs: not with --trunk or --layers");
             try {
                 activationsReference = ActivationDump.reference(modelDir, reference, promptIds);
             } catch (IllegalArgumentException e) {
@@ -279,10 +275,11 @@ final class RunCommand implements Callable<Integer> {
         if (cfg.maxPositions() > 0 && promptIds.length + gen > cfg.maxPositions()) {
             throw usage("prompt + gen = " + (promptIds.length + gen) + " positions, but the config's max_position_embeddings is " + cfg.maxPositions());
         }
-        // 6. incremental KV check
+        // 6. incremental KV check (refused here, before the banner; its line is printed with the banner)
+        String kvLine = null;
         if (incremental) {
             MemoryPlan kvOnly = MemoryPlan.of(cfg, false, 0, 0, false, 0, true, promptIds.length, gen);
-            o.printf(Locale.ROOT, "  KV cache : %s for %d positions (%.2f MB/position)%n", Human.bytes(kvOnly.kvCache()), kvOnly.positions(),
+            kvLine = String.format(Locale.ROOT, "  KV cache : %s for %d positions (%.2f MB/position)", Human.bytes(kvOnly.kvCache()), kvOnly.positions(),
                     kvOnly.kvCache() / 1e6 / kvOnly.positions());
             var refused = kvOnly.kvRefusal(mem);
             if (refused.isPresent()) {
@@ -298,143 +295,46 @@ final class RunCommand implements Callable<Integer> {
         if (budgets.presetName() != null) {
             o.printf(Locale.ROOT, "  preset   : %s (trunk %.2f GB / expert cache %.2f GB)%n", budgets.presetName(), budgets.trunkGb(), budgets.cacheGb());
         }
-        // 8.-9. index, binding sizes
+        if (kvLine != null) o.println(kvLine);
+        // 8.-9. index, binding (once), sizes
         long t0 = System.nanoTime();
-        CheckpointIndex idx;
-        ModelBinding binding;
+        Assembly rt;
         try {
-            idx = CheckpointIndex.open(modelDir);
+            CheckpointIndex idx = CheckpointIndex.open(modelDir);
             o.printf(Locale.ROOT, "indexed %d tensors from %d shards in %.2f s%n", idx.size(), idx.shards().size(), (System.nanoTime() - t0) / 1e9);
-            binding = Binder.bind(idx, cfg, bound);
+            rt = Assembly.bind(idx, cfg, bound, intercepts);
         } catch (CheckpointException | BindException e) {
             err.println("k3: " + e.getMessage());
             return ExitCode.RUNTIME;
         }
-        long trunkOnDisk = binding.layers().stream().flatMap(l -> l.tensors().values().stream()).mapToLong(t -> t.info().length()).sum();
-        long expertBytes = binding.layers().stream().flatMap(l -> l.experts().stream()).mapToLong(ExpertLocation::length).sum();
-        boolean useCache = trunk != null || budgets.cacheGiven() || dumpCacheTrace != null || expertBytes > budgets.cacheGb() * 1e9;
-        if (trunk != null) o.printf("trunk on disk : %s total (STREAMED from %s, not held in RAM)%n", Human.bytes(trunkOnDisk), trunk);
-        else o.printf("trunk on disk : %s total (resident: bound from the shards)%n", Human.bytes(trunkOnDisk));
-        // 10. memory plan
-        MemoryPlan plan = MemoryPlan.of(cfg, trunk != null, trunk != null ? budgets.trunkBytes() : trunkOnDisk,
-                useCache ? budgets.cacheBytes() : expertBytes, false, 0, incremental, promptIds.length, gen);
-        o.print(plan.block(mem));
-        var refused = plan.planRefusal(mem);
-        if (refused.isPresent()) {
-            err.println(refused.get().message());
-            return refused.get().exitCode();
+        int rc;
+        try (rt) {
+            long trunkOnDisk = rt.trunkBytes(), expertBytes = rt.expertBytes();
+            boolean useCache = memory.streamed() || budgets.cacheGiven() || dumpCacheTrace != null || expertBytes > budgets.cacheGb() * 1e9;
+            if (memory.streamed()) o.printf("trunk on disk : %s total (STREAMED from %s, not held in RAM)%n", Human.bytes(trunkOnDisk), memory.trunk);
+            else o.printf("trunk on disk : %s total (resident: bound from the shards)%n", Human.bytes(trunkOnDisk));
+            // 10. memory plan, from the model's own sizes: what the trunk plan and the cache will hold, not the budgets
+            long trunkPlanned;
+            try {
+                trunkPlanned = memory.streamed() ? TrunkStream.plan(TrunkManifest.read(memory.trunk), trunkOptions(rt, budgets, err)).totalBytes() : trunkOnDisk;
+            } catch (TrunkException e) {
+                err.println("k3: trunk: " + e.getMessage());
+                return ExitCode.RUNTIME;
+            }
+            MemoryPlan plan = MemoryPlan.of(cfg, memory.streamed(), trunkPlanned, useCache ? plannedCache(rt, budgets) : expertBytes,
+                    false, 0, incremental, promptIds.length, gen);
+            o.print(plan.block(mem));
+            var refused = plan.planRefusal(mem);
+            if (refused.isPresent()) {
+                err.println(refused.get().message());
+                return refused.get().exitCode();
+            }
+            o.flush();
+            KernelPath.set(kernelPath);
+            rc = run(o, err, rt, budgets, useCache, promptIds, workers);
         }
-        o.flush();
-        KernelPath.set(kernelPath);
-        int rc = run(o, err, cfg, idx, bound, promptIds, budgets, useCache, expertBytes);
         if (rc != ExitCode.OK || dumpActivations == null) return rc;
-        return ActivationDump.write(o, err, modelDir, activationsReference, dumpActivations, Threads.orAvailable(threads));
-    }
-
-    /** The flags as parsed and checked: the preset, the --trunk-gb number (null when absent or auto), sampling, thinking, kernels. */
-    record Flags(Preset named, Double trunkGbFlag, k3j.sample.Sampler.Settings sampling, k3j.chat.Thinking thinking, KernelPath.Mode kernelPath) {}
-
-    /**
-     * Every check of the flags alone, before the model is touched (docs/semantics.md §7.3 step 1): conflicts,
-     * ranges, the ids' syntax and the output paths. A refusal is a usage error (exit 2). The CLI fuzz target
-     * calls this.
-     */
-    Flags checkFlags() {
-        if (modelDir == null) throw usage("the model directory is required: k3 <model_dir> [options]");
-        // 1. flag conflicts, prompt sources
-        int sources = (ids != null ? 1 : 0) + (prompt != null ? 1 : 0) + (promptFile != null ? 1 : 0);
-        if (sources == 0 && !text.chat) throw usage("one of --ids, --prompt or --prompt-file is required");
-        if (sources > 1) throw usage("--ids, --prompt and --prompt-file are mutually exclusive");
-        if (ids == null && text.tok == null) throw usage((text.chat ? "--chat" : prompt != null ? "--prompt" : "--prompt-file") + " needs --tok DIR (tiktoken.model + tokenizer_config.json)");
-        if (text.chat && (ids != null || promptFile != null)) throw usage("--chat takes its messages from stdin or --prompt, not --ids or --prompt-file");
-        if (!text.chat && (text.system != null || text.history != null)) throw usage((text.system != null ? "--system" : "--history") + " needs --chat");
-        if ((text.saveState != null || text.loadState != null) && !incremental && !text.chat) {
-            throw usage((text.saveState != null ? "--save-state" : "--load-state") + " needs --incremental (a state is what incremental decoding carries)");
-        }
-        if (tfCheck && (text.loadState != null || text.chat)) throw usage("--tf-check runs on --ids alone");
-        if (text.loadState != null && !java.nio.file.Files.isRegularFile(text.loadState)) throw usage("--load-state " + text.loadState + ": no such file");
-        k3j.sample.Sampler.Settings sampling;
-        k3j.chat.Thinking thinking;
-        try {
-            sampling = text.sampling();
-            thinking = text.thinking();
-        } catch (IllegalArgumentException e) {
-            throw usage(e.getMessage());
-        }
-        if (threads != null && threads < 1) throw usage("--threads must be >= 1, got " + threads);
-        KernelPath.Mode kernelPath;
-        try {
-            kernelPath = KernelPath.Mode.parse(kernels);
-        } catch (IllegalArgumentException e) {
-            throw usage("--kernels: " + e.getMessage());
-        }
-        if (cacheGb != null && !(cacheGb > 0 && cacheGb <= MAX_GB)) throw usage("--cache-gb must be a positive number of GB up to " + MAX_GB + ", got " + cacheGb);
-        if (trunkRing != null && (trunkRing < 0 || trunkRing > TrunkPlan.MAX_RING)) throw usage("--trunk-ring must be 0..8, got " + trunkRing);
-        if (trunk == null && (trunkGb != null || trunkRing != null || preset != null)) {
-            throw usage((preset != null ? "--preset" : trunkGb != null ? "--trunk-gb" : "--trunk-ring") + " needs --trunk <packed_dir> (presets stream the trunk)");
-        }
-        Preset named = null;
-        if (preset != null && !preset.equals(Preset.AUTO)) {
-            try {
-                named = Preset.parse(preset);
-            } catch (IllegalArgumentException e) {
-                throw usage(e.getMessage().strip());
-            }
-            if (named.ultra()) throw usage("--preset ultra selects ultra-low-memory mode, which k3j does not implement; use laptop or a budget");
-        }
-        Double trunkGbFlag = null;
-        if (trunkGb != null && !trunkGb.equals("auto")) {
-            try {
-                trunkGbFlag = Double.parseDouble(trunkGb);
-            } catch (NumberFormatException e) {
-                throw usage("--trunk-gb must be a number of GB or auto, got '" + trunkGb + "'");
-            }
-            if (!(trunkGbFlag > 0 && trunkGbFlag <= MAX_GB)) throw usage("--trunk-gb must be a positive number of GB up to " + MAX_GB + ", got " + trunkGb);
-        }
-        // outputs: a folder that is missing or read-only is refused now, not after the tokens were printed
-        try {
-            AtomicWrite.checkTarget(out, "--out");
-            if (dumpLogits != null) AtomicWrite.checkTarget(dumpLogits, "--dump-logits");
-            if (dumpCacheTrace != null) {
-                if (Files.exists(dumpCacheTrace) && !Files.isDirectory(dumpCacheTrace)) throw new IOException("cannot write into " + dumpCacheTrace + " (--dump-cache-trace): not a directory");
-                AtomicWrite.checkTarget(Files.isDirectory(dumpCacheTrace) ? dumpCacheTrace.resolve(CacheTrace.TRACE_FILE) : dumpCacheTrace, "--dump-cache-trace");
-            }
-        } catch (IOException e) {
-            throw usage(e.getMessage());
-        }
-        if (ids != null) parseIds(ids);
-        return new Flags(named, trunkGbFlag, sampling, thinking, kernelPath);
-    }
-
-    /** The preset, then --trunk-gb / --cache-gb, in the order they appear on the command line (later wins). */
-    private Budgets budgets(Preset named, AutoBudget auto, Double trunkGbFlag) {
-        List<String> argv = spec.commandLine().getParseResult() == null ? List.of() : spec.commandLine().getParseResult().originalArgs();
-        int presetAt = lastIndex(argv, "--preset"), trunkAt = lastIndex(argv, "--trunk-gb"), cacheAt = lastIndex(argv, "--cache-gb");
-        boolean autoPreset = Preset.AUTO.equals(preset);
-        Double presetTrunk = null, presetCache = null, flagTrunk = trunkGbFlag;   // no ternaries: a null Double must not unbox
-        if (named != null) {
-            presetTrunk = named.trunkGb();
-            presetCache = named.cacheGb();
-        } else if (autoPreset) {
-            presetTrunk = auto.trunkGb();
-            presetCache = auto.cacheGb();
-        }
-        if ("auto".equals(trunkGb)) flagTrunk = auto.trunkGb();
-        double t = pick(presetTrunk, presetAt, flagTrunk, trunkAt, DEFAULT_TRUNK_GB);
-        double c = pick(presetCache, presetAt, cacheGb, cacheAt, DEFAULT_CACHE_GB);
-        String name = named != null ? named.id() : autoPreset ? Preset.AUTO : null;
-        return new Budgets(name, t, c, presetCache != null || cacheGb != null);
-    }
-
-    private static double pick(Double fromPreset, int presetAt, Double fromFlag, int flagAt, double dflt) {
-        if (fromPreset != null && fromFlag != null) return presetAt > flagAt ? fromPreset : fromFlag;
-        return fromFlag != null ? fromFlag : fromPreset != null ? fromPreset : dflt;
-    }
-
-    private static int lastIndex(List<String> argv, String name) {
-        int at = -1;
-        for (int i = 0; i < argv.size(); i++) if (argv.get(i).equals(name) || argv.get(i).startsWith(name + "=")) at = i;
-        return at;
+        return ActivationDump.write(o, err, modelDir, activationsReference, dumpActivations, workers);
     }
 
     static MemInfo memInfo() {
@@ -443,68 +343,69 @@ final class RunCommand implements Callable<Integer> {
         return MemInfo.read();
     }
 
-    private int run(PrintWriter o, PrintWriter err, ModelConfig cfg, CheckpointIndex idx, int bound, int[] promptIds, Budgets budgets,
-                    boolean useCache, long expertBytes) throws IOException {
-        Model model;
+    /** Model, trunk, cache: opened through the assembly in that order, each failure named. */
+    /** How the trunk is streamed: the budget, the ring wanted, the layers walked. */
+    private TrunkStream.Options trunkOptions(Assembly rt, MemoryOptions.Budgets budgets, PrintWriter err) {
+        return TrunkStream.Options.budget(budgets.trunkBytes()).withRing(memory.ring()).withLayers(rt.layers())
+                .withNotes(s -> err.println("k3: note: " + s)).withVerifyCrc(!noTrunkCrc);
+    }
+
+    /** What the expert cache will hold: the budget, but never more slots than the model has experts. */
+    private static long plannedCache(Assembly rt, MemoryOptions.Budgets budgets) {
+        long one = rt.binding().layers().stream().flatMap(l -> l.experts().stream()).mapToLong(ExpertLocation::length).findFirst().orElse(0);
+        if (one <= 0) return budgets.cacheBytes();
         try {
-            model = Model.open(idx, cfg, bound, trunk == null);
+            return CacheGeometry.plan(one, budgets.cacheBytes(), rt.config().topK(), (long) rt.layers() * rt.config().expertCount()).arenaBytes();
+        } catch (IllegalArgumentException e) {
+            return budgets.cacheBytes();   // below one token's working set: the cache refuses it when opened, naming the sizes
+        }
+    }
+
+    private int run(PrintWriter o, PrintWriter err, Assembly rt, MemoryOptions.Budgets budgets, boolean useCache, int[] promptIds, int workers)
+            throws IOException {
+        try {
+            rt.model(!memory.streamed());
         } catch (CheckpointException | BindException e) {
             err.println("k3: " + e.getMessage());
             return ExitCode.RUNTIME;
         }
-        TrunkStream stream = null;
-        ExpertCache cache = null;
-        ExpertReader injected = null;
-        CacheTrace trace = dumpCacheTrace != null ? new CacheTrace(bound, cfg.expertCount()) : null;
-        try (model) {
-            if (trunk != null) {
-                try {
-                    TrunkStream.Options opt = TrunkStream.Options.budget(budgets.trunkBytes())
-                            .withRing(trunkRing == null ? 2 : trunkRing).withLayers(bound).withNotes(s -> err.println("k3: note: " + s))
-                            .withVerifyCrc(!noTrunkCrc);
-                    stream = TrunkStream.open(trunk, idx, bound, opt);
-                } catch (TrunkException | CheckpointException e) {
-                    err.println("k3: trunk: " + e.getMessage());
-                    return ExitCode.RUNTIME;
-                }
-                o.print(stream.describe());
+        CacheTrace trace = dumpCacheTrace != null ? new CacheTrace(rt.layers(), rt.config().expertCount()) : null;
+        if (memory.streamed()) {
+            try {
+                o.print(rt.streamTrunk(memory.trunk, trunkOptions(rt, budgets, err)).describe());
+            } catch (TrunkException | CheckpointException e) {
+                err.println("k3: trunk: " + e.getMessage());
+                return ExitCode.RUNTIME;
             }
-            if (useCache) {
-                try {
-                    ExpertCache.Settings settings = ExpertCache.Settings.fromEnvironment(budgets.cacheBytes(), cfg.topK(), System.getenv());
-                    UnaryOperator<ExpertReader> hook = expertReaderHook;
-                    if (hook == null) cache = ExpertCache.open(model.experts(), settings, trace, err::println);
-                    else cache = new ExpertCache(model.experts(), injected = hook.apply(new FileExpertReader(settings.readMode(), err::println)), settings, trace);
-                } catch (ExpertLoadException | IllegalArgumentException e) {
-                    err.println("k3: expert cache: " + e.getMessage());
-                    return ExitCode.RUNTIME;
-                }
-                o.printf(Locale.ROOT, "routed experts: %s on disk, served by a %.2f GB cache (%d slots)%n", Human.bytes(expertBytes), budgets.cacheGb(),
-                        cache.geometry().slots());
-            } else {
-                o.printf(Locale.ROOT, "routed experts: %s, resident once read%n", Human.bytes(expertBytes));
-            }
-            MemInfo.peakRss().ifPresent(p -> o.printf("peak RSS after loading weights: %s  (the plan above is a forecast, this is measured)%n", Human.bytes(p)));
-            return generate(o, err, model, stream, cache, trace, bound, promptIds);
-        } finally {
-            if (cache != null) cache.close();
-            if (injected != null) injected.close();
-            if (stream != null) stream.close();
         }
+        if (useCache) {
+            ExpertCache cache;
+            try {
+                cache = rt.cacheExperts(ExpertCache.Settings.fromEnvironment(budgets.cacheBytes(), rt.config().topK(), System.getenv()), trace, err::println);
+            } catch (ExpertLoadException | IllegalArgumentException e) {
+                err.println("k3: expert cache: " + e.getMessage());
+                return ExitCode.RUNTIME;
+            }
+            o.printf(Locale.ROOT, "routed experts: %s on disk, served by a %s cache (%d slots of %s)%n", Human.bytes(rt.expertBytes()),
+                    Human.bytes(cache.geometry().arenaBytes()), cache.geometry().slots(), Human.bytes(cache.geometry().slotBytes()));
+        } else {
+            o.printf(Locale.ROOT, "routed experts: %s, resident once read%n", Human.bytes(rt.expertBytes()));
+        }
+        MemInfo.peakRss().ifPresent(p -> o.printf("peak RSS after loading weights: %s  (the plan above is a forecast, this is measured)%n", Human.bytes(p)));
+        return generate(o, err, rt, trace, promptIds, workers);
     }
 
-    private int generate(PrintWriter o, PrintWriter err, Model model, TrunkStream stream, ExpertCache cache, CacheTrace trace, int bound,
-                         int[] promptIds) throws IOException {
+    private int generate(PrintWriter o, PrintWriter err, Assembly rt, CacheTrace trace, int[] promptIds, int workers) throws IOException {
         int rc = ExitCode.OK;
         Generation g = null;
         String failure = null;
-        try (Workers w = Workers.of(Threads.orAvailable(threads))) {
-            ExpertSource experts = cache != null ? cache : model.experts();
-            UnaryOperator<TrunkSource> hook = trunkSourceHook;
-            Forward forward = stream == null ? model.forward(w, experts)
-                    : model.forward(w, experts, hook == null ? stream : hook.apply(stream));
-            if (tfCheck) return teacherForcing(forward, model.index(), promptIds, o, err);
-            k3j.state.Binding binding = text.saveState != null || text.loadState != null ? k3j.state.Binding.of(model.config(), bound, model.index()) : null;
+        ExpertCache cache = rt.cache();
+        TrunkStream stream = rt.trunk();
+        int bound = rt.layers();
+        try (Workers w = Workers.of(workers)) {
+            Forward forward = rt.forward(w);
+            if (tfCheck) return teacherForcing(forward, promptIds, o, err);
+            k3j.state.Binding binding = text.saveState != null || text.loadState != null ? k3j.state.Binding.of(rt.config(), bound, rt.index()) : null;
             if (text.chat) return chat(forward, binding, err);
             int[] fed = promptIds, prior = new int[0];
             k3j.model.DecodeState state = null;
@@ -551,7 +452,7 @@ final class RunCommand implements Callable<Integer> {
                 rc = ExitCode.RUNTIME;
             } catch (InternalError e) {
                 // a memory-mapped shard that shrank under the run faults inside a kernel: name the file, never a stack trace
-                failure = MappedShards.describeFault(model.index(), e);
+                failure = MappedShards.describeFault(rt.index(), e);
                 rc = ExitCode.RUN_INVALID;
             }
             o.println(table.footer());
@@ -579,7 +480,7 @@ final class RunCommand implements Callable<Integer> {
             TrunkStats ts = stream != null ? stream.stats() : null;
             CacheStats total = cache != null ? cache.totalStats() : null;
             writeOut(g, promptIds, bound, forward.layersCompleted(), forward.expertDrops(),
-                    total != null ? total.bytesRead() : model.experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak);
+                    total != null ? total.bytesRead() : rt.model().experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak);
             o.println("wrote " + out);
             if (trace != null) {
                 Files.createDirectories(dumpCacheTrace);
@@ -593,8 +494,8 @@ final class RunCommand implements Callable<Integer> {
                 o.println("  (over 100%: reads on the reader threads overlapped compute)");
             }
             if (total != null) {
-                o.printf(Locale.ROOT, "  experts, whole run: %.2f GB read | %d of %d requests retained in RAM (%.2f%%) | %d evictions%n",
-                        total.bytesRead() / 1e9, Math.max(0, total.requests() - total.evictions()), total.requests(),
+                o.printf(Locale.ROOT, "  experts, whole run: %s read | %d of %d requests retained in RAM (%.2f%%) | %d evictions%n",
+                        Human.bytes(total.bytesRead()), Math.max(0, total.requests() - total.evictions()), total.requests(),
                         total.requests() == 0 ? 0.0 : 100.0 * Math.max(0, total.requests() - total.evictions()) / total.requests(), total.evictions());
                 o.println("  retained = requests - evictions: a request whose expert was not evicted since it was last read was served from RAM;");
                 o.println("  the per-step CACHE HIT column counts the batch prefetch as hits, so it is near 100% at every cache size.");
@@ -644,8 +545,8 @@ final class RunCommand implements Callable<Integer> {
     }
 
     /** docs/semantics.md §7.1 --tf-check: argmax of every position against the next id, one forward over all ids. */
-    private int teacherForcing(k3j.model.Forward forward, CheckpointIndex index, int[] ids, PrintWriter o, PrintWriter err) throws IOException {
-        k3j.model.Forward.Result r;
+    private int teacherForcing(Forward forward, int[] ids, PrintWriter o, PrintWriter err) throws IOException {
+        Forward.Result r;
         try {
             r = forward.full(ids, true, null);
         } catch (ExpertDropException | CorruptWeightsException e) {
@@ -655,7 +556,7 @@ final class RunCommand implements Callable<Integer> {
             err.println("forward pass failed: " + e.getMessage());
             return ExitCode.RUNTIME;
         } catch (InternalError e) {
-            err.println("RUN INVALID: " + MappedShards.describeFault(index, e));
+            err.println("RUN INVALID: " + MappedShards.describeFault(null, e));
             return ExitCode.RUN_INVALID;
         }
         int v = forward.weights().lmHead().rows(), positions = ids.length - 1, matches = 0;
@@ -667,6 +568,7 @@ final class RunCommand implements Callable<Integer> {
         return ExitCode.OK;
     }
 
+    /** The ids of {@code s}, separated by ',' or spaces; a part that is not an integer is refused. */
     static int[] parseIds(String s) {
         List<Integer> l = new ArrayList<>();
         for (String part : s.trim().split("[,\\s]+")) {
@@ -676,7 +578,7 @@ final class RunCommand implements Callable<Integer> {
                 if (!ASCII_ID.matcher(part).matches()) throw new NumberFormatException(part);
                 l.add(Integer.parseInt(part));
             } catch (NumberFormatException e) {
-                throw new CommandLine.ParameterException(new CommandLine(new RunCommand()), "--ids: '" + part + "' is not an integer token id");
+                throw new NumberFormatException("'" + part + "' is not an integer token id");
             }
         }
         return l.stream().mapToInt(Integer::intValue).toArray();

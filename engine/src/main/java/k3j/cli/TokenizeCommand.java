@@ -60,7 +60,7 @@ final class TokenizeCommand implements Callable<Integer> {
             try {
                 ids = RunCommand.parseIds(new String(in, StandardCharsets.UTF_8));
                 result = t.decode(ids);
-            } catch (TokenizerException | CommandLine.ParameterException e) {
+            } catch (TokenizerException | IllegalArgumentException e) {
                 err.println("k3 tokenize: " + e.getMessage());
                 return ExitCode.USAGE;
             }

@@ -6,8 +6,11 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.Consumer;
+import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.kernels.Workers;
+import k3j.model.Assembly;
 import k3j.model.BindException;
 import k3j.model.DecodeState;
 import k3j.model.ExpertDropException;
@@ -30,90 +33,71 @@ public final class Conformance implements AutoCloseable {
     private final Path modelDir;
     private final ReferenceDump dump;
     private final Budget budget;
-    private final Model model;
+    private final Assembly assembly;
     private final BindException bindFailure;
     private final Forward forward;
     private final ModelConfig config;
     /** when the model does not bind: the layers before the first unbindable one, bound alone (else null) */
-    private final Model prefixModel;
+    private final Assembly prefixAssembly;
     private final Forward prefixForward;
     private final int[] ids;
     private final int tokens, hidden;
+    private ExpertSweep sweep;
     /** the activations under test when another engine wrote them (null: k3j's own forward runs) */
     private final CandidateDump candidate;
 
-    private Conformance(Path modelDir, ReferenceDump dump, Workers workers) {
+    /** What a comparison runs on: k3j's forward (bound here, or given), or another engine's candidate dump. */
+    private Conformance(Path modelDir, ReferenceDump dump, ModelConfig config, Assembly assembly, BindException bindFailure, Forward forward,
+                        Assembly prefixAssembly, Forward prefixForward, CandidateDump candidate) {
         this.modelDir = modelDir;
         this.dump = dump;
         this.budget = dump.budget();
         this.ids = dump.ids();
         this.tokens = ids.length;
-        if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
-        // the dump is judged against the model's config before anything is bound: a refused dump costs no load
-        check(dump, k3j.config.ConfigReader.read(modelDir.resolve("config.json")));
-        Model m = null;
+        this.config = config;
+        this.assembly = assembly;
+        this.bindFailure = bindFailure;
+        this.forward = forward;
+        this.prefixAssembly = prefixAssembly;
+        this.prefixForward = prefixForward;
+        this.hidden = config.hiddenSize();
+        this.candidate = candidate;
+        checkShape();
+    }
+
+    private static ReferenceDump withIds(ReferenceDump dump) {
+        if (dump.ids().length < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
+        return dump;
+    }
+
+    /** Binds {@code modelDir} once through an {@link Assembly} that {@code load} opens; a model that does not bind is kept as {@link #bindFailure()}. */
+    private static Conformance bound(Path modelDir, ReferenceDump dump, Workers workers, Consumer<Assembly> load) {
+        withIds(dump);
+        ModelConfig config = ConfigReader.read(modelDir.resolve("config.json"));
+        Assembly a = null;
         BindException bf = null;
         try {
-            m = Model.open(modelDir);
+            a = Assembly.bind(modelDir, config, -1);
+            load.accept(a);
         } catch (BindException e) {
             bf = e;
         } catch (k3j.io.CheckpointException e) {
+            if (a != null) a.close();
             throw new ConformException(Finding.MISSING_TENSOR, "the checkpoint " + modelDir + " cannot be read as a whole: " + e.getMessage(), e);
         }
-        this.model = m;
-        this.bindFailure = bf;
-        this.config = m != null ? m.config() : k3j.config.ConfigReader.read(modelDir.resolve("config.json"));
-        this.forward = m == null ? null : m.forward(workers);
         // the layers before the first one that cannot bind still run: bind that prefix alone
-        Model prefix = null;
+        Assembly prefix = null;
         if (bf != null && !bf.layers().isEmpty() && bf.layers().getFirst() > 0) {
             try {
-                prefix = Model.open(modelDir, config, bf.layers().getFirst());
+                prefix = Assembly.bind(modelDir, config, bf.layers().getFirst());
+                load.accept(prefix);
             } catch (BindException modelLevelToo) {
+                if (prefix != null) prefix.close();
                 prefix = null;
             }
         }
-        this.prefixModel = prefix;
-        this.prefixForward = prefix == null ? null : prefix.forward(workers);
-        this.hidden = config.hiddenSize();
-        this.candidate = null;   // checked against the config above, before the bind
-    }
-
-    private Conformance(Forward forward, ReferenceDump dump) {
-        this.modelDir = null;
-        this.dump = dump;
-        this.budget = dump.budget();
-        this.ids = dump.ids();
-        this.tokens = ids.length;
-        if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
-        this.model = null;
-        this.bindFailure = null;
-        this.prefixModel = null;
-        this.prefixForward = null;
-        this.config = forward.weights().config();
-        this.forward = forward;
-        this.hidden = config.hiddenSize();
-        this.candidate = null;
-        checkShape();
-    }
-
-    private Conformance(CandidateDump candidate, ReferenceDump dump) {
-        this.modelDir = null;
-        this.dump = dump;
-        this.budget = dump.budget();
-        this.ids = dump.ids();
-        this.tokens = ids.length;
-        if (tokens < 1) throw ReferenceDump.mismatch(dump.source() + ": manifest ids is empty");
-        this.model = null;
-        this.bindFailure = null;
-        this.prefixModel = null;
-        this.prefixForward = null;
-        this.forward = null;
-        this.config = k3j.config.ConfigReader.read(dump.field("config"), dump.source() + " manifest config");
-        this.hidden = config.hiddenSize();
-        this.candidate = candidate;
-        candidate.checkAgainst(dump);
-        checkShape();
+        return new Conformance(modelDir, dump, config, a, bf, a == null ? null : a.forward(workers), prefix,
+                prefix == null ? null : prefix.forward(workers), null);
     }
 
     /**
@@ -125,7 +109,9 @@ public final class Conformance implements AutoCloseable {
     public static Conformance candidate(Path candidate, Path reference, List<Path> searchDirs) {
         CandidateDump c = CandidateDump.open(candidate);
         ReferenceDump d = reference != null ? ReferenceDump.open(reference) : ReferenceMatch.locateBySha256(c.referenceSha256(), c.manifest().path("reference").path("dir").asText(""), searchDirs);
-        return new Conformance(c, d);
+        ModelConfig config = ConfigReader.read(withIds(d).field("config"), d.source() + " manifest config");
+        c.checkAgainst(d);
+        return new Conformance(null, d, config, null, null, null, null, null, c);
     }
 
     /** The candidate under test (null when k3j's own forward is). */
@@ -195,7 +181,7 @@ public final class Conformance implements AutoCloseable {
      * dump; no matching, the caller owns the forward. {@link #close()} closes nothing.
      */
     public static Conformance of(Forward forward, ReferenceDump dump) {
-        return new Conformance(forward, dump);
+        return new Conformance(null, withIds(dump), forward.weights().config(), null, null, forward, null, null, null);
     }
 
     /**
@@ -203,15 +189,30 @@ public final class Conformance implements AutoCloseable {
      * directory or next to it whose manifest matches the model's shards; see {@link ReferenceMatch}).
      */
     public static Conformance open(Path modelDir, Path reference, List<Path> searchDirs, Workers workers) {
+        return open(modelDir, reference, searchDirs, workers, RESIDENT);
+    }
+
+    /** {@link #open(Path, Path, List, Workers)} with the runtime loaded by {@code load} (see {@link #open(Path, ReferenceDump, Workers, Consumer)}). */
+    public static Conformance open(Path modelDir, Path reference, List<Path> searchDirs, Workers workers, Consumer<Assembly> load) {
         if (modelDir == null || !Files.isDirectory(modelDir)) throw new IllegalArgumentException("no model directory " + modelDir);
-        ReferenceDump d = ReferenceMatch.locate(modelDir, reference, searchDirs);
-        return new Conformance(modelDir, d, workers);
+        return open(modelDir, ReferenceMatch.locate(modelDir, reference, searchDirs), workers, load);
     }
 
     /** Opens with a dump already matched (or deliberately unmatched: tests). */
     public static Conformance open(Path modelDir, ReferenceDump dump, Workers workers) {
-        return new Conformance(modelDir, dump, workers);
+        return open(modelDir, dump, workers, RESIDENT);
     }
+
+    /**
+     * Opens with the runtime loaded by {@code load} once the checkpoint is bound: {@link #RESIDENT}, or a
+     * streamed trunk and an expert cache opened on the {@link Assembly} as a run would.
+     */
+    public static Conformance open(Path modelDir, ReferenceDump dump, Workers workers, Consumer<Assembly> load) {
+        return bound(modelDir, dump, workers, load);
+    }
+
+    /** Every layer and routed expert resident. */
+    public static final Consumer<Assembly> RESIDENT = a -> a.model(true);
 
     public Path modelDir() {
         return modelDir;
@@ -232,7 +233,7 @@ public final class Conformance implements AutoCloseable {
 
     /** null when the model did not bind ({@link #bindFailure()}) or the forward was given ({@link #of}). */
     public Model model() {
-        return model;
+        return assembly == null ? null : assembly.model();
     }
 
     public BindException bindFailure() {
@@ -395,6 +396,31 @@ public final class Conformance implements AutoCloseable {
                 m.maxAbsRef(), m.budget(), m.finiteCounts());
     }
 
+    // ------------------------------------------------------------------ expert sweep
+
+    /** The dump's expert sweep (FORMAT.md §10); a dump without a complete one is a {@link Finding#REFERENCE_MISMATCH}. */
+    public synchronized ExpertSweep expertSweep() {
+        if (sweep == null) sweep = ExpertSweep.of(dump);
+        return sweep;
+    }
+
+    /** The MoE layers among {@code selection}. */
+    public List<Integer> moeLayers(List<Integer> selection) {
+        return selection.stream().filter(l -> dump.layer(l).mlp().equals("moe")).toList();
+    }
+
+    /**
+     * Every routed expert of MoE layer {@code i} on the dump's probes, through this conformance's forward (its
+     * expert source: resident, or the expert cache under a memory plan). Never throws for an expert's own faults.
+     */
+    public ExpertLayerReport experts(int i) {
+        ReferenceDump.LayerInfo info = dump.layer(i);
+        if (!info.mlp().equals("moe")) throw new IllegalArgumentException("layer " + i + " is dense: it has no routed experts");
+        if (candidate != null) throw new ConformException(Finding.MISSING_STAGE, "a candidate dump holds no expert outputs: the expert sweep runs k3j's forward on a model");
+        requireModel();
+        return expertSweep().layer(forward, i, info.kind());
+    }
+
     // ------------------------------------------------------------------ logits
 
     /**
@@ -475,7 +501,7 @@ public final class Conformance implements AutoCloseable {
 
     @Override
     public void close() {
-        if (model != null) model.close();
-        if (prefixModel != null) prefixModel.close();
+        if (assembly != null) assembly.close();
+        if (prefixAssembly != null) prefixAssembly.close();
     }
 }

@@ -15,8 +15,6 @@
  *       mmap or O_DIRECT (aligned windows; falls back with one note where refused).
  *       {@link k3j.io.Widen}: BF16, F16, F32, U8 → float32, exactly (NaN payloads kept).</li>
  *   <li>{@link k3j.io.DType}: the safetensors byte-sized dtypes; only BF16, F16, F32 and U8 widen.</li>
- *   <li>{@link k3j.io.ReleasedLayout}: the released K3's 497,052-tensor layout as sparse shards, for tests
- *       and benchmarks without the weights.</li>
  * </ul>
  * Every refusal is a {@link k3j.io.CheckpointException} naming file, tensor and rule.
  */

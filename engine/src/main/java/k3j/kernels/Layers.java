@@ -1,11 +1,10 @@
 package k3j.kernels;
 
 import java.lang.foreign.MemorySegment;
-import java.util.function.IntFunction;
 
 /**
  * Token mixers and MLPs composed from the primitives (docs/semantics.md §3.13, §3.14, §3.17, §3.18 with the
- * departures of §12), for the kernel fixtures of kind kda_layer / mla_layer / latent_moe / dense_mlp. The decoder
+ * departures of §12), for the kernel fixtures of kind kda_layer / mla_layer / dense_mlp. The decoder
  * layer (AttnRes mixes, snapshots, norms around the mixers) is the forward's job. Every step names its
  * primitive; {@code fast} selects the fast or the reference path of each primitive, with the same bits.
  */
@@ -134,50 +133,16 @@ public final class Layers {
         matmul(w, fast, out, o, tokens, l.o());
     }
 
-    // ------------------------------------------------------------------ Stable LatentMoE (§3.17)
+    // ------------------------------------------------------------------ Stable LatentMoE experts (§3.17)
+    // The LatentMoE itself is k3j.model.Forward#moe, whose routed experts come from an ExpertSource.
 
-    /** One MXFP4 matrix in both layouts: canonical (reference path) and repacked (fast path). */
+    /** One MXFP4 matrix, canonical and repacked for the batched kernel. */
     public record Mx(MemorySegment packed, MemorySegment scales, int rows, int in, Mxfp4.Repacked repacked) {
         public static Mx of(MemorySegment packed, MemorySegment scales, int rows, int in) {
             return new Mx(packed, scales, rows, in, Mxfp4.repack(packed, scales, rows, in));
-        }
-
-        void apply(Workers w, boolean fast, float[] y, float[] x) {
-            if (fast) Mxfp4.matmul(w, y, x, 1, repacked);
-            else Mxfp4.reference(y, x, 1, packed, scales, rows, in);
         }
     }
 
     /** w1 = gate, w3 = up (latent → inter), w2 = down (inter → latent). */
     public record Expert(Mx w1, Mx w3, Mx w2) {}
-
-    public record MoeWeights(Matrix gate, float[] bias, Matrix down, Matrix up, float[] norm, MlpWeights shared, IntFunction<Expert> experts,
-            int topK, boolean renormalize, float scaling, float rmsEps, float beta, float linearBeta) {}
-
-    /** y [T][E]; idx/weights [T][K] receive the routing. One token at a time, experts in top-K order. */
-    public static void moe(Workers w, boolean fast, float[] y, int[] idx, float[] weights, float[] x, int tokens, MoeWeights m) {
-        int e = m.gate().cols(), lt = m.down().rows(), k = m.topK();
-        Router.route(w, fast, idx, weights, x, tokens, m.gate(), m.bias(), k, m.renormalize(), m.scaling());
-        float[] xt = new float[e], z = new float[lt], acc = new float[lt], yt = new float[e], sh = new float[e];
-        for (int t = 0; t < tokens; t++) {
-            System.arraycopy(x, t * e, xt, 0, e);
-            matmul(w, fast, z, xt, 1, m.down());
-            java.util.Arrays.fill(acc, 0.0f);
-            for (int j = 0; j < k; j++) {
-                Expert ex = m.experts().apply(idx[t * k + j]);
-                int inter = ex.w1().rows();
-                float[] g = new float[inter], u = new float[inter], act = new float[inter], dn = new float[lt];
-                ex.w1().apply(w, fast, g, z);
-                ex.w3().apply(w, fast, u, z);
-                Activations.situGlu(act, g, u, inter, m.beta(), m.linearBeta());
-                ex.w2().apply(w, fast, dn, act);
-                float wj = weights[t * k + j];
-                for (int i = 0; i < lt; i++) acc[i] = acc[i] + wj * dn[i];
-            }
-            rmsnorm(fast, acc, acc, m.norm(), 1, lt, m.rmsEps());
-            matmul(w, fast, yt, acc, 1, m.up());
-            mlp(w, fast, sh, xt, 1, m.shared());
-            for (int i = 0; i < e; i++) y[t * e + i] = yt[i] + sh[i];
-        }
-    }
 }

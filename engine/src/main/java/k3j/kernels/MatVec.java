@@ -5,7 +5,6 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
-import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -26,8 +25,6 @@ public final class MatVec {
     private MatVec() {}
 
     static final VectorSpecies<Double> D = DoubleVector.SPECIES_256;
-    static final VectorSpecies<Short> S64 = ShortVector.SPECIES_64;
-    static final VectorSpecies<Integer> I128 = IntVector.SPECIES_128;
     static final VectorSpecies<Float> F128 = FloatVector.SPECIES_128;
     static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 

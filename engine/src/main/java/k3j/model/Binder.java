@@ -1,5 +1,8 @@
 package k3j.model;
 
+import static k3j.cache.ExpertPart.*;
+import static k3j.model.LayerTensor.*;
+
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -48,62 +51,66 @@ public final class Binder {
             return new Want(name, Storage.VECTOR, new long[] {n}, n);
         }
 
-        /** A vector of which only the first {@code take} elements are used (A_log: one per head of a padded tensor). */
-        static Want prefix(String name, long take) {
-            return new Want(name, Storage.VECTOR, null, take);
+        static Want expert(ExpertPart part, long rows, long cols) {
+            return new Want(part.suffix(), Storage.EXPERT_BYTES, new long[] {rows, cols}, rows * cols);
         }
 
-        static Want expert(String name, long rows, long cols) {
-            return new Want(name, Storage.EXPERT_BYTES, new long[] {rows, cols}, rows * cols);
+        static Want matrix(LayerTensor t, long rows, long cols) {
+            return matrix(t.suffix(), rows, cols);
+        }
+
+        static Want vector(LayerTensor t, long n) {
+            return vector(t.suffix(), n);
+        }
+
+        /** A vector of which only the first {@code take} elements are used (A_log: one per head of a padded tensor). */
+        static Want prefix(LayerTensor t, long take) {
+            return new Want(t.suffix(), Storage.VECTOR, null, take);
         }
     }
 
-    /** The suffixes a layer needs (after {@code language_model.model.layers.<L>.}), per docs/semantics.md §2.5. */
+    /** The tensors a layer needs ({@link LayerTensor}), per docs/semantics.md §2.5: storage and shape. */
     static List<Want> layerTable(ModelConfig c, int layer) {
         long e = c.hiddenSize();
         List<Want> w = new ArrayList<>();
-        for (String s : List.of("input_layernorm.weight", "post_attention_layernorm.weight", "self_attention_res_norm.weight",
-                "self_attention_res_proj.weight", "mlp_res_norm.weight", "mlp_res_proj.weight")) {
-            w.add(Want.vector(s, e));
-        }
+        for (LayerTensor t : List.of(INPUT_NORM, POST_ATTENTION_NORM, ATTN_RES_NORM, ATTN_RES_PROJ, MLP_RES_NORM, MLP_RES_PROJ)) w.add(Want.vector(t, e));
         if (c.layerKind(layer) == LayerKind.KDA) {
             long p = c.kdaWidth(), d = c.kdaHeadDim(), h = c.kdaHeads(), k = c.shortConvKernel();
-            for (String s : List.of("q_proj", "k_proj", "v_proj", "g_proj")) w.add(Want.matrix("self_attn." + s + ".weight", p, e));
-            w.add(Want.matrix("self_attn.o_proj.weight", e, p));
-            for (String s : List.of("q_conv1d", "k_conv1d", "v_conv1d")) w.add(Want.vector("self_attn." + s + ".weight", p * k));
-            w.add(Want.matrix("self_attn.f_a_proj.weight", d, e));
-            w.add(Want.matrix("self_attn.f_b_proj.weight", p, d));
-            w.add(Want.matrix("self_attn.b_proj.weight", h, e));
-            w.add(Want.prefix("self_attn.A_log", h));
-            w.add(Want.vector("self_attn.dt_bias", p));
-            w.add(Want.vector("self_attn.o_norm.weight", d));
+            for (LayerTensor t : List.of(KDA_Q, KDA_K, KDA_V, KDA_G)) w.add(Want.matrix(t, p, e));
+            w.add(Want.matrix(KDA_O, e, p));
+            for (LayerTensor t : List.of(KDA_Q_CONV, KDA_K_CONV, KDA_V_CONV)) w.add(Want.vector(t, p * k));
+            w.add(Want.matrix(KDA_F_A, d, e));
+            w.add(Want.matrix(KDA_F_B, p, d));
+            w.add(Want.matrix(KDA_B, h, e));
+            w.add(Want.prefix(KDA_A_LOG, h));
+            w.add(Want.vector(KDA_DT_BIAS, p));
+            w.add(Want.vector(KDA_O_NORM, d));
         } else {
             long hm = c.mlaHeads(), ql = c.qLoraRank(), kvl = c.kvLoraRank();
-            w.add(Want.matrix("self_attn.q_a_proj.weight", ql, e));
-            w.add(Want.vector("self_attn.q_a_layernorm.weight", ql));
-            w.add(Want.matrix("self_attn.q_b_proj.weight", hm * c.mlaQkHeadDim(), ql));
-            w.add(Want.matrix("self_attn.kv_a_proj_with_mqa.weight", c.mlaKvAWidth(), e));
-            w.add(Want.vector("self_attn.kv_a_layernorm.weight", kvl));
-            w.add(Want.matrix("self_attn.kv_b_proj.weight", hm * c.mlaKvHeadDim(), kvl));
-            w.add(Want.matrix("self_attn.o_proj.weight", e, hm * c.vHeadDim()));
-            if (c.mlaOutputGate()) w.add(Want.matrix("self_attn.g_proj.weight", hm * c.vHeadDim(), e));
+            w.add(Want.matrix(MLA_Q_A, ql, e));
+            w.add(Want.vector(MLA_Q_A_NORM, ql));
+            w.add(Want.matrix(MLA_Q_B, hm * c.mlaQkHeadDim(), ql));
+            w.add(Want.matrix(MLA_KV_A, c.mlaKvAWidth(), e));
+            w.add(Want.vector(MLA_KV_A_NORM, kvl));
+            w.add(Want.matrix(MLA_KV_B, hm * c.mlaKvHeadDim(), kvl));
+            w.add(Want.matrix(MLA_O, e, hm * c.vHeadDim()));
+            if (c.mlaOutputGate()) w.add(Want.matrix(MLA_G, hm * c.vHeadDim(), e));
         }
         if (c.mlpKind(layer) == MlpKind.DENSE) {
             long di = c.denseIntermediate();
-            w.add(Want.matrix("mlp.gate_proj.weight", di, e));
-            w.add(Want.matrix("mlp.up_proj.weight", di, e));
-            w.add(Want.matrix("mlp.down_proj.weight", e, di));
+            w.add(Want.matrix(DENSE_GATE, di, e));
+            w.add(Want.matrix(DENSE_UP, di, e));
+            w.add(Want.matrix(DENSE_DOWN, e, di));
         } else {
             long n = c.expertCount(), lt = c.latentSize(), si = c.sharedIntermediate();
-            String m = "block_sparse_moe.";
-            w.add(Want.matrix(m + "gate.weight", n, e));
-            w.add(Want.vector(m + "gate.e_score_correction_bias", n));
-            w.add(Want.matrix(m + "routed_expert_down_proj.weight", lt, e));
-            w.add(Want.matrix(m + "routed_expert_up_proj.weight", e, lt));
-            w.add(Want.vector(m + "routed_expert_norm.weight", lt));
-            w.add(Want.matrix(m + "shared_experts.gate_proj.weight", si, e));
-            w.add(Want.matrix(m + "shared_experts.up_proj.weight", si, e));
-            w.add(Want.matrix(m + "shared_experts.down_proj.weight", e, si));
+            w.add(Want.matrix(MOE_ROUTER, n, e));
+            w.add(Want.vector(MOE_ROUTER_BIAS, n));
+            w.add(Want.matrix(MOE_LATENT_DOWN, lt, e));
+            w.add(Want.matrix(MOE_LATENT_UP, e, lt));
+            w.add(Want.vector(MOE_LATENT_NORM, lt));
+            w.add(Want.matrix(MOE_SHARED_GATE, si, e));
+            w.add(Want.matrix(MOE_SHARED_UP, si, e));
+            w.add(Want.matrix(MOE_SHARED_DOWN, e, si));
         }
         return w;
     }
@@ -112,9 +119,9 @@ public final class Binder {
     static List<Want> expertTable(ModelConfig c) {
         long i = c.moeIntermediate(), lt = c.latentSize(), g = ModelConfig.MXFP4_GROUP_SIZE;
         return List.of(
-                Want.expert("w1.weight_packed", i, lt / 2), Want.expert("w1.weight_scale", i, (lt + g - 1) / g),
-                Want.expert("w2.weight_packed", lt, i / 2), Want.expert("w2.weight_scale", lt, (i + g - 1) / g),
-                Want.expert("w3.weight_packed", i, lt / 2), Want.expert("w3.weight_scale", i, (lt + g - 1) / g));
+                Want.expert(W1_PACKED, i, lt / 2), Want.expert(W1_SCALE, i, (lt + g - 1) / g),
+                Want.expert(W2_PACKED, lt, i / 2), Want.expert(W2_SCALE, lt, (i + g - 1) / g),
+                Want.expert(W3_PACKED, i, lt / 2), Want.expert(W3_SCALE, i, (lt + g - 1) / g));
     }
 
     static List<Want> modelTable(ModelConfig c) {
@@ -246,7 +253,7 @@ public final class Binder {
         if (c.mlpKind(l) == MlpKind.MOE) {
             List<Want> parts = expertTable(c);
             for (int m = 0; m < c.expertCount(); m++) {
-                ExpertLocation loc = expert(index, base + "block_sparse_moe.experts." + m + ".", parts, problems);
+                ExpertLocation loc = expert(index, base + LayerTensor.expert(m), parts, problems);
                 if (loc != null) experts.add(loc);
             }
         }

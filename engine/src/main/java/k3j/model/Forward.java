@@ -281,9 +281,11 @@ public final class Forward {
      * selected experts ONCE each and apply each to all (token, slot) pairs that chose it (batched MXFP4);
      * then per token sum the contributions in the ORIGINAL top-K order — the same bits as one token at a time.
      * A failed expert load is counted, its slots stay zero, and the layer fails after the loop.
+     * The one LatentMoE of the engine: the decoder layer runs it, and so does the kernel gate's latent_moe fixture.
+     * y [T][E]; idx / wts [T][K] receive the routing; x [T][E] is the normed MLP input.
      */
-    void moe(int layer, Mlp.LatentMoe m, float[] y, int[] idx, float[] wts, float[] x, int t) {
-        int e = c.hiddenSize(), k = m.topK(), lt = m.latent(), inter = m.intermediate();
+    public void moe(int layer, Mlp.LatentMoe m, float[] y, int[] idx, float[] wts, float[] x, int t) {
+        int e = m.gate().cols(), k = m.topK(), lt = m.latent(), inter = m.intermediate();
         Router.route(workers, true, idx, wts, x, t, m.gate(), m.bias(), k, m.renormalize(), m.scaling());
         float[] z = new float[t * lt];
         MatVec.matmul(workers, z, x, t, m.down());
@@ -298,7 +300,7 @@ public final class Forward {
             for (var entry : union.entrySet()) {
                 Layers.Expert ex;
                 try {
-                    ex = kernelExpert(layer, entry.getKey(), m);
+                    ex = kernelExpert(layer, entry.getKey());
                 } catch (ExpertLoadException fail) {
                     drops.incrementAndGet();
                     if (firstFailure == null) firstFailure = fail.getMessage();
@@ -309,11 +311,8 @@ public final class Forward {
                 int n = slots.size();
                 float[] zs = new float[n * lt];
                 for (int s = 0; s < n; s++) System.arraycopy(z, (slots.get(s) / k) * lt, zs, s * lt, lt);
-                float[] g = new float[n * inter], u = new float[n * inter], act = new float[n * inter], dn = new float[n * lt];
-                Mxfp4.matmul(workers, g, zs, n, ex.w1().repacked());
-                Mxfp4.matmul(workers, u, zs, n, ex.w3().repacked());
-                Activations.situGlu(act, g, u, n * inter, m.beta(), m.linearBeta());
-                Mxfp4.matmul(workers, dn, act, n, ex.w2().repacked());
+                float[] g = new float[n * inter], u = new float[n * inter], dn = new float[n * lt];
+                expert(ex, zs, n, g, u, dn);
                 for (int s = 0; s < n; s++) System.arraycopy(dn, s * lt, contrib, slots.get(s) * lt, lt);
             }
         }
@@ -334,8 +333,53 @@ public final class Forward {
         for (int i = 0; i < t * e; i++) y[i] = y[i] + sh[i];
     }
 
-    private Layers.Expert kernelExpert(int layer, int expert, Mlp.LatentMoe m) throws ExpertLoadException {
-        long key = (long) layer * m.experts() + expert;
+    /** One routed expert on n latent rows zs [n][Lt]: g = w1·z, u = w3·z [n][I], dn = w2·situ(g, u) [n][Lt]. */
+    private void expert(Layers.Expert ex, float[] zs, int n, float[] g, float[] u, float[] dn) {
+        float[] act = new float[g.length];
+        Mxfp4.matmul(workers, g, zs, n, ex.w1().repacked());
+        Mxfp4.matmul(workers, u, zs, n, ex.w3().repacked());
+        Activations.situGlu(act, g, u, g.length, c.situBeta(), c.situLinearBeta());
+        Mxfp4.matmul(workers, dn, act, n, ex.w2().repacked());
+    }
+
+    /**
+     * One routed expert's outputs on n probe rows (the expert sweep, reference-dumps/FORMAT.md §10), through the
+     * same expert source, repacking and kernels as the MoE: w1 = w1·z, w3 = w3·z [n][I]; out = w2·situ(w1·z, w3·z)
+     * [n][Lt]; w2 = w2·v [n][Lt] for probes v [n][I] of the intermediate space (w2 alone).
+     */
+    public record ExpertProbe(float[] w1, float[] w3, float[] w2, float[] out) {}
+
+    /** {@link ExpertProbe} of (layer, expert) for latent probes z [n][Lt] and intermediate probes v [n][I]. */
+    public ExpertProbe probeExpert(int layer, int expert, float[] z, float[] v, int n) throws ExpertLoadException {
+        int lt = c.latentSize(), inter = c.moeIntermediate();
+        if (z.length != n * lt || v.length != n * inter) {
+            throw new IllegalArgumentException("probes of " + z.length + " and " + v.length + " floats, " + n + " x " + lt + " and " + n + " x " + inter + " expected");
+        }
+        Layers.Expert ex = kernelExpert(layer, expert);
+        float[] g = new float[n * inter], u = new float[n * inter], dn = new float[n * lt], w2 = new float[n * lt];
+        expert(ex, z, n, g, u, dn);
+        Mxfp4.matmul(workers, w2, v, n, ex.w2().repacked());
+        return new ExpertProbe(g, u, w2, dn);
+    }
+
+    /**
+     * Whether every packed FP4 code of (layer, expert) is +0, read through the same expert source: its outputs are
+     * exactly 0 for any scale (a sparse hole of a test fixture). The expert sweep skips the kernels for such an
+     * expert; a real expert always runs them.
+     */
+    public boolean expertCodesAllZero(int layer, int expert) throws ExpertLoadException {
+        ResidentExpert r = experts.get(layer, expert);
+        for (ExpertPart p : new ExpertPart[] {ExpertPart.W1_PACKED, ExpertPart.W3_PACKED, ExpertPart.W2_PACKED}) {
+            java.lang.foreign.MemorySegment b = r.part(p);
+            long n = b.byteSize(), i = 0;
+            for (; i + 8 <= n; i += 8) if (b.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, i) != 0) return false;
+            for (; i < n; i++) if (b.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i) != 0) return false;
+        }
+        return true;
+    }
+
+    private Layers.Expert kernelExpert(int layer, int expert) throws ExpertLoadException {
+        long key = (long) layer * c.expertCount() + expert;
         if (memoize) {
             Layers.Expert ex = kernelExperts.get(key);
             if (ex != null) {
@@ -344,7 +388,7 @@ public final class Forward {
             }
         }
         ResidentExpert r = experts.get(layer, expert);
-        int lt = m.latent(), inter = m.intermediate();
+        int lt = c.latentSize(), inter = c.moeIntermediate();
         Layers.Expert ex;
         try {
             ex = new Layers.Expert(Layers.Mx.of(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt),

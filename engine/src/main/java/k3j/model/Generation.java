@@ -12,12 +12,6 @@ import k3j.kernels.Argmax;
  */
 public record Generation(int[] prompt, int[] generated, List<float[]> stepLogits, double[] stepSeconds) {
 
-    public int[] fullIds() {
-        int[] all = Arrays.copyOf(prompt, prompt.length + generated.length);
-        System.arraycopy(generated, 0, all, prompt.length, generated.length);
-        return all;
-    }
-
     public double seconds() {
         return Arrays.stream(stepSeconds).sum();
     }

@@ -23,11 +23,11 @@ public final class Model implements AutoCloseable {
 
     private final boolean residentLayers;
 
-    private Model(ModelConfig config, CheckpointIndex index, int layers, boolean residentLayers) {
-        this.config = config;
-        this.index = index;
+    private Model(ModelBinding binding, boolean residentLayers) {
+        this.config = binding.config();
+        this.index = binding.index();
         this.residentLayers = residentLayers;
-        this.binding = Binder.bind(index, config, layers);
+        this.binding = binding;
         this.weights = new WeightLoader(reader, arena).load(binding, residentLayers);
         this.experts = new CheckpointExperts(binding, reader);
     }
@@ -52,7 +52,12 @@ public final class Model implements AutoCloseable {
      * streamed trunk ({@link #forward(Workers, k3j.cache.ExpertSource, k3j.trunk.TrunkSource)}).
      */
     public static Model open(CheckpointIndex index, ModelConfig config, int layers, boolean residentLayers) {
-        return new Model(config, index, layers < 0 ? config.layerCount() : layers, residentLayers);
+        return of(Binder.bind(index, config, layers < 0 ? config.layerCount() : layers), residentLayers);
+    }
+
+    /** A binding already made (see {@link Assembly}: a checkpoint is bound once). */
+    public static Model of(ModelBinding binding, boolean residentLayers) {
+        return new Model(binding, residentLayers);
     }
 
     public ModelConfig config() {

@@ -1,5 +1,7 @@
 package k3j.model;
 
+import static k3j.model.LayerTensor.*;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -47,6 +49,27 @@ public final class WeightLoader {
 
         /** Widened to float; the first {@code take} elements (−1 = all). */
         float[] vector(String suffix, int take);
+
+        default Matrix matrix(LayerTensor t) {
+            return matrix(t.suffix());
+        }
+
+        default float[] vector(LayerTensor t, int take) {
+            return vector(t.suffix(), take);
+        }
+
+        default float[] vector(LayerTensor t) {
+            return vector(t.suffix(), -1);
+        }
+    }
+
+    /** A LatentMoE layer's hyperparameters: the config's, or those a kernel fixture states. */
+    public record MoeParams(int experts, int topK, int latent, int intermediate, boolean renormalize, boolean latentNorm, float scaling,
+                            float rmsEps, float beta, float linearBeta) {
+        public static MoeParams of(ModelConfig c) {
+            return new MoeParams(c.expertCount(), c.topK(), c.latentSize(), c.moeIntermediate(), c.moeRenormalize(), c.latentNorm(),
+                    c.routedScalingFactor(), c.rmsNormEps(), c.situBeta(), c.situLinearBeta());
+        }
     }
 
     LayerWeights layer(ModelConfig c, LayerBinding l) {
@@ -64,43 +87,44 @@ public final class WeightLoader {
     }
 
     /**
-     * The kernel arguments of layer {@code index} from its tensors by checkpoint suffix (docs/semantics.md §2.5): the ONE
-     * place that says which tensor feeds which argument.
+     * The kernel arguments of layer {@code index} from its tensors ({@link LayerTensor}, docs/semantics.md §2.5):
+     * with {@link #kda}, {@link #mla}, {@link #dense} and {@link #latentMoe}, the ONE place that says which
+     * tensor feeds which argument.
      */
     public static LayerWeights layer(ModelConfig c, int index, LayerTensors l) {
         float eps = c.rmsNormEps();
-        TokenMixer mixer;
-        if (c.layerKind(index) == LayerKind.KDA) {
-            mixer = new TokenMixer.Kda(new Layers.KdaWeights(
-                    l.matrix("self_attn.q_proj.weight"), l.matrix("self_attn.k_proj.weight"), l.matrix("self_attn.v_proj.weight"),
-                    l.matrix("self_attn.b_proj.weight"), l.matrix("self_attn.f_a_proj.weight"), l.matrix("self_attn.f_b_proj.weight"),
-                    l.matrix("self_attn.g_proj.weight"), l.matrix("self_attn.o_proj.weight"),
-                    l.vector("self_attn.q_conv1d.weight", -1), l.vector("self_attn.k_conv1d.weight", -1), l.vector("self_attn.v_conv1d.weight", -1),
-                    l.vector("self_attn.A_log", c.kdaHeads()), l.vector("self_attn.dt_bias", -1), l.vector("self_attn.o_norm.weight", -1),
-                    c.kdaHeads(), c.kdaHeadDim(), c.shortConvKernel(), c.gateLowerBound(), eps));
-        } else {
-            mixer = new TokenMixer.Mla(new Layers.MlaWeights(
-                    l.matrix("self_attn.q_a_proj.weight"), l.vector("self_attn.q_a_layernorm.weight", -1), l.matrix("self_attn.q_b_proj.weight"),
-                    l.matrix("self_attn.kv_a_proj_with_mqa.weight"), l.vector("self_attn.kv_a_layernorm.weight", -1), l.matrix("self_attn.kv_b_proj.weight"),
-                    c.mlaOutputGate() ? l.matrix("self_attn.g_proj.weight") : null, l.matrix("self_attn.o_proj.weight"),
-                    c.mlaHeads(), c.qkNopeHeadDim(), c.qkRopeHeadDim(), c.vHeadDim()));
-        }
-        Mlp mlp;
-        if (c.mlpKind(index) == MlpKind.DENSE) {
-            mlp = new Mlp.Dense(new Layers.MlpWeights(l.matrix("mlp.gate_proj.weight"), l.matrix("mlp.up_proj.weight"), l.matrix("mlp.down_proj.weight"),
-                    c.situBeta(), c.situLinearBeta()));
-        } else {
-            String s = "block_sparse_moe.";
-            mlp = new Mlp.LatentMoe(l.matrix(s + "gate.weight"), l.vector(s + "gate.e_score_correction_bias", -1),
-                    l.matrix(s + "routed_expert_down_proj.weight"), l.matrix(s + "routed_expert_up_proj.weight"), l.vector(s + "routed_expert_norm.weight", -1),
-                    new Layers.MlpWeights(l.matrix(s + "shared_experts.gate_proj.weight"), l.matrix(s + "shared_experts.up_proj.weight"),
-                            l.matrix(s + "shared_experts.down_proj.weight"), c.situBeta(), c.situLinearBeta()),
-                    c.expertCount(), c.topK(), c.latentSize(), c.moeIntermediate(), c.moeRenormalize(), c.latentNorm(),
-                    c.routedScalingFactor(), eps, c.situBeta(), c.situLinearBeta());
-        }
-        return new LayerWeights(index, c.isAttnResBoundary(index), l.vector("input_layernorm.weight", -1), l.vector("post_attention_layernorm.weight", -1),
-                AttnRes.fold(l.vector("self_attention_res_norm.weight", -1), l.vector("self_attention_res_proj.weight", -1)),
-                AttnRes.fold(l.vector("mlp_res_norm.weight", -1), l.vector("mlp_res_proj.weight", -1)), mixer, mlp);
+        TokenMixer mixer = c.layerKind(index) == LayerKind.KDA
+                ? new TokenMixer.Kda(kda(l, c.kdaHeads(), c.kdaHeadDim(), c.shortConvKernel(), c.gateLowerBound(), eps))
+                : new TokenMixer.Mla(mla(l, c.mlaHeads(), c.qkNopeHeadDim(), c.qkRopeHeadDim(), c.vHeadDim(), c.mlaOutputGate()));
+        Mlp mlp = c.mlpKind(index) == MlpKind.DENSE ? new Mlp.Dense(dense(l, c.situBeta(), c.situLinearBeta())) : latentMoe(l, MoeParams.of(c));
+        return new LayerWeights(index, c.isAttnResBoundary(index), l.vector(INPUT_NORM), l.vector(POST_ATTENTION_NORM),
+                AttnRes.fold(l.vector(ATTN_RES_NORM), l.vector(ATTN_RES_PROJ)), AttnRes.fold(l.vector(MLP_RES_NORM), l.vector(MLP_RES_PROJ)), mixer, mlp);
+    }
+
+    /** A KDA token mixer; A_log keeps its first {@code heads} entries. */
+    public static Layers.KdaWeights kda(LayerTensors l, int heads, int headDim, int convKernel, float lowerBound, float eps) {
+        return new Layers.KdaWeights(l.matrix(KDA_Q), l.matrix(KDA_K), l.matrix(KDA_V), l.matrix(KDA_B), l.matrix(KDA_F_A), l.matrix(KDA_F_B),
+                l.matrix(KDA_G), l.matrix(KDA_O), l.vector(KDA_Q_CONV), l.vector(KDA_K_CONV), l.vector(KDA_V_CONV),
+                l.vector(KDA_A_LOG, heads), l.vector(KDA_DT_BIAS), l.vector(KDA_O_NORM), heads, headDim, convKernel, lowerBound, eps);
+    }
+
+    /** A gated MLA token mixer ({@code outputGate} false: no g_proj). */
+    public static Layers.MlaWeights mla(LayerTensors l, int heads, int nope, int rope, int value, boolean outputGate) {
+        return new Layers.MlaWeights(l.matrix(MLA_Q_A), l.vector(MLA_Q_A_NORM), l.matrix(MLA_Q_B), l.matrix(MLA_KV_A), l.vector(MLA_KV_A_NORM),
+                l.matrix(MLA_KV_B), outputGate ? l.matrix(MLA_G) : null, l.matrix(MLA_O), heads, nope, rope, value);
+    }
+
+    /** The dense SiTU MLP. */
+    public static Layers.MlpWeights dense(LayerTensors l, float beta, float linearBeta) {
+        return new Layers.MlpWeights(l.matrix(DENSE_GATE), l.matrix(DENSE_UP), l.matrix(DENSE_DOWN), beta, linearBeta);
+    }
+
+    /** Stable LatentMoE without its routed experts (those come from an {@link k3j.cache.ExpertSource}). */
+    public static Mlp.LatentMoe latentMoe(LayerTensors l, MoeParams p) {
+        return new Mlp.LatentMoe(l.matrix(MOE_ROUTER), l.vector(MOE_ROUTER_BIAS), l.matrix(MOE_LATENT_DOWN), l.matrix(MOE_LATENT_UP),
+                l.vector(MOE_LATENT_NORM), new Layers.MlpWeights(l.matrix(MOE_SHARED_GATE), l.matrix(MOE_SHARED_UP), l.matrix(MOE_SHARED_DOWN),
+                        p.beta(), p.linearBeta()),
+                p.experts(), p.topK(), p.latent(), p.intermediate(), p.renormalize(), p.latentNorm(), p.scaling(), p.rmsEps(), p.beta(), p.linearBeta());
     }
 
     /** BF16 / F32 mapped in place; F16 widened to an F32 matrix (the binder refused every other dtype). */

@@ -116,10 +116,4 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
                         + "Options: a larger box, a smaller --cache-gb or --trunk-gb (or --preset auto), or fewer --layers.",
                 Human.bytes(total()), Human.bytes(avail), Human.bytes(total() - avail))));
     }
-
-    /** The end-of-run line (docs/semantics.md §7.6 item 3), or null when VmHWM is not readable. */
-    public static String peakRssLine() {
-        var peak = MemInfo.peakRss();
-        return peak.isEmpty() ? null : "PEAK RSS for the whole run: " + Human.bytes(peak.getAsLong()) + "   <- quote this, not the plan";
-    }
 }

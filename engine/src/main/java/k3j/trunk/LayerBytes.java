@@ -8,27 +8,24 @@ import k3j.io.TensorInfo;
 /**
  * One layer's trunk run in memory, from {@link TrunkSource#acquire}: its tensors by their checkpoint
  * names (e.g. {@code language_model.model.layers.5.self_attn.q_proj.weight}) as read-only segments of the
- * checkpoint's raw bytes (little-endian, the dtype the manifest gives), plus a widen area the binder may
- * use as scratch for this layer. Valid until {@link #close} / {@link TrunkSource#release}.
+ * checkpoint's raw bytes (little-endian, the dtype the manifest gives). Valid until {@link #close} / {@link TrunkSource#release}.
  */
 public final class LayerBytes implements AutoCloseable {
     private final TrunkSource owner;
     private final TrunkManifest.Layer layer;
     private final Path bin;
     private final MemorySegment run;
-    private final MemorySegment widen;
     private final boolean pinned;
     private final int slot;
     final Runnable invalidate;
     boolean released;
 
-    LayerBytes(TrunkSource owner, TrunkManifest.Layer layer, Path bin, MemorySegment buffer, long widenBytes, boolean pinned,
+    LayerBytes(TrunkSource owner, TrunkManifest.Layer layer, Path bin, MemorySegment buffer, boolean pinned,
                int slot, Runnable invalidate) {
         this.owner = owner;
         this.layer = layer;
         this.bin = bin;
         this.run = buffer.asSlice(0, layer.nbytes()).asReadOnly();
-        this.widen = buffer.asSlice(layer.padded(), widenBytes);
         this.pinned = pinned;
         this.slot = slot;
         this.invalidate = invalidate;
@@ -51,11 +48,6 @@ public final class LayerBytes implements AutoCloseable {
     /** The whole run: {@code nbytes} bytes, read-only. */
     public MemorySegment run() {
         return run;
-    }
-
-    /** Scratch for widening this layer's BF16 tensors (docs/semantics.md §2.6), writable, as long as the layer is held. */
-    public MemorySegment widenArea() {
-        return widen;
     }
 
     /** The manifest's tensors of this layer, by name (offsets relative to the run). */

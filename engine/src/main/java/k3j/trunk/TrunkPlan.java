@@ -18,7 +18,7 @@ import k3j.plan.Human;
  * slot from 2.37 GB to 1.29 GB. A layer that does not fit is skipped and smaller ones are still tried.
  * {@link Order#PREFIX} (env {@code K3_PIN_PREFIX}) pins 0, 1, 2, ... and stops at the first that does not
  * fit: the README's older rule, kept for A/B runs. Measured on the released layout (TrunkPlanTest.ladder, ring 2,
- * K3 widen area), GB streamed per token, largest first vs prefix: 6 GB budget 107.95 vs 108.79 (only largest
+ * when each slot and pinned layer also held a 25.9 MB widen area, since removed), GB streamed per token, largest first vs prefix: 6 GB budget 107.95 vs 108.79 (only largest
  * first pins anything), 16 GB 96.31 vs 95.89, 32 GB 80.26 vs 80.68, 60 GB 53.22 vs 52.80, 110 GB 3.38 vs 4.22
  * (largest first streams through 0.87 GB slots instead of 1.29 GB): within 0.4 GB either way in the middle,
  * clearly better at both ends. Both are fixed points, not optima (see the test for a case neither finds).
@@ -29,13 +29,12 @@ import k3j.plan.Human;
  * @param budget     the trunk budget in bytes
  * @param ringWanted the ring depth asked for (clamped to 1..8)
  * @param ring       the ring depth granted: fewer when the budget cannot hold ringWanted slots (never below 1)
- * @param slotBytes  bytes per ring slot: the largest unpinned run rounded up to 4096, plus the widen area
- * @param widenBytes the per-slot widen area (docs/semantics.md §2.6; K3 25,888,768 bytes), also added to each pinned layer
+ * @param slotBytes  bytes per ring slot: the largest unpinned run rounded up to 4096
  * @param pinned     pinned[L]: layer L has its own buffer
- * @param pinnedBytes Σ over pinned layers of (run rounded up to 4096 + widen)
+ * @param pinnedBytes Σ over pinned layers of their runs rounded up to 4096
  * @param passes     fixed-point passes taken (at most {@value #MAX_PASSES})
  */
-public record TrunkPlan(long budget, int ringWanted, int ring, long slotBytes, long widenBytes, Order order,
+public record TrunkPlan(long budget, int ringWanted, int ring, long slotBytes, Order order,
                         boolean[] pinned, long pinnedBytes, long[] runBytes, int passes) {
     public static final int MAX_PASSES = 8;
     public static final int MAX_RING = 8;
@@ -43,10 +42,10 @@ public record TrunkPlan(long budget, int ringWanted, int ring, long slotBytes, l
     public enum Order { LARGEST_FIRST, PREFIX }
 
     /** Plans a budget over runs of {@code runBytes[L]} bytes. */
-    public static TrunkPlan of(long[] runBytes, long budget, int ringWanted, long widenBytes, Order order) {
+    public static TrunkPlan of(long[] runBytes, long budget, int ringWanted, Order order) {
         int n = runBytes.length;
         if (n == 0) throw new IllegalArgumentException("no layers to plan");
-        if (budget < 0 || widenBytes < 0) throw new IllegalArgumentException("negative budget or widen area");
+        if (budget < 0) throw new IllegalArgumentException("negative budget");
         int want = ringWanted <= 0 ? 2 : Math.min(ringWanted, MAX_RING);
         Integer[] walk = new Integer[n];
         for (int i = 0; i < n; i++) walk[i] = i;
@@ -60,14 +59,14 @@ public record TrunkPlan(long budget, int ringWanted, int ring, long slotBytes, l
             long big = -1;
             for (int i = 0; i < n; i++) if (!chosen[i]) big = Math.max(big, runBytes[i]);
             if (big < 0) big = runBytes[n - 1];
-            long newSlot = TrunkManifest.roundUp(TrunkManifest.roundUp(big, TrunkManifest.ALIGN) + widenBytes, TrunkManifest.ALIGN);
+            long newSlot = TrunkManifest.roundUp(big, TrunkManifest.ALIGN);
             ring = want;
             while (ring > 1 && (double) ring * newSlot > budget) ring--;
             boolean[] next = new boolean[n];
             spent = ring * newSlot;
             int newCount = 0;
             for (int i : walk) {
-                long need = TrunkManifest.roundUp(runBytes[i], TrunkManifest.ALIGN) + widenBytes;
+                long need = TrunkManifest.roundUp(runBytes[i], TrunkManifest.ALIGN);
                 if (spent + need <= budget) {
                     next[i] = true;
                     spent += need;
@@ -82,7 +81,7 @@ public record TrunkPlan(long budget, int ringWanted, int ring, long slotBytes, l
             chosen = next;
             if (converged) break;
         }
-        return new TrunkPlan(budget, want, ring, slot, widenBytes, order, chosen, spent - ring * slot, runBytes.clone(), passes);
+        return new TrunkPlan(budget, want, ring, slot, order, chosen, spent - ring * slot, runBytes.clone(), passes);
     }
 
     /** The order K3_PIN_PREFIX selects. */

@@ -26,7 +26,6 @@ public final class TrunkStream implements TrunkSource {
     /**
      * @param budgetBytes the trunk budget (--trunk-gb × 1e9)
      * @param ring        ring slots wanted (--trunk-ring; 0 means 2, clamped to 1..8)
-     * @param widenBytes  per-layer widen area after each run (docs/semantics.md §2.6; 0 when the binder needs none)
      * @param order       pinning order
      * @param direct      try O_DIRECT
      * @param hugeAlign   2 MiB-aligned buffers (K3_NOHUGE turns it off; no numeric effect)
@@ -34,39 +33,36 @@ public final class TrunkStream implements TrunkSource {
      * @param layers      layers the forward walks, 0..layers-1 (--layers N); 0 means all the trunk has
      * @param verifyCrc   check every read layer's CRC-32C against the manifest (pinned layers once, ring slots on every read)
      */
-    public record Options(long budgetBytes, int ring, long widenBytes, TrunkPlan.Order order, boolean direct,
+    public record Options(long budgetBytes, int ring, TrunkPlan.Order order, boolean direct,
                          boolean hugeAlign, Consumer<String> notes, int layers, boolean verifyCrc) {
         public static Options budget(long bytes) {
-            return new Options(bytes, 2, 0, TrunkPlan.orderFromEnvironment(), true, System.getenv("K3_NOHUGE") == null,
+            return new Options(bytes, 2, TrunkPlan.orderFromEnvironment(), true, System.getenv("K3_NOHUGE") == null,
                     s -> System.err.println("k3: note: " + s), 0, true);
         }
 
         public Options withRing(int r) {
-            return new Options(budgetBytes, r, widenBytes, order, direct, hugeAlign, notes, layers, verifyCrc);
-        }
-
-        public Options withWiden(long w) {
-            return new Options(budgetBytes, ring, w, order, direct, hugeAlign, notes, layers, verifyCrc);
+            return new Options(budgetBytes, r, order, direct, hugeAlign, notes, layers, verifyCrc);
         }
 
         public Options withOrder(TrunkPlan.Order o) {
-            return new Options(budgetBytes, ring, widenBytes, o, direct, hugeAlign, notes, layers, verifyCrc);
+            return new Options(budgetBytes, ring, o, direct, hugeAlign, notes, layers, verifyCrc);
         }
 
         public Options withDirect(boolean d) {
-            return new Options(budgetBytes, ring, widenBytes, order, d, hugeAlign, notes, layers, verifyCrc);
+            return new Options(budgetBytes, ring, order, d, hugeAlign, notes, layers, verifyCrc);
         }
 
         public Options withNotes(Consumer<String> n) {
-            return new Options(budgetBytes, ring, widenBytes, order, direct, hugeAlign, n, layers, verifyCrc);
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, n, layers, verifyCrc);
         }
 
         public Options withLayers(int l) {
-            return new Options(budgetBytes, ring, widenBytes, order, direct, hugeAlign, notes, l, verifyCrc);
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, l, verifyCrc);
         }
 
+        /** Check every read layer's CRC-32C against trunk.json (pinned layers once, ring slots on every read). */
         public Options withVerifyCrc(boolean v) {
-            return new Options(budgetBytes, ring, widenBytes, order, direct, hugeAlign, notes, layers, v);
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, layers, v);
         }
     }
 
@@ -165,7 +161,7 @@ public final class TrunkStream implements TrunkSource {
                     + options.layers() + " requested");
         }
         if (options.layers() > 0) runs = java.util.Arrays.copyOf(runs, options.layers());
-        return TrunkPlan.of(runs, options.budgetBytes(), options.ring(), options.widenBytes(), options.order());
+        return TrunkPlan.of(runs, options.budgetBytes(), options.ring(), options.order());
     }
 
     /** Plans {@code options.budgetBytes()} over the runs of the layers walked ({@link #plan}) and opens trunk.bin. */
@@ -254,9 +250,9 @@ public final class TrunkStream implements TrunkSource {
             while (pinState[l] == PIN_LOADING) changed.awaitUninterruptibly();
             if (pinState[l] == PIN_LOADED) {
                 pinnedHits++;
-                return new LayerBytes(this, layer, manifest.bin(), pinBuffer[l], plan.widenBytes(), true, -1, null);
+                return new LayerBytes(this, layer, manifest.bin(), pinBuffer[l], true, -1, null);
             }
-            if (pinBuffer[l] == null) pinBuffer[l] = allocate(layer.padded() + plan.widenBytes());   // before any state changes
+            if (pinBuffer[l] == null) pinBuffer[l] = allocate(layer.padded());   // before any state changes
             pinState[l] = PIN_LOADING;
         } finally {
             lock.unlock();
@@ -278,7 +274,7 @@ public final class TrunkStream implements TrunkSource {
             reads++;
             bytesRead += layer.padded();
             misses++;
-            return new LayerBytes(this, layer, manifest.bin(), pinBuffer[l], plan.widenBytes(), true, -1, null);
+            return new LayerBytes(this, layer, manifest.bin(), pinBuffer[l], true, -1, null);
         } finally {
             lock.unlock();
         }
@@ -348,7 +344,7 @@ public final class TrunkStream implements TrunkSource {
             Arena scope = Arena.ofShared();
             slot.scopes.add(scope);
             MemorySegment view = slot.buffer.reinterpret(scope, null);
-            return new LayerBytes(this, layer, manifest.bin(), view, plan.widenBytes(), false, s, () -> {
+            return new LayerBytes(this, layer, manifest.bin(), view, false, s, () -> {
                 slot.scopes.remove(scope);
                 scope.close();
             });

@@ -16,8 +16,6 @@
  *       reads into 2 MiB-aligned off-heap slots and a reader thread (never with one slot, pitfall 14) whose
  *       claims spare the held slot, slots being read into and layers about to be reached (pitfall 16).</li>
  *   <li>{@link k3j.trunk.TrunkStats}: hits, misses, bytes, read and wait time; the final report block.</li>
- *   <li>{@link k3j.trunk.MarkedCheckpoint}: a small checkpoint of marker bytes in the released naming, for
- *       the trunk gate and benchmarks.</li>
  * </ul>
  */
 package k3j.trunk;

@@ -8,13 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import k3j.Repo;
-import k3j.io.ReleasedLayout;
+import k3j.testkit.ReleasedLayout;
+import k3j.testkit.SafetensorsWriter;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -27,10 +25,8 @@ class InspectCommandTest {
         return k3("inspect", path);
     }
 
-    private static void safetensors(Path file, String header, int dataBytes) throws IOException {
-        byte[] h = header.getBytes(StandardCharsets.UTF_8);
-        ByteBuffer b = ByteBuffer.allocate(8 + h.length + dataBytes).order(ByteOrder.LITTLE_ENDIAN).putLong(h.length).put(h);
-        Files.write(file, b.array());
+    private static void safetensors(Path file, String header, int dataBytes) {
+        SafetensorsWriter.write(file, header, new byte[dataBytes]);
     }
 
     @Test

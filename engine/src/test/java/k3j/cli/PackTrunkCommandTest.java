@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import k3j.trunk.MarkedCheckpoint;
+import k3j.testkit.MarkedCheckpoint;
 import k3j.trunk.TrunkManifest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

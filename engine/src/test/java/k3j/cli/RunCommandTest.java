@@ -7,8 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
@@ -17,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import k3j.cache.ShortReadException;
 import k3j.io.CheckpointIndex;
+import k3j.model.Assembly;
 import k3j.trunk.LayerBytes;
 import k3j.trunk.Progress;
 import k3j.trunk.TrunkException;
@@ -25,7 +24,6 @@ import k3j.trunk.TrunkStats;
 import k3j.trunk.TrunkPacker;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /** {@code k3 <model_dir> ...} on the tiny oracle: the reference's ids, the --out keys, --dump-logits, the exit codes of bad requests. */
 class RunCommandTest {
@@ -45,14 +43,14 @@ class RunCommandTest {
     }
 
     Run run(String... args) {
-        CommandLine cl = K3.commandLine();
-        StringWriter out = new StringWriter(), err = new StringWriter();
-        cl.setOut(new PrintWriter(out, true));
-        cl.setErr(new PrintWriter(err, true));
+        return run(Assembly.Intercepts.NONE, args);
+    }
+
+    Run run(Assembly.Intercepts intercepts, String... args) {
         List<String> a = new ArrayList<>(List.of("run"));
         a.addAll(List.of(args));
-        int code = cl.execute(a.toArray(String[]::new));
-        return new Run(code, out.toString(), err.toString());
+        CliRun r = CliRun.k3(intercepts, a.toArray(String[]::new));
+        return new Run(r.exit(), r.out(), r.err());
     }
 
     @Test
@@ -220,8 +218,8 @@ class RunCommandTest {
         assertEquals(1, small.code(), "a cache under top-k + 1 slots cannot start: " + small.err());
         assertTrue(small.err().contains("expert cache"), small.err());
         Run missing = run(m, "--ids", "1", "--trunk", dir.resolve("nowhere").toString(), "--trunk-gb", "0.001", "--cache-gb", "0.001", "--out", out);
-        assertEquals(1, missing.code(), missing.err());
-        assertTrue(missing.err().contains("trunk"), missing.err());
+        assertEquals(2, missing.code(), "a missing trunk folder is a usage error naming it: " + missing.err());
+        assertTrue(missing.err().contains("no such folder"), missing.err());
         // a short trunk.bin: the run refuses it (exit 1) instead of computing on a partial layer
         Path cut = dir.resolve("cut");
         Files.createDirectories(cut);
@@ -238,20 +236,18 @@ class RunCommandTest {
 
     @Test
     void aShortExpertReadThroughTheCacheMakesTheRunInvalid() throws Exception {
-        RunCommand.expertReaderHook = real -> (location, slot) -> {
+        Assembly.Intercepts shortReads = Assembly.Intercepts.NONE.withExpertReader(real -> (location, slot) -> {
             real.read(location, slot);
             throw new ShortReadException("read " + (location.length() - 1) + " of " + location.length() + " bytes of " + location.file().getFileName());
-        };
-        try {
+        });
+        {
             Path json = dir.resolve("bad.json");
-            Run r = run(tiny().toString(), "--ids", PROMPT, "--gen", "2", "--cache-gb", "0.001", "--out", json.toString());
+            Run r = run(shortReads, tiny().toString(), "--ids", PROMPT, "--gen", "2", "--cache-gb", "0.001", "--out", json.toString());
             assertEquals(4, r.code(), r.out() + r.err());
             assertTrue(r.err().contains("RUN INVALID") && r.err().contains("CORRUPT"), r.err());
             assertTrue(new ObjectMapper().readTree(json.toFile()).get("expert_drops").asLong() > 0, "the drops are in --out");
-            Run streamed = run(tiny().toString(), "--ids", PROMPT, "--gen", "2", "--trunk", packedTiny().toString(), "--trunk-gb", "0.001", "--cache-gb", "0.001", "--out", json.toString());
+            Run streamed = run(shortReads, tiny().toString(), "--ids", PROMPT, "--gen", "2", "--trunk", packedTiny().toString(), "--trunk-gb", "0.001", "--cache-gb", "0.001", "--out", json.toString());
             assertEquals(4, streamed.code(), streamed.out() + streamed.err());
-        } finally {
-            RunCommand.expertReaderHook = null;
         }
     }
 
@@ -259,7 +255,7 @@ class RunCommandTest {
     void aFailedTrunkReadMidRunFailsTheForwardAndExitsOne() throws Exception {
         Path t = packedTiny(), json = dir.resolve("fail.json");
         int[] acquires = {0};
-        RunCommand.trunkSourceHook = real -> new TrunkSource() {
+        Assembly.Intercepts failingTrunk = Assembly.Intercepts.NONE.withTrunkSource(real -> new TrunkSource() {
             @Override
             public int layerCount() {
                 return real.layerCount();
@@ -283,17 +279,15 @@ class RunCommandTest {
 
             @Override
             public void close() {}
-        };
-        try {
-            Run r = run(tiny().toString(), "--ids", PROMPT, "--gen", "3", "--incremental", "--trunk", t.toString(), "--trunk-gb", "0.0001",
+        });
+        {
+            Run r = run(failingTrunk, tiny().toString(), "--ids", PROMPT, "--gen", "3", "--incremental", "--trunk", t.toString(), "--trunk-gb", "0.0001",
                     "--trunk-ring", "1", "--cache-gb", "0.001", "--out", json.toString());
             assertEquals(1, r.code(), r.out() + r.err());
             assertTrue(r.err().contains("forward pass failed: trunk bind failed at layer 5") && r.err().contains("short read on layer 5"), r.err());
             assertTrue(r.out().contains("layers completed: 5/13"), "the second step stopped at layer 5:\n" + r.out());
             JsonNode j = new ObjectMapper().readTree(json.toFile());
             assertEquals(0, j.get("generated_ids").size(), "no ids from a failed run: " + j);
-        } finally {
-            RunCommand.trunkSourceHook = null;
         }
     }
 }

@@ -1,27 +1,14 @@
 package k3j.io;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
+import k3j.testkit.SafetensorsWriter;
 
-/** Writes safetensors files byte by byte for the tests: {@code [u64 LE length][header][data]}. */
+/** Safetensors files for the reader's tests: a header given as text (well-formed or not), through the test kit's writer. */
 final class Files8 {
     private Files8() {}
 
     static Path write(Path file, String header, byte[] data) {
-        byte[] h = header.getBytes(StandardCharsets.UTF_8);
-        ByteBuffer b = ByteBuffer.allocate(8 + h.length + data.length).order(ByteOrder.LITTLE_ENDIAN);
-        b.putLong(h.length).put(h).put(data);
-        try {
-            Files.createDirectories(file.toAbsolutePath().getParent());
-            return Files.write(file, b.array());
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return SafetensorsWriter.write(file, header, data);
     }
 
     static String entry(String dtype, String shape, long begin, long end) {

@@ -13,7 +13,7 @@ import java.util.List;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.io.CheckpointIndex;
-import k3j.io.ReleasedLayout;
+import k3j.testkit.ReleasedLayout;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -7,7 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import k3j.io.CheckpointIndex;
-import k3j.io.ReleasedLayout;
+import k3j.testkit.MarkedCheckpoint;
+import k3j.testkit.ReleasedLayout;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

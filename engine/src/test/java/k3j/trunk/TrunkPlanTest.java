@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
-import k3j.io.ReleasedLayout;
+import k3j.testkit.ReleasedLayout;
 import org.junit.jupiter.api.Test;
 
 class TrunkPlanTest {
@@ -36,7 +36,7 @@ class TrunkPlanTest {
     @Test
     void serverBudgetPinsNinetyLayersWithOneSmallSlot() {
         // README: "trunk stream: 108.81 GB packed, 90/93 layers PINNED (108.19 GB), ring 1 x 1.29 GB" at --trunk-gb 110
-        TrunkPlan p = TrunkPlan.of(releasedRuns(), 110_000_000_000L, 2, 0, TrunkPlan.Order.LARGEST_FIRST);
+        TrunkPlan p = TrunkPlan.of(releasedRuns(), 110_000_000_000L, 2, TrunkPlan.Order.LARGEST_FIRST);
         System.out.print(p.describe());
         assertTrue(p.isPinned(0), "the dense layer 0 is the largest and is pinned first");
         assertTrue(p.totalBytes() <= p.budget());
@@ -46,8 +46,8 @@ class TrunkPlanTest {
 
     @Test
     void sixteenGigabytes() {
-        TrunkPlan largest = TrunkPlan.of(releasedRuns(), 16_000_000_000L, 2, 25_888_768, TrunkPlan.Order.LARGEST_FIRST);
-        TrunkPlan prefix = TrunkPlan.of(releasedRuns(), 16_000_000_000L, 2, 25_888_768, TrunkPlan.Order.PREFIX);
+        TrunkPlan largest = TrunkPlan.of(releasedRuns(), 16_000_000_000L, 2, TrunkPlan.Order.LARGEST_FIRST);
+        TrunkPlan prefix = TrunkPlan.of(releasedRuns(), 16_000_000_000L, 2, TrunkPlan.Order.PREFIX);
         System.out.print(largest.describe());
         System.out.print(prefix.describe());
         assertTrue(largest.totalBytes() <= 16_000_000_000L);
@@ -60,7 +60,7 @@ class TrunkPlanTest {
     @Test
     void oneSlotWhenTwoDoNotFit() {
         long[] runs = {5000, 9000, 7000};
-        TrunkPlan p = TrunkPlan.of(runs, 12288, 2, 0, TrunkPlan.Order.LARGEST_FIRST);
+        TrunkPlan p = TrunkPlan.of(runs, 12288, 2, TrunkPlan.Order.LARGEST_FIRST);
         assertEquals(1, p.ring());
         assertEquals(12288, p.slotBytes());
         assertEquals(0, p.pinnedCount());
@@ -70,13 +70,13 @@ class TrunkPlanTest {
     void largestFirstSkipsWhatDoesNotFitAndKeepsTrying() {
         long[] runs = {4096, 40960, 8192, 4096};
         // the slot must hold the largest unpinned run first: 40960; then 8192, 4096, 4096 fit (57344 <= 60000)
-        TrunkPlan p = TrunkPlan.of(runs, 60000, 1, 0, TrunkPlan.Order.LARGEST_FIRST);
+        TrunkPlan p = TrunkPlan.of(runs, 60000, 1, TrunkPlan.Order.LARGEST_FIRST);
         assertArrayEquals(new boolean[] {true, false, true, true}, p.pinned(), p.describe());
         // a fixed point, not an optimum: 65536 could hold slot 8192 + 40960 + 8192 + 4096 + 4096, but pass 1 sizes the
         // slot for the 40960 run, which then cannot be pinned beside it, so the plan never moves
-        TrunkPlan r = TrunkPlan.of(runs, 65536, 1, 0, TrunkPlan.Order.LARGEST_FIRST);
+        TrunkPlan r = TrunkPlan.of(runs, 65536, 1, TrunkPlan.Order.LARGEST_FIRST);
         assertArrayEquals(new boolean[] {true, false, true, true}, r.pinned(), r.describe());
-        TrunkPlan q = TrunkPlan.of(runs, 60000, 1, 0, TrunkPlan.Order.PREFIX);
+        TrunkPlan q = TrunkPlan.of(runs, 60000, 1, TrunkPlan.Order.PREFIX);
         assertTrue(q.isPinned(0));
         assertFalse(q.isPinned(3));
         assertEquals(List.of(0), q.pinnedLayers(), q.describe());
@@ -91,8 +91,8 @@ class TrunkPlanTest {
         long[] runs = releasedRuns();
         long before = Long.MAX_VALUE, beforePrefix = Long.MAX_VALUE;
         for (double gb : new double[] {2.5, 3, 6, 10, 16, 24, 32, 48, 60, 110}) {
-            TrunkPlan a = TrunkPlan.of(runs, (long) (gb * 1e9), 2, 25_888_768, TrunkPlan.Order.LARGEST_FIRST);
-            TrunkPlan b = TrunkPlan.of(runs, (long) (gb * 1e9), 2, 25_888_768, TrunkPlan.Order.PREFIX);
+            TrunkPlan a = TrunkPlan.of(runs, (long) (gb * 1e9), 2, TrunkPlan.Order.LARGEST_FIRST);
+            TrunkPlan b = TrunkPlan.of(runs, (long) (gb * 1e9), 2, TrunkPlan.Order.PREFIX);
             String both = gb + " GB: largest-first " + a.describe() + "\nprefix " + b.describe();
             assertTrue(a.streamedBytesPerPass() <= before && b.streamedBytesPerPass() <= beforePrefix, "a larger budget streams no more: " + both);
             assertTrue(a.totalBytes() <= a.budget() && b.totalBytes() <= b.budget(), "within the budget: " + both);
@@ -106,7 +106,7 @@ class TrunkPlanTest {
     void fixedPointConvergesWithinEightPasses() {
         long[] runs = releasedRuns();
         for (long gb = 1; gb <= 120; gb += 7) {
-            TrunkPlan p = TrunkPlan.of(runs, gb * 1_000_000_000L, 2, 25_888_768, TrunkPlan.Order.LARGEST_FIRST);
+            TrunkPlan p = TrunkPlan.of(runs, gb * 1_000_000_000L, 2, TrunkPlan.Order.LARGEST_FIRST);
             assertTrue(p.passes() <= TrunkPlan.MAX_PASSES);
             assertTrue(p.ring() >= 1);
             if (p.ring() * p.slotBytes() <= p.budget()) assertTrue(p.totalBytes() <= p.budget(), p.describe());

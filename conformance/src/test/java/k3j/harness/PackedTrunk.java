@@ -1,0 +1,61 @@
+package k3j.harness;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.function.Consumer;
+import k3j.io.CheckpointIndex;
+import k3j.io.TensorReader;
+import k3j.trunk.LayerBytes;
+import k3j.trunk.TrunkManifest;
+import k3j.trunk.TrunkPlan;
+import k3j.trunk.TrunkStream;
+
+/** A packed checkpoint (a trunk and the shards it came from) and what its stream must return. */
+public final class PackedTrunk {
+    private static final Consumer<String> QUIET = s -> {};
+
+    public final Path model;
+    public final TrunkManifest manifest;
+    public final long slot;
+    public final CheckpointIndex index;
+
+    public PackedTrunk(Path model, TrunkManifest manifest) {
+        this.model = model;
+        this.manifest = manifest;
+        this.index = CheckpointIndex.open(model);
+        long s = 0;
+        for (TrunkManifest.Layer l : manifest.layers()) s = Math.max(s, l.padded());
+        this.slot = s;
+    }
+
+    public long padded(int l) {
+        return manifest.layer(l).padded();
+    }
+
+    public TrunkStream open(long budget) {
+        return open(budget, budget >= 3 * slot ? 3 : 2);
+    }
+
+    public TrunkStream open(long budget, int ring) {
+        Evidence.parameter("budget bytes", budget);
+        Evidence.parameter("ring slots wanted", ring);
+        return TrunkStream.open(manifest, TrunkStream.Options.budget(budget).withRing(ring)
+                .withOrder(TrunkPlan.Order.LARGEST_FIRST).withNotes(QUIET));
+    }
+
+    /** The layer's every tensor equals the shard's bytes, read through the checkpoint reader. */
+    public void checkBytes(LayerBytes b) {
+        try (TensorReader r = new TensorReader(); Arena arena = Arena.ofConfined()) {
+            assertEquals(manifest.layer(b.layer()).tensors().keySet(), b.tensors().keySet());
+            for (String name : b.tensors().keySet()) {
+                MemorySegment want = r.read(index.tensor(name), arena);
+                long at = want.mismatch(b.tensor(name));
+                if (at != -1) fail("layer " + b.layer() + " (" + b + ") tensor " + name + " differs from the shard at byte " + at);
+            }
+        }
+    }
+}

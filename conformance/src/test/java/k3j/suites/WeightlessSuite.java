@@ -1,0 +1,13 @@
+package k3j.suites;
+
+import org.junit.platform.suite.api.ExcludeTags;
+import org.junit.platform.suite.api.SelectPackages;
+import org.junit.platform.suite.api.Suite;
+import org.junit.platform.suite.api.SuiteDisplayName;
+
+/** Every gate that needs no real checkpoint: {@code ci/test}, i.e. {@code mvn verify -Pweightless}. */
+@Suite
+@SuiteDisplayName("weightless gates")
+@SelectPackages("k3j.gates")
+@ExcludeTags({"checkpoint", "ports", "fanout"})
+public class WeightlessSuite {}

@@ -1,0 +1,2 @@
+/** JMH benchmark of a chat follow-up turn. */
+package k3j.chat;

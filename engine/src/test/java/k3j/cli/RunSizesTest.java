@@ -1,0 +1,102 @@
+package k3j.cli;
+
+import static k3j.cli.CliRun.k3;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import k3j.Repo;
+import k3j.io.CheckpointIndex;
+import k3j.trunk.Progress;
+import k3j.trunk.TrunkPacker;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The run's refusals and memory plan come from the model's own sizes: a 5 MB model streamed from its trunk, or
+ * writing a cache trace, with the default budgets (16 GB trunk, 64 GB cache) on a machine with 2 GB available is
+ * planned at its real size and runs; the plan shows the JVM; the KV line follows the banner.
+ */
+class RunSizesTest {
+    static final String PROMPT = "250,17,101,3,199,64,128,42,7,230,88,155";
+    static final Pattern LINE = Pattern.compile("  (trunk \\(STREAMED\\)|expert cache    |TOTAL           ) ([0-9.]+) (B|KB|MB|GB|TB)");
+
+    @TempDir
+    static Path dir;
+
+    static Path tiny, trunk;
+
+    @BeforeAll
+    static void packTiny() {
+        tiny = Repo.path("oracle-fixtures/tiny-k3");
+        CheckpointIndex index = CheckpointIndex.open(tiny);
+        trunk = dir.resolve("trunk");
+        TrunkPacker.pack(index, TrunkPacker.layout(index, true), trunk, Progress.silent(), s -> {}, null);
+        System.setProperty(RunCommand.MEM_AVAILABLE_PROPERTY, "2000000000");
+    }
+
+    @AfterAll
+    static void forgetTheSmallMachine() {
+        System.clearProperty(RunCommand.MEM_AVAILABLE_PROPERTY);
+    }
+
+    static CliRun run(String... args) {
+        String[] a = new String[args.length + 1];
+        a[0] = "run";
+        System.arraycopy(args, 0, a, 1, args.length);
+        return k3(a);
+    }
+
+    static double bytes(String out, String label) {
+        Matcher m = LINE.matcher(out);
+        while (m.find()) {
+            if (!m.group(1).trim().equals(label)) continue;
+            double v = Double.parseDouble(m.group(2));
+            return v * switch (m.group(3)) { case "KB" -> 1e3; case "MB" -> 1e6; case "GB" -> 1e9; case "TB" -> 1e12; default -> 1; };
+        }
+        throw new AssertionError("no '" + label + "' line in\n" + out);
+    }
+
+    @Test
+    void aTrunkWithoutAPresetIsPlannedAtTheModelsOwnSize() {
+        CliRun r = run(tiny.toString(), "--ids", PROMPT, "--gen", "2", "--trunk", trunk.toString(), "--out", dir.resolve("a.json").toString());
+        assertEquals(ExitCode.OK, r.exit(), r.out() + r.err());
+        assertFalse(r.err().contains("REFUSING"), r.err());
+        assertTrue(bytes(r.out(), "trunk (STREAMED)") < 50e6, "the real trunk, not the 16 GB budget:\n" + r.out());
+        assertTrue(bytes(r.out(), "expert cache") < 50e6, "the experts' own size, not the 64 GB budget:\n" + r.out());
+        assertTrue(bytes(r.out(), "TOTAL") < 2e9, r.out());
+        assertTrue(r.out().contains("JVM itself"), r.out());
+        assertFalse(r.out().contains("64.00 GB"), "no line quotes the default cache budget:\n" + r.out());
+        assertFalse(r.out().contains("x 0.00 GB"), "ring slots in real units:\n" + r.out());
+        assertTrue(r.out().matches("(?s).*ring \\d+ x [0-9.]+ (KB|MB).*"), r.out());
+    }
+
+    @Test
+    void aMissingTrunkFolderIsNamed() {
+        CliRun r = run(tiny.toString(), "--ids", PROMPT, "--gen", "1", "--trunk", "/nonexistent/trunk");
+        assertEquals(ExitCode.USAGE, r.exit(), r.out());
+        assertTrue(r.err().contains("no such folder: /nonexistent/trunk"), r.err());
+        assertFalse(r.err().contains("REFUSING"), r.err());
+    }
+
+    @Test
+    void aCacheTraceDoesNotAskForTheDefaultCache() {
+        CliRun r = run(tiny.toString(), "--ids", PROMPT, "--gen", "2", "--dump-cache-trace", dir.resolve("trace").toString(),
+                "--out", dir.resolve("b.json").toString());
+        assertEquals(ExitCode.OK, r.exit(), r.out() + r.err());
+        assertTrue(bytes(r.out(), "expert cache") < 50e6, r.out());
+    }
+
+    @Test
+    void theKvLineFollowsTheBanner() {
+        CliRun r = run(tiny.toString(), "--ids", PROMPT, "--gen", "2", "--incremental", "--out", dir.resolve("c.json").toString());
+        assertEquals(ExitCode.OK, r.exit(), r.out() + r.err());
+        int banner = r.out().indexOf("Kimi K3"), kv = r.out().indexOf("  KV cache :");
+        assertTrue(banner >= 0 && kv > banner, "the KV line after the banner:\n" + r.out());
+    }
+}
