@@ -157,7 +157,11 @@ final class RunCommand implements Callable<Integer> {
      */
     void checkFlags() {
         memory.validate();
-        if (ids != null) parseIds(ids);
+        try {
+            if (ids != null) parseIds(ids);
+        } catch (NumberFormatException e) {
+            throw usage("--ids: " + e.getMessage());
+        }
         try {
             AtomicWrite.checkTarget(out, "--out");
             if (dumpLogits != null) AtomicWrite.checkTarget(dumpLogits, "--dump-logits");
