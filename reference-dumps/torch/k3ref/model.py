@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
 import torch
 
 from . import ops
@@ -126,6 +127,23 @@ class Checkpoint:
         return name in self.index
 
 
+ROWS_CHUNK_ELEMENTS = 1 << 23  # streamed matrices are read ~8M elements (64 MB of float64) at a time
+
+
+class Rows:
+    """A 2-D weight read lazily in chunks of rows: ``ops.linear`` multiplies it chunk by chunk, so a
+    streamed model never holds a whole 33792 x 7168 matrix in float64 (1.9 GB)."""
+
+    def __init__(self, model, name):
+        self.model, self.name = model, name
+        self.shape = tuple(model.ckpt.info(name).shape)
+
+    def linear(self, x):
+        rows, cols = self.shape
+        step = max(1, ROWS_CHUNK_ELEMENTS // cols)
+        return torch.cat([self.model._linear_rows(x, self.name, lo, min(rows, lo + step)) for lo in range(0, rows, step)], -1)
+
+
 class Model:
     def __init__(self, model_dir, dtype=torch.float64, mut=(), e8m0_255="zero", cache_weights=True):
         self.cfg = Config.load(os.path.join(model_dir, "config.json"))
@@ -140,6 +158,9 @@ class Model:
 
     # ---- weights ----
     def _get(self, name):
+        info = self.ckpt.info(name)
+        if not self.cache_weights and len(info.shape) == 2 and info.numel() > ROWS_CHUNK_ELEMENTS:
+            return Rows(self, name)
         t = self.ckpt.get(name, self.dtype)
         return t if not t.is_floating_point() else t.to(self.dtype)
 
@@ -155,11 +176,25 @@ class Model:
 
     def _rows(self, name, lo, hi):
         """Rows lo..hi-1 of a 2-D tensor, read by offset (streaming: never the whole matrix)."""
+        return self._decode(self._rows_raw(name, lo, hi))
+
+    def _rows_raw(self, name, lo, hi):
         info = self.ckpt.info(name)
         rb = info.nbytes // info.shape[0]
         part = TensorInfo(name, info.path, info.dtype, [hi - lo] + info.shape[1:], info.offset + lo * rb,
                           (hi - lo) * rb)
-        return decode(part, read_raw(part), self.dtype).to(self.dtype)
+        return part, read_raw(part)
+
+    def _decode(self, part_raw):
+        part, raw = part_raw
+        return decode(part, raw, self.dtype).to(self.dtype)
+
+    def _linear_rows(self, x, name, lo, hi):
+        """x @ rows[lo:hi].T; rows whose bytes are all zero (a sparse file's hole) give exact zeros unread."""
+        part, raw = self._rows_raw(name, lo, hi)
+        if len(raw) % 8 == 0 and not np.frombuffer(raw, dtype=np.uint64).any():
+            return torch.zeros(*x.shape[:-1], hi - lo, dtype=x.dtype)
+        return ops.linear(x, self._decode((part, raw)))
 
     def embed(self, ids_t):
         if self.cache_weights:
@@ -170,7 +205,7 @@ class Model:
         if self.cache_weights:
             return ops.linear(hn, self.top()["lm_head"])
         V = self.ckpt.info(LM_HEAD).shape[0]
-        return torch.cat([ops.linear(hn, self._rows(LM_HEAD, lo, min(V, lo + chunk))) for lo in range(0, V, chunk)], -1)
+        return torch.cat([self._linear_rows(hn, LM_HEAD, lo, min(V, lo + chunk)) for lo in range(0, V, chunk)], -1)
 
     def layer(self, i):
         """{suffix after 'language_model.model.layers.<i>.': tensor} for the non-expert tensors."""
@@ -224,10 +259,11 @@ class Model:
     def new_state(self):
         return {"pos": 0, "layers": [None] * self.cfg.n_layers}
 
-    def forward(self, ids, state=None, record=None):
+    def forward(self, ids, state=None, record=None, progress=None):
         """Logits [T, V] for ids (positions state['pos'] ... when a state is given; the state is updated).
 
         record: a dict that receives every stage (see reference-dumps/FORMAT.md for the keys).
+        progress: called with (layer index, layer count) after each decoder layer.
         """
         c, mut = self.cfg, self.mut
         top = self.top()
@@ -241,6 +277,8 @@ class Model:
             W = self.layer(i)
             st = state["layers"][i] if state is not None else None
             h, snaps, new_st = self._layer(i, W, h, snaps, st, rec)
+            if progress is not None:
+                progress(i, c.n_layers)
             if state is not None:
                 state["layers"][i] = new_st
             elif rec is not None:

@@ -67,7 +67,9 @@ def _check_mut(mut):
 
 
 def linear(x, w):
-    """y = x @ W.T (no linear layer of K3 has a bias)."""
+    """y = x @ W.T (no linear layer of K3 has a bias). W may be a lazily read matrix (``model.Rows``)."""
+    if hasattr(w, "linear"):
+        return w.linear(x)
     return x @ w.transpose(-1, -2)
 
 
@@ -297,21 +299,21 @@ def mxfp4_dequant(packed, scales, group=32, e8m0_255="zero", mut=()):
     mut = _check_mut(mut)
     if e8m0_255 not in ("zero", "nan"):
         raise ValueError("e8m0_255 must be 'zero' or 'nan'")
-    packed = packed.to(torch.int64)
     R, C = packed.shape
     n = 2 * C
     if scales.shape[0] != R or scales.shape[1] * group != n:
         raise ValueError(f"scales {tuple(scales.shape)} do not fit packed {tuple(packed.shape)} with group {group}")
-    lo, hi = packed & 0xF, (packed >> 4) & 0xF
+    # one table lookup per byte: byte b -> (value of its low nibble, value of its high nibble)
+    lut = torch.tensor(E2M1, dtype=torch.float64)
+    b = torch.arange(256)
+    lo, hi = b & 0xF, (b >> 4) & 0xF
     if "nibbles_swapped" in mut:
         lo, hi = hi, lo
-    codes = torch.stack([lo, hi], -1).reshape(R, n)
-    lut = torch.tensor(E2M1, dtype=torch.float64)
-    vals = lut[codes]
-    sb = scales.to(torch.int64)
-    sc = torch.pow(torch.tensor(2.0, dtype=torch.float64), (sb - 127).to(torch.float64))
-    sc = torch.where(sb == 255, torch.tensor(0.0 if e8m0_255 == "zero" else float("nan"), dtype=torch.float64), sc)
-    return vals * sc.repeat_interleave(group, dim=1)
+    pairs = torch.stack([lut[lo], lut[hi]], -1)  # [256, 2]
+    vals = pairs[packed.to(torch.int64)].reshape(R, n)
+    sc = torch.pow(torch.tensor(2.0, dtype=torch.float64), (b - 127).to(torch.float64))
+    sc[255] = 0.0 if e8m0_255 == "zero" else float("nan")
+    return (vals.reshape(R, n // group, group) * sc[scales.to(torch.int64)].unsqueeze(-1)).reshape(R, n)
 
 
 def mxfp4_quantize(w, group=32):

@@ -84,8 +84,9 @@ def read_raw(info):
 def decode(info, raw, dtype=torch.float64):
     """Bytes -> torch tensor. U8/I* stay integer; floats widen exactly to ``dtype``."""
     if info.dtype == "BF16":
-        u16 = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
-        arr = u16.view(np.float32)
+        # exact widening in one pass (bfloat16 -> float64 is exact); little-endian host assumed, as everywhere here
+        t = torch.frombuffer(bytearray(raw), dtype=torch.bfloat16).reshape(info.shape)
+        return t.to(dtype)
     else:
         arr = np.frombuffer(raw, dtype=np.dtype(_NP[info.dtype]).newbyteorder("<"))
     t = torch.from_numpy(np.array(arr, copy=True)).reshape(info.shape)

@@ -90,8 +90,8 @@ class FaultsGate {
                         "has no sha256"),
                 refused("an array the harness does not know", d -> Tamper.manifest(d, m -> ((ObjectNode) m.path("arrays")).set("layers.40.extra",
                         m.path("arrays").path("layers.40.attn_out").deepCopy())), "array 'layers.40.extra' is neither compared nor listed as unused"),
-                refused("a missing array", d -> Tamper.manifest(d, m -> ((ObjectNode) m.path("arrays")).remove("layers.40.v_conv_state")),
-                        "array 'layers.40.v_conv_state' is missing"),
+                refused("a missing array", d -> Tamper.manifest(d, m -> ((ObjectNode) m.path("arrays")).remove("layers.40.mlp_norm")),
+                        "array 'layers.40.mlp_norm' is missing"),
                 refused("budget.factor = 1e12", d -> Tamper.manifest(d, m -> ((ObjectNode) m.path("budget")).put("factor", 1e12)
                         ), "budget.factor = 1.0E12 is looser than the harness's 50.0"),
                 refused("every width set to 2^31-1, stored budgets recomputed to match", d -> Tamper.manifest(d, m -> {

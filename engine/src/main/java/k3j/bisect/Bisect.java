@@ -26,10 +26,15 @@ public final class Bisect {
         }
     }
 
-    /** The diagnosis of one failing layer: its first failing stage, how far over budget, what explains it. */
-    public record Diagnosis(int layer, String kind, Stage stage, double ratio, int tried, List<Explanation> explanations, long nanos) {
+    /**
+     * The diagnosis of one failing layer: its first failing stage, how far over budget, what explains it, and the
+     * candidates the search budget left untried (in fit order).
+     */
+    public record Diagnosis(int layer, String kind, Stage stage, double ratio, int tried, List<Explanation> explanations, long nanos,
+                            SearchBudget budget, List<Candidate> untried) {
         public Diagnosis {
             explanations = List.copyOf(explanations);
+            untried = List.copyOf(untried);
         }
 
         public boolean explained() {
@@ -39,10 +44,32 @@ public final class Bisect {
         /** "L37 KDA attn_out 4.75e+04x budget: q_proj and k_proj are swapped", or "...: nothing explains it (...)". */
         public String summary() {
             String head = String.format(Locale.ROOT, "L%d %s %s %.3gx budget", layer, kind, stage.key, ratio);
+            String left = untried.isEmpty() ? "" : " [" + notTried() + "]";
             if (explanations.isEmpty()) {
-                return head + ": nothing explains it (tried " + tried + " candidates: same-shape swaps, stored transposes, expert nibble flips, expert swaps)";
+                return head + ": nothing explains it (tried " + tried + " candidates: same-shape swaps, stored transposes, expert nibble flips, expert swaps)" + left;
             }
-            return head + ": " + String.join("; or ", explanations.stream().map(Explanation::describe).toList());
+            return head + ": " + String.join("; or ", explanations.stream().map(Explanation::describe).toList()) + left;
+        }
+
+        /** "budget of 20 candidates reached after 20 tried; not tried: 27,980 (27,952 expert swaps, 28 expert nibble flips); next would have been: ...". */
+        public String notTried() {
+            if (untried.isEmpty()) return "every candidate that reaches " + stage.key + " was tried";
+            java.util.Map<String, Integer> kinds = new java.util.LinkedHashMap<>();
+            for (Candidate c : untried) kinds.merge(kindOf(c), 1, Integer::sum);
+            List<String> parts = new ArrayList<>();
+            kinds.forEach((k, n) -> parts.add(String.format(Locale.ROOT, "%,d %s", n, k)));
+            return String.format(Locale.ROOT, "budget of %s reached after %d tried; not tried: %,d (%s); next would have been: %s", budget.describe(), tried,
+                    untried.size(), String.join(", ", parts), String.join("; ", untried.stream().limit(3).map(Candidate::describe).toList()));
+        }
+
+        private static String kindOf(Candidate c) {
+            return switch (c) {
+                case Candidate.Swap s -> "same-shape swaps";
+                case Candidate.Transpose t -> "stored transposes";
+                case Candidate.NibbleFlip f -> "expert nibble flips";
+                case Candidate.GateUpSwap g -> "expert w1/w3 swaps";
+                case Candidate.ExpertSwap x -> "expert swaps";
+            };
         }
     }
 
@@ -107,9 +134,9 @@ public final class Bisect {
         }
     }
 
-    /** Checks {@code layers} in order and diagnoses the first failing one. */
+    /** Checks {@code layers} in order and diagnoses the first failing one within the default budget. */
     public static Report run(LayerConformance conformance, LayerRunner runner, List<Integer> layers) {
-        return run(conformance, runner, layers, false);
+        return run(conformance, runner, layers, false, SearchBudget.DEFAULT);
     }
 
     /**
@@ -117,10 +144,15 @@ public final class Bisect {
      * MoE layers; when every layer conforms, the first failing expert is the failing stage and is diagnosed.
      */
     public static Report run(LayerConformance conformance, LayerRunner runner, List<Integer> layers, boolean experts) {
+        return run(conformance, runner, layers, experts, SearchBudget.DEFAULT);
+    }
+
+    /** The same, the layer diagnosis within {@code budget}. */
+    public static Report run(LayerConformance conformance, LayerRunner runner, List<Integer> layers, boolean experts, SearchBudget budget) {
         List<LayerReport> checks = new ArrayList<>();
         for (int l : layers) checks.add(conformance.check(l));
         LayerReport first = checks.stream().filter(c -> !c.conforms()).findFirst().orElse(null);
-        Diagnosis d = first == null ? null : diagnose(conformance, runner, first);
+        Diagnosis d = first == null ? null : diagnose(conformance, runner, first, budget);
         if (!experts) return new Report(checks, d);
         Conformance c = conformance.conformance();
         List<ExpertLayerReport> sweep = c.moeLayers(layers).stream().map(c::experts).toList();
@@ -172,19 +204,40 @@ public final class Bisect {
      * did not run at all (a missing tensor: the binder's message already names it) or no stage is over budget.
      */
     public static Diagnosis diagnose(LayerConformance conformance, LayerRunner runner, LayerReport failing) {
+        return diagnose(conformance, runner, failing, SearchBudget.DEFAULT);
+    }
+
+    /**
+     * {@link #diagnose(LayerConformance, LayerRunner, LayerReport)} trying the candidates in {@link Fit} order (those
+     * whose touched tokens cover the failing tokens first) until {@code budget} is spent; the rest are listed as untried.
+     */
+    public static Diagnosis diagnose(LayerConformance conformance, LayerRunner runner, LayerReport failing, SearchBudget budget) {
         if (failing.stages().isEmpty()) return null;
         Stage stage = Stage.firstFailing(failing);
         if (stage == null) return null;
         long t0 = System.nanoTime();
         int layer = failing.layer(), tried = 0;
+        int[] routed = conformance.routedExperts(layer);
+        List<Candidate> reaching = runner.candidates(layer, routed).stream().filter(c -> c.reaches(stage)).toList();
+        k3j.conform.ReferenceDump dump = conformance.conformance().dump();
+        double[] errors = Fit.tokenErrors(stage, failing, conformance.run(runner, layer), dump);
+        boolean[] bad = new boolean[errors.length];
+        for (int i = 0; i < bad.length; i++) bad[i] = !(errors[i] <= 1.0);
+        String w = "layers." + layer + ".moe_weight";
+        List<Candidate> ordered = Fit.order(reaching, bad, routed, dump.has(w) ? dump.f32(w) : null, errors);
         List<Explanation> found = new ArrayList<>();
-        for (Candidate c : runner.candidates(layer, conformance.routedExperts(layer))) {
-            if (!c.reaches(stage)) continue;
+        List<Candidate> untried = List.of();
+        for (int n = 0; n < ordered.size(); n++) {
+            if (budget.exhausted(tried, System.nanoTime() - t0)) {
+                untried = ordered.subList(n, ordered.size());
+                break;
+            }
+            Candidate c = ordered.get(n);
             tried++;
             LayerReport with = conformance.check(runner, layer, c);
             Stage first = Stage.firstFailing(with);
             if (first == null || first.ordinal() > stage.ordinal()) found.add(new Explanation(c, stage.ratio(with), first == null, first));
         }
-        return new Diagnosis(layer, failing.kind(), stage, stage.ratio(failing), tried, found, System.nanoTime() - t0);
+        return new Diagnosis(layer, failing.kind(), stage, stage.ratio(failing), tried, found, System.nanoTime() - t0, budget, untried);
     }
 }

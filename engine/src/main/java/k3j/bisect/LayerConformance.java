@@ -33,8 +33,17 @@ public final class LayerConformance {
         long t0 = System.nanoTime();
         ReferenceDump.LayerInfo info = dump.layer(layer);
         int tokens = conformance.tokens(), hidden = runner.model().config().hiddenSize();
-        LayerStages st = runner.run(layer, c, dump.f32("layers." + layer + ".partial_in"), dump.snapshots(info.snapshotsAttn(), tokens, hidden), tokens);
-        return conformance.compare(layer, info, st, (System.nanoTime() - t0) / 1e9);
+        float[] partialIn = dump.f32("layers." + layer + ".partial_in");
+        java.util.List<float[]> snaps = dump.snapshots(info.snapshotsAttn(), tokens, hidden);
+        LayerStages st = runner.run(layer, c, partialIn, snaps, tokens);
+        return conformance.compare(layer, info, st, forced -> runner.run(layer, c, partialIn, snaps, tokens, forced), t0);
+    }
+
+    /** The layer as bound, from the dump's inputs: its stages, for the tokens a failing stage fails. */
+    public LayerStages run(LayerRunner runner, int layer) {
+        ReferenceDump.LayerInfo info = dump.layer(layer);
+        int tokens = conformance.tokens(), hidden = runner.model().config().hiddenSize();
+        return runner.run(layer, dump.f32("layers." + layer + ".partial_in"), dump.snapshots(info.snapshotsAttn(), tokens, hidden), tokens);
     }
 
     /** The experts the reference selects in this layer (any token), or null on a dense layer. */

@@ -38,12 +38,22 @@ public final class LayerRunner implements AutoCloseable {
     private final Arena arena = Arena.ofShared();
     private final WeightLoader loader;
     private final Forward bound;
+    private final ExpertSource experts;
 
     public LayerRunner(Model model, Workers workers) {
+        this(model, workers, model.experts());
+    }
+
+    /**
+     * Routed experts from {@code experts} instead of the model's own reader (an expert cache, or a view of the
+     * checkpoint as a converter mis-indexed it); the candidates rewrite what it serves.
+     */
+    public LayerRunner(Model model, Workers workers, ExpertSource experts) {
         this.model = model;
         this.workers = workers;
+        this.experts = experts;
         this.loader = new WeightLoader(reader, arena);
-        this.bound = model.forward(workers);
+        this.bound = model.forward(workers, experts);
     }
 
     public Model model() {
@@ -57,10 +67,15 @@ public final class LayerRunner implements AutoCloseable {
 
     /** The layer with {@code c} applied. */
     public LayerStages run(int layer, Candidate c, float[] partialIn, List<float[]> snapshots, int tokens) {
+        return run(layer, c, partialIn, snapshots, tokens, null);
+    }
+
+    /** The layer with {@code c} applied and the MoE selection forced ({@code forcedRouting} null: the router selects). */
+    public LayerStages run(int layer, Candidate c, float[] partialIn, List<float[]> snapshots, int tokens, int[] forcedRouting) {
         LayerBinding b = model.binding().layers().get(layer);
         LayerWeights lw = WeightLoader.layer(model.config(), layer, new Substituted(b, c));
-        Forward f = new Forward(model.weights(), new RewrittenExperts(model.experts(), c), workers, false);
-        return f.runLayer(lw, partialIn, snapshots, tokens);
+        Forward f = new Forward(model.weights(), new RewrittenExperts(experts, c), workers, false);
+        return f.runLayer(lw, partialIn, snapshots, tokens, forcedRouting);
     }
 
     /** A forward whose routed experts have {@code c} applied (the expert sweep of a candidate); the layers are the model's. */

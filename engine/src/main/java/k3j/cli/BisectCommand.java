@@ -50,6 +50,10 @@ final class BisectCommand implements Callable<Integer> {
     @Option(names = "--experts", description = "also sweep every routed expert of the selected MoE layers (the dump's expert sweep); when every layer conforms, a failing expert is the failing stage and is diagnosed")
     boolean experts;
 
+    @Option(names = "--budget", paramLabel = "N|TIME", description = "the most candidates to re-run (200) or the longest to search (90s, 10m, 1h); "
+            + "default " + k3j.bisect.SearchBudget.DEFAULT_CANDIDATES + " candidates. Candidates run best-fitting first; the rest are listed as not tried")
+    String budget;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -59,6 +63,12 @@ final class BisectCommand implements Callable<Integer> {
         Path model = modelFolder.config().getParent();
         if (!Files.exists(reference)) throw usage("no such reference dump: " + reference);
         int workers = threads.count();
+        k3j.bisect.SearchBudget searchBudget;
+        try {
+            searchBudget = budget == null ? k3j.bisect.SearchBudget.DEFAULT : k3j.bisect.SearchBudget.parse(budget);
+        } catch (IllegalArgumentException e) {
+            throw usage(e.getMessage());
+        }
         long t0 = System.nanoTime();
         try (Workers w = Workers.of(workers);
              Conformance c = Conformance.open(model, reference, List.of(), w)) {
@@ -76,13 +86,15 @@ final class BisectCommand implements Callable<Integer> {
             out.println("budget: " + c.budget().rule());
             Bisect.Report r;
             try (LayerRunner runner = new LayerRunner(c.model(), w)) {
-                r = Bisect.run(new LayerConformance(c), runner, sel, experts);
+                r = Bisect.run(new LayerConformance(c), runner, sel, experts, searchBudget);
             }
             for (LayerReport l : r.layers()) if (!l.conforms()) out.println(l.line());
             out.printf(Locale.ROOT, "%d of %d layers conform%n", r.layers().size() - r.failing().size(), r.layers().size());
             Bisect.Diagnosis d = r.diagnosis();
             if (d != null) {
-                out.printf(Locale.ROOT, "diagnosis of L%d %s: %d candidates re-run in %.0f ms%n", d.layer(), d.stage().key, d.tried(), d.nanos() / 1e6);
+                out.printf(Locale.ROOT, "diagnosis of L%d %s: %d candidates re-run in %.0f ms (budget %s, best-fitting first)%n", d.layer(), d.stage().key, d.tried(),
+                        d.nanos() / 1e6, d.budget().describe());
+                out.println("  " + d.notTried());
                 if (d.explained()) for (Bisect.Explanation e : d.explanations()) out.println("  L" + d.layer() + ": " + e.describe());
                 else out.println("  L" + d.layer() + ": nothing explains it");
             }

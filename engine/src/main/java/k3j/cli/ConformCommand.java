@@ -69,6 +69,10 @@ final class ConformCommand implements Callable<Integer> {
     @Option(names = "--chart", paramLabel = "FILE", description = "write the layers x stages SVG chart")
     Path chart;
 
+    @Option(names = "--json", paramLabel = "FILE", description = "write every layer's verdict and stage ratios (full double precision), the wall time "
+            + "per layer and the peak RSS as JSON")
+    Path json;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -132,6 +136,8 @@ final class ConformCommand implements Callable<Integer> {
             out.println("=".repeat(78));
             out.println(failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM");
             if (experts) failed += sweep(c, sel, out);
+            k3j.plan.MemInfo.peakRss().ifPresent(p -> out.println("PEAK RSS for the whole run: " + k3j.plan.Human.bytes(p)));
+            if (json != null) writeJson(reports);
             if (chart != null) {
                 AtomicWrite.string(chart, "--chart", Charts.overview(reports, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
                 out.println("chart: " + chart);
@@ -198,6 +204,28 @@ final class ConformCommand implements Callable<Integer> {
             out.println(e.getMessage());
             return 1;
         }
+    }
+
+    /** The --json report: per layer its finding, message, seconds and every stage's ratio to budget (doubles as computed). */
+    private void writeJson(List<LayerReport> reports) throws IOException {
+        var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
+        var root = mapper.createObjectNode();
+        var arr = root.putArray("layers");
+        for (LayerReport r : reports) {
+            var o = arr.addObject();
+            o.put("layer", r.layer());
+            o.put("kind", r.kind());
+            o.put("finding", r.finding().name());
+            o.put("message", r.message());
+            o.put("seconds", r.seconds());
+            var ratios = o.putObject("ratios_to_budget");
+            for (var m : r.stages()) ratios.put(m.stage(), m.ratioToBudget());
+            var diffs = o.putObject("max_abs_diff");
+            for (var m : r.stages()) diffs.put(m.stage(), m.maxAbsDiff());
+            if (r.routing() != null) o.put("routing_tokens_differing", r.routing().tokensDiffering());
+        }
+        k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
+        mapper.writerWithDefaultPrettyPrinter().writeValue(json.toFile(), root);
     }
 
     private CommandLine.ParameterException usage(String msg) {

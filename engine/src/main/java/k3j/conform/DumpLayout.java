@@ -26,7 +26,11 @@ public record DumpLayout(Map<String, Expected> arrays) {
     }
 
     /** One expected array; {@code why} says what reads it, or why nothing does. */
-    public record Expected(String dtype, int[] shape, Use use, String why) {
+    public record Expected(String dtype, int[] shape, Use use, String why, boolean optional) {
+        Expected(String dtype, int[] shape, Use use, String why) {
+            this(dtype, shape, use, why, false);
+        }
+
         public long bytes() {
             long n = 4;
             for (int d : shape) n *= d;
@@ -59,19 +63,20 @@ public record DumpLayout(Map<String, Expected> arrays) {
             if (c.mlpKind(i) == MlpKind.MOE) {
                 m.put(p + "moe_idx", new Expected("I32", new int[] {t, c.topK()}, Use.COMPARED, "routing, exactly"));
                 m.put(p + Stage.MOE_WEIGHT, new Expected("F32", new int[] {t, c.topK()}, Use.COMPARED, "a stage"));
-                m.put(p + "moe_choice", new Expected("F32", new int[] {t, c.expertCount()}, Use.UNUSED,
-                        "the selection scores behind moe_idx, which is compared exactly"));
+                m.put(p + "moe_choice", new Expected("F32", new int[] {t, c.expertCount()}, Use.INPUT,
+                        "the selection scores the near-tie routing rule reads"));
             }
             if (c.layerKind(i) == LayerKind.KDA) {
-                m.put(p + "kda_state", new Expected("F32", new int[] {c.kdaHeads(), c.kdaHeadDim(), c.kdaHeadDim()}, Use.COMPARED, "the state after the layer"));
+                // states are optional (a dump written without them, e.g. at released widths): compared when present
+                m.put(p + "kda_state", new Expected("F32", new int[] {c.kdaHeads(), c.kdaHeadDim(), c.kdaHeadDim()}, Use.COMPARED, "the state after the layer", true));
                 for (String conv : CONV_STATES) {
-                    m.put(p + conv, new Expected("F32", new int[] {c.kdaWidth(), c.shortConvKernel() - 1}, Use.COMPARED, "the state after the layer"));
+                    m.put(p + conv, new Expected("F32", new int[] {c.kdaWidth(), c.shortConvKernel() - 1}, Use.COMPARED, "the state after the layer", true));
                 }
             } else {
                 m.put(p + "mla_kv", new Expected("F32", new int[] {t, c.mlaHeads(), c.mlaKvHeadDim()}, Use.UNUSED,
-                        "a layer run alone does not return its MLA cache; attn_out over all T positions depends on it"));
+                        "a layer run alone does not return its MLA cache; attn_out over all T positions depends on it", true));
                 m.put(p + "mla_rope", new Expected("F32", new int[] {t, c.qkRopeHeadDim()}, Use.UNUSED,
-                        "a layer run alone does not return its MLA cache; attn_out over all T positions depends on it"));
+                        "a layer run alone does not return its MLA cache; attn_out over all T positions depends on it", true));
             }
         }
         return new DumpLayout(m);

@@ -8,6 +8,11 @@ package k3j.conform;
 public enum Finding {
     /** every stage within its budget, routing equal */
     CONFORMS("[conforms]"),
+    /**
+     * routing differs only at reference near-ties (a top-K gap within the float32 score drift, {@link Routing}) and
+     * every stage, run with the reference's routing forced, is within its budget: a pass
+     */
+    NEAR_TIE("[near-tie]"),
     /** over budget but under {@value #BINDING_RATIO} budgets: accumulation order or precision */
     ROUNDING_DRIFT("[rounding drift]"),
     /** {@value #BINDING_RATIO} budgets or more, or a different routing decision: a wrong, swapped or transposed weight */
@@ -33,6 +38,11 @@ public enum Finding {
     /** The bracketed tag failure messages start with (matched by reports/categories.json). */
     public String tag() {
         return tag;
+    }
+
+    /** Whether the verdict is a pass (conforms, or conforms apart from near-tie routing). */
+    public boolean passes() {
+        return this == CONFORMS || this == NEAR_TIE;
     }
 
     /** The finding for a worst ratio to budget of finite arrays (an infinite or NaN ratio is a binding error). */

@@ -48,8 +48,9 @@ public record LayerReport(int layer, String kind, List<StageMetric> stages, Rout
         return null;
     }
 
+    /** A pass: conforms, or conforms with the reference's routing after near-ties only ({@link Finding#NEAR_TIE}). */
     public boolean conforms() {
-        return finding == Finding.CONFORMS;
+        return finding.passes();
     }
 
     /** "L37 MLA". */
@@ -91,6 +92,6 @@ public record LayerReport(int layer, String kind, List<StageMetric> stages, Rout
         String verdict = conforms() ? "PASS" : "FAIL";
         String worst = w == null ? "not run" : String.format(Locale.ROOT, "worst %.3gx budget (%s)  %s", w.ratioToBudget(), w.stage(), finiteCounts());
         return String.format(Locale.ROOT, "%-12s %s  %d stages  %s  %.1f s%s", name(), verdict, stages.size(), worst, seconds,
-                conforms() ? "" : "   " + message);
+                message.isEmpty() ? "" : "   " + message);
     }
 }

@@ -36,7 +36,7 @@ public enum Stage {
         return dumpName;
     }
 
-    float[] of(LayerStages s) {
+    public float[] of(LayerStages s) {
         return get.apply(s);
     }
 }

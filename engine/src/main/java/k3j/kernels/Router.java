@@ -63,7 +63,18 @@ public final class Router {
      */
     public static void route(Workers workers, boolean fast, int[] idx, float[] weights, float[] x, int tokens, Matrix wg,
             float[] bias, int topK, boolean renormalize, float scaling) {
+        route(workers, fast, idx, weights, x, tokens, wg, bias, topK, renormalize, scaling, null);
+    }
+
+    /**
+     * {@code forced} non-null ([T][K], selection order): the selection is taken from it instead of the top-K, and
+     * the weights are computed for it exactly as for a selection of the router's own (the conformance harness runs
+     * the rest of a layer with the reference's routing after a near-tie).
+     */
+    public static void route(Workers workers, boolean fast, int[] idx, float[] weights, float[] x, int tokens, Matrix wg,
+            float[] bias, int topK, boolean renormalize, float scaling, int[] forced) {
         int n = wg.rows(), e = wg.cols();
+        if (forced != null && forced.length != tokens * topK) throw new IllegalArgumentException("forced routing has " + forced.length + " slots, " + tokens + " x " + topK + " expected");
         if (bias != null && bias.length != n) throw new IllegalArgumentException("router bias has " + bias.length + " entries, " + n + " experts");
         float[] logits = new float[n], score = new float[n], choice = new float[n];
         for (int t = 0; t < tokens; t++) {
@@ -74,6 +85,13 @@ public final class Router {
                 choice[r] = score[r] + (bias == null ? 0.0f : bias[r]);
             }
             for (int j = 0; j < topK; j++) {
+                if (forced != null) {
+                    int pick = forced[t * topK + j];
+                    if (pick < 0 || pick >= n) throw new IllegalArgumentException("forced expert " + pick + " is outside 0.." + (n - 1));
+                    idx[t * topK + j] = pick;
+                    weights[t * topK + j] = score[pick];
+                    continue;
+                }
                 float best = Float.NEGATIVE_INFINITY;
                 int pick = -1;
                 for (int r = 0; r < n; r++) {

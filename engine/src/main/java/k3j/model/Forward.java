@@ -162,7 +162,7 @@ public final class Forward {
                 case TokenMixer.Mla m -> kv = state != null ? state.kv[lw.index()]
                         : DecodeState.newMlaKv(m.weights(), t);
             }
-            LayerStages s = layer(lw, h, snaps, t, kda, kv, cached);
+            LayerStages s = layer(lw, h, snaps, t, kda, kv, cached, null);
             if (sink != null) sink.accept(s);
             h = s.partialOut();
             layersCompleted++;
@@ -191,8 +191,21 @@ public final class Forward {
         return runLayer(w.layers().get(layer), partialIn, snapshots, tokens);
     }
 
+    /**
+     * {@link #runLayer(int, float[], List, int)} with the MoE selection taken from {@code forcedRouting} ([T][K],
+     * selection order; the weights are still the router's own scores at those experts). Null: the router selects.
+     */
+    public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens, int[] forcedRouting) {
+        return runLayer(w.layers().get(layer), partialIn, snapshots, tokens, forcedRouting);
+    }
+
     /** {@link #runLayer(int, float[], List, int)} for layer weights that are not part of this model (fixtures). */
     public LayerStages runLayer(LayerWeights lw, float[] partialIn, List<float[]> snapshots, int tokens) {
+        return runLayer(lw, partialIn, snapshots, tokens, null);
+    }
+
+    /** {@link #runLayer(int, float[], List, int, int[])} for layer weights that are not part of this model. */
+    public LayerStages runLayer(LayerWeights lw, float[] partialIn, List<float[]> snapshots, int tokens, int[] forcedRouting) {
         int e = c.hiddenSize();
         if (partialIn.length != tokens * e) throw new IllegalArgumentException("partial has " + partialIn.length + " floats, " + tokens + " x " + e + " expected");
         for (float[] s : snapshots) if (s.length != tokens * e) throw new IllegalArgumentException("a snapshot has " + s.length + " floats, " + tokens + " x " + e + " expected");
@@ -202,7 +215,7 @@ public final class Forward {
             case TokenMixer.Kda k -> kda = DecodeState.newKdaState(k.weights());
             case TokenMixer.Mla m -> kv = DecodeState.newMlaKv(m.weights(), tokens);
         }
-        return layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, kda, kv, 0);
+        return layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, kda, kv, 0, forcedRouting);
     }
 
     /**
@@ -214,12 +227,12 @@ public final class Forward {
         if (state.cached + tokens > state.capacity) {
             throw new ForwardException("MLA KV cache position " + (state.cached + tokens - 1) + " exceeds the limit " + (state.capacity - 1));
         }
-        LayerStages s = layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, state.kda[lw.index()], state.kv[lw.index()], state.cached);
+        LayerStages s = layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, state.kda[lw.index()], state.kv[lw.index()], state.cached, null);
         state.cached += tokens;
         return s;
     }
 
-    private LayerStages layer(LayerWeights lw, float[] partialIn, List<float[]> snaps, int t, Layers.KdaState kda, MlaKv kv, int cached) {
+    private LayerStages layer(LayerWeights lw, float[] partialIn, List<float[]> snaps, int t, Layers.KdaState kda, MlaKv kv, int cached, int[] forced) {
         int e = c.hiddenSize();
         float eps = c.rmsNormEps();
         float[] attnIn;
@@ -253,7 +266,7 @@ public final class Forward {
             case Mlp.LatentMoe m -> {
                 idx = new int[t * m.topK()];
                 wts = new float[t * m.topK()];
-                moe(lw.index(), m, mlpOut, idx, wts, mlpNorm, t);
+                moe(lw.index(), m, mlpOut, idx, wts, mlpNorm, t, forced);
             }
         }
         float[] partialOut = add(partialAttn, mlpOut);
@@ -285,8 +298,13 @@ public final class Forward {
      * y [T][E]; idx / wts [T][K] receive the routing; x [T][E] is the normed MLP input.
      */
     public void moe(int layer, Mlp.LatentMoe m, float[] y, int[] idx, float[] wts, float[] x, int t) {
+        moe(layer, m, y, idx, wts, x, t, null);
+    }
+
+    /** {@link #moe(int, Mlp.LatentMoe, float[], int[], float[], float[], int)} with the selection taken from {@code forced} when not null. */
+    public void moe(int layer, Mlp.LatentMoe m, float[] y, int[] idx, float[] wts, float[] x, int t, int[] forced) {
         int e = m.gate().cols(), k = m.topK(), lt = m.latent(), inter = m.intermediate();
-        Router.route(workers, true, idx, wts, x, t, m.gate(), m.bias(), k, m.renormalize(), m.scaling());
+        Router.route(workers, true, idx, wts, x, t, m.gate(), m.bias(), k, m.renormalize(), m.scaling(), forced);
         float[] z = new float[t * lt];
         MatVec.matmul(workers, z, x, t, m.down());
         float[] contrib = new float[t * k * lt];
@@ -300,7 +318,7 @@ public final class Forward {
             for (var entry : union.entrySet()) {
                 Layers.Expert ex;
                 try {
-                    ex = kernelExpert(layer, entry.getKey());
+                    ex = kernelExpert(layer, entry.getKey(), m.experts(), lt, inter);
                 } catch (ExpertLoadException fail) {
                     drops.incrementAndGet();
                     if (firstFailure == null) firstFailure = fail.getMessage();
@@ -312,7 +330,7 @@ public final class Forward {
                 float[] zs = new float[n * lt];
                 for (int s = 0; s < n; s++) System.arraycopy(z, (slots.get(s) / k) * lt, zs, s * lt, lt);
                 float[] g = new float[n * inter], u = new float[n * inter], dn = new float[n * lt];
-                expert(ex, zs, n, g, u, dn);
+                expert(ex, zs, n, g, u, dn, m.beta(), m.linearBeta());
                 for (int s = 0; s < n; s++) System.arraycopy(dn, s * lt, contrib, slots.get(s) * lt, lt);
             }
         }
@@ -334,11 +352,11 @@ public final class Forward {
     }
 
     /** One routed expert on n latent rows zs [n][Lt]: g = w1·z, u = w3·z [n][I], dn = w2·situ(g, u) [n][Lt]. */
-    private void expert(Layers.Expert ex, float[] zs, int n, float[] g, float[] u, float[] dn) {
+    private void expert(Layers.Expert ex, float[] zs, int n, float[] g, float[] u, float[] dn, float beta, float linearBeta) {
         float[] act = new float[g.length];
         Mxfp4.matmul(workers, g, zs, n, ex.w1().repacked());
         Mxfp4.matmul(workers, u, zs, n, ex.w3().repacked());
-        Activations.situGlu(act, g, u, g.length, c.situBeta(), c.situLinearBeta());
+        Activations.situGlu(act, g, u, g.length, beta, linearBeta);
         Mxfp4.matmul(workers, dn, act, n, ex.w2().repacked());
     }
 
@@ -355,9 +373,9 @@ public final class Forward {
         if (z.length != n * lt || v.length != n * inter) {
             throw new IllegalArgumentException("probes of " + z.length + " and " + v.length + " floats, " + n + " x " + lt + " and " + n + " x " + inter + " expected");
         }
-        Layers.Expert ex = kernelExpert(layer, expert);
+        Layers.Expert ex = kernelExpert(layer, expert, c.expertCount(), lt, inter);
         float[] g = new float[n * inter], u = new float[n * inter], dn = new float[n * lt], w2 = new float[n * lt];
-        expert(ex, z, n, g, u, dn);
+        expert(ex, z, n, g, u, dn, c.situBeta(), c.situLinearBeta());
         Mxfp4.matmul(workers, w2, v, n, ex.w2().repacked());
         return new ExpertProbe(g, u, w2, dn);
     }
@@ -378,8 +396,9 @@ public final class Forward {
         return true;
     }
 
-    private Layers.Expert kernelExpert(int layer, int expert) throws ExpertLoadException {
-        long key = (long) layer * c.expertCount() + expert;
+    /** {@code perLayer} experts per layer, latent width {@code lt}, intermediate width {@code inter}: the layer's (config or fixture) geometry. */
+    private Layers.Expert kernelExpert(int layer, int expert, int perLayer, int lt, int inter) throws ExpertLoadException {
+        long key = (long) layer * perLayer + expert;
         if (memoize) {
             Layers.Expert ex = kernelExperts.get(key);
             if (ex != null) {
@@ -388,7 +407,6 @@ public final class Forward {
             }
         }
         ResidentExpert r = experts.get(layer, expert);
-        int lt = c.latentSize(), inter = c.moeIntermediate();
         Layers.Expert ex;
         try {
             ex = new Layers.Expert(Layers.Mx.of(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt),

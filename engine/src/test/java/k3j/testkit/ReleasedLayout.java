@@ -208,9 +208,16 @@ public final class ReleasedLayout {
 
     /** Writes the sparse shards and the index into {@code dir} (created if needed). */
     public Written write(Path dir) {
+        return write(dir, shards());
+    }
+
+    /**
+     * Writes {@code plan} (each shard's tensors in data order) as sparse shards plus the index into {@code dir}:
+     * headers list names sorted, the data section is a hole a caller may fill at the header offsets.
+     */
+    public static Written write(Path dir, List<List<Spec>> plan) {
         try {
             Files.createDirectories(dir);
-            List<List<Spec>> plan = shards();
             List<Path> files = new ArrayList<>();
             long dataBytes = 0, fileBytes = 0;
             int count = 0;
