@@ -35,6 +35,7 @@ import k3j.kernels.Workers;
 import k3j.model.Forward;
 import k3j.model.Generation;
 import k3j.model.Model;
+import k3j.model.Speculative;
 import k3j.trunk.Progress;
 import k3j.trunk.TrunkManifest;
 import k3j.trunk.TrunkPacker;
@@ -279,6 +280,12 @@ class LadderGate {
 
     /** @param picker null: greedy */
     static Outcome run(Rung r, boolean incremental, int threads, Generation.Picker picker) throws Exception {
+        return run(r, threads, f -> picker == null ? Generation.greedy(f, prompt, GEN, incremental)
+                : Generation.run(f, prompt, GEN, incremental ? f.newState(Generation.capacity(prompt.length, GEN)) : null, picker, true, null));
+    }
+
+    /** One rung's model, streams and cache around {@code generate}. */
+    static Outcome run(Rung r, int threads, java.util.function.Function<Forward, Generation> generate) throws Exception {
         CheckpointIndex index = CheckpointIndex.open(model);
         TrunkStream stream = null;
         ExpertCache cache = null;
@@ -289,8 +296,7 @@ class LadderGate {
             if (r.cacheBytes() != null) cache = ExpertCache.open(m.experts(), ExpertCache.Settings.of(r.cacheBytes(), config.topK()), null, QUIET);
             ExpertSource src = cache != null ? cache : m.experts();
             Forward f = stream != null ? m.forward(w, src, stream) : m.forward(w, src);
-            Generation g = picker == null ? Generation.greedy(f, prompt, GEN, incremental)
-                    : Generation.run(f, prompt, GEN, incremental ? f.newState(Generation.capacity(prompt.length, GEN)) : null, picker, true, null);
+            Generation g = generate.apply(f);
             List<int[]> bits = new ArrayList<>();
             for (float[] l : g.stepLogits()) {
                 int[] b = new int[l.length];
@@ -307,6 +313,42 @@ class LadderGate {
             if (cache != null) cache.close();
             if (stream != null) stream.close();
         }
+    }
+
+    /**
+     * --spec: speculative decoding feeds several ids per forward and rolls the KDA states back when a draft is
+     * wrong. A scripted drafter proposes the right next ids with the 1st, 2nd or 3rd replaced by a wrong one, or all
+     * right, in turn, so every path (all accepted, some, none) runs; and the n-gram drafter of {@code k3 run --spec}.
+     */
+    @ParameterizedTest(name = "{0}")
+    @Order(9)
+    @MethodSource("rungs")
+    @DisplayName("--spec: speculative decoding gives the greedy ids at every rung, whether its drafts are all right, partly right or all wrong")
+    void speculativeDecodingGivesTheGreedyIds(Rung rung) throws Exception {
+        int[] counts = new int[4];
+        Speculative.Drafter scripted = (seq, len, max) -> {
+            int from = len - prompt.length, k = Math.min(max, 3), wrong = counts[3]++ % 4;   // wrong: 0 none, else that draft
+            int[] d = java.util.Arrays.copyOfRange(greedy, from, Math.min(greedy.length, from + k));
+            if (wrong > 0 && wrong <= d.length) d[wrong - 1] = (d[wrong - 1] + 1) % config.vocabSize();
+            return d;
+        };
+        Outcome o;
+        try (Heartbeat h = Heartbeat.of("ladder: --spec, " + rung)) {
+            o = run(rung, 2, f -> {
+                Speculative.Result r = Speculative.greedy(f, prompt, GEN, 4, f.newState(Generation.capacity(prompt.length, GEN)), scripted, null);
+                counts[0] = r.verifications();
+                counts[1] = r.drafted();
+                counts[2] = r.accepted();
+                return r.generation();
+            });
+        }
+        Evidence.text("speculative decoding, scripted drafts", String.format(Locale.ROOT, "ids %s%nverifying forwards %d, drafted %d, accepted %d%n",
+                java.util.Arrays.toString(o.ids()), counts[0], counts[1], counts[2]));
+        assertArrayEquals(greedy, o.ids(), rung + ": --spec with scripted drafts changed the greedy ids");
+        assertTrue(counts[2] > 0 && counts[2] < counts[1], rung + ": the scripted drafts must be partly accepted and partly rejected (drafted "
+                + counts[1] + ", accepted " + counts[2] + ")");
+        Outcome ngram = run(rung, 2, f -> Speculative.greedy(f, prompt, GEN, 4, f.newState(Generation.capacity(prompt.length, GEN)), null).generation());
+        assertArrayEquals(greedy, ngram.ids(), rung + ": --spec with n-gram drafts changed the greedy ids");
     }
 
     /** The CLI in a child JVM (this test's class path, the launcher's flags), incremental; its --out JSON and report. */

@@ -38,6 +38,7 @@ import k3j.model.ExpertDropException;
 import k3j.model.Forward;
 import k3j.model.ForwardException;
 import k3j.model.Generation;
+import k3j.model.Speculative;
 import k3j.plan.Human;
 import k3j.plan.MemInfo;
 import k3j.plan.MemoryPlan;
@@ -126,6 +127,10 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--reference", paramLabel = "DUMP", description = "the reference dump for --dump-activations (default: the one matching the model)")
     Path reference;
 
+    @Option(names = "--spec", paramLabel = "N", defaultValue = "0", description = "speculative decoding: draft up to N ids (clamped to "
+            + "8) from the n-gram history and verify them in one forward; the same ids as without it (needs --incremental, greedy)")
+    int specDraft;
+
     @Option(names = "--kernels", paramLabel = "PATH", defaultValue = "adaptive", description = "kernel path: adaptive (the Vector API for "
             + "large calls, scalar for small ones), vector or scalar; the same bits either way (default ${DEFAULT-VALUE})")
     String kernels;
@@ -199,6 +204,9 @@ final class RunCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw usage(e.getMessage());
         }
+        if (specDraft < 0) throw usage("--spec must be >= 0, got " + specDraft);
+        if (specDraft > 0 && (!incremental || text.chat)) throw usage("--spec needs --incremental (it verifies drafts against the carried state), outside --chat");
+        if (specDraft > 0 && !sampling.greedy()) throw usage("--spec is greedy-exact only: it cannot be combined with sampling");
         if (text.chat) incremental = true;
         int workers = threads.count();
         KernelPath.Mode kernelPath;
@@ -437,7 +445,7 @@ final class RunCommand implements Callable<Integer> {
             o.println(StepTable.RULE);
             o.flush();
             try {
-                g = Generation.run(forward, fed, gen, state, (l, v) -> sampler.next(l, 0, v), false, (step, id, secs) -> {
+                Generation.Progress progress = (step, id, secs) -> {
                     CacheStats cs = cache != null ? cache.stepStats() : CacheStats.ZERO;
                     if (cache != null && step < gen - 1) cache.resetStep();   // the last step's counters stay for the final-step report
                     long trunkRead = stream != null ? stream.stats().readNanos() : 0;
@@ -447,7 +455,15 @@ final class RunCommand implements Callable<Integer> {
                     int fedNow = incremental ? (step == 0 ? fedLength : 1) : fedLength + step;
                     o.println(table.add(new StepTable.Row(step, id, fedNow, secs, 100 * cs.hitRate(), cs.bytesRead(), io)));
                     o.flush();
-                });
+                };
+                if (specDraft > 0 && state != null) {
+                    Speculative.Result sr = Speculative.greedy(forward, fed, gen, specDraft, state, progress);
+                    g = sr.generation();
+                    o.printf(Locale.ROOT, "speculative (--spec %d): %d verifying forwards, %d ids drafted, %d accepted (%.1f%%)%n",
+                            Math.min(specDraft, Speculative.MAX_DRAFT), sr.verifications(), sr.drafted(), sr.accepted(), 100 * sr.acceptance());
+                } else {
+                    g = Generation.run(forward, fed, gen, state, (l, v) -> sampler.next(l, 0, v), false, progress);
+                }
             } catch (ExpertDropException | CorruptWeightsException e) {
                 failure = e.getMessage();
                 rc = ExitCode.RUN_INVALID;

@@ -1,6 +1,8 @@
 package k3j.model;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import k3j.kernels.Layers;
 import k3j.kernels.MlaKv;
 
@@ -98,6 +100,37 @@ public final class DecodeState {
     public void restored(int cached) {
         if (cached < 0 || cached > capacity) throw new IllegalArgumentException("a restored state of " + cached + " positions does not fit the capacity " + capacity);
         this.cached = cached;
+    }
+
+    /** The KDA states and the position count at one moment (speculative decoding rolls back to it). */
+    record Snapshot(int cached, float[][] kda) {}
+
+    /**
+     * Copies what a forward changes in place: every KDA state, and the count. The MLA rows past the count need no
+     * copy: the next feed from the restored count rewrites them before anything reads them.
+     */
+    Snapshot snapshot() {
+        List<float[]> copies = new ArrayList<>();
+        for (Layers.KdaState s : kda) {
+            if (s == null) continue;
+            copies.add(s.recurrent().clone());
+            copies.add(s.qConv().clone());
+            copies.add(s.kConv().clone());
+            copies.add(s.vConv().clone());
+        }
+        return new Snapshot(cached, copies.toArray(float[][]::new));
+    }
+
+    void restore(Snapshot snap) {
+        int i = 0;
+        for (Layers.KdaState s : kda) {
+            if (s == null) continue;
+            for (float[] a : new float[][] {s.recurrent(), s.qConv(), s.kConv(), s.vConv()}) {
+                float[] from = snap.kda()[i++];
+                System.arraycopy(from, 0, a, 0, a.length);
+            }
+        }
+        cached = snap.cached();
     }
 
     /** The KDA state of layer l (null for an MLA layer). */
