@@ -55,7 +55,7 @@ public final class CacheTrace {
         ByteBuffer bb = ByteBuffer.allocate(size * Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN);
         for (int i = 0; i < size; i++) bb.putInt(pairs[i]);
         Path trace = dir.resolve(TRACE_FILE);
-        Files.write(trace, bb.array());
+        k3j.io.AtomicWrite.bytes(trace, "--dump-cache-trace", bb.array());
 
         ObjectMapper json = new ObjectMapper();
         ObjectNode root = json.createObjectNode();
@@ -65,7 +65,7 @@ public final class CacheTrace {
         for (int k = 0; k < counts.length; k++) {
             if (counts[k] > 0) c.put((k / experts) + "," + (k % experts), counts[k]);
         }
-        json.writeValue(dir.resolve(HIST_FILE).toFile(), root);
+        k3j.io.AtomicWrite.bytes(dir.resolve(HIST_FILE), "--dump-cache-trace", json.writeValueAsBytes(root));
         return String.format(Locale.ROOT, "wrote %s: %d requests (%.0f KB)", trace, size / 2, size * 4 / 1024.0);
     }
 

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import k3j.conform.Charts;
+import k3j.io.AtomicWrite;
 import k3j.conform.ConformException;
 import k3j.conform.Conformance;
 import k3j.conform.ExpertLayerReport;
@@ -138,7 +139,7 @@ final class ConformCommand implements Callable<Integer> {
             k3j.plan.MemInfo.peakRss().ifPresent(p -> out.println("PEAK RSS for the whole run: " + k3j.plan.Human.bytes(p)));
             if (json != null) writeJson(reports);
             if (chart != null) {
-                Files.writeString(chart, Charts.overview(reports, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
+                AtomicWrite.string(chart, "--chart", Charts.overview(reports, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
                 out.println("chart: " + chart);
             }
             if (!noLogits && (candidate != null || c.forward() != null)) {

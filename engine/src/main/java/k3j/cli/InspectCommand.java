@@ -41,7 +41,7 @@ final class InspectCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         if (!Files.exists(path)) throw new CommandLine.ParameterException(spec.commandLine(), "no such file or folder: " + path);
         String fileName = path.getFileName() == null ? "" : path.getFileName().toString();
-        if (Files.isRegularFile(path) && fileName.endsWith(".json")) {
+        if (fileName.endsWith(".json") && !Files.isDirectory(path)) {
             try {
                 out.println(ConfigReader.read(path).summary());
                 return ExitCode.OK;
@@ -53,20 +53,19 @@ final class InspectCommand implements Callable<Integer> {
         if (!Files.isDirectory(path) && !fileName.endsWith(".safetensors")) {
             throw new CommandLine.ParameterException(spec.commandLine(), path + ": not a model directory, a .safetensors file or a config (.json)");
         }
-        CheckpointIndex index;
         try {
-            index = CheckpointIndex.open(path);
+            CheckpointIndex index = CheckpointIndex.open(path);
+            print(out, index, CheckpointSummary.of(index));
         } catch (CheckpointException e) {
             err.println("k3 inspect: " + e.getMessage());
             return ExitCode.RUNTIME;
         }
-        print(out, index);
         return ExitCode.OK;
     }
 
-    /** The config's one-line summary, "absent", or the reader's refusal. */
+    /** The config's one-line summary, "absent", or the reader's refusal (a FIFO or device named config.json is refused, not "absent"). */
     private static String configLine(Path config) {
-        if (!Files.isRegularFile(config)) return "absent";
+        if (!Files.exists(config)) return "absent";
         try {
             return ConfigReader.read(config).summary();
         } catch (ConfigException e) {
@@ -74,8 +73,7 @@ final class InspectCommand implements Callable<Integer> {
         }
     }
 
-    private void print(PrintWriter out, CheckpointIndex index) {
-        CheckpointSummary s = CheckpointSummary.of(index);
+    private void print(PrintWriter out, CheckpointIndex index, CheckpointSummary s) {
         out.println("checkpoint: " + path + (index.indexFile().isPresent()
                 ? " (index " + index.indexFile().get().getFileName() + ")" : ""));
         if (Files.isDirectory(path)) {

@@ -100,6 +100,28 @@ public final class K3 implements Runnable {
         }
     }
 
+    /**
+     * Parses a command line and, for a run, checks the flags that need no model ({@link RunCommand#checkFlags});
+     * nothing runs and nothing is written. A bad line throws {@link CommandLine.ParameterException}: the clean
+     * refusal the CLI fuzz target accepts.
+     */
+    public static void checkArguments(String... args) {
+        CommandLine cl = commandLine();
+        String[] a = args.length > 0 && !args[0].startsWith("-") && !cl.getSubcommands().containsKey(args[0]) ? prepend("run", args) : args;
+        CommandLine.ParseResult r = cl.parseArgs(a);
+        if (r.subcommand() != null && r.subcommand().commandSpec().userObject() instanceof RunCommand run
+                && !r.subcommand().isUsageHelpRequested() && !r.subcommand().isVersionHelpRequested()) {
+            run.checkFlags();
+        }
+    }
+
+    private static String[] prepend(String first, String[] rest) {
+        String[] all = new String[rest.length + 1];
+        all[0] = first;
+        System.arraycopy(rest, 0, all, 1, rest.length);
+        return all;
+    }
+
     /** A bare word (no path separator, no dot) naming nothing on disk. */
     private static boolean looksLikeCommand(String arg) {
         if (arg.isEmpty() || arg.contains("/") || arg.contains(".") || arg.contains(java.io.File.separator)) return false;

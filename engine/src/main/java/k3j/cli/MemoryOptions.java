@@ -57,6 +57,9 @@ final class MemoryOptions {
     }
 
     /** Ring slots wanted (0 means 2). */
+    /** The largest budget a flag may state (1 PB): past it the byte counts overflow a long (1e308 printed a negative TOTAL). */
+    static final double MAX_GB = 1e6;
+
     int ring() {
         return trunkRing == null ? 2 : trunkRing;
     }
@@ -67,7 +70,15 @@ final class MemoryOptions {
 
     /** The flags alone, before anything is read. */
     void validate() {
-        if (cacheGb != null && !(cacheGb > 0)) throw usage("--cache-gb must be positive, got " + cacheGb);
+        if (cacheGb != null && !(cacheGb > 0 && cacheGb <= MAX_GB)) throw usage("--cache-gb must be a positive number of GB up to " + MAX_GB + ", got " + cacheGb);
+        if (trunkGb != null && !trunkGb.equals("auto")) {
+            try {
+                double t = Double.parseDouble(trunkGb);
+                if (!(t > 0 && t <= MAX_GB)) throw usage("--trunk-gb must be a positive number of GB up to " + MAX_GB + ", got " + trunkGb);
+            } catch (NumberFormatException e) {
+                throw usage("--trunk-gb must be a number of GB or auto, got '" + trunkGb + "'");
+            }
+        }
         if (trunkRing != null && (trunkRing < 0 || trunkRing > TrunkPlan.MAX_RING)) throw usage("--trunk-ring must be 0..8, got " + trunkRing);
         if (trunk != null && !java.nio.file.Files.isDirectory(trunk)) {
             throw usage("--trunk: " + (java.nio.file.Files.exists(trunk) ? "not a folder: " : "no such folder: ") + trunk);

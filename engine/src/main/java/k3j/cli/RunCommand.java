@@ -20,6 +20,7 @@ import k3j.cache.CacheStats;
 import k3j.cache.CacheTrace;
 import k3j.cache.ExpertCache;
 import k3j.cache.ExpertLoadException;
+import k3j.io.AtomicWrite;
 import k3j.cache.ExpertLocation;
 import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
@@ -32,6 +33,7 @@ import k3j.kernels.KernelPath;
 import k3j.kernels.Workers;
 import k3j.model.Assembly;
 import k3j.model.BindException;
+import k3j.model.CorruptWeightsException;
 import k3j.model.ExpertDropException;
 import k3j.model.Forward;
 import k3j.model.ForwardException;
@@ -63,6 +65,7 @@ final class RunCommand implements Callable<Integer> {
     static final int MAX_PROMPT = 32768, MAX_GEN = 4096, MAX_POSITIONS = 36864;
     /** Tests set this to pretend a machine size (bytes) for the refusals; unset = /proc/meminfo MemAvailable. */
     static final String MEM_AVAILABLE_PROPERTY = "k3.memAvailableBytes";
+    private static final java.util.regex.Pattern ASCII_ID = java.util.regex.Pattern.compile("[0-9]{1,10}");
 
     private final Assembly.Intercepts intercepts;
 
@@ -148,10 +151,39 @@ final class RunCommand implements Callable<Integer> {
 
     private Session session;
 
+    @Option(names = "--no-trunk-crc", description = "skip the CRC-32C check of each streamed layer against trunk.json (on by default: a "
+            + "mismatch is RUN INVALID, exit 4)")
+    boolean noTrunkCrc;
+
+    /**
+     * The checks of the flags alone that need no model: the memory flags' ranges, the ids' syntax, the output
+     * folders (refused before the model is read, so no token is printed for a run whose results would be lost).
+     * The CLI fuzz target calls it too.
+     */
+    void checkFlags() {
+        memory.validate();
+        try {
+            if (ids != null) parseIds(ids);
+        } catch (NumberFormatException e) {
+            throw usage("--ids: " + e.getMessage());
+        }
+        try {
+            AtomicWrite.checkTarget(out, "--out");
+            if (dumpLogits != null) AtomicWrite.checkTarget(dumpLogits, "--dump-logits");
+            if (dumpCacheTrace != null) {
+                if (Files.exists(dumpCacheTrace) && !Files.isDirectory(dumpCacheTrace)) throw new IOException("cannot write into " + dumpCacheTrace + " (--dump-cache-trace): not a directory");
+                AtomicWrite.checkTarget(Files.isDirectory(dumpCacheTrace) ? dumpCacheTrace.resolve(CacheTrace.TRACE_FILE) : dumpCacheTrace, "--dump-cache-trace");
+            }
+        } catch (IOException e) {
+            throw usage(e.getMessage());
+        }
+    }
+
     @Override
     public Integer call() throws IOException {
         PrintWriter err = spec.commandLine().getErr(), o = text.chat ? err : spec.commandLine().getOut();   // chat: stdout is the conversation
         Path modelDir = model.folder();
+        checkFlags();
         // 1. flag conflicts, prompt sources
         int sources = (ids != null ? 1 : 0) + (prompt != null ? 1 : 0) + (promptFile != null ? 1 : 0);
         if (sources == 0 && !text.chat) throw usage("one of --ids, --prompt or --prompt-file is required");
@@ -252,6 +284,9 @@ final class RunCommand implements Callable<Integer> {
         if (gen == 0 && (text.saveState != null || text.chat)) throw usage((text.chat ? "--chat" : "--save-state") + " needs --gen >= 1");
         if (promptIds.length > MAX_PROMPT) throw usage("the prompt has " + promptIds.length + " ids, at most " + MAX_PROMPT);
         if (promptIds.length + gen + 1 > MAX_POSITIONS) throw usage("prompt + gen + 1 = " + (promptIds.length + gen + 1) + " positions, at most " + MAX_POSITIONS);
+        if (cfg.maxPositions() > 0 && promptIds.length + gen > cfg.maxPositions()) {
+            throw usage("prompt + gen = " + (promptIds.length + gen) + " positions, but the config's max_position_embeddings is " + cfg.maxPositions());
+        }
         // 6. incremental KV check (refused here, before the banner; its line is printed with the banner)
         String kvLine = null;
         if (incremental) {
@@ -324,7 +359,7 @@ final class RunCommand implements Callable<Integer> {
     /** How the trunk is streamed: the budget, the ring wanted, the layers walked. */
     private TrunkStream.Options trunkOptions(Assembly rt, MemoryOptions.Budgets budgets, PrintWriter err) {
         return TrunkStream.Options.budget(budgets.trunkBytes()).withRing(memory.ring()).withLayers(rt.layers())
-                .withNotes(s -> err.println("k3: note: " + s));
+                .withNotes(s -> err.println("k3: note: " + s)).withVerifyCrc(!noTrunkCrc);
     }
 
     /** What the expert cache will hold: the budget, but never more slots than the model has experts. */
@@ -429,12 +464,16 @@ final class RunCommand implements Callable<Integer> {
                 } else {
                     g = Generation.run(forward, fed, gen, state, (l, v) -> sampler.next(l, 0, v), false, progress);
                 }
-            } catch (ExpertDropException e) {
+            } catch (ExpertDropException | CorruptWeightsException e) {
                 failure = e.getMessage();
                 rc = ExitCode.RUN_INVALID;
             } catch (ForwardException e) {
                 failure = e.getMessage();
                 rc = ExitCode.RUNTIME;
+            } catch (InternalError e) {
+                // a memory-mapped shard that shrank under the run faults inside a kernel: name the file, never a stack trace
+                failure = MappedShards.describeFault(rt.index(), e);
+                rc = ExitCode.RUN_INVALID;
             }
             o.println(table.footer());
             if (g != null) {
@@ -450,7 +489,7 @@ final class RunCommand implements Callable<Integer> {
                     float[] l = g.stepLogits().get(0);
                     ByteBuffer b = ByteBuffer.allocate(4 * l.length).order(ByteOrder.LITTLE_ENDIAN);
                     b.asFloatBuffer().put(l);
-                    Files.write(dumpLogits, b.array());
+                    AtomicWrite.bytes(dumpLogits, "--dump-logits", b.array());
                     o.printf("wrote %s (%d float32 logits)%n", dumpLogits, l.length);
                 }
             }
@@ -482,7 +521,9 @@ final class RunCommand implements Callable<Integer> {
                 o.println("  the per-step CACHE HIT column counts the batch prefetch as hits, so it is near 100% at every cache size.");
             }
             if (ts != null) o.print(ts.report());
-            if (rc == ExitCode.RUN_INVALID || forward.expertDrops() > 0) {
+            if (rc == ExitCode.RUN_INVALID && forward.expertDrops() == 0) {
+                err.println("RUN INVALID: " + failure + ". No token was produced after it.");
+            } else if (rc == ExitCode.RUN_INVALID || forward.expertDrops() > 0) {
                 err.println("RUN INVALID: " + forward.expertDrops() + " routed expert load(s) failed and were dropped from the MoE sum. "
                         + "The token ids above are CORRUPT. (" + failure + ")");
                 rc = ExitCode.RUN_INVALID;
@@ -528,18 +569,21 @@ final class RunCommand implements Callable<Integer> {
         Forward.Result r;
         try {
             r = forward.full(ids, true, null);
-        } catch (ExpertDropException e) {
+        } catch (ExpertDropException | CorruptWeightsException e) {
             err.println("RUN INVALID: " + e.getMessage());
             return ExitCode.RUN_INVALID;
         } catch (ForwardException e) {
             err.println("forward pass failed: " + e.getMessage());
             return ExitCode.RUNTIME;
+        } catch (InternalError e) {
+            err.println("RUN INVALID: " + MappedShards.describeFault(null, e));
+            return ExitCode.RUN_INVALID;
         }
         int v = forward.weights().lmHead().rows(), positions = ids.length - 1, matches = 0;
         for (int t = 0; t < positions; t++) if (k3j.kernels.Argmax.fast(r.logits(), t * v, v) == ids[t + 1]) matches++;
         double agreement = (double) matches / positions;
         o.printf(Locale.ROOT, "teacher forcing: %d/%d positions agree (%.4f)%n", matches, positions, agreement);
-        Files.writeString(out, String.format(Locale.ROOT, "{\"tf_positions\":%d,\"tf_matches\":%d,\"tf_agreement\":%.4f}%n", positions, matches, agreement));
+        AtomicWrite.string(out, "--out", String.format(Locale.ROOT, "{\"tf_positions\":%d,\"tf_matches\":%d,\"tf_agreement\":%.4f}%n", positions, matches, agreement));
         o.println("wrote " + out);
         return ExitCode.OK;
     }
@@ -550,6 +594,8 @@ final class RunCommand implements Callable<Integer> {
         for (String part : s.trim().split("[,\\s]+")) {
             if (part.isEmpty()) continue;
             try {
+                // ASCII digits only: Integer.parseInt reads "١٢" (Arabic-Indic) as 12
+                if (!ASCII_ID.matcher(part).matches()) throw new NumberFormatException(part);
                 l.add(Integer.parseInt(part));
             } catch (NumberFormatException e) {
                 throw new NumberFormatException("'" + part + "' is not an integer token id");
@@ -561,7 +607,13 @@ final class RunCommand implements Callable<Integer> {
     private void writeOut(Generation g, int[] promptIds, int bound, int completed, long drops, long expertBytes, long trunkBytes, long peak) throws IOException {
         int[] generated = g == null ? new int[0] : g.generated();
         double wall = g == null ? 0 : g.seconds();
-        try (OutputStream os = Files.newOutputStream(out); JsonGenerator j = new JsonFactory().createGenerator(os, JsonEncoding.UTF8)) {
+        String generatedText = session != null && session.tokenizer() != null && g != null ? text(generated) : null;
+        AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText));
+    }
+
+    private static void writeJson(OutputStream os, int[] promptIds, int[] generated, double wall, int bound, int completed, long drops,
+                                  long expertBytes, long trunkBytes, long peak, String generatedText) throws IOException {
+        try (JsonGenerator j = new JsonFactory().createGenerator(os, JsonEncoding.UTF8)) {
             j.writeStartObject();
             j.writeFieldName("prompt_ids");
             j.writeArray(promptIds, 0, promptIds.length);
@@ -586,7 +638,7 @@ final class RunCommand implements Callable<Integer> {
             j.writeNumberField("embedding_bytes_read", 0);
             j.writeNumberField("lm_head_bytes_read", 0);
             j.writeBooleanField("ultra_low_memory", false);
-            if (session != null && session.tokenizer() != null && g != null) j.writeStringField("generated_text", text(generated));
+            if (generatedText != null) j.writeStringField("generated_text", generatedText);
             else j.writeNullField("generated_text");
             j.writeEndObject();
         }

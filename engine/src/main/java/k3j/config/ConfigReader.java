@@ -110,6 +110,15 @@ public final class ConfigReader {
         return m;
     }
 
+    /**
+     * Keys that describe the release but size nothing in the engine: accepted, several validated below
+     * ({@link #checkInformational}). Any other key is listed in {@link ModelConfig#ignored()}.
+     */
+    private static final java.util.Set<String> INFORMATIONAL = java.util.Set.of("architectures", "model_type", "bos_token_id", "eos_token_id",
+            "pad_token_id", "media_placeholder_token_id", "vision_config", "tie_word_embeddings", "dtype", "torch_dtype",
+            "max_position_embeddings", "num_key_value_heads", "num_nextn_predict_layers", "topk_method", "use_grouped_topk",
+            "transformers_version", "text_config", "linear_attn_config", "quantization_config", "kda_layers");
+
     private ConfigReader() {}
 
     // ----------------------------------------------------------------------------------------------
@@ -120,14 +129,14 @@ public final class ConfigReader {
         String source = path.toString();
         byte[] bytes;
         try {
-            long size = Files.size(path);
+            long size = k3j.io.SafeFiles.requireRegular(path, "a config");
             if (size > MAX_CONFIG_BYTES) {
                 throw new ConfigException(source, List.of(
                         "implausible config size " + size + " bytes (at most " + MAX_CONFIG_BYTES + " = 2^28): not read"));
             }
-            bytes = Files.readAllBytes(path);
+            bytes = k3j.io.SafeFiles.readAll(path, MAX_CONFIG_BYTES, "a config");
         } catch (IOException e) {
-            throw new ConfigException(source, "cannot read: " + e, e);
+            throw new ConfigException(source, "cannot read: " + k3j.io.SafeFiles.why(e), e);
         }
         JsonNode root;
         try {
@@ -215,8 +224,15 @@ public final class ConfigReader {
                 i(values, "attn_res_block_size"),
                 f(values, "activation_situ_beta"), f(values, "activation_situ_linear_beta"),
                 intList(values, "full_attn_layers"),
-                quantization != null, defaulted);
+                quantization != null, defaulted, 0, List.of());
         validate(c, lookup(candidates, "kda_layers", null, problems), problems);
+        int maxPositions = checkInformational(candidates, c, problems);
+        c = new ModelConfig(c.source(), c.shape(), c.hiddenSize(), c.layerCount(), c.vocabSize(), c.rmsNormEps(), c.kdaHeads(), c.kdaHeadDim(),
+                c.shortConvKernel(), c.gateLowerBound(), c.mlaHeads(), c.qLoraRank(), c.kvLoraRank(), c.qkNopeHeadDim(), c.qkRopeHeadDim(),
+                c.vHeadDim(), c.mlaOutputGate(), c.expertCount(), c.topK(), c.sharedExpertCount(), c.latentSize(), c.moeIntermediate(),
+                c.routedScalingFactor(), c.moeRenormalize(), c.latentNorm(), c.firstDenseLayers(), c.moeLayerFreq(), c.denseIntermediate(),
+                c.attnResBlockSize(), c.situBeta(), c.situLinearBeta(), c.fullAttnLayers(), c.declaresMxfp4(), c.defaulted(), maxPositions,
+                ignoredKeys(candidates));
         if (!problems.isEmpty()) throw new ConfigException(source, problems);
         return c;
     }
@@ -324,6 +340,56 @@ public final class ConfigReader {
     }
 
     // ----------------------------------------------------------------------------------------------
+    // informational keys
+
+    /** Validates the informational keys that can contradict the engine; returns max_position_embeddings (0 = absent). */
+    private static int checkInformational(Map<String, JsonNode> candidates, ModelConfig c, List<String> p) {
+        for (String id : List.of("bos_token_id", "eos_token_id", "pad_token_id", "media_placeholder_token_id")) {
+            Hit h = lookup(candidates, id, null, p);
+            if (h == null || h.node.isNull()) continue;
+            if (!h.node.isIntegralNumber() || !h.node.canConvertToInt() || h.node.intValue() < 0 || h.node.intValue() >= c.vocabSize()) {
+                p.add(h.where + " = " + h.node + " is not a token id of the vocabulary 0.." + (c.vocabSize() - 1));
+            }
+        }
+        Hit tie = lookup(candidates, "tie_word_embeddings", null, p);
+        if (tie != null && !tie.node.equals(JSON.getNodeFactory().booleanNode(false))) {
+            p.add(tie.where + " = " + tie.node + ": this engine reads a separate lm_head (tie_word_embeddings must be false)");
+        }
+        Hit kv = lookup(candidates, "num_key_value_heads", null, p);
+        if (kv != null && !(kv.node.isIntegralNumber() && kv.node.canConvertToInt() && kv.node.intValue() == c.mlaHeads())) {
+            p.add(kv.where + " = " + kv.node + " differs from num_attention_heads = " + c.mlaHeads() + " (MLA expands one latent to every head)");
+        }
+        Hit topk = lookup(candidates, "topk_method", null, p);
+        if (topk != null && !topk.node.equals(JSON.getNodeFactory().textNode("noaux_tc"))) {
+            p.add(topk.where + " = " + topk.node + " describes a different router: this engine implements only topk_method = \"noaux_tc\"");
+        }
+        Hit pos = lookup(candidates, "max_position_embeddings", null, p);
+        if (pos == null) return 0;
+        if (!pos.node.isIntegralNumber() || !pos.node.canConvertToInt() || pos.node.intValue() < 1) {
+            p.add(pos.where + " = " + pos.node + " must be a positive integer");
+            return 0;
+        }
+        return pos.node.intValue();
+    }
+
+    /** Keys in the config's objects that are neither fields, fixed, nor informational: listed, never silently dropped. */
+    private static List<String> ignoredKeys(Map<String, JsonNode> candidates) {
+        var known = new java.util.HashSet<>(INFORMATIONAL);
+        for (Field f : FIELDS) {
+            known.add(f.key);
+            if (f.alias != null) known.add(f.alias);
+        }
+        known.addAll(FIXED_IF_PRESENT.keySet());
+        var out = new ArrayList<String>();
+        for (var c : candidates.entrySet()) {
+            c.getValue().fieldNames().forEachRemaining(k -> {
+                if (!known.contains(k)) out.add(c.getKey().equals("root") ? k : c.getKey() + "." + k);
+            });
+        }
+        return out;
+    }
+
+    // ----------------------------------------------------------------------------------------------
     // quantization_config
 
     /** MXFP4 experts: every compressed-tensors group must use the engine's group size 32 (docs/semantics.md §3.4). */
@@ -334,7 +400,15 @@ public final class ConfigReader {
                     + ModelConfig.MXFP4_GROUP_SIZE + ")");
             return;
         }
+        expect(q.node, "quant_method", "compressed-tensors", q.where, problems);
+        expect(q.node, "format", "mxfp4-pack-quantized", q.where, problems);
         for (var g : groups.properties()) {
+            JsonNode weights = g.getValue().path("weights");
+            String at = q.where + ".config_groups." + g.getKey() + ".weights";
+            JsonNode bits = weights.path("num_bits");
+            if (!(bits.isIntegralNumber() && bits.intValue() == 4)) problems.add(at + ".num_bits = " + bits + ": MXFP4 is 4 bits (this engine decodes nothing else)");
+            expect(weights, "type", "float", at, problems);
+            if (weights.has("strategy")) expect(weights, "strategy", "group", at, problems);
             String where = q.where + ".config_groups." + g.getKey() + ".weights.group_size";
             JsonNode size = g.getValue().path("weights").path("group_size");
             if (size.isMissingNode()) problems.add("missing " + where + " (must be " + ModelConfig.MXFP4_GROUP_SIZE + ")");
@@ -342,6 +416,13 @@ public final class ConfigReader {
                 problems.add(where + " = " + size + ", but MXFP4 scales cover groups of " + ModelConfig.MXFP4_GROUP_SIZE
                         + " inputs: group_size must be " + ModelConfig.MXFP4_GROUP_SIZE);
             }
+        }
+    }
+
+    private static void expect(JsonNode obj, String key, String want, String where, List<String> problems) {
+        JsonNode v = obj.path(key);
+        if (!v.isTextual() || !v.asText().equals(want)) {
+            problems.add(where + "." + key + " = " + (v.isMissingNode() ? "(missing)" : v.toString()) + ": this engine implements only " + key + " = \"" + want + "\" (MXFP4 experts)");
         }
     }
 
@@ -388,6 +469,30 @@ public final class ConfigReader {
             multipleOfGroup(p, "routed_expert_hidden_size", c.latentSize(), "w1/w3");
             multipleOfGroup(p, "moe_intermediate_size", c.moeIntermediate(), "w2");
         }
+        atMost(p, "num_hidden_layers", c.layerCount(), ModelConfig.MAX_LAYERS);
+        atMost(p, "hidden_size", c.hiddenSize(), ModelConfig.MAX_WIDTH);
+        atMost(p, "vocab_size", c.vocabSize(), ModelConfig.MAX_VOCAB);
+        atMost(p, "num_experts", c.expertCount(), ModelConfig.MAX_EXPERTS);
+        atMost(p, "num_shared_experts", c.sharedExpertCount(), ModelConfig.MAX_SHARED_EXPERTS);
+        atMost(p, "num_heads (KDA heads)", c.kdaHeads(), ModelConfig.MAX_HEADS);
+        atMost(p, "num_attention_heads", c.mlaHeads(), ModelConfig.MAX_HEADS);
+        for (var e : java.util.Map.of("head_dim (KDA head dim)", c.kdaHeadDim(), "q_lora_rank", c.qLoraRank(), "kv_lora_rank", c.kvLoraRank(),
+                "qk_nope_head_dim", c.qkNopeHeadDim(), "qk_rope_head_dim", c.qkRopeHeadDim(), "v_head_dim", c.vHeadDim(),
+                "routed_expert_hidden_size", c.latentSize()).entrySet()) {
+            atMost(p, e.getKey(), e.getValue(), ModelConfig.MAX_WIDTH);
+        }
+        atMost(p, "moe_intermediate_size", c.moeIntermediate(), ModelConfig.MAX_INTERMEDIATE);
+        atMost(p, "intermediate_size", c.denseIntermediate(), ModelConfig.MAX_INTERMEDIATE);
+        atMost(p, "short_conv_kernel_size", c.shortConvKernel(), ModelConfig.MAX_CONV_KERNEL);
+        if (c.attnResBlockSize() > c.layerCount() && c.layerCount() > 0) {
+            p.add("attn_res_block_size = " + c.attnResBlockSize() + " exceeds num_hidden_layers = " + c.layerCount() + " (one block would hold more layers than exist)");
+        }
+        if (c.moeLayerFreq() > c.layerCount() && c.layerCount() > 0) p.add("moe_layer_freq = " + c.moeLayerFreq() + " exceeds num_hidden_layers = " + c.layerCount());
+        scalar(p, "routed_scaling_factor", c.routedScalingFactor());
+        scalar(p, "activation_situ_beta", c.situBeta());
+        scalar(p, "activation_situ_linear_beta", c.situLinearBeta());
+        if (!(c.gateLowerBound() >= -ModelConfig.MAX_SCALE)) p.add("gate_lower_bound = " + c.gateLowerBound() + " is below -" + ModelConfig.MAX_SCALE);
+        if (!(c.rmsNormEps() < 1)) p.add("rms_norm_eps = " + c.rmsNormEps() + " must be < 1 (an epsilon, not a scale)");
         fitsInt(p, "num_heads * head_dim", (long) c.kdaHeads() * c.kdaHeadDim());
         fitsInt(p, "num_attention_heads * (qk_nope_head_dim + qk_rope_head_dim)", (long) c.mlaHeads() * (c.qkNopeHeadDim() + c.qkRopeHeadDim()));
         fitsInt(p, "num_attention_heads * (qk_nope_head_dim + v_head_dim)", (long) c.mlaHeads() * (c.qkNopeHeadDim() + c.vHeadDim()));
@@ -399,6 +504,7 @@ public final class ConfigReader {
     private static void checkLayerMap(ModelConfig c, Hit kdaLayers, List<String> p) {
         List<Integer> list = c.fullAttnLayers();
         int n = c.layerCount();
+        if (n > ModelConfig.MAX_LAYERS) return;   // refused above; the complement below would loop 2^31 times
         if (list.isEmpty()) {
             p.add("full_attn_layers is empty: K3 has MLA layers, and an empty list usually means a reader lost them");
             return;
@@ -445,6 +551,14 @@ public final class ConfigReader {
     private static boolean looksZeroBased(TreeSet<Integer> mla, TreeSet<Integer> kda, int n) {
         for (int l = 1; l <= n; l++) if (mla.contains(l - 1) == kda.contains(l)) return false;
         return true;
+    }
+
+    private static void atMost(List<String> p, String name, int v, int max) {
+        if (v > max) p.add(name + " = " + v + " is above " + max + ", the most this engine accepts (ModelConfig bounds; the released K3 is far below)");
+    }
+
+    private static void scalar(List<String> p, String name, float v) {
+        if (v > ModelConfig.MAX_SCALE) p.add(name + " = " + v + " is above " + ModelConfig.MAX_SCALE + ": no trained model uses such a value");
     }
 
     private static void positive(List<String> p, String name, int v) {

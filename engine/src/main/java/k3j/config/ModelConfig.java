@@ -13,6 +13,8 @@ import java.util.Objects;
  * @param fullAttnLayers     the MLA layers, ONE-based exactly as given (K3: 4, 8, ..., 88, 92, 93)
  * @param declaresMxfp4      quantization_config is present (its group size was checked to be 32)
  * @param defaulted          the JSON keys that were absent and took their documented default (only booleans can)
+ * @param maxPositions       max_position_embeddings (0 = not stated): a request needing more positions is refused
+ * @param ignored            keys present that neither drive the engine nor are validated (listed in the summary, never silent)
  */
 public record ModelConfig(
         String source,
@@ -48,12 +50,23 @@ public record ModelConfig(
         float situLinearBeta,      // SiTU linear cap beta2 (25)
         List<Integer> fullAttnLayers,
         boolean declaresMxfp4,
-        List<String> defaulted) {
+        List<String> defaulted,
+        int maxPositions,          // max_position_embeddings, 0 when the config does not state it
+        List<String> ignored) {
 
     /** The most experts a token may select (docs/semantics.md §1.5, K3_MAX_TOPK); per-token scratch is sized by it. */
     public static final int MAX_TOP_K = 64;
     /** MXFP4 scale group: one E8M0 exponent per 32 consecutive inputs (docs/semantics.md §1.6, §3.4). */
     public static final int MXFP4_GROUP_SIZE = 32;
+    /**
+     * Upper bounds on the typed sizes, far above the released K3 (93 layers, hidden 7168, vocab 163840, 896
+     * experts, 96 heads of 128, ranks 1536/512, intermediate 33792): a config past them is refused before any
+     * of them sizes an allocation or a loop (num_hidden_layers = 2^31 - 1 would otherwise fill the heap).
+     */
+    public static final int MAX_LAYERS = 1024, MAX_WIDTH = 1 << 16, MAX_VOCAB = 1 << 22, MAX_EXPERTS = 1 << 16, MAX_HEADS = 1 << 12,
+            MAX_INTERMEDIATE = 1 << 20, MAX_CONV_KERNEL = 64, MAX_SHARED_EXPERTS = 64;
+    /** Bounds on the typed scalars: a scaling factor, SiTU caps and the decay bound past these describe no trained model. */
+    public static final float MAX_SCALE = 1e4f;
 
     public enum Shape { NESTED, FLAT }
 
@@ -62,6 +75,7 @@ public record ModelConfig(
         Objects.requireNonNull(shape);
         fullAttnLayers = List.copyOf(fullAttnLayers);
         defaulted = List.copyOf(defaulted);
+        ignored = List.copyOf(ignored);
     }
 
     // ----------------------------------------------------------------------------------------------
@@ -156,6 +170,8 @@ public record ModelConfig(
         String line = "config: %s (%s shape) | hidden=%d layers=%d vocab=%d | %d MLA + %d KDA | experts %d top %d shared %d | latent=%d"
                 .formatted(source, shape == Shape.NESTED ? "nested" : "flat", hiddenSize, layerCount, vocabSize,
                         mlaLayerCount(), kdaLayerCount(), expertCount, topK, sharedExpertCount, latentSize);
-        return defaulted.isEmpty() ? line : line + " | defaulted: " + String.join(", ", defaulted);
+        if (!defaulted.isEmpty()) line += " | defaulted: " + String.join(", ", defaulted);
+        if (!ignored.isEmpty()) line += " | not read: " + String.join(", ", ignored);
+        return line;
     }
 }

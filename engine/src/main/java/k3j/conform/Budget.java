@@ -3,6 +3,7 @@ package k3j.conform;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import k3j.config.ModelConfig;
 
 /**
  * The rounding budget of the C engine's full-checkpoint conformance (docs/semantics.md §10.7): for a
@@ -22,7 +23,7 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
 
     public Budget {
         widths = Map.copyOf(widths);
-        if (!(eps32 > 0) || !(factor > 0)) throw new IllegalArgumentException("budget constants must be positive: eps32 " + eps32 + ", factor " + factor);
+        if (!(eps32 > 0) || !(factor > 0)) throw new ConformException(Finding.REFERENCE_MISMATCH, "budget constants must be positive: eps32 " + eps32 + ", factor " + factor + " (" + source + ")");
     }
 
     /** eps32 · sqrt(width) · factor for a stage (or "logits"). */
@@ -54,19 +55,57 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
             if (text.has("num_experts_per_token")) w.put("moe_weight", text.get("num_experts_per_token").asInt());
             return new Budget(DEFAULT_EPS32, DEFAULT_FACTOR, w, "the default constants: the dump states no budget");
         }
-        double eps = d.field("budget", "eps32").asDouble(), factor = d.field("budget", "factor").asDouble();
+        JsonNode epsNode = d.field("budget", "eps32"), factorNode = d.field("budget", "factor");
+        if (!epsNode.isNumber() || !factorNode.isNumber()) throw ReferenceDump.mismatch(d.source() + ": manifest budget.eps32 and budget.factor must be numbers");
+        double eps = epsNode.asDouble(), factor = factorNode.asDouble();
+        looseness(eps, factor, d.source().toString());
         Map<String, Integer> w = new LinkedHashMap<>();
         d.field("budget", "stages").properties().forEach(en -> {
             JsonNode width = en.getValue().get("width");
-            if (width == null || !width.canConvertToInt()) throw ReferenceDump.mismatch(d.source() + ": manifest budget.stages." + en.getKey() + " has no width");
+            if (width == null || !width.isIntegralNumber() || !width.canConvertToInt()) throw ReferenceDump.mismatch(d.source() + ": manifest budget.stages." + en.getKey() + " has no width");
             w.put(en.getKey(), width.intValue());
         });
-        w.put("logits", d.field("budget", "logits", "width").asInt());
+        JsonNode lw = d.field("budget", "logits", "width");
+        if (!lw.isIntegralNumber() || !lw.canConvertToInt()) throw ReferenceDump.mismatch(d.source() + ": manifest budget.logits.width is not an int");
+        w.put("logits", lw.intValue());
         Budget budget = new Budget(eps, factor, w, "the dump's manifest");
         // a stage's stored budget must be the rule's; a hand-tightened figure without its factor would be ambiguous
         d.field("budget", "stages").properties().forEach(en -> check(d, budget, en.getKey(), en.getValue()));
         check(d, budget, "logits", d.field("budget", "logits"));
         return budget;
+    }
+
+    /**
+     * Refuses a budget this harness did not derive for {@code c}: constants looser than the seed's (a dump may
+     * tighten, never loosen), and any width other than the compared vector's length under the model's config
+     * (hidden size for the layer stages, K for moe_weight, N for moe_choice, V for logits). A dump that sets
+     * {@code factor = 1e12} or a width of 2^31 - 1 would pass any model; it is refused naming the field.
+     */
+    public void check(ModelConfig c, String source) {
+        looseness(eps32, factor, source);
+        Map<String, Integer> want = derivedWidths(c);
+        for (Map.Entry<String, Integer> e : widths.entrySet()) {
+            Integer w = want.get(e.getKey());
+            String field = e.getKey().equals("logits") ? "budget.logits.width" : "budget.stages." + e.getKey() + ".width";
+            if (w == null) throw ReferenceDump.mismatch(source + ": manifest " + field + " names a stage this harness does not compare");
+            if (!w.equals(e.getValue())) throw ReferenceDump.mismatch(source + ": manifest " + field + " = " + e.getValue() + ", but the config gives " + w);
+        }
+    }
+
+    private static void looseness(double eps32, double factor, String source) {
+        if (!(eps32 <= DEFAULT_EPS32 * (1 + 1e-9))) throw ReferenceDump.mismatch(source + ": manifest budget.eps32 = " + eps32 + " is looser than the harness's " + DEFAULT_EPS32);
+        if (!(factor <= DEFAULT_FACTOR * (1 + 1e-9))) throw ReferenceDump.mismatch(source + ": manifest budget.factor = " + factor + " is looser than the harness's " + DEFAULT_FACTOR);
+    }
+
+    /** The width of every stage the harness judges, from the model's config. */
+    static Map<String, Integer> derivedWidths(ModelConfig c) {
+        Map<String, Integer> w = new LinkedHashMap<>();
+        w.put("partial_in", c.hiddenSize());
+        for (String s : Stage.NAMES) w.put(s, c.hiddenSize());
+        w.put(Stage.MOE_WEIGHT, c.topK());
+        w.put("moe_choice", c.expertCount());
+        w.put("logits", c.vocabSize());
+        return w;
     }
 
     private static void check(ReferenceDump d, Budget b, String stage, JsonNode entry) {

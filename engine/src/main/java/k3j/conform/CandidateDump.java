@@ -96,7 +96,7 @@ public final class CandidateDump {
         String p = "layers." + i + ".";
         return new LayerStages(i, tokens, null, f32(p + "attn_in"), f32(p + "attn_norm"), f32(p + "attn_out"), f32(p + "partial_attn"),
                 f32(p + "mlp_in"), f32(p + "mlp_norm"), f32(p + "mlp_out"), f32(p + "partial_out"),
-                files.has(p + "moe_idx") ? files.i32(p + "moe_idx") : null, f32(p + "moe_weight"), null, List.of());
+                files.has(p + "moe_idx") ? files.i32(p + "moe_idx") : null, f32(p + "moe_weight"), kdaState(p), List.of());
     }
 
     /** The teacher-forced logits [T][V] over the reference's ids (full recompute, or incremental), or null when the engine wrote none. */
@@ -117,6 +117,12 @@ public final class CandidateDump {
     /** Why the logits are absent, when the candidate says ("" otherwise). */
     public String logitsNote() {
         return files.manifest().path("notes").path("logits").asText("");
+    }
+
+    /** A KDA layer's states after the call, when the candidate holds all four (else null: not judged). */
+    private k3j.kernels.Layers.KdaState kdaState(String p) {
+        float[] r = f32(p + "kda_state"), q = f32(p + "q_conv_state"), k = f32(p + "k_conv_state"), v = f32(p + "v_conv_state");
+        return r == null || q == null || k == null || v == null ? null : new k3j.kernels.Layers.KdaState(r, q, k, v);
     }
 
     private float[] f32(String key) {

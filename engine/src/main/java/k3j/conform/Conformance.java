@@ -124,12 +124,56 @@ public final class Conformance implements AutoCloseable {
         return candidate != null ? candidate.engine() + " from " + candidate.source() : "k3j forward" + (modelDir != null ? " on " + modelDir : "");
     }
 
+    /**
+     * Everything in the dump that steers a verdict, against the model's config and the harness's own
+     * derivation, before any layer runs: layer count and map, each layer's mixer, MLP, boundary and snapshot
+     * counts, the boundaries, the ids, the budget, and every array (present, shaped, hashed, sized; see
+     * {@link DumpLayout}). A disagreement is refused naming the field.
+     */
     private void checkShape() {
+        check(dump, config);
+    }
+
+    /** {@link #checkShape()} for a dump and a config alone (no model): the dump fuzz target and {@code k3 conform} share it. */
+    public static void check(ReferenceDump dump, ModelConfig config) {
+        String src = dump.source().toString();
+        int[] ids = dump.ids();
+        int tokens = ids.length;
+        if (tokens < 1) throw ReferenceDump.mismatch(src + ": manifest ids is empty");
+        Budget budget = dump.budget();
         if (config.layerCount() != dump.layerCount()) {
-            throw ReferenceDump.mismatch(dump.source() + " has " + dump.layerCount() + " layers, the model " + config.layerCount());
+            throw ReferenceDump.mismatch(src + " has " + dump.layerCount() + " layers, the model " + config.layerCount());
         }
         String map = dump.field("layer_map").asText();
-        if (!map.equals(config.layerMap())) throw ReferenceDump.mismatch(dump.source() + " was made for layer map " + map + ", the model's config gives " + config.layerMap());
+        if (!map.equals(config.layerMap())) throw ReferenceDump.mismatch(src + " was made for layer map " + map + ", the model's config gives " + config.layerMap());
+        int bs = config.attnResBlockSize();
+        for (int i = 0; i < config.layerCount(); i++) {
+            ReferenceDump.LayerInfo l = dump.layer(i);
+            String mixer = config.layerKind(i) == k3j.config.LayerKind.KDA ? "KDA" : "MLA";
+            String mlp = config.mlpKind(i) == k3j.config.MlpKind.MOE ? "moe" : "dense";
+            int snapsAttn = (i + bs - 1) / bs, snapsMlp = i / bs + 1;
+            if (!l.mixer().equals(mixer)) throw fieldMismatch(src, i, "mixer", l.mixer().toLowerCase(java.util.Locale.ROOT), mixer.toLowerCase(java.util.Locale.ROOT));
+            if (!l.mlp().equals(mlp)) throw fieldMismatch(src, i, "mlp", l.mlp(), mlp);
+            if (l.boundary() != config.isAttnResBoundary(i)) throw fieldMismatch(src, i, "boundary", l.boundary(), config.isAttnResBoundary(i));
+            if (l.snapshotsAttn() != snapsAttn) throw fieldMismatch(src, i, "snapshots_attn", l.snapshotsAttn(), snapsAttn);
+            if (l.snapshotsMlp() != snapsMlp) throw fieldMismatch(src, i, "snapshots_mlp", l.snapshotsMlp(), snapsMlp);
+        }
+        int[] boundaries = dump.ints("boundaries");
+        int[] want = config.attnResBoundaries().stream().mapToInt(Integer::intValue).toArray();
+        if (!Arrays.equals(boundaries, want)) throw ReferenceDump.mismatch(src + ": manifest boundaries " + Arrays.toString(boundaries) + ", the config gives " + Arrays.toString(want));
+        int[] prompt = dump.promptIds(), generated = dump.generatedIds();
+        int[] joined = Arrays.copyOf(prompt, prompt.length + generated.length);
+        System.arraycopy(generated, 0, joined, prompt.length, generated.length);
+        if (!Arrays.equals(ids, joined)) throw ReferenceDump.mismatch(src + ": manifest ids is not prompt_ids followed by generated_ids");
+        for (int id : ids) if (id < 0 || id >= config.vocabSize()) throw ReferenceDump.mismatch(src + ": manifest ids holds " + id + ", outside the vocabulary of " + config.vocabSize());
+        budget.check(config, src);
+        dump.checkArrays(DumpLayout.of(config, tokens, generated.length));
+        if (!Arrays.equals(dump.i32("ids"), ids)) throw ReferenceDump.mismatch(src + ": ids.bin and the manifest's ids disagree");
+        if (!Arrays.equals(dump.i32("greedy_ids"), generated)) throw ReferenceDump.mismatch(src + ": greedy_ids.bin and the manifest's generated_ids disagree");
+    }
+
+    private static ConformException fieldMismatch(String src, int layer, String field, Object got, Object want) {
+        return ReferenceDump.mismatch(src + ": manifest layers[" + layer + "]." + field + " = " + got + ", but the model's config gives " + want);
     }
 
     /**
@@ -311,7 +355,23 @@ public final class Conformance implements AutoCloseable {
             if (st.moeWeight() == null) missing.add(Stage.MOE_WEIGHT);
             else metrics.add(StageMetric.of(Stage.MOE_WEIGHT, budget.width(Stage.MOE_WEIGHT), st.moeWeight(), dump.f32(p + Stage.MOE_WEIGHT), budget.of(Stage.MOE_WEIGHT)));
         }
+        if (info.mixer().equals("KDA") && dump.has("layers." + i + ".kda_state")) {
+            // the state after the call (FORMAT.md §6) has no budget width of its own: the dump's atol_layer, as a ratio to max|ref|
+            var s = st.kdaState();   // k3j's forward always returns it; a candidate may leave its states out (not judged then)
+            if (s != null) {
+                metrics.add(state(i, "kda_state", s.recurrent()));
+                metrics.add(state(i, "q_conv_state", s.qConv()));
+                metrics.add(state(i, "k_conv_state", s.kConv()));
+                metrics.add(state(i, "v_conv_state", s.vConv()));
+            }
+        }
         return judge(i, info.kind(), metrics, routing, missing, secs(t0));
+    }
+
+    private StageMetric state(int layer, String name, float[] engine) {
+        float[] ref = dump.f32("layers." + layer + "." + name);
+        double maxRef = StageMetric.absMax(ref), atol = dump.atol(layer, name, "atol_layer");
+        return StageMetric.of(name, ref.length, engine, ref, maxRef > 0 ? atol / maxRef : atol);
     }
 
     /** The near-tie score tolerance of layer {@code i}: the dump's moe_choice atol for a layer run alone, 0 when it has none. */
@@ -328,20 +388,26 @@ public final class Conformance implements AutoCloseable {
         return judge(layer, kind, metrics, routing, List.of(), seconds);
     }
 
-    /** The same with stages a candidate does not hold: missing unless a stage it does hold is a binding error. */
+    /** The same with stages a candidate does not hold: missing unless a stage it does hold is a binding error or not finite. */
     public static LayerReport judge(int layer, String kind, List<StageMetric> metrics, Routing routing, List<String> missing, double seconds) {
-        StageMetric worst = null, firstOver = null;
+        StageMetric worst = null, firstOver = null, firstNonFinite = null;
         for (StageMetric m : metrics) {
             if (worst == null || !(m.ratioToBudget() <= worst.ratioToBudget())) worst = m;
             if (firstOver == null && !(m.ratioToBudget() <= 1.0)) firstOver = m;
+            if (firstNonFinite == null && !m.finite()) firstNonFinite = m;
         }
         Finding f = worst == null ? Finding.CONFORMS : Finding.ofRatio(worst.ratioToBudget());
         if (routing != null && routing.wrong()) f = Finding.BINDING_ERROR;
         if (!missing.isEmpty() && f != Finding.BINDING_ERROR) f = Finding.MISSING_STAGE;
         else if (f == Finding.CONFORMS && routing != null && routing.onlyNearTies()) f = Finding.NEAR_TIE;
+        if (firstNonFinite != null) f = Finding.NON_FINITE;
         String msg = "";
         if (f != Finding.CONFORMS) {
             StringBuilder sb = new StringBuilder(f.tag()).append(" L").append(layer).append(' ').append(kind).append(": ");
+            if (firstNonFinite != null) {
+                sb.append(firstNonFinite.stage()).append(" is not finite (").append(firstNonFinite.finiteCounts()).append(')');
+                if (!missing.isEmpty() || firstOver != null || routing != null && !routing.equal()) sb.append("; ");
+            }
             if (!missing.isEmpty()) {
                 sb.append("not in the candidate: ").append(String.join(", ", missing));
                 if (firstOver != null || routing != null && !routing.equal()) sb.append("; ");
@@ -365,7 +431,8 @@ public final class Conformance implements AutoCloseable {
     }
 
     static String describe(StageMetric m) {
-        return String.format(Locale.ROOT, "%s %.3gx budget (max|diff| %.3g, max|ref| %.3g, budget %.3g)", m.stage(), m.ratioToBudget(), m.maxAbsDiff(), m.maxAbsRef(), m.budget());
+        return String.format(Locale.ROOT, "%s %.3gx budget (max|diff| %.3g, max|ref| %.3g, budget %.3g, %s)", m.stage(), m.ratioToBudget(), m.maxAbsDiff(),
+                m.maxAbsRef(), m.budget(), m.finiteCounts());
     }
 
     // ------------------------------------------------------------------ expert sweep
@@ -439,7 +506,6 @@ public final class Conformance implements AutoCloseable {
         if (candidate != null) return candidateGreedy();
         requireModel();
         int[] prompt = dump.promptIds(), want = dump.generatedIds();
-        if (dump.has("greedy_ids") && !Arrays.equals(want, dump.i32("greedy_ids"))) throw ReferenceDump.mismatch(dump.source() + ": greedy_ids.bin and manifest generated_ids disagree");
         Generation g = Generation.greedy(forward, prompt, want.length, true);
         return LogitParity.greedy(g.generated(), g.stepLogits(), want, dump.f32("logits"), prompt.length, config.vocabSize());
     }

@@ -22,7 +22,9 @@ public enum Finding {
     /** the dump was made for other weights, or is unreadable */
     REFERENCE_MISMATCH("[reference mismatch]"),
     /** a candidate dump lacks a stage (or the routing, or the logits) the reference has: the engine did not produce it */
-    MISSING_STAGE("[missing stage]");
+    MISSING_STAGE("[missing stage]"),
+    /** a NaN or an infinity in the engine's output or the reference's: no ratio can judge it, so it never passes */
+    NON_FINITE("[non-finite]");
 
     /** Ratio to budget at and above which a miss is a binding error, not rounding. */
     public static final double BINDING_RATIO = 100.0;
@@ -43,7 +45,7 @@ public enum Finding {
         return this == CONFORMS || this == NEAR_TIE;
     }
 
-    /** The finding for a worst ratio to budget (NaN and infinity are binding errors). */
+    /** The finding for a worst ratio to budget of finite arrays (an infinite or NaN ratio is a binding error). */
     public static Finding ofRatio(double ratioToBudget) {
         if (ratioToBudget <= 1.0) return CONFORMS;
         if (ratioToBudget < BINDING_RATIO) return ROUNDING_DRIFT;

@@ -68,6 +68,17 @@ public record LayerReport(int layer, String kind, List<StageMetric> stages, Rout
         return w == null ? Double.POSITIVE_INFINITY : w.ratioToBudget();
     }
 
+    /** "finite ref 2800/2800, engine 2800/2800": over every compared stage. */
+    public String finiteCounts() {
+        long n = 0, ref = 0, eng = 0;
+        for (StageMetric m : stages) {
+            n += m.elements();
+            ref += m.refFinite();
+            eng += m.engineFinite();
+        }
+        return "finite ref " + ref + "/" + n + ", engine " + eng + "/" + n;
+    }
+
     /** stage → ratio to budget. */
     public Map<String, Double> ratios() {
         Map<String, Double> m = new LinkedHashMap<>();
@@ -79,7 +90,7 @@ public record LayerReport(int layer, String kind, List<StageMetric> stages, Rout
     public String line() {
         StageMetric w = worst();
         String verdict = conforms() ? "PASS" : "FAIL";
-        String worst = w == null ? "not run" : String.format(Locale.ROOT, "worst %.3gx budget (%s)", w.ratioToBudget(), w.stage());
+        String worst = w == null ? "not run" : String.format(Locale.ROOT, "worst %.3gx budget (%s)  %s", w.ratioToBudget(), w.stage(), finiteCounts());
         return String.format(Locale.ROOT, "%-12s %s  %d stages  %s  %.1f s%s", name(), verdict, stages.size(), worst, seconds,
                 message.isEmpty() ? "" : "   " + message);
     }

@@ -41,12 +41,13 @@ public final class LogitParity {
      */
     public record Result(String mode, int rows, int vocab, int promptLength, double maxAbsDiff, double maxAbsRef, double relToMaxRef,
             double budget, double meanAbsDiff, double correlation, int top10OverlapMin, double top10OverlapMean, int argmaxEqual,
-            List<String> spanArgmaxWrong, List<Position> positions) {
+            List<String> spanArgmaxWrong, List<Position> positions, long refFinite, long engineFinite) {
         public double ratioToBudget() {
             return relToMaxRef / budget;
         }
 
         public Finding finding() {
+            if (refFinite != (long) rows * vocab || engineFinite != (long) rows * vocab) return Finding.NON_FINITE;
             Finding f = Finding.ofRatio(ratioToBudget());
             return f == Finding.CONFORMS && !spanArgmaxWrong.isEmpty() ? Finding.ROUNDING_DRIFT : f;
         }
@@ -55,6 +56,8 @@ public final class LogitParity {
         public String text() {
             StringBuilder sb = new StringBuilder();
             sb.append(String.format(Locale.ROOT, "mode                  : %s, %d positions (prompt %d), vocab %d%n", mode, rows, promptLength, vocab));
+            sb.append(String.format(Locale.ROOT, "finite                : ref %d/%d, engine %d/%d%s%n", refFinite, (long) rows * vocab, engineFinite,
+                    (long) rows * vocab, finding() == Finding.NON_FINITE ? "   " + Finding.NON_FINITE.tag() : ""));
             sb.append(String.format(Locale.ROOT, "max |diff|            : %.6e%n", maxAbsDiff));
             sb.append(String.format(Locale.ROOT, "relative to max|ref|  : %.6e   (budget %.2e, %.3gx budget)%n", relToMaxRef, budget, ratioToBudget()));
             sb.append(String.format(Locale.ROOT, "mean |diff|           : %.6e%n", meanAbsDiff));
@@ -97,6 +100,7 @@ public final class LogitParity {
         double worst = 0, refMax = 0, sum = 0;
         double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
         boolean nan = false;
+        long refFinite = 0, engineFinite = 0;
         List<Position> positions = new ArrayList<>();
         int topMin = 10, argEq = 0;
         long topSum = 0;
@@ -105,10 +109,12 @@ public final class LogitParity {
             double rowDiff = 0, rowRef = 0;
             for (int j = r * vocab; j < (r + 1) * vocab; j++) {
                 double x = engine[j], y = reference[j], d = Math.abs(x - y);
-                if (Double.isNaN(d)) nan = true;
+                if (Double.isFinite(x)) engineFinite++;
+                if (Double.isFinite(y)) refFinite++;
+                if (!Double.isFinite(d)) nan = true;
                 else rowDiff = Math.max(rowDiff, d);
                 rowRef = Math.max(rowRef, Math.abs(y));
-                sum += Double.isNaN(d) ? 0 : d;
+                sum += Double.isFinite(d) ? d : 0;
                 sx += x; sy += y; sxx += x * x; syy += y * y; sxy += x * y;
             }
             worst = Math.max(worst, rowDiff);
@@ -130,7 +136,7 @@ public final class LogitParity {
         double corr = nan ? Double.NaN : cov / Math.sqrt(vx * vy);
         double rel = worst == 0 ? 0 : refMax == 0 ? Double.POSITIVE_INFINITY : worst / refMax;
         return new Result(mode, rows, vocab, promptLength, worst, refMax, rel, b, sum / n, corr, topMin, topSum / (double) rows, argEq,
-                List.copyOf(spanWrong), List.copyOf(positions));
+                List.copyOf(spanWrong), List.copyOf(positions), refFinite, engineFinite);
     }
 
     /** Greedy ids against the reference's, and at the first divergence both top-5 lists. */

@@ -17,6 +17,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import k3j.io.SafeFiles;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
 import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
 import org.apache.commons.compress.compressors.gzip.GzipCompressorInputStream;
@@ -36,6 +37,8 @@ public final class ReferenceDump {
     public static final String FORMAT = "k3ref-dump";
     /** Largest single array an archive may hold (one Java array). */
     private static final long MAX_ENTRY = Integer.MAX_VALUE - 16;
+    /** Largest manifest read (the 93-layer oracle's is about 1 MB). */
+    private static final long MAX_MANIFEST = 64L << 20;
 
     private final Path source;
     private final boolean archive;
@@ -70,25 +73,30 @@ public final class ReferenceDump {
         if (!Files.exists(path)) throw mismatch("no reference dump at " + path);
         if (Files.isDirectory(path)) {
             Path m = path.resolve("manifest.json");
-            if (!Files.isRegularFile(m)) throw mismatch(path + " holds no manifest.json: not a reference dump");
+            if (!Files.exists(m)) throw mismatch(path + " holds no manifest.json: not a reference dump");
             try {
-                return new ReferenceDump(path, false, "", Files.readAllBytes(m), format);
+                return new ReferenceDump(path, false, "", SafeFiles.readAll(m, MAX_MANIFEST, "a dump manifest"), format);
             } catch (IOException e) {
-                throw mismatch("cannot read " + m + ": " + e.getMessage());
+                throw mismatch("cannot read " + m + ": " + SafeFiles.why(e));
             }
         }
         if (!isArchiveName(path)) throw mismatch(path + " is neither a dump directory nor a .tar.gz / .tar.xz archive");
+        try {
+            SafeFiles.requireRegular(path, "a dump archive");
+        } catch (IOException e) {
+            throw mismatch(SafeFiles.why(e));
+        }
         try (TarArchiveInputStream tar = tar(path)) {
             for (TarArchiveEntry en; (en = tar.getNextEntry()) != null; ) {
-                if (en.isDirectory()) continue;
+                if (!en.isFile()) continue;
                 String name = strip(en.getName());
                 String prefix = manifestPrefix(name);
                 if (prefix == null) continue;
-                if (en.getSize() > 64L << 20) throw mismatch(path + ": " + name + " is " + en.getSize() + " bytes, too large for a manifest");
-                return new ReferenceDump(path, true, prefix, tar.readAllBytes(), format);
+                if (en.getSize() > MAX_MANIFEST) throw mismatch(path + ": " + name + " is " + en.getSize() + " bytes, too large for a manifest");
+                return new ReferenceDump(path, true, prefix, tar.readNBytes((int) en.getSize()), format);
             }
         } catch (IOException e) {
-            throw mismatch("cannot read the archive " + path + ": " + e.getMessage());
+            throw mismatch("cannot read the archive " + path + ": " + SafeFiles.why(e));
         }
         throw mismatch(path + ": no manifest.json at the archive root or under one top-level folder");
     }
@@ -273,22 +281,23 @@ public final class ReferenceDump {
         if (n > MAX_ENTRY) throw mismatch(source + ": array '" + key + "' is " + n + " bytes, more than one Java array holds");
         String file = a.path("file").asText("");
         if (file.isEmpty() || file.contains("/") || file.contains("\\")) throw mismatch(source + ": array '" + key + "' names file '" + file + "'");
-        byte[] b = read(file);
+        byte[] b = read(file, n);
         if (b.length != n) throw mismatch(source + "/" + file + ": " + b.length + " bytes, shape " + a.path("shape") + " needs " + n);
         String sha = a.path("sha256").asText("");
-        if (!sha.isEmpty() && !sha.equals(sha256(b))) throw mismatch(source + "/" + file + ": sha256 differs from the manifest (corrupt or stale dump)");
+        if (!SHA256.matcher(sha).matches()) throw mismatch(source + ": array '" + key + "' has no sha256 in the manifest: its bytes cannot be trusted");
+        if (!sha.equals(sha256(b))) throw mismatch(source + "/" + file + ": sha256 differs from the manifest (corrupt or stale dump)");
         return ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
     }
 
-    private byte[] read(String file) {
+    private byte[] read(String file, long expected) {
         if (!archive) {
             Path p = source.resolve(file);
             try {
-                long size = Files.size(p);
-                if (size > MAX_ENTRY) throw mismatch(p + " is " + size + " bytes, too large");
-                return Files.readAllBytes(p);
+                long size = SafeFiles.requireRegular(p, "a dump array");
+                if (size != expected) throw mismatch(p + ": " + size + " bytes, its manifest shape needs " + expected + " (truncated or stale)");
+                return SafeFiles.readAll(p, expected, "a dump array");
             } catch (IOException e) {
-                throw mismatch("cannot read " + p + ": " + e.getMessage());
+                throw mismatch("cannot read " + p + ": " + SafeFiles.why(e));
             }
         }
         synchronized (this) {
@@ -304,16 +313,82 @@ public final class ReferenceDump {
         try (TarArchiveInputStream tar = tar(source)) {
             for (TarArchiveEntry en; (en = tar.getNextEntry()) != null; ) {
                 String name = strip(en.getName());
-                if (en.isDirectory() || !name.startsWith(prefix)) continue;
+                if (!en.isFile() || !name.startsWith(prefix)) continue;
                 String rest = name.substring(prefix.length());
                 if (rest.contains("/") || !rest.endsWith(".bin")) continue;
                 if (en.getSize() > MAX_ENTRY) throw mismatch(source + ": " + name + " is " + en.getSize() + " bytes, too large");
-                m.put(rest, tar.readAllBytes());
+                byte[] b = tar.readNBytes((int) en.getSize());
+                if (b.length != en.getSize()) throw mismatch(source + ": " + name + " ends after " + b.length + " of " + en.getSize() + " bytes: the archive is truncated");
+                m.put(rest, b);
             }
         } catch (IOException e) {
-            throw mismatch("cannot read the archive " + source + ": " + e.getMessage());
+            throw mismatch("cannot read the archive " + source + ": " + SafeFiles.why(e));
         }
         return m;
+    }
+
+    private static final java.util.regex.Pattern SHA256 = java.util.regex.Pattern.compile("[0-9a-f]{64}");
+
+    /**
+     * Refuses, before any verdict, a dump whose arrays are not exactly {@code layout}'s: an array missing or
+     * unaccounted for, another dtype or shape, a {@code file} other than {@code key.bin}, no sha256, or a file
+     * whose size is not its shape's (the bytes of each array are hashed when it is read; the
+     * {@link DumpLayout.Use#UNUSED} ones are hashed here, since nothing reads them later).
+     */
+    public void checkArrays(DumpLayout layout) {
+        JsonNode arrays = manifest.path("arrays");
+        if (!arrays.isObject()) throw mismatch(source + ": manifest has no arrays object");
+        List<String> problems = new ArrayList<>();
+        arrays.fieldNames().forEachRemaining(k -> {
+            // experts.* are the routed-expert probes the experts gate reads (reference-dumps/FORMAT.md): theirs to check
+            if (!layout.arrays().containsKey(k) && !k.startsWith("experts.")) problems.add("array '" + k + "' is neither compared nor listed as unused for this config");
+        });
+        for (var en : layout.arrays().entrySet()) {
+            String key = en.getKey();
+            DumpLayout.Expected want = en.getValue();
+            JsonNode a = arrays.get(key);
+            if (a == null) {
+                if (!want.optional()) problems.add("array '" + key + "' is missing (" + want.why() + ")");
+                continue;
+            }
+            if (!want.dtype().equals(a.path("dtype").asText())) problems.add("array '" + key + "' is " + a.path("dtype") + ", expected " + want.dtype());
+            JsonNode shape = a.path("shape");
+            boolean sameShape = shape.isArray() && shape.size() == want.shape().length;
+            for (int i = 0; sameShape && i < want.shape().length; i++) sameShape = shape.get(i).isIntegralNumber() && shape.get(i).asLong() == want.shape()[i];
+            if (!sameShape) problems.add("array '" + key + "' has shape " + shape + ", the config and ids give " + want.shapeText());
+            if (!(key + ".bin").equals(a.path("file").asText())) problems.add("array '" + key + "' names file " + a.path("file") + ", expected " + key + ".bin");
+            if (!SHA256.matcher(a.path("sha256").asText("")).matches()) problems.add("array '" + key + "' has no sha256");
+            if (problems.size() > 20) break;
+        }
+        if (!problems.isEmpty()) {
+            throw mismatch(source + ": the manifest's arrays are not this model's (" + problems.size() + " problem(s)): " + String.join("; ", problems.subList(0, Math.min(problems.size(), 8))));
+        }
+        for (var en : layout.arrays().entrySet()) {
+            String key = en.getKey(), file = key + ".bin";
+            if (!arrays.has(key)) continue;   // an optional array left out (checked above)
+            long size = size(file);
+            if (size != en.getValue().bytes()) {
+                throw mismatch(source + "/" + file + ": " + size + " bytes, its manifest shape needs " + en.getValue().bytes() + " (truncated or stale)");
+            }
+            if (en.getValue().use() == DumpLayout.Use.UNUSED) bytes(key, en.getValue().dtype());
+        }
+    }
+
+    /** An array file's size, without reading it (a directory's file must be a regular file). */
+    private long size(String file) {
+        if (!archive) {
+            try {
+                return SafeFiles.requireRegular(source.resolve(file), "a dump array");
+            } catch (IOException e) {
+                throw mismatch("cannot read " + source.resolve(file) + ": " + SafeFiles.why(e));
+            }
+        }
+        synchronized (this) {
+            if (entries == null) entries = loadArchive();
+        }
+        byte[] b = entries.get(file);
+        if (b == null) throw mismatch(source + ": the archive holds no " + prefix + file);
+        return b.length;
     }
 
     static String sha256(byte[] b) {

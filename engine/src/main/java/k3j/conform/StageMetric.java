@@ -1,39 +1,62 @@
 package k3j.conform;
 
+import java.util.Locale;
+
 /**
  * One stage compared under the budget rule (docs/semantics.md §10.7): {@code ratio = maxAbsDiff / maxAbsRef} against {@code budget};
- * {@link #ratioToBudget()} is what a reader looks at (1 = the budget line). A length mismatch or a NaN in the
- * engine's output is an infinite ratio.
+ * {@link #ratioToBudget()} is what a reader looks at (1 = the budget line). A length mismatch is an infinite
+ * ratio. A NaN or infinity on EITHER side is {@link Finding#NON_FINITE} whatever the ratio says: max|diff|
+ * over finite elements alone would hide it, and NaN compares false against any budget.
+ *
+ * @param elements     the compared length (the reference's)
+ * @param refFinite    finite elements of the reference
+ * @param engineFinite finite elements of the engine's output (0 when it is missing or of another length)
  */
-public record StageMetric(String stage, int width, double maxAbsDiff, double maxAbsRef, double meanAbsDiff, double ratio, double budget) {
+public record StageMetric(String stage, int width, double maxAbsDiff, double maxAbsRef, double meanAbsDiff, double ratio, double budget,
+        int elements, int refFinite, int engineFinite) {
 
     public double ratioToBudget() {
         return ratio / budget;
     }
 
+    /** Every element finite on both sides. */
+    public boolean finite() {
+        return refFinite == elements && engineFinite == elements;
+    }
+
     public Finding finding() {
-        return Finding.ofRatio(ratioToBudget());
+        return finite() ? Finding.ofRatio(ratioToBudget()) : Finding.NON_FINITE;
+    }
+
+    /** "finite ref 40/40, engine 39/40". */
+    public String finiteCounts() {
+        return String.format(Locale.ROOT, "finite ref %d/%d, engine %d/%d", refFinite, elements, engineFinite, elements);
     }
 
     /** Compares a whole array; {@code budget} from {@link Budget#of(String)}. */
     public static StageMetric of(String stage, int width, float[] engine, float[] reference, double budget) {
+        int refFinite = finiteCount(reference);
         if (engine == null || engine.length != reference.length) {
-            return new StageMetric(stage, width, Double.POSITIVE_INFINITY, absMax(reference), Double.POSITIVE_INFINITY, Double.POSITIVE_INFINITY, budget);
+            return new StageMetric(stage, width, Double.POSITIVE_INFINITY, absMax(reference), Double.POSITIVE_INFINITY, Double.POSITIVE_INFINITY, budget,
+                    reference.length, refFinite, 0);
         }
         double worst = 0, ref = 0, sum = 0;
-        boolean nan = false;
         for (int i = 0; i < engine.length; i++) {
             double d = Math.abs((double) engine[i] - (double) reference[i]);
-            if (Double.isNaN(d)) nan = true;
-            else {
-                worst = Math.max(worst, d);
-                sum += d;
-            }
+            if (!Double.isFinite(d)) d = Double.POSITIVE_INFINITY;   // NaN must not vanish from max()
+            worst = Math.max(worst, d);
+            sum += d;
             ref = Math.max(ref, Math.abs((double) reference[i]));
         }
-        if (nan) worst = Double.POSITIVE_INFINITY;
-        double ratio = worst == 0 ? 0 : ref == 0 ? Double.POSITIVE_INFINITY : worst / ref;
-        return new StageMetric(stage, width, worst, ref, engine.length == 0 ? 0 : sum / engine.length, ratio, budget);
+        double ratio = worst == 0 ? 0 : ref == 0 || !Double.isFinite(ref) ? Double.POSITIVE_INFINITY : worst / ref;
+        return new StageMetric(stage, width, worst, ref, engine.length == 0 ? 0 : sum / engine.length, ratio, budget,
+                reference.length, refFinite, finiteCount(engine));
+    }
+
+    static int finiteCount(float[] a) {
+        int n = 0;
+        for (float x : a) if (Float.isFinite(x)) n++;
+        return n;
     }
 
     static double absMax(float[] a) {

@@ -30,7 +30,13 @@ public final class CheckpointException extends RuntimeException {
         PARTIAL_DOWNLOAD("partial-download"),
         NO_SUCH_TENSOR("no-such-tensor"),
         SHORT_READ("short-read"),
-        NOT_WIDENABLE("not-widenable");
+        NOT_WIDENABLE("not-widenable"),
+        /** a FIFO, device, socket or directory where a file is expected: refused by type before it is opened */
+        NOT_REGULAR("not-regular"),
+        /** a name or metadata string that is not well-formed UTF-8 / Unicode */
+        BAD_NAME("bad-name"),
+        /** a file shorter at read time than when it was indexed */
+        TRUNCATED("truncated");
 
         private final String id;
 

@@ -34,6 +34,8 @@ import k3j.io.CheckpointException.Rule;
  */
 public final class CheckpointIndex {
     public static final String INDEX_FILE = "model.safetensors.index.json";
+    /** Largest index.json read: the released checkpoint's 497,052 names take about 40 MB. */
+    public static final long MAX_INDEX_BYTES = 1L << 28;
     private static final int LISTED = 8;
 
     private final Path path;
@@ -73,7 +75,16 @@ public final class CheckpointIndex {
         List<Path> files = new ArrayList<>();
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
             for (Path p : ds) {
-                if (p.getFileName().toString().endsWith(".safetensors") && Files.isRegularFile(p)) files.add(p);
+                if (!p.getFileName().toString().endsWith(".safetensors")) continue;
+                if (!Files.isRegularFile(p)) {
+                    // a FIFO or device named like a shard: refused, never skipped (skipping would hide a shard)
+                    try {
+                        SafeFiles.requireRegular(p, "a safetensors shard");
+                    } catch (IOException e) {
+                        throw new CheckpointException(Rule.NOT_REGULAR, p, null, SafeFiles.why(e));
+                    }
+                }
+                files.add(p);
             }
         } catch (IOException e) {
             throw new CheckpointException(Rule.IO, dir, null, "cannot list the directory: " + e, e);
@@ -253,13 +264,13 @@ public final class CheckpointIndex {
     private static WeightMap readWeightMap(Path indexFile) {
         byte[] bytes;
         try {
-            long size = Files.size(indexFile);
-            if (size > Integer.MAX_VALUE - 16) {
-                throw new CheckpointException(Rule.BAD_INDEX, indexFile, null, "index is " + size + " bytes, too large");
+            long size = SafeFiles.requireRegular(indexFile, "a checkpoint index");
+            if (size > MAX_INDEX_BYTES) {
+                throw new CheckpointException(Rule.BAD_INDEX, indexFile, null, "index is " + size + " bytes, more than " + MAX_INDEX_BYTES + ": not read");
             }
-            bytes = Files.readAllBytes(indexFile);
+            bytes = SafeFiles.readAll(indexFile, MAX_INDEX_BYTES, "a checkpoint index");
         } catch (IOException e) {
-            throw new CheckpointException(Rule.IO, indexFile, null, "cannot read: " + e, e);
+            throw new CheckpointException(Files.isRegularFile(indexFile) ? Rule.IO : Rule.NOT_REGULAR, indexFile, null, SafeFiles.why(e), e);
         }
         List<String> names = new ArrayList<>();
         int[] shardOf = new int[1024];

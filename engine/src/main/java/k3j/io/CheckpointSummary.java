@@ -57,6 +57,9 @@ public record CheckpointSummary(int shards, long shardBytes, int tensors, long d
         }
     }
 
+    /** Layer indices at and above this are refused rather than summarised (the released K3 has 93 layers). */
+    public static final int MAX_LAYER_INDEX = 4096;
+
     public static CheckpointSummary of(CheckpointIndex index) {
         long shardBytes = 0;
         List<Trailing> trailing = new ArrayList<>();
@@ -80,6 +83,11 @@ public record CheckpointSummary(int shards, long shardBytes, int tensors, long d
             if (at < 0 || (at > 0 && name.charAt(at - 1) != '.')) continue;
             int layer = number(name, at + 7);
             if (layer < 0) continue;
+            if (layer >= MAX_LAYER_INDEX) {
+                // the per-layer strings are sized by the largest index: a name with layers.999999999 must not size them
+                throw new CheckpointException(CheckpointException.Rule.BAD_ENTRY, t.file(), name,
+                        "layer index " + layer + " is past " + (MAX_LAYER_INDEX - 1) + ", the largest this reader summarises");
+            }
             String suffix = name.substring(name.indexOf('.', at + 7) + 1);
             char[] kinds = layers.computeIfAbsent(layer, l -> new char[] {'-', '-'});
             switch (suffix) {

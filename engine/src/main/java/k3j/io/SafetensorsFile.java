@@ -88,9 +88,12 @@ public final class SafetensorsFile {
      * them in its one map over all shards, saving a second hash map of every name.
      */
     static SafetensorsFile openUnchecked(Path file, int shard) {
-        if (!Files.isRegularFile(file)) {
-            throw new CheckpointException(Rule.IO, file, null,
-                    Files.exists(file) ? "not a regular file" : "no such file");
+        if (!Files.exists(file)) throw new CheckpointException(Rule.IO, file, null, "no such file");
+        if (Files.isDirectory(file)) throw new CheckpointException(Rule.IO, file, null, "not a regular file (a directory)");
+        try {
+            SafeFiles.requireRegular(file, "a safetensors file");
+        } catch (IOException e) {
+            throw new CheckpointException(Rule.NOT_REGULAR, file, null, SafeFiles.why(e));
         }
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             long size = ch.size();
@@ -150,6 +153,7 @@ public final class SafetensorsFile {
         if (header[1] == 0) {
             throw new CheckpointException(Rule.HEADER_NOT_JSON, file, null, "header is not UTF-8 JSON (NUL byte)");
         }
+        strictUtf8(file, header);
         List<TensorInfo> tensors = new ArrayList<>();
         Map<String, String> metadata = null;
         long[] dims = new long[8];
@@ -168,6 +172,7 @@ public final class SafetensorsFile {
                     metadata = parseMetadata(p, file);
                     continue;
                 }
+                wellFormed(file, name, "a tensor name");
                 tensors.add(parseEntry(p, file, shard, name, dataStart, dataSize, dims));
             }
             if (t != JsonToken.END_OBJECT) {
@@ -186,6 +191,40 @@ public final class SafetensorsFile {
         long dataEnd = checkOverlaps(file, tensors, dataStart);
         return new SafetensorsFile(file, shard, fileSize, header.length, Collections.unmodifiableList(tensors),
                 metadata == null ? Map.of() : Collections.unmodifiableMap(metadata), dataEnd);
+    }
+
+    /**
+     * The header must be well-formed UTF-8 (RFC 3629): Jackson would accept an overlong {@code C1 A1}, a
+     * CESU-8 surrogate {@code ED A0 80} or a stray {@code FF} in a name and hand back a string no other reader
+     * agrees on. Java's decoder, set to REPORT, refuses all three.
+     */
+    private static void strictUtf8(Path file, byte[] header) {
+        var dec = java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT).onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
+        ByteBuffer in = ByteBuffer.wrap(header);
+        java.nio.CharBuffer out = java.nio.CharBuffer.allocate(4096);
+        while (true) {
+            var r = dec.decode(in, out, true);
+            if (r.isError()) {
+                throw new CheckpointException(Rule.BAD_NAME, file, null, "header byte " + in.position() + " (0x"
+                        + String.format("%02X", header[in.position()] & 0xFF) + ") starts an invalid UTF-8 sequence (overlong, surrogate or not UTF-8)");
+            }
+            if (r.isUnderflow()) break;
+            out.clear();
+        }
+    }
+
+    /** A decoded JSON string (a name, a metadata key or value) must be well-formed UTF-16: a \\uD800 escape alone is not text. */
+    static void wellFormed(Path file, String s, String what) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                throw new CheckpointException(Rule.BAD_NAME, file, null, what + " holds a lone surrogate U+" + String.format("%04X", (int) c)
+                        + " at char " + i + ": not Unicode text");
+            }
+        }
     }
 
     private static String location(JsonParser p) {
@@ -212,6 +251,8 @@ public final class SafetensorsFile {
                 throw new CheckpointException(Rule.BAD_METADATA, file, null, "__metadata__ value of "
                         + CheckpointException.quote(key) + " is not a string (" + p.currentToken() + ")");
             }
+            wellFormed(file, key, "a __metadata__ key");
+            wellFormed(file, p.getText(), "the __metadata__ value of " + CheckpointException.quote(key));
             if (m.put(key, p.getText()) != null) {
                 throw new CheckpointException(Rule.BAD_METADATA, file, null,
                         "__metadata__ key " + CheckpointException.quote(key) + " appears twice");

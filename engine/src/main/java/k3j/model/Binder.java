@@ -144,6 +144,7 @@ public final class Binder {
             throw new IllegalArgumentException("layers must be 1.." + config.layerCount() + ", got " + layers);
         }
         List<String> problems = new ArrayList<>();
+        checkpointAgainstConfig(index, config, problems);
         Map<String, TensorBinding> model = new LinkedHashMap<>();
         for (Want w : modelTable(config)) take(index, w.name(), w, model, problems);
         List<LayerBinding> bound = new ArrayList<>();
@@ -174,6 +175,71 @@ public final class Binder {
             throw new BindException(summary, failed, all);
         }
         return new ModelBinding(config, index, model, bound);
+    }
+
+    /**
+     * What the config says against what the checkpoint holds, beyond the name table: a layer or an expert index
+     * past the config's counts (a 12-layer config on a 13-layer checkpoint would silently run 12), a feature
+     * switched off while its tensors exist (its weights would be silently dropped), MXFP4 experts under a config
+     * that declares no quantization. Indices are parsed with a digit bound, before anything is sized by them.
+     */
+    static void checkpointAgainstConfig(CheckpointIndex index, ModelConfig c, List<String> problems) {
+        int maxLayer = -1, maxExpert = -1;
+        String layerExample = null, expertExample = null;
+        for (TensorInfo t : index.tensors()) {
+            String n = t.name();
+            if (!n.startsWith(LAYERS)) continue;
+            int l = index(n, LAYERS.length());
+            if (l < 0 || l >= c.layerCount()) {
+                if (l > maxLayer || l < 0) layerExample = n;
+                maxLayer = l < 0 ? Integer.MAX_VALUE : Math.max(maxLayer, l);
+                continue;
+            }
+            int at = n.indexOf(".block_sparse_moe.experts.");
+            if (at >= 0) {
+                int m = index(n, at + ".block_sparse_moe.experts.".length());
+                if (m < 0 || m >= c.expertCount()) {
+                    if (m < 0 || m > maxExpert) expertExample = n;
+                    maxExpert = m < 0 ? Integer.MAX_VALUE : Math.max(maxExpert, m);
+                }
+            }
+        }
+        if (layerExample != null) {
+            problems.add("the checkpoint holds layers past the config's num_hidden_layers = " + c.layerCount() + " (e.g. " + quote(layerExample)
+                    + "): the config does not describe these weights");
+        }
+        if (expertExample != null) {
+            problems.add("the checkpoint holds experts past the config's num_experts = " + c.expertCount() + " (e.g. " + quote(expertExample) + ")");
+        }
+        boolean anyMoe = false;
+        for (int l = 0; l < c.layerCount(); l++) {
+            String base = LAYERS + l + ".";
+            if (!c.mlaOutputGate() && c.layerKind(l) == LayerKind.MLA && index.find(base + "self_attn.g_proj.weight").isPresent()) {
+                problems.add("mla_use_output_gate = false, but the checkpoint holds " + quote(base + "self_attn.g_proj.weight") + " (its gate would be dropped)");
+            }
+            if (c.mlpKind(l) == MlpKind.MOE) {
+                anyMoe = true;
+                if (!c.latentNorm() && index.find(base + "block_sparse_moe.routed_expert_norm.weight").isPresent()) {
+                    problems.add("latent_moe_use_norm = false, but the checkpoint holds " + quote(base + "block_sparse_moe.routed_expert_norm.weight")
+                            + " (its norm would be dropped)");
+                }
+            }
+        }
+        if (anyMoe && !c.declaresMxfp4()) {
+            problems.add("the config declares no quantization_config, but this engine decodes the routed experts as MXFP4: a config that does not say so is refused");
+        }
+    }
+
+    /** The decimal index starting at {@code from} and ended by '.', or −1 (no digits, not ended, or above 9 digits). */
+    static int index(String s, int from) {
+        int v = 0, i = from;
+        for (; i < s.length() && i - from < 10; i++) {
+            char ch = s.charAt(i);
+            if (ch == '.') break;
+            if (ch < '0' || ch > '9') return -1;
+            v = v * 10 + (ch - '0');
+        }
+        return i == from || i - from > 9 || i >= s.length() || s.charAt(i) != '.' ? -1 : v;
     }
 
     static LayerBinding bindLayer(CheckpointIndex index, ModelConfig c, int l, List<String> problems) {

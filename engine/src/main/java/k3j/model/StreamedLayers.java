@@ -45,6 +45,7 @@ public final class StreamedLayers implements LayerSource {
         try {
             bytes = trunk.acquire(layer);
         } catch (TrunkException e) {
+            if (e.corrupt()) throw new CorruptWeightsException("trunk layer " + layer + " is corrupt: " + e.getMessage());
             throw new ForwardException("trunk bind failed at layer " + layer + ": " + e.getMessage());
         }
         long t0 = System.nanoTime();

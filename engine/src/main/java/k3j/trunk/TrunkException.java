@@ -13,15 +13,31 @@ public final class TrunkException extends RuntimeException {
 
     private final Path file;
     private final int layer;
+    private final boolean corrupt;
 
     public TrunkException(Path file, int layer, String detail) {
         this(file, layer, detail, null);
     }
 
     public TrunkException(Path file, int layer, String detail, Throwable cause) {
+        this(file, layer, detail, cause, cause instanceof TrunkException t && t.corrupt);
+    }
+
+    private TrunkException(Path file, int layer, String detail, Throwable cause, boolean corrupt) {
         super(file + ": " + (layer == NO_LAYER ? "" : "layer " + layer + ": ") + detail, cause);
         this.file = file;
         this.layer = layer;
+        this.corrupt = corrupt;
+    }
+
+    /** Bytes that arrived but are not the packed ones (a CRC-32C mismatch): the run is invalid, not merely failed. */
+    public static TrunkException corrupt(Path file, int layer, String detail) {
+        return new TrunkException(file, layer, detail, null, true);
+    }
+
+    /** Whether this (or the failure it wraps) is {@link #corrupt}. */
+    public boolean corrupt() {
+        return corrupt;
     }
 
     public Path file() {

@@ -219,7 +219,7 @@ public record TrunkManifest(Path dir, int align, long fileSize, Source source, L
         try {
             long size = Files.size(f);
             if (size > MAX_JSON_BYTES) throw bad(f, TrunkException.NO_LAYER, "is " + size + " bytes, more than " + MAX_JSON_BYTES);
-            root = MAPPER.readTree(Files.readAllBytes(f));
+            root = MAPPER.readTree(k3j.io.SafeFiles.readAll(f, MAX_JSON_BYTES, "a trunk manifest"));
             binSize = Files.size(bin);
         } catch (JsonProcessingException e) {
             throw new TrunkException(f, TrunkException.NO_LAYER, "is not valid JSON: " + e.getOriginalMessage(), e);

@@ -31,32 +31,38 @@ public final class TrunkStream implements TrunkSource {
      * @param hugeAlign   2 MiB-aligned buffers (K3_NOHUGE turns it off; no numeric effect)
      * @param notes       where one-time notes go (O_DIRECT refused)
      * @param layers      layers the forward walks, 0..layers-1 (--layers N); 0 means all the trunk has
+     * @param verifyCrc   check every read layer's CRC-32C against the manifest (pinned layers once, ring slots on every read)
      */
     public record Options(long budgetBytes, int ring, TrunkPlan.Order order, boolean direct,
-                         boolean hugeAlign, Consumer<String> notes, int layers) {
+                         boolean hugeAlign, Consumer<String> notes, int layers, boolean verifyCrc) {
         public static Options budget(long bytes) {
             return new Options(bytes, 2, TrunkPlan.orderFromEnvironment(), true, System.getenv("K3_NOHUGE") == null,
-                    s -> System.err.println("k3: note: " + s), 0);
+                    s -> System.err.println("k3: note: " + s), 0, true);
         }
 
         public Options withRing(int r) {
-            return new Options(budgetBytes, r, order, direct, hugeAlign, notes, layers);
+            return new Options(budgetBytes, r, order, direct, hugeAlign, notes, layers, verifyCrc);
         }
 
         public Options withOrder(TrunkPlan.Order o) {
-            return new Options(budgetBytes, ring, o, direct, hugeAlign, notes, layers);
+            return new Options(budgetBytes, ring, o, direct, hugeAlign, notes, layers, verifyCrc);
         }
 
         public Options withDirect(boolean d) {
-            return new Options(budgetBytes, ring, order, d, hugeAlign, notes, layers);
+            return new Options(budgetBytes, ring, order, d, hugeAlign, notes, layers, verifyCrc);
         }
 
         public Options withNotes(Consumer<String> n) {
-            return new Options(budgetBytes, ring, order, direct, hugeAlign, n, layers);
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, n, layers, verifyCrc);
         }
 
         public Options withLayers(int l) {
-            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, l);
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, l, verifyCrc);
+        }
+
+        /** Check every read layer's CRC-32C against trunk.json (pinned layers once, ring slots on every read). */
+        public Options withVerifyCrc(boolean v) {
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, layers, v);
         }
     }
 
@@ -493,6 +499,13 @@ public final class TrunkStream implements TrunkSource {
     private RuntimeException readLayer(TrunkManifest.Layer layer, int l, MemorySegment dst) {
         try {
             reader.read(layer.offset(), layer.padded(), dst, l);
+            if (options.verifyCrc()) {
+                int crc = LayerCrc.of(dst, layer.nbytes());
+                if (crc != layer.crc32c()) {
+                    return TrunkException.corrupt(manifest.bin(), l, "CRC-32C of the bytes read is " + TrunkManifest.hex(crc) + ", the manifest's "
+                            + TrunkManifest.hex(layer.crc32c()) + ": trunk.bin changed since it was packed");
+                }
+            }
             return null;
         } catch (RuntimeException e) {
             return e;

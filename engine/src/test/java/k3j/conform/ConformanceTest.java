@@ -105,7 +105,9 @@ class ConformanceTest {
             for (int l = 0; l < c.layerCount(); l++) {
                 LayerReport r = c.layer(l);
                 assertEquals(Finding.CONFORMS, r.finding(), r.line());
-                assertEquals(l == 0 ? 8 : 9, r.stages().size(), r.line());
+                // eight stages, moe_weight on MoE layers, the recurrent and three conv states on KDA layers
+                boolean kda = r.kind().startsWith("KDA");
+                assertEquals(8 + (l == 0 ? 0 : 1) + (kda ? 4 : 0), r.stages().size(), r.line());
                 assertTrue(r.worstRatioToBudget() < 0.2, r.line());
             }
             for (boolean inc : new boolean[] {false, true}) {
@@ -178,7 +180,12 @@ class ConformanceTest {
         assertEquals(Finding.BINDING_ERROR, Finding.ofRatio(100));
         assertEquals(Finding.BINDING_ERROR, Finding.ofRatio(Double.NaN));
         StageMetric nan = StageMetric.of("attn_out", 4, new float[] {1, Float.NaN}, new float[] {1, 2}, 1e-5);
-        assertEquals(Finding.BINDING_ERROR, nan.finding());
+        assertEquals(Finding.NON_FINITE, nan.finding());
+        StageMetric refInf = StageMetric.of("mlp_out", 4, new float[] {1, 2}, new float[] {1, Float.POSITIVE_INFINITY}, 1e-5);
+        assertEquals(Finding.NON_FINITE, refInf.finding(), "a non-finite reference must fail too");
+        LayerReport nr = Conformance.judge(40, "KDA", List.of(refInf), null, 0);
+        assertEquals(Finding.NON_FINITE, nr.finding());
+        assertTrue(nr.message().contains("finite ref 1/2, engine 2/2"), nr.message());
         StageMetric m = StageMetric.of("attn_out", 4, new float[] {1, 2.0001f}, new float[] {1, 2}, 1e-5);
         assertEquals(Finding.ROUNDING_DRIFT, m.finding());
         assertEquals(m.maxAbsDiff() / 2 / 1e-5, m.ratioToBudget(), 1e-9);

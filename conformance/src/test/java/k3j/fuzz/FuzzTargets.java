@@ -1,0 +1,292 @@
+package k3j.fuzz;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import k3j.cli.K3;
+import k3j.config.ConfigException;
+import k3j.config.ConfigReader;
+import k3j.config.ModelConfig;
+import k3j.conform.ConformException;
+import k3j.conform.Conformance;
+import k3j.conform.ReferenceDump;
+import k3j.io.CheckpointException;
+import k3j.io.CheckpointIndex;
+import k3j.io.CheckpointSummary;
+import k3j.trunk.TrunkException;
+import k3j.trunk.TrunkManifest;
+import picocli.CommandLine;
+
+/**
+ * The six fuzz targets: each feeds untrusted bytes to one reader exactly as a user's file would reach it (written
+ * to a scratch file first) and accepts only two outcomes: a valid result, or that reader's own refusal
+ * ({@link CheckpointException}, {@link ConfigException}, {@link ConformException}, {@link TrunkException},
+ * picocli's {@link CommandLine.ParameterException}). Anything else escaping (an IllegalArgumentException, an
+ * IndexOutOfBounds, an OutOfMemoryError) is a finding. The gate bounds each input's time and allocation
+ * ({@link Limits}). Each target is also a Jazzer command-line target ({@code fuzzerTestOneInput}) for
+ * {@code ci/fuzz}.
+ */
+public final class FuzzTargets {
+    private FuzzTargets() {}
+
+    /** The targets by name (ci/fuzz and the gate use these names). */
+    public static final Map<String, Consumer<byte[]>> ALL = Map.of(
+            "safetensors", FuzzTargets::safetensors,
+            "config", FuzzTargets::config,
+            "index", FuzzTargets::index,
+            "dump", FuzzTargets::dump,
+            "trunk", FuzzTargets::trunk,
+            "cli", FuzzTargets::cli);
+
+    /** A safetensors file: the header reader, then the summary {@code k3 inspect} prints (it sizes per-layer strings). */
+    public static void safetensors(byte[] data) {
+        Path f = Scratch.file("x.safetensors", data);
+        try {
+            CheckpointSummary.of(CheckpointIndex.open(f));
+        } catch (CheckpointException refused) {
+            // a clean refusal
+        }
+    }
+
+    /** A config.json, validated in full. */
+    public static void config(byte[] data) {
+        try {
+            ConfigReader.read(Scratch.file("config.json", data)).summary();
+        } catch (ConfigException refused) {
+            // a clean refusal
+        }
+    }
+
+    /** A model.safetensors.index.json beside one valid shard. */
+    public static void index(byte[] data) {
+        Path dir = Scratch.indexDir();
+        Scratch.write(dir.resolve(CheckpointIndex.INDEX_FILE), data);
+        try {
+            CheckpointIndex.open(dir);
+        } catch (CheckpointException refused) {
+            // a clean refusal
+        }
+    }
+
+    /** A dump manifest over the 93-layer oracle's arrays, checked against that oracle's config as a run would. */
+    public static void dump(byte[] data) {
+        Path dir = Scratch.dumpDir();
+        Scratch.write(dir.resolve("manifest.json"), data);
+        try {
+            ReferenceDump d = ReferenceDump.open(dir);
+            Conformance.check(d, Scratch.miniConfig());
+            d.f32("layers.40.attn_out");
+        } catch (ConformException refused) {
+            // a clean refusal
+        }
+    }
+
+    /** A trunk.json beside a 64 KiB trunk.bin. */
+    public static void trunk(byte[] data) {
+        Path dir = Scratch.trunkDir();
+        Scratch.write(dir.resolve(TrunkManifest.JSON), data);
+        try {
+            TrunkManifest.read(dir);
+        } catch (TrunkException refused) {
+            // a clean refusal
+        }
+    }
+
+    /** A k3 command line: the input split at NUL bytes into arguments, parsed and (for a run) its flags checked; nothing runs. */
+    public static void cli(byte[] data) {
+        List<String> args = new ArrayList<>();
+        int from = 0;
+        for (int i = 0; i <= data.length; i++) {
+            if (i == data.length || data[i] == 0) {
+                args.add(new String(data, from, i - from, StandardCharsets.UTF_8));
+                from = i + 1;
+            }
+        }
+        try {
+            K3.checkArguments(args.toArray(String[]::new));
+        } catch (CommandLine.ParameterException refused) {
+            // a clean refusal
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Jazzer command-line entry points (ci/fuzz): one class per target
+
+    public static final class Safetensors {
+        public static void fuzzerInitialize() {
+            warmUp("safetensors");
+        }
+
+        public static void fuzzerTestOneInput(byte[] data) {
+            Limits.check("safetensors", data, FuzzTargets::safetensors);
+        }
+    }
+
+    public static final class Config {
+        public static void fuzzerInitialize() {
+            warmUp("config");
+        }
+
+        public static void fuzzerTestOneInput(byte[] data) {
+            Limits.check("config", data, FuzzTargets::config);
+        }
+    }
+
+    public static final class Index {
+        public static void fuzzerInitialize() {
+            warmUp("index");
+        }
+
+        public static void fuzzerTestOneInput(byte[] data) {
+            Limits.check("index", data, FuzzTargets::index);
+        }
+    }
+
+    public static final class Dump {
+        public static void fuzzerInitialize() {
+            warmUp("dump");
+        }
+
+        public static void fuzzerTestOneInput(byte[] data) {
+            Limits.check("dump", data, FuzzTargets::dump);
+        }
+    }
+
+    public static final class Trunk {
+        public static void fuzzerInitialize() {
+            warmUp("trunk");
+        }
+
+        public static void fuzzerTestOneInput(byte[] data) {
+            Limits.check("trunk", data, FuzzTargets::trunk);
+        }
+    }
+
+    public static final class Cli {
+        public static void fuzzerInitialize() {
+            warmUp("cli");
+        }
+
+        public static void fuzzerTestOneInput(byte[] data) {
+            Limits.check("cli", data, FuzzTargets::cli);
+        }
+    }
+
+    /**
+     * Runs a target once over its seeds before fuzzing starts (Jazzer calls {@code fuzzerInitialize} outside the
+     * per-input timeout): the first input otherwise pays for instrumenting every class it loads.
+     */
+    static void warmUp(String target) {
+        Consumer<byte[]> run = ALL.get(target);
+        try (var files = Files.list(Scratch.repo("conformance/src/test/resources/k3j/gates/FuzzGateInputs/" + target))) {
+            for (Path f : files.toList()) {
+                try {
+                    run.accept(Files.readAllBytes(f));
+                } catch (RuntimeException | Error | IOException e) {
+                    // a finding shows up again when the fuzzer replays the seed; warming up only loads classes
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Where the targets write their inputs: one scratch folder per JVM, fixtures copied in once. */
+    static final class Scratch {
+        private static final Path ROOT = create();
+        private static Path indexDir, dumpDir, trunkDir;
+        private static ModelConfig mini;
+
+        private static Path create() {
+            try {
+                Path shm = Path.of("/dev/shm");
+                Path p = Files.isDirectory(shm) && Files.isWritable(shm) ? Files.createTempDirectory(shm, "k3j-fuzz") : Files.createTempDirectory("k3j-fuzz");
+                p.toFile().deleteOnExit();
+                return p;
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        static Path file(String name, byte[] data) {
+            Path f = ROOT.resolve(name);
+            write(f, data);
+            return f;
+        }
+
+        static void write(Path f, byte[] data) {
+            try {
+                Files.write(f, data);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        static synchronized Path indexDir() {
+            if (indexDir == null) indexDir = copyOne(repo("oracle-fixtures/tiny-k3"), "index", "model-00001-of-00002.safetensors");
+            return indexDir;
+        }
+
+        static synchronized Path dumpDir() {
+            if (dumpDir == null) dumpDir = copyAll(repo("reference-dumps/mini-k3-93"), "dump");
+            return dumpDir;
+        }
+
+        static synchronized Path trunkDir() {
+            if (trunkDir == null) {
+                trunkDir = ROOT.resolve("trunk");
+                try {
+                    Files.createDirectories(trunkDir);
+                    Files.write(trunkDir.resolve(TrunkManifest.BIN), new byte[64 << 10]);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+            return trunkDir;
+        }
+
+        static synchronized ModelConfig miniConfig() {
+            if (mini == null) mini = ConfigReader.read(repo("oracle-fixtures/mini-k3-93/config.json"));
+            return mini;
+        }
+
+        private static Path copyOne(Path from, String to, String name) {
+            try {
+                Path d = Files.createDirectories(ROOT.resolve(to));
+                Files.copy(from.resolve(name), d.resolve(name));
+                return d;
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        private static Path copyAll(Path from, String to) {
+            try (var s = Files.list(from)) {
+                Path d = Files.createDirectories(ROOT.resolve(to));
+                for (Path p : s.toList()) Files.copy(p, d.resolve(p.getFileName()));
+                return d;
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        /** The repository root: -Dk3.root, else the nearest parent holding oracle-fixtures/. */
+        static Path repo(String relative) {
+            String prop = System.getProperty("k3.root", "");
+            Path root = prop.isBlank() ? null : Path.of(prop);
+            for (Path p = Path.of("").toAbsolutePath(); root == null && p != null; p = p.getParent()) {
+                if (Files.isDirectory(p.resolve("oracle-fixtures"))) root = p;
+            }
+            if (root == null) throw new IllegalStateException("cannot find the k3j root: set -Dk3.root");
+            Path f = root.resolve(relative);
+            if (!Files.exists(f)) throw new IllegalStateException("gate data missing: " + f);
+            return f;
+        }
+    }
+}

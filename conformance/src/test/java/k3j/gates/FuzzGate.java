@@ -1,0 +1,72 @@
+package k3j.gates;
+
+import com.code_intelligence.jazzer.junit.FuzzTest;
+import io.qameta.allure.Epic;
+import io.qameta.allure.Feature;
+import java.util.concurrent.TimeUnit;
+import k3j.fuzz.FuzzTargets;
+import k3j.fuzz.Limits;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Every reader of untrusted bytes ends every input in a clean refusal or a valid result: never an exception
+ * escaping, never a hang past {@value Limits#SECONDS_PER_INPUT} s, never an allocation past
+ * {@link Limits#MAX_ALLOCATED_BYTES} bytes. In the build each target replays its checked-in corpus
+ * ({@code src/test/resources/k3j/gates/FuzzGateInputs/<target>/}: every reproducer found so far, and seeds) in
+ * Jazzer's regression mode; {@code ci/fuzz TARGET SECONDS} fuzzes one target with coverage and reports
+ * executions, coverage and findings, and .ci/run fuzzes each for a bounded time.
+ */
+@Tag("fuzz")
+@Epic("fuzz")
+class FuzzGate {
+
+    @FuzzTest
+    @Feature("safetensors header")
+    @DisplayName("the safetensors header reader and the inspect summary")
+    @Timeout(value = Limits.SECONDS_PER_INPUT, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void safetensors(byte[] data) {
+        Limits.check("safetensors", data, FuzzTargets::safetensors);
+    }
+
+    @FuzzTest
+    @Feature("config")
+    @DisplayName("the config reader")
+    @Timeout(value = Limits.SECONDS_PER_INPUT, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void config(byte[] data) {
+        Limits.check("config", data, FuzzTargets::config);
+    }
+
+    @FuzzTest
+    @Feature("index")
+    @DisplayName("the index.json reader")
+    @Timeout(value = Limits.SECONDS_PER_INPUT, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void index(byte[] data) {
+        Limits.check("index", data, FuzzTargets::index);
+    }
+
+    @FuzzTest
+    @Feature("reference dump")
+    @DisplayName("the dump manifest and array reader, checked against the oracle's config")
+    @Timeout(value = Limits.SECONDS_PER_INPUT, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void dump(byte[] data) {
+        Limits.check("dump", data, FuzzTargets::dump);
+    }
+
+    @FuzzTest
+    @Feature("trunk manifest")
+    @DisplayName("the trunk manifest reader")
+    @Timeout(value = Limits.SECONDS_PER_INPUT, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void trunk(byte[] data) {
+        Limits.check("trunk", data, FuzzTargets::trunk);
+    }
+
+    @FuzzTest
+    @Feature("command line")
+    @DisplayName("the k3 argument parser and a run's flag checks")
+    @Timeout(value = Limits.SECONDS_PER_INPUT, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void cli(byte[] data) {
+        Limits.check("cli", data, FuzzTargets::cli);
+    }
+}

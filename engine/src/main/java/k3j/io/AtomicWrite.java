@@ -1,0 +1,73 @@
+package k3j.io;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.channels.Channels;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * An output file appears whole or not at all ({@link AtomicFile}: a temporary beside it, forced to disk, renamed
+ * over the target). A failure (a full disk, a missing folder, a kill) leaves no file at the target and no
+ * temporary behind (a kill leaves at most a {@code .NAME...tmp} file, never a complete-looking NAME). Errors name
+ * the path, the option that asked for it, and the cause; the folder is checked before any work.
+ */
+public final class AtomicWrite {
+    private AtomicWrite() {}
+
+    /** Writes what {@code body} produces. */
+    public interface Body {
+        void write(OutputStream out) throws IOException;
+    }
+
+    /** Writes {@code bytes} to {@code target} atomically; {@code what} names the output in messages (e.g. "--out"). */
+    public static void bytes(Path target, String what, byte[] bytes) throws IOException {
+        write(target, what, out -> out.write(bytes));
+    }
+
+    public static void string(Path target, String what, String text) throws IOException {
+        bytes(target, what, text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    public static void write(Path target, String what, Body body) throws IOException {
+        checkTarget(target, what);
+        // a pending interrupt (a cancelled read elsewhere in the run) would close the channel mid-write: the
+        // output is written regardless and the interrupt is restored afterwards
+        boolean interrupted = Thread.interrupted();
+        try {
+            AtomicFile.replace(target.toAbsolutePath(), ch -> {
+                OutputStream out = Channels.newOutputStream(ch);
+                // the body may close what it is given (a JsonGenerator does): the channel must stay open for force()
+                body.write(new java.io.FilterOutputStream(out) {
+                    @Override
+                    public void write(byte[] b, int off, int len) throws IOException {
+                        out.write(b, off, len);
+                    }
+
+                    @Override
+                    public void close() throws IOException {
+                        flush();
+                    }
+                });
+                out.flush();
+            });
+        } catch (IOException e) {
+            throw new IOException("cannot write " + target + " (" + what + "): " + SafeFiles.why(e), e);
+        } finally {
+            if (interrupted) Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * Refuses, before any work, an output path that cannot be written: its folder missing or not writable, or
+     * the path itself a directory. A run checks its outputs up front so no token is printed for a run whose
+     * results would be lost.
+     */
+    public static void checkTarget(Path target, String what) throws IOException {
+        Path abs = target.toAbsolutePath();
+        Path dir = abs.getParent();
+        if (dir == null || !Files.isDirectory(dir)) throw new IOException("cannot write " + target + " (" + what + "): its folder " + dir + " does not exist");
+        if (!Files.isWritable(dir)) throw new IOException("cannot write " + target + " (" + what + "): its folder " + dir + " is not writable");
+        if (Files.isDirectory(abs)) throw new IOException("cannot write " + target + " (" + what + "): it is a directory");
+    }
+}
