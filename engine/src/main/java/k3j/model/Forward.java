@@ -54,6 +54,7 @@ public final class Forward {
     private final LayerSource layers;
     private final Workers workers;
     private final boolean memoize;
+    private Mxfp4.Codes codes = Mxfp4.Codes.NIBBLES;
     private final Map<Long, Layers.Expert> kernelExperts = new ConcurrentHashMap<>();
     private final AtomicLong drops = new AtomicLong();
     private int layersCompleted;
@@ -89,6 +90,14 @@ public final class Forward {
 
     public ModelWeights weights() {
         return w;
+    }
+
+    /**
+     * How this forward repacks experts its source holds as stored (a cache source hands them out already repacked):
+     * nibble codes (the default) or int8-predecoded. The same bits either way.
+     */
+    public void expertCodes(Mxfp4.Codes codes) {
+        this.codes = codes;
     }
 
     /** Routed experts that failed to load over this forward's life (any drop makes the run INVALID). */
@@ -416,9 +425,9 @@ public final class Forward {
         }
         Layers.Expert ex;
         try {
-            ex = new Layers.Expert(Mxfp4.repack(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt),
-                    Mxfp4.repack(r.part(ExpertPart.W3_PACKED), r.part(ExpertPart.W3_SCALE), inter, lt),
-                    Mxfp4.repack(r.part(ExpertPart.W2_PACKED), r.part(ExpertPart.W2_SCALE), lt, inter));
+            ex = new Layers.Expert(Mxfp4.repack(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt, codes),
+                    Mxfp4.repack(r.part(ExpertPart.W3_PACKED), r.part(ExpertPart.W3_SCALE), inter, lt, codes),
+                    Mxfp4.repack(r.part(ExpertPart.W2_PACKED), r.part(ExpertPart.W2_SCALE), lt, inter, codes));
         } catch (IllegalArgumentException | IndexOutOfBoundsException bad) {
             throw new ExpertLoadException(layer, expert, "bytes do not fit the MXFP4 geometry: " + bad.getMessage(), bad);
         }
