@@ -148,7 +148,7 @@ class LadderGate {
                 new Rung("partly pinned trunk, 2 slots, 4 x top-k cache slots", 2 * slot + packed / 2, 2, 4L * config.topK() * expertSlot),
                 new Rung("trunk pinned, a cache holding every expert", 2 * slot + packed + 93L * 4096, 2, (experts + 8) * expertSlot),
                 // 7 LM-head rows per chunk: 23 chunks of the 160-row table, the last one ragged (6 rows)
-                new Rung("ultra: streamed embedding + LM head (7-row chunks), 1 ring slot, top-k + 1 cache slots", slot, 1, smallest,
+                new Rung("ultra: tables streamed in 7-row chunks, 1 ring slot", slot, 1, smallest,
                         7L * 2 * config.hiddenSize()));
     }
 
