@@ -40,6 +40,7 @@ import k3j.model.Forward;
 import k3j.model.ForwardException;
 import k3j.model.Generation;
 import k3j.model.Speculative;
+import k3j.model.StreamedTables;
 import k3j.plan.Human;
 import k3j.plan.MemInfo;
 import k3j.plan.MemoryPlan;
@@ -347,7 +348,7 @@ final class RunCommand implements Callable<Integer> {
                 return ExitCode.RUNTIME;
             }
             MemoryPlan plan = MemoryPlan.of(cfg, memory.streamed(), trunkPlanned, useCache ? plannedCache(rt, budgets, codes) : residentExperts(rt, codes),
-                    false, 0, incremental, promptIds.length, gen);
+                    budgets.ultra(), StreamedTables.DEFAULT_CHUNK_BYTES, incremental, promptIds.length, gen);
             o.print(plan.block(mem));
             var refused = plan.planRefusal(mem);
             if (refused.isPresent()) {
@@ -414,6 +415,17 @@ final class RunCommand implements Callable<Integer> {
                 err.println("k3: trunk: " + e.getMessage());
                 return ExitCode.RUNTIME;
             }
+        }
+        if (budgets.ultra()) {
+            StreamedTables t;
+            try {
+                t = rt.streamTables(StreamedTables.DEFAULT_CHUNK_BYTES);
+            } catch (CheckpointException | IllegalArgumentException e) {
+                err.println("k3: model tables: " + e.getMessage());
+                return ExitCode.RUNTIME;
+            }
+            o.printf(Locale.ROOT, "model tables: embed + lm_head STREAMED from the checkpoint (embedding rows on demand, the LM head in chunks of %d rows, %s)%n",
+                    t.chunkRows(), Human.bytes(t.chunkBytes()));
         }
         if (useCache) {
             ExpertCache cache;
@@ -526,7 +538,7 @@ final class RunCommand implements Callable<Integer> {
             TrunkStats ts = stream != null ? stream.stats() : null;
             CacheStats total = cache != null ? cache.totalStats() : null;
             writeOut(g, promptIds, bound, forward.layersCompleted(), forward.expertDrops(),
-                    total != null ? total.bytesRead() : rt.model().experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak);
+                    total != null ? total.bytesRead() : rt.model().experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak, rt.tables());
             o.println("wrote " + out);
             if (trace != null) {
                 Files.createDirectories(dumpCacheTrace);
@@ -630,15 +642,16 @@ final class RunCommand implements Callable<Integer> {
         return l.stream().mapToInt(Integer::intValue).toArray();
     }
 
-    private void writeOut(Generation g, int[] promptIds, int bound, int completed, long drops, long expertBytes, long trunkBytes, long peak) throws IOException {
+    private void writeOut(Generation g, int[] promptIds, int bound, int completed, long drops, long expertBytes, long trunkBytes, long peak,
+                          StreamedTables tables) throws IOException {
         int[] generated = g == null ? new int[0] : g.generated();
         double wall = g == null ? 0 : g.seconds();
         String generatedText = session != null && session.tokenizer() != null && g != null ? text(generated) : null;
-        AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText));
+        AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText, tables));
     }
 
     private static void writeJson(OutputStream os, int[] promptIds, int[] generated, double wall, int bound, int completed, long drops,
-                                  long expertBytes, long trunkBytes, long peak, String generatedText) throws IOException {
+                                  long expertBytes, long trunkBytes, long peak, String generatedText, StreamedTables tables) throws IOException {
         try (JsonGenerator j = new JsonFactory().createGenerator(os, JsonEncoding.UTF8)) {
             j.writeStartObject();
             j.writeFieldName("prompt_ids");
@@ -661,9 +674,9 @@ final class RunCommand implements Callable<Integer> {
             j.writeRawValue(String.format(Locale.ROOT, "%.4f", generated.length == 0 ? 0.0 : wall / generated.length));
             j.writeNumberField("expert_bytes_read", expertBytes);
             j.writeNumberField("trunk_bytes_read", trunkBytes);
-            j.writeNumberField("embedding_bytes_read", 0);
-            j.writeNumberField("lm_head_bytes_read", 0);
-            j.writeBooleanField("ultra_low_memory", false);
+            j.writeNumberField("embedding_bytes_read", tables != null ? tables.embeddingBytesRead() : 0);
+            j.writeNumberField("lm_head_bytes_read", tables != null ? tables.lmHeadBytesRead() : 0);
+            j.writeBooleanField("ultra_low_memory", tables != null);
             if (generatedText != null) j.writeStringField("generated_text", generatedText);
             else j.writeNullField("generated_text");
             j.writeEndObject();

@@ -58,6 +58,7 @@ public final class Forward {
     private final Map<Long, Layers.Expert> kernelExperts = new ConcurrentHashMap<>();
     private final AtomicLong drops = new AtomicLong();
     private int layersCompleted;
+    private StreamedTables tables;   // null: the embedding and LM head are weights' (resident/mapped)
 
     /**
      * @param experts where routed experts come from; a source that never evicts ({@link CheckpointExperts})
@@ -98,6 +99,14 @@ public final class Forward {
      */
     public void expertCodes(Mxfp4.Codes codes) {
         this.codes = codes;
+    }
+
+    /** This forward with the embedding rows and the LM head read from {@code tables} (ultra preset); same bits. */
+    public Forward streamingTables(StreamedTables tables) {
+        Forward f = new Forward(w, layers, experts, workers, memoize);
+        f.tables = tables;
+        f.codes = codes;
+        return f;
     }
 
     /** Routed experts that failed to load over this forward's life (any drop makes the run INVALID). */
@@ -151,7 +160,10 @@ public final class Forward {
         }
         layersCompleted = 0;
         float[] h = new float[t * e];
-        for (int i = 0; i < t; i++) Embedding.row(h, i * e, w.embed(), ids[i]);
+        for (int i = 0; i < t; i++) {
+            if (tables != null) tables.embedRow(h, i * e, ids[i]);
+            else Embedding.row(h, i * e, w.embed(), ids[i]);
+        }
         List<float[]> snaps = new ArrayList<>();
         Layers.KdaState slot = null;
         for (int l = 0; l < layers.layerCount(); l++) {
@@ -185,7 +197,8 @@ public final class Forward {
         int rows = allPositions ? t : 1, v = w.lmHead().rows();
         float[] x = allPositions ? norm : java.util.Arrays.copyOfRange(norm, (t - 1) * e, t * e);
         float[] logits = new float[rows * v];
-        MatVec.matmul(workers, logits, x, rows, w.lmHead());
+        if (tables != null) tables.lmHead(workers, logits, x, rows);
+        else MatVec.matmul(workers, logits, x, rows, w.lmHead());
         return new Result(t, rows, logits, mix, norm);
     }
 
