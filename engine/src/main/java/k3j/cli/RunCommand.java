@@ -30,6 +30,7 @@ import k3j.conform.ReferenceDump;
 import k3j.io.CheckpointException;
 import k3j.io.CheckpointIndex;
 import k3j.kernels.KernelPath;
+import k3j.kernels.Mxfp4;
 import k3j.kernels.Workers;
 import k3j.model.Assembly;
 import k3j.model.BindException;
@@ -136,6 +137,13 @@ final class RunCommand implements Callable<Integer> {
             + "large calls, scalar for small ones), vector or scalar; the same bits either way (default ${DEFAULT-VALUE})")
     String kernels;
 
+    private Mxfp4.Codes codes;
+
+    @Option(names = "--expert-codes", paramLabel = "FORM", defaultValue = "nibbles", description = "how routed experts are held for the "
+            + "MXFP4 kernel: nibbles (as stored, a table lookup per code) or int8 (every code predecoded at load: twice the expert bytes "
+            + "in RAM, a faster kernel); the same bits either way (default ${DEFAULT-VALUE})")
+    String expertCodes;
+
     @Option(names = "--tf-check", description = "teacher-forced agreement over the --ids sequence in one forward (needs >= 2 ids); "
             + "writes {tf_positions, tf_matches, tf_agreement} to --out")
     boolean tfCheck;
@@ -215,6 +223,11 @@ final class RunCommand implements Callable<Integer> {
             kernelPath = KernelPath.Mode.parse(kernels);
         } catch (IllegalArgumentException e) {
             throw usage("--kernels: " + e.getMessage());
+        }
+        try {
+            codes = Mxfp4.Codes.parse(expertCodes);
+        } catch (IllegalArgumentException e) {
+            throw usage("--expert-codes: " + e.getMessage());
         }
         // 2. budgets (the auto budget measures the machine)
         MemInfo mem = memInfo();
@@ -334,7 +347,7 @@ final class RunCommand implements Callable<Integer> {
                 err.println("k3: trunk: " + e.getMessage());
                 return ExitCode.RUNTIME;
             }
-            MemoryPlan plan = MemoryPlan.of(cfg, memory.streamed(), trunkPlanned, useCache ? plannedCache(rt, budgets) : expertBytes,
+            MemoryPlan plan = MemoryPlan.of(cfg, memory.streamed(), trunkPlanned, useCache ? plannedCache(rt, budgets, codes) : residentExperts(rt, codes),
                     budgets.ultra(), StreamedTables.DEFAULT_CHUNK_BYTES, incremental, promptIds.length, gen);
             o.print(plan.block(mem));
             var refused = plan.planRefusal(mem);
@@ -363,9 +376,21 @@ final class RunCommand implements Callable<Integer> {
                 .withNotes(s -> err.println("k3: note: " + s)).withVerifyCrc(!noTrunkCrc);
     }
 
-    /** What the expert cache will hold: the budget, but never more slots than the model has experts. */
-    private static long plannedCache(Assembly rt, MemoryOptions.Budgets budgets) {
-        long one = rt.binding().layers().stream().flatMap(l -> l.experts().stream()).mapToLong(ExpertLocation::length).findFirst().orElse(0);
+    /** One expert in the kernel's form (codes), or 0 when the model has no routed experts. */
+    private static long formBytes(Assembly rt, Mxfp4.Codes codes) {
+        return rt.binding().layers().stream().flatMap(l -> l.experts().stream()).findFirst().map(l -> rt.kernelForm(codes).bytes(l)).orElse(0L);
+    }
+
+    /** Experts resident once read: the stored bytes plus each one's repacked form (the forward keeps both). */
+    private static long residentExperts(Assembly rt, Mxfp4.Codes codes) {
+        long n = rt.binding().layers().stream().mapToLong(l -> l.experts().size()).sum();
+        return rt.expertBytes() + n * formBytes(rt, codes);
+    }
+
+    /** What the expert cache will hold: the budget, but never more slots than the model has experts; a slot holds the repacked form. */
+    private static long plannedCache(Assembly rt, MemoryOptions.Budgets budgets, Mxfp4.Codes codes) {
+        long stored = rt.binding().layers().stream().flatMap(l -> l.experts().stream()).mapToLong(ExpertLocation::length).findFirst().orElse(0);
+        long one = Math.max(stored, formBytes(rt, codes));
         if (one <= 0) return budgets.cacheBytes();
         try {
             return CacheGeometry.plan(one, budgets.cacheBytes(), rt.config().topK(), (long) rt.layers() * rt.config().expertCount()).arenaBytes();
@@ -405,15 +430,15 @@ final class RunCommand implements Callable<Integer> {
         if (useCache) {
             ExpertCache cache;
             try {
-                cache = rt.cacheExperts(ExpertCache.Settings.fromEnvironment(budgets.cacheBytes(), rt.config().topK(), System.getenv()), trace, err::println);
+                cache = rt.cacheExperts(ExpertCache.Settings.fromEnvironment(budgets.cacheBytes(), rt.config().topK(), System.getenv()), codes, trace, err::println);
             } catch (ExpertLoadException | IllegalArgumentException e) {
                 err.println("k3: expert cache: " + e.getMessage());
                 return ExitCode.RUNTIME;
             }
-            o.printf(Locale.ROOT, "routed experts: %s on disk, served by a %s cache (%d slots of %s)%n", Human.bytes(rt.expertBytes()),
-                    Human.bytes(cache.geometry().arenaBytes()), cache.geometry().slots(), Human.bytes(cache.geometry().slotBytes()));
+            o.printf(Locale.ROOT, "routed experts: %s on disk, served by a %s cache (%d slots of %s, %s)%n", Human.bytes(rt.expertBytes()),
+                    Human.bytes(cache.geometry().arenaBytes()), cache.geometry().slots(), Human.bytes(cache.geometry().slotBytes()), cache.form());
         } else {
-            o.printf(Locale.ROOT, "routed experts: %s, resident once read%n", Human.bytes(rt.expertBytes()));
+            o.printf(Locale.ROOT, "routed experts: %s, resident once read, kept %s%n", Human.bytes(rt.expertBytes()), rt.kernelForm(codes));
         }
         MemInfo.peakRss().ifPresent(p -> o.printf("peak RSS after loading weights: %s  (the plan above is a forecast, this is measured)%n", Human.bytes(p)));
         return generate(o, err, rt, trace, promptIds, workers);
@@ -428,6 +453,7 @@ final class RunCommand implements Callable<Integer> {
         int bound = rt.layers();
         try (Workers w = Workers.of(workers)) {
             Forward forward = rt.forward(w);
+            forward.expertCodes(codes);
             if (tfCheck) return teacherForcing(forward, promptIds, o, err);
             k3j.state.Binding binding = text.saveState != null || text.loadState != null ? k3j.state.Binding.of(rt.config(), bound, rt.index()) : null;
             if (text.chat) return chat(forward, binding, err);

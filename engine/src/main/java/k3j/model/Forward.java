@@ -54,6 +54,7 @@ public final class Forward {
     private final LayerSource layers;
     private final Workers workers;
     private final boolean memoize;
+    private Mxfp4.Codes codes = Mxfp4.Codes.NIBBLES;
     private final Map<Long, Layers.Expert> kernelExperts = new ConcurrentHashMap<>();
     private final AtomicLong drops = new AtomicLong();
     private int layersCompleted;
@@ -92,10 +93,19 @@ public final class Forward {
         return w;
     }
 
+    /**
+     * How this forward repacks experts its source holds as stored (a cache source hands them out already repacked):
+     * nibble codes (the default) or int8-predecoded. The same bits either way.
+     */
+    public void expertCodes(Mxfp4.Codes codes) {
+        this.codes = codes;
+    }
+
     /** This forward with the embedding rows and the LM head read from {@code tables} (ultra preset); same bits. */
     public Forward streamingTables(StreamedTables tables) {
         Forward f = new Forward(w, layers, experts, workers, memoize);
         f.tables = tables;
+        f.codes = codes;
         return f;
     }
 
@@ -428,9 +438,9 @@ public final class Forward {
         }
         Layers.Expert ex;
         try {
-            ex = new Layers.Expert(Mxfp4.repack(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt),
-                    Mxfp4.repack(r.part(ExpertPart.W3_PACKED), r.part(ExpertPart.W3_SCALE), inter, lt),
-                    Mxfp4.repack(r.part(ExpertPart.W2_PACKED), r.part(ExpertPart.W2_SCALE), lt, inter));
+            ex = new Layers.Expert(Mxfp4.repack(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt, codes),
+                    Mxfp4.repack(r.part(ExpertPart.W3_PACKED), r.part(ExpertPart.W3_SCALE), inter, lt, codes),
+                    Mxfp4.repack(r.part(ExpertPart.W2_PACKED), r.part(ExpertPart.W2_SCALE), lt, inter, codes));
         } catch (IllegalArgumentException | IndexOutOfBoundsException bad) {
             throw new ExpertLoadException(layer, expert, "bytes do not fit the MXFP4 geometry: " + bad.getMessage(), bad);
         }
