@@ -12,6 +12,7 @@ import k3j.cache.ExpertSource;
 import k3j.cache.FileExpertReader;
 import k3j.config.ModelConfig;
 import k3j.io.CheckpointIndex;
+import k3j.kernels.Mxfp4;
 import k3j.kernels.Workers;
 import k3j.trunk.TrunkSource;
 import k3j.trunk.TrunkStream;
@@ -49,6 +50,7 @@ public final class Assembly implements AutoCloseable {
     private TrunkStream stream;
     private ExpertCache cache;
     private ExpertReader cacheReader;
+    private StreamedTables tables;
 
     private Assembly(ModelBinding binding, Intercepts intercepts) {
         this.binding = binding;
@@ -123,13 +125,26 @@ public final class Assembly implements AutoCloseable {
         return stream;
     }
 
-    /** Serves the routed experts from a cache of {@code settings.budgetBytes()}; {@code trace} may be null. */
+    /**
+     * Serves the routed experts from a cache of {@code settings.budgetBytes()} whose slots hold each expert repacked
+     * for the kernel (nibble codes); {@code trace} may be null.
+     */
     public ExpertCache cacheExperts(ExpertCache.Settings settings, CacheTrace trace, Consumer<String> notes) throws ExpertLoadException {
+        return cacheExperts(settings, Mxfp4.Codes.NIBBLES, trace, notes);
+    }
+
+    /** As {@link #cacheExperts(ExpertCache.Settings, CacheTrace, Consumer)}, the slots holding {@code codes}. */
+    public ExpertCache cacheExperts(ExpertCache.Settings settings, Mxfp4.Codes codes, CacheTrace trace, Consumer<String> notes) throws ExpertLoadException {
         requireModel();
         if (cache != null) throw new IllegalStateException("the expert cache is already open");
         cacheReader = intercepts.expertReader().apply(new FileExpertReader(settings.readMode(), notes));
-        cache = new ExpertCache(model.experts(), cacheReader, settings, trace);
+        cache = new ExpertCache(model.experts(), cacheReader, settings, kernelForm(codes), trace);
         return cache;
+    }
+
+    /** The kernel-ready expert form of this model's geometry. */
+    public KernelExperts kernelForm(Mxfp4.Codes codes) {
+        return new KernelExperts(binding.config().moeIntermediate(), binding.config().latentSize(), codes);
     }
 
     /** The expert cache, or null when the experts are resident. */
@@ -143,10 +158,23 @@ public final class Assembly implements AutoCloseable {
         return cache != null ? cache : model.experts();
     }
 
-    /** A forward over what was opened: streamed or resident layers, cached or resident experts. */
+    /** Reads the embedding and LM-head tables on demand through a chunk of at most {@code chunkBytes} (ultra preset). */
+    public StreamedTables streamTables(long chunkBytes) {
+        if (tables != null) throw new IllegalStateException("the model tables are already streamed");
+        tables = StreamedTables.open(binding, chunkBytes);
+        return tables;
+    }
+
+    /** The streamed model tables, or null when they are resident. */
+    public StreamedTables tables() {
+        return tables;
+    }
+
+    /** A forward over what was opened: streamed or resident layers, cached or resident experts, streamed or resident tables. */
     public Forward forward(Workers workers) {
         requireModel();
-        return stream == null ? model.forward(workers, experts()) : model.forward(workers, experts(), intercepts.trunkSource().apply(stream));
+        Forward f = stream == null ? model.forward(workers, experts()) : model.forward(workers, experts(), intercepts.trunkSource().apply(stream));
+        return tables == null ? f : f.streamingTables(tables);
     }
 
     private void requireModel() {
@@ -161,6 +189,7 @@ public final class Assembly implements AutoCloseable {
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
         } finally {
+            if (tables != null) tables.close();
             if (stream != null) stream.close();
             if (model != null) model.close();
         }

@@ -54,9 +54,11 @@ public final class Forward {
     private final LayerSource layers;
     private final Workers workers;
     private final boolean memoize;
+    private Mxfp4.Codes codes = Mxfp4.Codes.NIBBLES;
     private final Map<Long, Layers.Expert> kernelExperts = new ConcurrentHashMap<>();
     private final AtomicLong drops = new AtomicLong();
     private int layersCompleted;
+    private StreamedTables tables;   // null: the embedding and LM head are weights' (resident/mapped)
 
     /**
      * @param experts where routed experts come from; a source that never evicts ({@link CheckpointExperts})
@@ -89,6 +91,22 @@ public final class Forward {
 
     public ModelWeights weights() {
         return w;
+    }
+
+    /**
+     * How this forward repacks experts its source holds as stored (a cache source hands them out already repacked):
+     * nibble codes (the default) or int8-predecoded. The same bits either way.
+     */
+    public void expertCodes(Mxfp4.Codes codes) {
+        this.codes = codes;
+    }
+
+    /** This forward with the embedding rows and the LM head read from {@code tables} (ultra preset); same bits. */
+    public Forward streamingTables(StreamedTables tables) {
+        Forward f = new Forward(w, layers, experts, workers, memoize);
+        f.tables = tables;
+        f.codes = codes;
+        return f;
     }
 
     /** Routed experts that failed to load over this forward's life (any drop makes the run INVALID). */
@@ -142,7 +160,10 @@ public final class Forward {
         }
         layersCompleted = 0;
         float[] h = new float[t * e];
-        for (int i = 0; i < t; i++) Embedding.row(h, i * e, w.embed(), ids[i]);
+        for (int i = 0; i < t; i++) {
+            if (tables != null) tables.embedRow(h, i * e, ids[i]);
+            else Embedding.row(h, i * e, w.embed(), ids[i]);
+        }
         List<float[]> snaps = new ArrayList<>();
         Layers.KdaState slot = null;
         for (int l = 0; l < layers.layerCount(); l++) {
@@ -176,7 +197,8 @@ public final class Forward {
         int rows = allPositions ? t : 1, v = w.lmHead().rows();
         float[] x = allPositions ? norm : java.util.Arrays.copyOfRange(norm, (t - 1) * e, t * e);
         float[] logits = new float[rows * v];
-        MatVec.matmul(workers, logits, x, rows, w.lmHead());
+        if (tables != null) tables.lmHead(workers, logits, x, rows);
+        else MatVec.matmul(workers, logits, x, rows, w.lmHead());
         return new Result(t, rows, logits, mix, norm);
     }
 
@@ -354,10 +376,10 @@ public final class Forward {
     /** One routed expert on n latent rows zs [n][Lt]: g = w1·z, u = w3·z [n][I], dn = w2·situ(g, u) [n][Lt]. */
     private void expert(Layers.Expert ex, float[] zs, int n, float[] g, float[] u, float[] dn, float beta, float linearBeta) {
         float[] act = new float[g.length];
-        Mxfp4.matmul(workers, g, zs, n, ex.w1().repacked());
-        Mxfp4.matmul(workers, u, zs, n, ex.w3().repacked());
+        Mxfp4.matmul(workers, g, zs, n, ex.w1());
+        Mxfp4.matmul(workers, u, zs, n, ex.w3());
         Activations.situGlu(act, g, u, g.length, beta, linearBeta);
-        Mxfp4.matmul(workers, dn, act, n, ex.w2().repacked());
+        Mxfp4.matmul(workers, dn, act, n, ex.w2());
     }
 
     /**
@@ -376,7 +398,7 @@ public final class Forward {
         Layers.Expert ex = kernelExpert(layer, expert, c.expertCount(), lt, inter);
         float[] g = new float[n * inter], u = new float[n * inter], dn = new float[n * lt], w2 = new float[n * lt];
         expert(ex, z, n, g, u, dn, c.situBeta(), c.situLinearBeta());
-        Mxfp4.matmul(workers, w2, v, n, ex.w2().repacked());
+        Mxfp4.matmul(workers, w2, v, n, ex.w2());
         return new ExpertProbe(g, u, w2, dn);
     }
 
@@ -387,6 +409,7 @@ public final class Forward {
      */
     public boolean expertCodesAllZero(int layer, int expert) throws ExpertLoadException {
         ResidentExpert r = experts.get(layer, expert);
+        if (r.form() instanceof KernelExperts k) return k.codesAllZero(r);
         for (ExpertPart p : new ExpertPart[] {ExpertPart.W1_PACKED, ExpertPart.W3_PACKED, ExpertPart.W2_PACKED}) {
             java.lang.foreign.MemorySegment b = r.part(p);
             long n = b.byteSize(), i = 0;
@@ -407,11 +430,17 @@ public final class Forward {
             }
         }
         ResidentExpert r = experts.get(layer, expert);
+        if (r.form() instanceof KernelExperts k) { // repacked once, when the cache slot was filled
+            if (k.intermediate() != inter || k.latent() != lt) {
+                throw new ExpertLoadException(layer, expert, "held for [" + k.intermediate() + ", " + k.latent() + "], the layer needs [" + inter + ", " + lt + "]");
+            }
+            return k.expert(r);
+        }
         Layers.Expert ex;
         try {
-            ex = new Layers.Expert(Layers.Mx.of(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt),
-                    Layers.Mx.of(r.part(ExpertPart.W3_PACKED), r.part(ExpertPart.W3_SCALE), inter, lt),
-                    Layers.Mx.of(r.part(ExpertPart.W2_PACKED), r.part(ExpertPart.W2_SCALE), lt, inter));
+            ex = new Layers.Expert(Mxfp4.repack(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt, codes),
+                    Mxfp4.repack(r.part(ExpertPart.W3_PACKED), r.part(ExpertPart.W3_SCALE), inter, lt, codes),
+                    Mxfp4.repack(r.part(ExpertPart.W2_PACKED), r.part(ExpertPart.W2_SCALE), lt, inter, codes));
         } catch (IllegalArgumentException | IndexOutOfBoundsException bad) {
             throw new ExpertLoadException(layer, expert, "bytes do not fit the MXFP4 geometry: " + bad.getMessage(), bad);
         }
