@@ -203,26 +203,29 @@ class ScaleExpertsGate {
         Conformance c = untouched.conformance();
         ExpertSweep sweep = c.expertSweep();
         DetectionTally tally = new DetectionTally(sweep.sketchSize());
-        PatchedExperts patched = new PatchedExperts(untouched.cache());
-        Forward corrupt = c.model().forward(workers, patched);
         int lt = c.model().config().latentSize(), inter = c.model().config().moeIntermediate();
         List<Integer> moe = c.moeLayers(IntStream.range(0, c.layerCount()).boxed().toList());
         java.util.Map<Integer, ExpertSweep.Probes> probes = new java.util.HashMap<>();
         java.util.Map<Long, Forward.ExpertProbe> clean = new java.util.HashMap<>();
         java.util.Random rnd = new java.util.Random(SEED);
         long t0 = System.nanoTime();
-        for (int i = 0; i < PLANTED; i++) {
-            int layer = moe.get(rnd.nextInt(moe.size()));
-            Integer[] data = withData(layer).toArray(Integer[]::new);
-            int e = data[rnd.nextInt(data.length)];
-            PatchedExperts.Patch p = PatchedExperts.random(rnd, layer, e, lt, inter);
-            patched.plant(p);
-            ExpertSweep.Probes pr = probes.computeIfAbsent(layer, sweep::probes);
-            ExpertReport got = sweep.expert(corrupt, pr, e);
-            Forward.ExpertProbe a = clean.computeIfAbsent((long) layer << 32 | e, x -> DetectionTally.probe(c.forward(), sweep, pr, e)), b = DetectionTally.probe(corrupt, sweep, pr, e);
-            tally.add(p.kind(), p.spec(), DetectionTally.trueRatio(sweep, pr, a, b, e), !got.conforms());
+        try (PatchedExperts patched = new PatchedExperts(c.model(), CACHE_BYTES)) {
+            Forward corrupt = c.model().forward(workers, patched);
+            for (int i = 0; i < PLANTED; i++) {
+                int layer = moe.get(rnd.nextInt(moe.size()));
+                Integer[] data = withData(layer).toArray(Integer[]::new);
+                int e = data[rnd.nextInt(data.length)];
+                ExpertSweep.Probes pr = probes.computeIfAbsent(layer, sweep::probes);
+                patched.plant(null);
+                Forward.ExpertProbe a = clean.computeIfAbsent((long) layer << 32 | e, x -> DetectionTally.probe(corrupt, sweep, pr, e));
+                PatchedExperts.Patch p = PatchedExperts.random(rnd, layer, e, lt, inter);
+                patched.plant(p);
+                ExpertReport got = sweep.expert(corrupt, pr, e);
+                tally.add(p.kind(), p.spec(), DetectionTally.trueRatio(sweep, pr, a, DetectionTally.probe(corrupt, sweep, pr, e), e), !got.conforms());
+            }
+        } catch (IOException | k3j.cache.ExpertLoadException ex) {
+            throw new AssertionError(ex.getMessage(), ex);
         }
-        patched.plant(null);
         Evidence.parameter("corruptions", tally.total() + " (seed " + SEED + "; experts with data of layers " + moe + ")");
         tally.evidence("random one-byte and one-row corruptions at the released widths", (System.nanoTime() - t0) / 1e9);
         tally.check(PLANTED / 4);

@@ -1,29 +1,43 @@
 package k3j.harness;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Random;
+import k3j.cache.ExpertCache;
 import k3j.cache.ExpertLoadException;
 import k3j.cache.ExpertPart;
 import k3j.cache.ExpertSource;
+import k3j.cache.FileExpertReader;
+import k3j.cache.ReadMode;
 import k3j.cache.ResidentExpert;
+import k3j.model.Model;
 
 /**
- * An expert source that serves {@code real}'s experts, except the one a {@link Patch} names, which it serves as a
- * patched COPY of its bytes (the source's bytes are never written). Plants thousands of small corruptions at the
- * released widths without a corrupted checkpoint on disk per corruption: the bytes the kernels see are the
- * checkpoint's with one byte, or one row, changed, as {@code k3 corrupt} would write them.
+ * An expert source over a model's checkpoint that serves its experts as stored (an expert cache of its own, in the
+ * stored form: the forward repacks per call), except the one a {@link Patch} names, which it serves as a patched
+ * COPY of its bytes (the checkpoint is never written). Plants thousands of small corruptions at the released
+ * widths without a corrupted checkpoint on disk per corruption: the bytes the kernels see are the checkpoint's
+ * with one byte, or one row, changed, as {@code k3 corrupt} would write them.
  */
-public final class PatchedExperts implements ExpertSource {
+public final class PatchedExperts implements ExpertSource, AutoCloseable {
     /** One change to one expert's bytes; {@code spec} in {@code k3 corrupt}'s notation. */
     public record Patch(int layer, int expert, String kind, String spec, java.util.function.Consumer<ResidentExpert> apply) {}
 
-    private final ExpertSource real;
+    private final FileExpertReader reader = new FileExpertReader(ReadMode.DIRECT, n -> {});
+    private final ExpertCache real;
     private volatile Patch patch;
 
-    public PatchedExperts(ExpertSource real) {
-        this.real = real;
+    /** Over {@code model}'s checkpoint, through a stored-form cache of {@code cacheBytes}. */
+    public PatchedExperts(Model model, long cacheBytes) throws ExpertLoadException {
+        this.real = new ExpertCache(model.experts(), reader, ExpertCache.Settings.of(cacheBytes, model.config().topK()), null);
+    }
+
+    @Override
+    public void close() throws IOException {
+        real.close();
+        reader.close();
     }
 
     /** Serves {@code p}'s expert patched from now on (null: none). */
