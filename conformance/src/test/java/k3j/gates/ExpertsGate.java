@@ -214,13 +214,14 @@ class ExpertsGate {
                     for (int layer : moe) {
                         ExpertSweep.Probes pr = sweep.probes(layer);
                         for (int e = 0; e < pr.experts(); e++) {
-                            ExpertReport got = sweep.expert(c.forward(), pr, e);
+                            Forward.ExpertProbe b = DetectionTally.probe(c.forward(), sweep, pr, e);
+                            ExpertReport got = sweep.judge(pr, e, b, false);
                             Corruption p = plant.get(key(layer, e));
                             if (p == null) {
                                 if (!got.conforms()) neighboursFailing++;
                                 continue;
                             }
-                            Forward.ExpertProbe a = DetectionTally.probe(base.forward(), sweep, pr, e), b = DetectionTally.probe(c.forward(), sweep, pr, e);
+                            Forward.ExpertProbe a = DetectionTally.probe(base.forward(), sweep, pr, e);
                             String kind = p.spec().split(":")[0] + (p instanceof Corruption.ExpertByte eb ? " " + eb.part().split("_")[1] : "");
                             tally.add(kind, p.spec(), DetectionTally.trueRatio(sweep, pr, a, b, e), !got.conforms());
                         }
