@@ -41,6 +41,9 @@ final class BisectCommand implements Callable<Integer> {
     @CommandLine.Mixin
     ThreadsOption threads;
 
+    @CommandLine.Mixin
+    MemoryOptions memory;
+
     @Option(names = "--reference", required = true, paramLabel = "DUMP", description = "the reference dump of these weights (directory, .tar.gz or .tar.xz)")
     Path reference;
 
@@ -69,9 +72,11 @@ final class BisectCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw usage(e.getMessage());
         }
+        memory.validate();
         long t0 = System.nanoTime();
+        PlannedConformance planned;
         try (Workers w = Workers.of(workers);
-             Conformance c = Conformance.open(model, reference, List.of(), w)) {
+             Conformance c = (planned = new PlannedConformance(memory, model, k3j.conform.ReferenceMatch.locate(model, reference, List.of()), w, false, out, err)).conformance) {
             List<Integer> sel;
             try {
                 sel = LayerSelection.parse(layers, c.layerCount());
@@ -85,7 +90,7 @@ final class BisectCommand implements Callable<Integer> {
             out.printf(Locale.ROOT, "bisect: %s against %s (%d ids), layers %s%n", model, c.dump().source(), c.tokens(), LayerSelection.format(sel));
             out.println("budget: " + c.budget().rule());
             Bisect.Report r;
-            try (LayerRunner runner = new LayerRunner(c.model(), w)) {
+            try (LayerRunner runner = LayerRunner.of(c, w)) {
                 r = Bisect.run(new LayerConformance(c), runner, sel, experts, searchBudget);
             }
             for (LayerReport l : r.layers()) if (!l.conforms()) out.println(l.line());
@@ -106,9 +111,13 @@ final class BisectCommand implements Callable<Integer> {
                 if (ed.explained()) for (Candidate e : ed.explanations()) out.println("  L" + ed.layer() + ": " + e.describe());
                 else out.println("  L" + ed.layer() + " expert " + ed.expert() + ": nothing explains it");
             }
+            planned.report(out);
             out.printf(Locale.ROOT, "VERDICT: %s (%.1f s)%n", r.summary(), (System.nanoTime() - t0) / 1e9);
             return r.failing().isEmpty() && r.failingExperts().isEmpty() ? ExitCode.OK : ExitCode.RUNTIME;
-        } catch (ConformException | BisectException | CheckpointException | ConfigException e) {
+        } catch (k3j.plan.PlanRefused e) {
+            err.println(e.getMessage());
+            return e.refusal().exitCode();
+        } catch (ConformException | BisectException | CheckpointException | ConfigException | k3j.trunk.TrunkException | k3j.model.ForwardException e) {
             err.println("k3 bisect: " + e.getMessage());
             return ExitCode.RUNTIME;
         }

@@ -15,13 +15,11 @@ import java.util.concurrent.Callable;
 import com.fasterxml.jackson.core.JsonEncoding;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
-import k3j.cache.CacheGeometry;
 import k3j.cache.CacheStats;
 import k3j.cache.CacheTrace;
 import k3j.cache.ExpertCache;
 import k3j.cache.ExpertLoadException;
 import k3j.io.AtomicWrite;
-import k3j.cache.ExpertLocation;
 import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
@@ -333,7 +331,7 @@ final class RunCommand implements Callable<Integer> {
                 err.println("k3: trunk: " + e.getMessage());
                 return ExitCode.RUNTIME;
             }
-            MemoryPlan plan = MemoryPlan.of(cfg, memory.streamed(), trunkPlanned, useCache ? plannedCache(rt, budgets) : expertBytes,
+            MemoryPlan plan = MemoryPlan.of(cfg, memory.streamed(), trunkPlanned, useCache ? k3j.model.Residency.plannedCache(rt, budgets.cacheBytes()) : expertBytes,
                     false, 0, incremental, promptIds.length, gen);
             o.print(plan.block(mem));
             var refused = plan.planRefusal(mem);
@@ -360,17 +358,6 @@ final class RunCommand implements Callable<Integer> {
     private TrunkStream.Options trunkOptions(Assembly rt, MemoryOptions.Budgets budgets, PrintWriter err) {
         return TrunkStream.Options.budget(budgets.trunkBytes()).withRing(memory.ring()).withLayers(rt.layers())
                 .withNotes(s -> err.println("k3: note: " + s)).withVerifyCrc(!noTrunkCrc);
-    }
-
-    /** What the expert cache will hold: the budget, but never more slots than the model has experts. */
-    private static long plannedCache(Assembly rt, MemoryOptions.Budgets budgets) {
-        long one = rt.binding().layers().stream().flatMap(l -> l.experts().stream()).mapToLong(ExpertLocation::length).findFirst().orElse(0);
-        if (one <= 0) return budgets.cacheBytes();
-        try {
-            return CacheGeometry.plan(one, budgets.cacheBytes(), rt.config().topK(), (long) rt.layers() * rt.config().expertCount()).arenaBytes();
-        } catch (IllegalArgumentException e) {
-            return budgets.cacheBytes();   // below one token's working set: the cache refuses it when opened, naming the sizes
-        }
     }
 
     private int run(PrintWriter o, PrintWriter err, Assembly rt, MemoryOptions.Budgets budgets, boolean useCache, int[] promptIds, int workers)

@@ -91,6 +91,19 @@ public final class Forward {
         return w;
     }
 
+    /** Where the routed experts come from (resident, the expert cache, or a rewriting view of either). */
+    public ExpertSource experts() {
+        return experts;
+    }
+
+    /**
+     * This forward's model tables and decoder layers (resident or streamed: the same {@link LayerSource}) with
+     * the routed experts from {@code source} instead, e.g. a view that rewrites some of them (bisect's candidates).
+     */
+    public Forward withExperts(ExpertSource source, boolean sourceNeverEvicts) {
+        return new Forward(w, layers, source, workers, sourceNeverEvicts);
+    }
+
     /** Routed experts that failed to load over this forward's life (any drop makes the run INVALID). */
     public long expertDrops() {
         return drops.get();
@@ -188,7 +201,7 @@ public final class Forward {
      * MLA cache, all T tokens in one call at positions 0..T−1. Returns every stage.
      */
     public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens) {
-        return runLayer(w.layers().get(layer), partialIn, snapshots, tokens);
+        return runLayer(layer, partialIn, snapshots, tokens, (int[]) null);
     }
 
     /**
@@ -196,7 +209,9 @@ public final class Forward {
      * selection order; the weights are still the router's own scores at those experts). Null: the router selects.
      */
     public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens, int[] forcedRouting) {
-        return runLayer(w.layers().get(layer), partialIn, snapshots, tokens, forcedRouting);
+        try (LayerSource.Held held = layers.acquire(layer)) {   // streamed: read and bound for this call, released after it
+            return runLayer(held.weights(), partialIn, snapshots, tokens, forcedRouting);
+        }
     }
 
     /** {@link #runLayer(int, float[], List, int)} for layer weights that are not part of this model (fixtures). */
@@ -223,13 +238,15 @@ public final class Forward {
      * extend the layer's carried state (KDA recurrent + conv, MLA KV rows); advances state.cached().
      */
     public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens, DecodeState state) {
-        LayerWeights lw = w.layers().get(layer);
         if (state.cached + tokens > state.capacity) {
             throw new ForwardException("MLA KV cache position " + (state.cached + tokens - 1) + " exceeds the limit " + (state.capacity - 1));
         }
-        LayerStages s = layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, state.kda[lw.index()], state.kv[lw.index()], state.cached, null);
-        state.cached += tokens;
-        return s;
+        try (LayerSource.Held held = layers.acquire(layer)) {
+            LayerWeights lw = held.weights();
+            LayerStages s = layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, state.kda[lw.index()], state.kv[lw.index()], state.cached, null);
+            state.cached += tokens;
+            return s;
+        }
     }
 
     private LayerStages layer(LayerWeights lw, float[] partialIn, List<float[]> snaps, int t, Layers.KdaState kda, MlaKv kv, int cached, int[] forced) {
