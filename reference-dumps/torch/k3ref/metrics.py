@@ -18,10 +18,15 @@ def routing_gaps(record, cfg, order=False):
     for i in range(cfg.n_layers):
         key = f"layers.{i}.moe_choice"
         if key in record:
-            s = torch.sort(record[key], dim=-1, descending=True).values
-            lo = 0 if order else cfg.topk - 1
-            gaps.append((s[:, lo:cfg.topk] - s[:, lo + 1:cfg.topk + 1]).min().item())
+            gaps.append(layer_routing_gap(record[key], cfg.topk, order))
     return min(gaps)
+
+
+def layer_routing_gap(choice, topk, order=False):
+    """routing_gaps of one layer's selection scores [T, N]."""
+    s = torch.sort(choice, dim=-1, descending=True).values
+    lo = 0 if order else topk - 1
+    return (s[:, lo:topk] - s[:, lo + 1:topk + 1]).min().item()
 
 
 def score_checkpoint(model_dir, prompt, n_gen):

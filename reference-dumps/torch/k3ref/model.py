@@ -265,39 +265,60 @@ class Model:
         record: a dict that receives every stage (see reference-dumps/FORMAT.md for the keys).
         progress: called with (layer index, layer count) after each decoder layer.
         """
-        c, mut = self.cfg, self.mut
-        top = self.top()
-        ids_t = torch.as_tensor(ids, dtype=torch.long)
-        if int(ids_t.min()) < 0 or int(ids_t.max()) >= c.vocab:
-            raise ValueError("token id out of range")
-        h = self.embed(ids_t)
-        snaps = []
-        rec = record if record is not None else None
-        for i in range(c.n_layers):
-            W = self.layer(i)
+        lane = self.begin(ids)
+        for i in range(self.cfg.n_layers):
             st = state["layers"][i] if state is not None else None
-            h, snaps, new_st = self._layer(i, W, h, snaps, st, rec)
+            new_st = self.advance(i, lane, st, record)
             if progress is not None:
-                progress(i, c.n_layers)
+                progress(i, self.cfg.n_layers)
             if state is not None:
                 state["layers"][i] = new_st
-            elif rec is not None:
-                rec.setdefault("_final_state", {})[i] = new_st
+            elif record is not None:
+                record.setdefault("_final_state", {})[i] = new_st
+        logits = self.finish(lane, record)
+        if state is not None:
+            state["pos"] += lane["T"]
+        return logits
+
+    # A forward in three parts, so a caller can stop after any layer and go on later (dump_checkpoint.py
+    # --layers): the lane {"h", "snaps", "T"} is everything that crosses a layer boundary in a full forward
+    # from an empty state (the running partial sum and the AttnRes block snapshots).
+    def begin(self, ids):
+        """The input of layer 0: the embedding rows of ids, no snapshots."""
+        self.top()
+        ids_t = torch.as_tensor(ids, dtype=torch.long)
+        if int(ids_t.min()) < 0 or int(ids_t.max()) >= self.cfg.vocab:
+            raise ValueError("token id out of range")
+        return {"h": self.embed(ids_t), "snaps": [], "T": len(ids_t)}
+
+    def advance(self, i, lane, st=None, record=None):
+        """Runs layer i on the lane (updated in place); returns the layer's final KDA/MLA state."""
+        lane["h"], lane["snaps"], new_st = self._layer(i, self.layer(i), lane["h"], lane["snaps"], st, record)
+        return new_st
+
+    def finish(self, lane, record=None):
+        """The model-level AttnRes mix, the final norm and the LM head after the last layer."""
+        c, mut, top = self.cfg, self.mut, self.top()
+        h, snaps = lane["h"], lane["snaps"]
         if "no_output_mix" in mut:
             hm = h
         else:
             hm = ops.attn_res_mix(h, snaps, top["out_res_proj"], top["out_res_norm"], c.rms_eps, mut)
         hn = ops.rmsnorm(hm, top["norm"], c.rms_eps)
         logits = self.lm_head(hn)
-        if state is not None:
-            state["pos"] += len(ids_t)
-        if rec is not None:
-            rec["snapshots"] = torch.stack(snaps, 0)
-            rec["final_in"] = h
-            rec["final_mix"] = hm
-            rec["final_norm"] = hn
-            rec["logits"] = logits
+        if record is not None:
+            record["snapshots"] = torch.stack(snaps, 0)
+            record["final_in"] = h
+            record["final_mix"] = hm
+            record["final_norm"] = hn
+            record["logits"] = logits
         return logits
+
+    def release(self, i):
+        """Drops layer i's cached weights and experts (a layer-by-layer caller is done with it)."""
+        self._layer_cache.pop(i, None)
+        for key in [k for k in self._expert_cache if k[0] == i]:
+            del self._expert_cache[key]
 
     def _layer(self, i, W, h, snaps, st, rec):
         c, mut = self.cfg, self.mut

@@ -36,6 +36,7 @@ import k3j.cache.CacheSimulator;
 import k3j.cache.CacheStats;
 import k3j.cache.CacheTrace;
 import k3j.cache.ExpertCache;
+import k3j.cache.ExpertForm;
 import k3j.cache.ExpertLoadException;
 import k3j.cache.ExpertLocation;
 import k3j.cache.ExpertLocator;
@@ -48,6 +49,8 @@ import k3j.cli.K3;
 import k3j.harness.Evidence;
 import k3j.harness.RecordingExpertReader;
 import k3j.harness.SyntheticExpertShard;
+import k3j.kernels.Mxfp4;
+import k3j.model.KernelExperts;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Tag;
@@ -57,7 +60,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The routed-expert cache serves exactly the bytes on disk (docs/semantics.md §10.4): serial, batched,
+ * The routed-expert cache serves exactly the bytes on disk (docs/semantics.md §10.4), or exactly their kernel-ready
+ * form made once at slot fill (repacked MXFP4, nibble or int8 codes): serial, batched,
  * mixed and under eviction pressure, with S3-FIFO and LRU, through O_DIRECT and the page cache; a
  * failed read is counted and never served; two threads never read one expert twice at once; the
  * speculative read-ahead changes no byte; and a recorded trace replayed by sim-cache reproduces the
@@ -65,11 +69,16 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 @Tag("cache")
 @Epic("expert cache")
-@DisplayName("expert cache: every served expert is byte-identical to a direct read")
+@DisplayName("expert cache: every served expert is byte-identical to a direct read, or to its repacked form")
 class ExpertCacheGate {
     static final int LAYERS = 2;
     static final int EXPERTS = 24;
     static final int TOP_K = 4;
+    /** MXFP4 geometry of the shard's experts: intermediate 42 (a padded row block), latent 130 (ragged groups). */
+    static final int INTER = 42, LATENT = 130;
+    static final long[] MX_PARTS = {INTER * LATENT / 2, INTER * 5, LATENT * INTER / 2, LATENT * 2, INTER * LATENT / 2, INTER * 5};
+    static final ExpertForm[] FORMS = {ExpertForm.STORED, new KernelExperts(INTER, LATENT, Mxfp4.Codes.NIBBLES),
+        new KernelExperts(INTER, LATENT, Mxfp4.Codes.INT8)};
 
     @TempDir
     static Path dir;
@@ -79,7 +88,7 @@ class ExpertCacheGate {
 
     @BeforeAll
     static void writeShard() throws IOException {
-        shard = SyntheticExpertShard.write(dir.resolve("experts.bin"), LAYERS, EXPERTS);
+        shard = SyntheticExpertShard.write(dir.resolve("experts.bin"), LAYERS, EXPERTS, MX_PARTS);
         assertTrue(shard.expertBytes() % 4096 != 0, "the fixture's expert size must not be a multiple of 4096");
         assertTrue(Files.size(shard.file) % 4096 != 0, "the last expert must end off a 4096 boundary");
         reference = new byte[LAYERS * EXPERTS][ExpertPart.values().length][];
@@ -94,7 +103,7 @@ class ExpertCacheGate {
 
     enum Workload { SERIAL, BATCH, MIXED, PRESSURE }
 
-    record Case(String name, CachePolicy policy, ReadMode mode, Workload workload, int slots) {
+    record Case(String name, CachePolicy policy, ReadMode mode, Workload workload, int slots, ExpertForm form) {
         @Override
         public String toString() {
             return name;
@@ -103,14 +112,16 @@ class ExpertCacheGate {
 
     static Stream<Case> cases() {
         List<Case> out = new ArrayList<>();
-        for (CachePolicy p : CachePolicy.values()) {
-            for (ReadMode m : ReadMode.values()) {
-                String tag = p.label() + " " + m.name().toLowerCase(Locale.ROOT);
-                out.add(new Case(tag + ": serial, 3 passes, 10 slots", p, m, Workload.SERIAL, 10));
-                out.add(new Case(tag + ": batches of 4 then get, 10 slots", p, m, Workload.BATCH, 10));
-                out.add(new Case(tag + ": mixed getMany/get, 10 slots", p, m, Workload.MIXED, 10));
-                for (int s = TOP_K + 1; s <= TOP_K + 3; s++) {
-                    out.add(new Case(tag + ": pressure, " + s + " slots", p, m, Workload.PRESSURE, s));
+        for (ExpertForm f : FORMS) {
+            for (CachePolicy p : CachePolicy.values()) {
+                for (ReadMode m : ReadMode.values()) {
+                    String tag = f + ", " + p.label() + " " + m.name().toLowerCase(Locale.ROOT);
+                    out.add(new Case(tag + ": serial, 3 passes, 10 slots", p, m, Workload.SERIAL, 10, f));
+                    out.add(new Case(tag + ": batches of 4 then get, 10 slots", p, m, Workload.BATCH, 10, f));
+                    out.add(new Case(tag + ": mixed getMany/get, 10 slots", p, m, Workload.MIXED, 10, f));
+                    for (int s = TOP_K + 1; s <= TOP_K + 3; s++) {
+                        out.add(new Case(tag + ": pressure, " + s + " slots", p, m, Workload.PRESSURE, s, f));
+                    }
                 }
             }
         }
@@ -118,14 +129,39 @@ class ExpertCacheGate {
     }
 
     static ExpertCache.Settings settings(CachePolicy p, ReadMode m, int slots) {
-        long slot = CacheGeometry.slotBytes(shard.expertBytes());
+        return settings(p, m, slots, ExpertForm.STORED);
+    }
+
+    static ExpertCache.Settings settings(CachePolicy p, ReadMode m, int slots, ExpertForm form) {
+        long slot = CacheGeometry.slotBytes(Math.max(shard.expertBytes(), form.bytes(shard.location(0, 0))));
         return new ExpertCache.Settings(slots * slot, TOP_K, p, m, true, 3, false);
     }
 
-    /** Checks every part of a served expert against the direct read; returns the number of wrong parts. */
+    /** The kernel-ready form of (layer, expert) made from the direct read, without the cache. */
+    static final Map<String, MemorySegment> FORMED = new ConcurrentHashMap<>();
+
+    static MemorySegment formed(ExpertForm form, int layer, int expert) {
+        return FORMED.computeIfAbsent(form + " " + layer + " " + expert, k -> {
+            ExpertLocation loc = shard.location(layer, expert);
+            byte[] stored = new byte[(int) loc.length()];
+            for (ExpertPart p : ExpertPart.values()) {
+                byte[] b = reference[layer * EXPERTS + expert][p.ordinal()];
+                System.arraycopy(b, 0, stored, (int) loc.partOffset(p), b.length);
+            }
+            MemorySegment dst = MemorySegment.ofArray(new byte[(int) form.bytes(loc)]);
+            form.fill(loc, MemorySegment.ofArray(stored), dst);
+            return dst;
+        });
+    }
+
+    /**
+     * Checks every part of a served expert against the direct read (or the whole expert against the kernel form of
+     * the direct read); returns the number of wrong parts.
+     */
     static int wrongParts(ResidentExpert r, int layer, int expert) {
         int wrong = 0;
         if (r.layer() != layer || r.expert() != expert) wrong++;
+        if (r.form() != ExpertForm.STORED) return wrong + (r.bytes().mismatch(formed(r.form(), layer, expert)) == -1 ? 0 : 1);
         // O_DIRECT reads the 4096-aligned window around the run into a 4096-aligned slot: the payload
         // lands at the same offset modulo 4096 as in the file (pad = off − lo); buffered reads land at 0
         long inPage = r.bytes().address() % 4096;
@@ -161,7 +197,7 @@ class ExpertCacheGate {
     void servedBytesEqualDirectReads(Case c) throws Exception {
         RecordingExpertReader reader = new RecordingExpertReader(new FileExpertReader(c.mode(), n -> {}), shard, 0);
         int wrong = 0, gets = 0;
-        try (ExpertCache cache = new ExpertCache(shard, reader, settings(c.policy(), c.mode(), c.slots()), null)) {
+        try (ExpertCache cache = new ExpertCache(shard, reader, settings(c.policy(), c.mode(), c.slots(), c.form()), c.form(), null)) {
             assertEquals(c.slots(), cache.geometry().slots());
             Random rnd = new Random(c.name().hashCode());
             switch (c.workload()) {
@@ -282,7 +318,7 @@ class ExpertCacheGate {
             for (ReadMode m : ReadMode.values()) {
                 String what = p.label() + " " + m;
                 Path f = dir.resolve("truncated-" + p + "-" + m + ".bin");
-                SyntheticExpertShard victimShard = SyntheticExpertShard.write(f, LAYERS, EXPERTS);
+                SyntheticExpertShard victimShard = SyntheticExpertShard.write(f, LAYERS, EXPERTS, MX_PARTS);
                 int lost = 10; // layer 1 expert 10: contiguous, the run is cut in its middle
                 assertFalse(SyntheticExpertShard.gapped(1, lost));
                 CacheTrace trace = new CacheTrace(LAYERS, EXPERTS);
@@ -305,7 +341,7 @@ class ExpertCacheGate {
                     assertEquals(2, cache.residentCount(), what);
                     assertThrows(ExpertLoadException.class, () -> cache.get(1, lost), what + ": still failing, still not served");
                     // restore the bytes under the same open channel: the next request retries and succeeds
-                    SyntheticExpertShard.write(f, LAYERS, EXPERTS);
+                    SyntheticExpertShard.write(f, LAYERS, EXPERTS, MX_PARTS);
                     assertEquals(0, wrongParts(cache.get(1, lost), 1, lost), what + ": retried after the failure");
                     assertEquals(0, wrongParts(cache.get(1, lost + 1), 1, lost + 1), what);
                     assertEquals(4, cache.stepStats().failedReads(), what);

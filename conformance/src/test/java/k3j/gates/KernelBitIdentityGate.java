@@ -87,7 +87,10 @@ class KernelBitIdentityGate {
             for (int th = 0; th < 3; th++) {
                 for (int tokens : new int[] {1, 3}) {
                     int rows = s[0], in = s[1], t = th;
-                    c.add(new Case("mxfp4_" + rows + "x" + in + "_T" + tokens + "_" + (t + 1) + "t", () -> mxfp4(rows, in, tokens, POOLS[t]), false));
+                    for (Mxfp4.Codes codes : Mxfp4.Codes.values()) {
+                        String form = codes == Mxfp4.Codes.NIBBLES ? "" : "_" + codes.name().toLowerCase(java.util.Locale.ROOT);
+                        c.add(new Case("mxfp4" + form + "_" + rows + "x" + in + "_T" + tokens + "_" + (t + 1) + "t", () -> mxfp4(rows, in, tokens, codes, POOLS[t]), false));
+                    }
                 }
             }
         }
@@ -296,13 +299,13 @@ class KernelBitIdentityGate {
         return new Mx(MemorySegment.ofArray(p), MemorySegment.ofArray(s));
     }
 
-    static float[][] mxfp4(int rows, int in, int tokens, Workers pool) {
+    static float[][] mxfp4(int rows, int in, int tokens, Mxfp4.Codes codes, Workers pool) {
         SplittableRandom r = rng("mx" + rows + "x" + in);
         float[] x = activations(r, in * tokens);
         Mx m = mxfp4Bytes(r, rows, in, x);
         float[] ref = new float[rows * tokens], fast = new float[rows * tokens];
         Mxfp4.reference(ref, x, tokens, m.packed(), m.scales(), rows, in);
-        Mxfp4.matmul(pool, fast, x, tokens, Mxfp4.repack(m.packed(), m.scales(), rows, in));
+        Mxfp4.matmul(pool, fast, x, tokens, Mxfp4.repack(m.packed(), m.scales(), rows, in, codes));
         return new float[][] {ref, fast};
     }
 

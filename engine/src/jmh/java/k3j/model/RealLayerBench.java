@@ -16,6 +16,7 @@ import k3j.kernels.Fp;
 import k3j.kernels.Layers;
 import k3j.kernels.Matrix;
 import k3j.kernels.MlaKv;
+import k3j.kernels.Mxfp4;
 import k3j.kernels.WeightType;
 import k3j.kernels.Workers;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -150,7 +151,7 @@ public class RealLayerBench {
 
     @State(Scope.Benchmark)
     public static class Moe {
-        Forward forward, resident;
+        Forward forward, resident, cacheHit, cacheHitInt8;
         Mlp.LatentMoe m;
         int[] idx;
         float[] wts, out;
@@ -191,10 +192,33 @@ public class RealLayerBench {
             ModelWeights mw = new ModelWeights(c, null, List.of(), null, null, null);
             forward = new Forward(mw, src, cm.workers, false);
             resident = new Forward(mw, src, cm.workers, true);
+            cacheHit = new Forward(mw, formed(cm.arena, handful, new KernelExperts(in, lt, Mxfp4.Codes.NIBBLES)), cm.workers, false);
+            cacheHitInt8 = new Forward(mw, formed(cm.arena, handful, new KernelExperts(in, lt, Mxfp4.Codes.INT8)), cm.workers, false);
             idx = new int[c.topK()];
             wts = new float[c.topK()];
             out = new float[e];
         }
+    }
+
+    /** The handful as an expert cache's slots hold them after the fill: in {@code form}, handed out as they are. */
+    static ExpertSource formed(Arena arena, ResidentExpert[] handful, KernelExperts form) {
+        ResidentExpert[] held = new ResidentExpert[handful.length];
+        for (int h = 0; h < handful.length; h++) {
+            MemorySegment dst = arena.allocate(form.bytes(handful[h].location()), 64);
+            form.fill(handful[h].location(), handful[h].bytes(), dst);
+            held[h] = new ResidentExpert(handful[h].layer(), handful[h].expert(), dst, handful[h].location(), form);
+        }
+        return new ExpertSource() {
+            @Override
+            public ResidentExpert get(int layer, int expert) {
+                return held[expert % held.length];
+            }
+
+            @Override
+            public int getMany(int layer, int... experts) {
+                return 0;
+            }
+        };
     }
 
     /** KDA token mixer, one decode token (carried recurrent + conv state). */
@@ -211,7 +235,7 @@ public class RealLayerBench {
         return m.out;
     }
 
-    /** LatentMoE, one token: route over 896, 16 MXFP4 experts repacked on every call (a cache source today), shared MLP. */
+    /** LatentMoE, one token: route over 896, 16 MXFP4 experts repacked on every call (a source holding stored bytes), shared MLP. */
     @Benchmark
     public float[] latentMoeRepackPerCall(Common cm, Moe m) {
         m.forward.moe(1, m.m, m.out, m.idx, m.wts, cm.x, 1);
@@ -222,6 +246,20 @@ public class RealLayerBench {
     @Benchmark
     public float[] latentMoeResident(Common cm, Moe m) {
         m.resident.moe(1, m.m, m.out, m.idx, m.wts, cm.x, 1);
+        return m.out;
+    }
+
+    /** LatentMoE, one token, experts served as cache hits: the slot holds the repacked form made at fill (nibble codes). */
+    @Benchmark
+    public float[] latentMoeCacheHit(Common cm, Moe m) {
+        m.cacheHit.moe(1, m.m, m.out, m.idx, m.wts, cm.x, 1);
+        return m.out;
+    }
+
+    /** As {@link #latentMoeCacheHit}, the slots holding int8-predecoded codes (twice the bytes). */
+    @Benchmark
+    public float[] latentMoeCacheHitInt8(Common cm, Moe m) {
+        m.cacheHitInt8.moe(1, m.m, m.out, m.idx, m.wts, cm.x, 1);
         return m.out;
     }
 }

@@ -7,7 +7,6 @@ import java.nio.channels.FileChannel;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import java.util.LinkedHashSet;
@@ -26,7 +25,9 @@ import k3j.model.Binder;
  * Writes a corrupted copy of a checkpoint directory: every file of the source is hard-linked into the target
  * (copied where links are refused) except the shards a corruption touches, which are copied and patched in
  * place. Headers are never rewritten, so the copy binds exactly as the source does and its shards keep their
- * header hashes; only tensor bytes differ. Cheap on any size: a corruption costs one shard copy.
+ * header hashes; only tensor bytes differ. Cheap on any size: a corruption costs one shard copy, and a copy keeps
+ * the source's holes (every all-zero block stays unwritten), so a sparse fixture's shard costs its data, not its
+ * apparent size.
  */
 public final class Corruptions {
     private Corruptions() {}
@@ -45,7 +46,7 @@ public final class Corruptions {
             try (Stream<Path> files = Files.list(src)) {
                 for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
                     Path to = dst.resolve(f.getFileName());
-                    if (touched.contains(f.getFileName())) Files.copy(f, to, StandardCopyOption.COPY_ATTRIBUTES);
+                    if (touched.contains(f.getFileName())) copySparse(f, to);
                     else link(f, to);
                 }
             }
@@ -61,8 +62,33 @@ public final class Corruptions {
         } catch (FileAlreadyExistsException e) {
             throw e;
         } catch (IOException | UnsupportedOperationException e) {
-            Files.copy(f, to, StandardCopyOption.COPY_ATTRIBUTES);
+            copySparse(f, to);
         }
+    }
+
+    static final int SPARSE_BLOCK = 1 << 20;
+
+    /**
+     * Copies {@code f} to a new file {@code to}, leaving every all-zero {@value #SPARSE_BLOCK}-byte block a hole:
+     * equal bytes, and on a file system with sparse files only the blocks that hold data take disk.
+     */
+    static void copySparse(Path f, Path to) throws IOException {
+        try (FileChannel in = FileChannel.open(f, StandardOpenOption.READ);
+             FileChannel out = FileChannel.open(to, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            ByteBuffer b = ByteBuffer.allocateDirect(SPARSE_BLOCK), zero = ByteBuffer.allocateDirect(SPARSE_BLOCK);
+            long size = in.size();
+            for (long at = 0; at < size; at += SPARSE_BLOCK) {
+                b.clear().limit((int) Math.min(SPARSE_BLOCK, size - at));
+                while (b.hasRemaining()) {
+                    if (in.read(b, at + b.position()) < 0) throw new IOException(f + " ended at " + (at + b.position()) + " of " + size + " bytes while being copied");
+                }
+                b.flip();
+                if (b.mismatch(zero.clear().limit(b.limit())) < 0) continue;
+                while (b.hasRemaining()) out.write(b, at + b.position());
+            }
+            if (out.size() < size) out.write(ByteBuffer.allocate(1), size - 1);   // a trailing hole: the length is the source's
+        }
+        Files.setLastModifiedTime(to, Files.getLastModifiedTime(f));
     }
 
     /** The tensors a corruption rewrites, each checked to exist and to fit the corruption. */

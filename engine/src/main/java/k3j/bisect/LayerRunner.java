@@ -7,7 +7,9 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import k3j.cache.ExpertForm;
 import k3j.cache.ExpertLoadException;
+import k3j.cache.ExpertLocation;
 import k3j.cache.ExpertPart;
 import k3j.cache.ExpertSource;
 import k3j.cache.ResidentExpert;
@@ -154,17 +156,46 @@ public final class LayerRunner implements AutoCloseable {
         return new Matrix(MemorySegment.ofArray(out), t.dtype() == DType.BF16 ? WeightType.BF16 : WeightType.F32, r, c);
     }
 
+    /**
+     * The expert's bytes as stored in the checkpoint: what {@code inner} serves when it serves that form, else (an
+     * expert cache holds the kernel form) read afresh into memory the collector frees, one expert at a time.
+     */
+    private ResidentExpert stored(ExpertSource inner, int layer, int expert) throws ExpertLoadException {
+        ResidentExpert r = inner.get(layer, expert);
+        if (r.form() == ExpertForm.STORED) return r;
+        ExpertLocation loc = model.experts().locate(layer, expert);
+        MemorySegment bytes = Arena.ofAuto().allocate(loc.length(), 64);
+        try {
+            for (ExpertPart p : ExpertPart.values()) {
+                ExpertLocation.Extent e = loc.parts().get(p.ordinal());
+                MemorySegment.copy(reader.read(loc.file(), e.offset(), e.length(), "layer " + layer + " expert " + expert, Arena.ofAuto()), 0, bytes,
+                        loc.partOffset(p), e.length());
+            }
+        } catch (k3j.io.CheckpointException e) {
+            throw new ExpertLoadException(layer, expert, e.getMessage(), e);
+        }
+        return new ResidentExpert(layer, expert, bytes, loc);
+    }
+
     /** The model's routed experts with a nibble flip or an expert swap applied. */
-    private record RewrittenExperts(ExpertSource inner, Candidate c) implements ExpertSource {
+    private final class RewrittenExperts implements ExpertSource {
+        private final ExpertSource inner;
+        private final Candidate c;
+
+        RewrittenExperts(ExpertSource inner, Candidate c) {
+            this.inner = inner;
+            this.c = c;
+        }
+
         @Override
         public ResidentExpert get(int layer, int expert) throws ExpertLoadException {
             return switch (c) {
                 case Candidate.ExpertSwap s when expert == s.a() || expert == s.b() -> {
                     ResidentExpert other = inner.get(layer, expert == s.a() ? s.b() : s.a());
-                    yield new ResidentExpert(layer, expert, other.bytes(), other.location());
+                    yield new ResidentExpert(layer, expert, other.bytes(), other.location(), other.form());
                 }
                 case Candidate.NibbleFlip n when expert == n.expert() -> {
-                    ResidentExpert r = inner.get(layer, expert);
+                    ResidentExpert r = stored(inner, layer, expert);
                     byte[] copy = r.bytes().toArray(ValueLayout.JAVA_BYTE);
                     for (ExpertPart p : n.parts()) {
                         int from = Math.toIntExact(r.location().partOffset(p)), to = from + Math.toIntExact(r.location().partLength(p));
@@ -173,7 +204,7 @@ public final class LayerRunner implements AutoCloseable {
                     yield new ResidentExpert(layer, expert, MemorySegment.ofArray(copy), r.location());
                 }
                 case Candidate.GateUpSwap g when expert == g.expert() -> {
-                    ResidentExpert r = inner.get(layer, expert);
+                    ResidentExpert r = stored(inner, layer, expert);
                     byte[] copy = r.bytes().toArray(ValueLayout.JAVA_BYTE);
                     swap(copy, r, ExpertPart.W1_PACKED, ExpertPart.W3_PACKED);
                     swap(copy, r, ExpertPart.W1_SCALE, ExpertPart.W3_SCALE);

@@ -26,6 +26,8 @@ import k3j.io.DirectIo;
  * handed out, served or evicted, and a second request for the same expert waits for the first
  * read instead of reading twice. A slot is published only after a FULL read; a failed or short
  * read is counted, the slot goes back to EMPTY and the caller gets an {@link ExpertLoadException}.
+ * A slot holds its expert in the cache's {@link ExpertForm}, made once when the slot is filled: a hit hands out
+ * the slot's bytes as they are.
  */
 public final class ExpertCache implements ExpertSource, AutoCloseable {
 
@@ -94,7 +96,9 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
     private final Arena arena;
     private final MemorySegment slots;
     private final SlotTable table;
+    private final ExpertForm form;
     private final long[] padOf;
+    private final long[] lengthOf;
     private final ExpertLocation[] locationOf;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition landed = lock.newCondition();
@@ -113,21 +117,29 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
      * @throws ExpertLoadException      if the probe expert cannot be resolved
      */
     public ExpertCache(ExpertLocator locator, ExpertReader reader, Settings settings, CacheTrace trace) throws ExpertLoadException {
-        this(locator, reader, false, settings, trace);
+        this(locator, reader, false, settings, ExpertForm.STORED, trace);
     }
 
-    private ExpertCache(ExpertLocator locator, ExpertReader reader, boolean ownsReader, Settings settings, CacheTrace trace)
+    /** As {@link #ExpertCache(ExpertLocator, ExpertReader, Settings, CacheTrace)}, every slot holding its expert in {@code form}. */
+    public ExpertCache(ExpertLocator locator, ExpertReader reader, Settings settings, ExpertForm form, CacheTrace trace) throws ExpertLoadException {
+        this(locator, reader, false, settings, form, trace);
+    }
+
+    private ExpertCache(ExpertLocator locator, ExpertReader reader, boolean ownsReader, Settings settings, ExpertForm form, CacheTrace trace)
             throws ExpertLoadException {
         this.locator = locator;
+        this.form = form;
         this.reader = reader;
         this.ownsReader = ownsReader;
         this.settings = settings;
         this.trace = trace;
-        long probe = locator.locate(locator.probeLayer(), 0).length();
+        ExpertLocation probeLoc = locator.locate(locator.probeLayer(), 0);
+        long probe = Math.max(probeLoc.length(), form.bytes(probeLoc));
         int keys = Math.multiplyExact(locator.layers(), locator.experts());
         this.geometry = CacheGeometry.plan(probe, settings.budgetBytes(), settings.topK(), keys);
         this.table = new SlotTable(geometry.slots(), keys, geometry.protectedSlots(), settings.policy());
         this.padOf = new long[geometry.slots()];
+        this.lengthOf = new long[geometry.slots()];
         this.locationOf = new ExpertLocation[geometry.slots()];
         this.arena = Arena.ofShared();
         this.slots = DirectIo.allocate(arena, geometry.arenaBytes());
@@ -153,7 +165,7 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
     /** A cache over real files: positional FileChannel reads, O_DIRECT per {@code settings.readMode()}. */
     public static ExpertCache open(ExpertLocator locator, Settings settings, CacheTrace trace, Consumer<String> notes)
             throws ExpertLoadException {
-        return new ExpertCache(locator, new FileExpertReader(settings.readMode(), notes), true, settings, trace);
+        return new ExpertCache(locator, new FileExpertReader(settings.readMode(), notes), true, settings, ExpertForm.STORED, trace);
     }
 
     public CacheGeometry geometry() {
@@ -166,6 +178,11 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
 
     public ExpertReader reader() {
         return reader;
+    }
+
+    /** The form every slot holds its expert in. */
+    public ExpertForm form() {
+        return form;
     }
 
     /** The key of (layer, expert): layer · experts + expert (§6.1). */
@@ -225,12 +242,11 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
         long pad = -1;
         Throwable failure = null;
         try {
-            pad = reader.read(loc, slot(r.slot()));
+            pad = fill(loc, r.slot());
         } catch (Throwable e) { // even an Error must free the INFLIGHT slot, or its waiters hang
             failure = e;
         }
         long dt = System.nanoTime() - t0;
-        if (failure == null) failure = badPad(pad, loc);
 
         lock.lock();
         try {
@@ -242,6 +258,7 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
                 throw new ExpertLoadException(layer, expert, "load failed, leaving the slot empty: " + failure.getMessage(), failure);
             }
             padOf[r.slot()] = pad;
+            lengthOf[r.slot()] = form.bytes(loc);
             locationOf[r.slot()] = loc;
             table.publish(r.slot(), key, false);
             table.handOut(r.slot());
@@ -352,14 +369,13 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
         byOffset.sort(Comparator.<Work, String>comparing(w -> w.loc().file().toString()).thenComparingLong(w -> w.loc().offset()));
         long t0 = System.nanoTime();
         List<Future<Long>> reads = new ArrayList<>(byOffset.size());
-        for (Work w : byOffset) reads.add(pool.submit(() -> reader.read(w.loc(), slot(w.slot()))));
+        for (Work w : byOffset) reads.add(pool.submit(() -> fill(w.loc(), w.slot())));
         long[] pads = new long[work.size()];
         Exception[] failures = new Exception[work.size()];
         for (int i = 0; i < byOffset.size(); i++) {
             int j = work.indexOf(byOffset.get(i));
             try {
                 pads[j] = getUninterruptibly(reads.get(i));
-                failures[j] = badPad(pads[j], work.get(j).loc());
             } catch (ExecutionException e) {
                 failures[j] = e.getCause() instanceof Exception x ? x : e;
             }
@@ -379,6 +395,7 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
                     continue;
                 }
                 padOf[w.slot()] = pads[j];
+                lengthOf[w.slot()] = form.bytes(w.loc());
                 locationOf[w.slot()] = w.loc();
                 table.publish(w.slot(), w.key(), true);
                 if (speculative) step.specReads++;
@@ -398,10 +415,26 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
         if (r.wastedPrefetch()) step.prefetchWasted++;
     }
 
-    /** A reader's pad must leave the whole payload inside the slot. */
-    private IOException badPad(long pad, ExpertLocation loc) {
-        if (pad >= 0 && pad + loc.length() <= geometry.slotBytes()) return null;
-        return new IOException("reader put the payload at " + pad + ", outside a slot of " + geometry.slotBytes() + " bytes");
+    /**
+     * Reads {@code loc} and puts it into slot {@code s} in the cache's form; returns where the form starts in the
+     * slot. Stored form: the read lands in the slot itself. Any other: the read lands in a scratch buffer of
+     * its own (freed on return) and the form is written at the slot's start.
+     */
+    private long fill(ExpertLocation loc, int s) throws IOException {
+        if (form == ExpertForm.STORED) return checkedPad(reader.read(loc, slot(s)), loc.length(), geometry.slotBytes());
+        try (Arena scratch = Arena.ofConfined()) {
+            long size = CacheGeometry.slotBytes(loc.length());
+            MemorySegment buf = DirectIo.allocate(scratch, size);
+            long pad = checkedPad(reader.read(loc, buf), loc.length(), size);
+            form.fill(loc, buf.asSlice(pad, loc.length()), slot(s).asSlice(0, form.bytes(loc)));
+            return 0;
+        }
+    }
+
+    /** A reader's pad must leave the whole payload inside its buffer. */
+    private static long checkedPad(long pad, long length, long room) throws IOException {
+        if (pad >= 0 && pad + length <= room) return pad;
+        throw new IOException("reader put the payload at " + pad + ", outside a slot of " + room + " bytes");
     }
 
     private static long getUninterruptibly(Future<Long> f) throws ExecutionException {
@@ -422,8 +455,9 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
     private ExpertLocation resolve(int layer, int expert) throws ExpertLoadException {
         ExpertLocation loc = locator.locate(layer, expert);
         long room = geometry.slotBytes() - 2 * CacheGeometry.ALIGN;
-        if (loc.length() > room) {
-            throw new ExpertLoadException(layer, expert, "expert of " + loc.length() + " bytes exceeds the slot payload of " + room
+        long need = Math.max(loc.length(), form.bytes(loc));
+        if (need > room) {
+            throw new ExpertLoadException(layer, expert, "expert of " + need + " bytes exceeds the slot payload of " + room
                     + " bytes (sized by the probe expert)");
         }
         return loc;
@@ -435,7 +469,7 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
 
     private ResidentExpert view(int s, int layer, int expert) {
         ExpertLocation loc = locationOf[s];
-        return new ResidentExpert(layer, expert, slot(s).asSlice(padOf[s], loc.length()).asReadOnly(), loc);
+        return new ResidentExpert(layer, expert, slot(s).asSlice(padOf[s], lengthOf[s]).asReadOnly(), loc, form);
     }
 
     /** Counters since the last {@link #resetStep()}. */

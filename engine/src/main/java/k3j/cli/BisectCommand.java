@@ -32,7 +32,8 @@ import picocli.CommandLine.Option;
  * conversion, a corrupted download) still matches, and that difference is what bisect finds.
  */
 @Command(name = "bisect", mixinStandardHelpOptions = true,
-        description = "Per-layer conformance against a reference dump; names and diagnoses the first failing layer and stage.",
+        description = {"Per-layer conformance against a reference dump; names and diagnoses the first failing layer and stage.",
+                "With --experts, when every layer conforms, a failing expert is the failing stage and is diagnosed."},
         footer = "Exit codes: 0 every layer conforms, 1 a layer fails (or the model/dump cannot be read or do not match), 2 bad arguments.")
 final class BisectCommand implements Callable<Integer> {
     @CommandLine.Mixin
@@ -44,14 +45,11 @@ final class BisectCommand implements Callable<Integer> {
     @CommandLine.Mixin
     MemoryOptions memory;
 
-    @Option(names = "--reference", required = true, paramLabel = "DUMP", description = "the reference dump of these weights (directory, .tar.gz or .tar.xz)")
-    Path reference;
+    @CommandLine.ArgGroup(exclusive = false, multiplicity = "1")
+    ReferenceOption reference;
 
-    @Option(names = "--layers", paramLabel = "SPEC", description = "layers to check: 0-92, 40,41,50-60 (default all)")
-    String layers;
-
-    @Option(names = "--experts", description = "also sweep every routed expert of the selected MoE layers (the dump's expert sweep); when every layer conforms, a failing expert is the failing stage and is diagnosed")
-    boolean experts;
+    @CommandLine.Mixin
+    LayerScope scope;
 
     @Option(names = "--budget", paramLabel = "N|TIME", description = "the most candidates to re-run (200) or the longest to search (90s, 10m, 1h); "
             + "default " + k3j.bisect.SearchBudget.DEFAULT_CANDIDATES + " candidates. Candidates run best-fitting first; the rest are listed as not tried")
@@ -64,7 +62,8 @@ final class BisectCommand implements Callable<Integer> {
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
         Path model = modelFolder.config().getParent();
-        if (!Files.exists(reference)) throw usage("no such reference dump: " + reference);
+        Path dump = reference.dump;
+        if (!Files.exists(dump)) throw usage("no such reference dump: " + dump);
         int workers = threads.count();
         k3j.bisect.SearchBudget searchBudget;
         try {
@@ -76,13 +75,8 @@ final class BisectCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         PlannedConformance planned;
         try (Workers w = Workers.of(workers);
-             Conformance c = (planned = new PlannedConformance(memory, model, k3j.conform.ReferenceMatch.locate(model, reference, List.of()), w, false, out, err)).conformance) {
-            List<Integer> sel;
-            try {
-                sel = LayerSelection.parse(layers, c.layerCount());
-            } catch (IllegalArgumentException e) {
-                throw usage(e.getMessage());
-            }
+             Conformance c = (planned = new PlannedConformance(memory, model, k3j.conform.ReferenceMatch.locate(model, dump, List.of()), w, false, out, err)).conformance) {
+            List<Integer> sel = scope.select(c.layerCount());
             if (c.model() == null) {
                 err.println("k3 bisect: " + c.bindFailure().getMessage());
                 return ExitCode.RUNTIME;
@@ -91,7 +85,7 @@ final class BisectCommand implements Callable<Integer> {
             out.println("budget: " + c.budget().rule());
             Bisect.Report r;
             try (LayerRunner runner = LayerRunner.of(c, w)) {
-                r = Bisect.run(new LayerConformance(c), runner, sel, experts, searchBudget);
+                r = Bisect.run(new LayerConformance(c), runner, sel, scope.experts, searchBudget);
             }
             for (LayerReport l : r.layers()) if (!l.conforms()) out.println(l.line());
             out.printf(Locale.ROOT, "%d of %d layers conform%n", r.layers().size() - r.failing().size(), r.layers().size());
@@ -104,7 +98,7 @@ final class BisectCommand implements Callable<Integer> {
                 else out.println("  L" + d.layer() + ": nothing explains it");
             }
             for (ExpertLayerReport l : r.experts()) if (!l.conforms()) out.println(l.line());
-            if (experts) out.printf(Locale.ROOT, "%d of %d MoE layers' experts conform%n", r.experts().size() - r.failingExperts().size(), r.experts().size());
+            if (scope.experts) out.printf(Locale.ROOT, "%d of %d MoE layers' experts conform%n", r.experts().size() - r.failingExperts().size(), r.experts().size());
             Bisect.ExpertDiagnosis ed = r.expertDiagnosis();
             if (ed != null) {
                 out.printf(Locale.ROOT, "diagnosis of L%d expert %d: %d candidates re-run in %.0f ms%n", ed.layer(), ed.expert(), ed.tried(), ed.nanos() / 1e6);

@@ -29,8 +29,8 @@ final class CompareLogitsCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "FILE", description = "the engine's logits")
     Path file;
 
-    @Option(names = "--reference", required = true, paramLabel = "DUMP", description = "the reference dump made for the same ids")
-    Path reference;
+    @CommandLine.ArgGroup(exclusive = false, multiplicity = "1")
+    ReferenceOption reference;
 
     @Option(names = "--position", paramLabel = "N", description = "the position the file's vector (or the row of a [T, V] file) is for; "
             + "default the last prompt position (what --dump-logits writes)")
@@ -44,7 +44,7 @@ final class CompareLogitsCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         ReferenceDump ref;
         try {
-            ref = ReferenceDump.open(reference);
+            ref = ReferenceDump.open(reference.dump);
         } catch (ConformException e) {
             throw usage(e.getMessage());
         }

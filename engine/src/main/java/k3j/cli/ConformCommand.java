@@ -51,20 +51,17 @@ final class ConformCommand implements Callable<Integer> {
             + "same stages, budgets, categories and logit figures; the reference defaults to the one the candidate names")
     Path candidate;
 
-    @Option(names = "--reference", paramLabel = "DUMP", description = "the reference dump (directory, .tar.gz or .tar.xz); refused if made for other weights")
-    Path reference;
+    @CommandLine.ArgGroup(exclusive = false)
+    ReferenceOption reference;
 
-    @Option(names = "--layers", paramLabel = "SPEC", description = "layers to compare: 0-92, 40,41,50-60 (default all)")
-    String layers;
+    @CommandLine.Mixin
+    LayerScope scope;
 
     @Option(names = "--dumps", paramLabel = "DIR", description = "another folder to search for the matching dump (repeatable)")
     List<Path> dumps = new ArrayList<>();
 
     @Option(names = "--no-logits", description = "per-layer conformance only")
     boolean noLogits;
-
-    @Option(names = "--experts", description = "also judge EVERY routed expert of the selected MoE layers on the dump's probes (its expert sweep), not only the ones the prompt routes")
-    boolean experts;
 
     @Option(names = "--verify-data", description = "hash every file of the model against the dump's sha256 list (reads all bytes) and stop")
     boolean verifyData;
@@ -89,27 +86,22 @@ final class ConformCommand implements Callable<Integer> {
         int workers = threads.count();
         List<Path> search = ReferenceSearch.dirs(dumps);
         if (verifyData) {
-            ReferenceDump d = ReferenceMatch.locate(model, reference, search);
+            ReferenceDump d = ReferenceMatch.locate(model, ReferenceOption.of(reference), search);
             out.println("reference: " + d.source());
             ReferenceMatch.verifyData(d, model, out::println);
             out.println("VERIFIED: every listed file's sha256 equals the dump's");
             return ExitCode.OK;
         }
-        if (experts && candidate != null) throw usage("--experts runs k3j's forward on a model; a candidate dump holds no expert outputs");
+        if (scope.experts && candidate != null) throw usage("--experts runs k3j's forward on a model; a candidate dump holds no expert outputs");
         if (candidate != null && memory.given()) throw usage("--trunk, --trunk-gb, --cache-gb and --preset plan k3j's forward: not with --candidate");
         memory.validate();
         long t0 = System.nanoTime();
         int failed = 0;
         PlannedConformance planned = null;
         try (Workers w = Workers.of(workers);
-             Conformance c = candidate != null ? Conformance.candidate(candidate, reference, search)
-                     : (planned = new PlannedConformance(memory, model, ReferenceMatch.locate(model, reference, search), w, !noLogits, out, err)).conformance) {
-            List<Integer> sel;
-            try {
-                sel = LayerSelection.parse(layers, c.layerCount());
-            } catch (IllegalArgumentException e) {
-                throw usage(e.getMessage());
-            }
+             Conformance c = candidate != null ? Conformance.candidate(candidate, ReferenceOption.of(reference), search)
+                     : (planned = new PlannedConformance(memory, model, ReferenceMatch.locate(model, ReferenceOption.of(reference), search), w, !noLogits, out, err)).conformance) {
+            List<Integer> sel = scope.select(c.layerCount());
             out.println(candidate != null ? "candidate : " + c.engine() : "model     : " + model);
             out.println("reference : " + c.dump().source() + " (" + c.tokens() + " ids)");
             out.println("budget    : " + c.budget().rule());
@@ -142,7 +134,7 @@ final class ConformCommand implements Callable<Integer> {
                     + (r.firstDivergence() != null ? " " + r.firstDivergence() : "") + " " + r.finding().tag()));
             out.println("=".repeat(78));
             out.println(failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM");
-            if (experts) failed += sweep(c, sel, out);
+            if (scope.experts) failed += sweep(c, sel, out);
             if (planned != null) planned.report(out);
             else k3j.plan.MemInfo.peakRss().ifPresent(p -> out.println("PEAK RSS for the whole run: " + k3j.plan.Human.bytes(p)));
             if (json != null) writeJson(reports, planned);

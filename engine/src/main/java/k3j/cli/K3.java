@@ -48,7 +48,7 @@ public final class K3 implements Runnable {
         });
         cl.setParameterExceptionHandler((ex, args) -> {
             CommandLine c = ex.getCommandLine();
-            c.getErr().println("k3: " + ex.getMessage().strip());
+            c.getErr().println("k3: " + ex.getMessage().strip().replaceFirst("^Error: ", ""));   // an argument group's message starts with "Error: "
             c.getErr().println("Try '" + c.getCommandSpec().qualifiedName() + " --help' for more information.");
             return ExitCode.USAGE;
         });

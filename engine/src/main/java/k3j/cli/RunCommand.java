@@ -119,11 +119,11 @@ final class RunCommand implements Callable<Integer> {
     Path dumpLogits;
 
     @Option(names = "--dump-activations", paramLabel = "DIR", description = "after the run, write k3j's candidate dump (docs/formats.md): every layer "
-            + "run alone from the reference dump's inputs, logits and greedy ids; --ids must be the reference's prompt")
+            + "run alone from the reference dump's inputs (--reference, default the one matching the model), logits and greedy ids; --ids must be the reference's prompt")
     Path dumpActivations;
 
-    @Option(names = "--reference", paramLabel = "DUMP", description = "the reference dump for --dump-activations (default: the one matching the model)")
-    Path reference;
+    @CommandLine.ArgGroup(exclusive = false)
+    ReferenceOption reference;
 
     @Option(names = "--spec", paramLabel = "N", defaultValue = "0", description = "speculative decoding: draft up to N ids (clamped to "
             + "8) from the n-gram history and verify them in one forward; the same ids as without it (needs --incremental, greedy)")
@@ -186,7 +186,7 @@ final class RunCommand implements Callable<Integer> {
         int sources = (ids != null ? 1 : 0) + (prompt != null ? 1 : 0) + (promptFile != null ? 1 : 0);
         if (sources == 0 && !text.chat) throw usage("one of --ids, --prompt or --prompt-file is required");
         if (sources > 1) throw usage("--ids, --prompt and --prompt-file are mutually exclusive");
-        if (ids == null && text.tok == null) throw usage((text.chat ? "--chat" : prompt != null ? "--prompt" : "--prompt-file") + " needs --tok DIR (tiktoken.model + tokenizer_config.json)");
+        if (ids == null && text.tok() == null) throw usage((text.chat ? "--chat" : prompt != null ? "--prompt" : "--prompt-file") + " needs --tok DIR (tiktoken.model + tokenizer_config.json)");
         if (text.chat && (ids != null || promptFile != null)) throw usage("--chat takes its messages from stdin or --prompt, not --ids or --prompt-file");
         if (!text.chat && (text.system != null || text.history != null)) throw usage((text.system != null ? "--system" : "--history") + " needs --chat");
         if ((text.saveState != null || text.loadState != null) && !incremental && !text.chat) {
@@ -232,7 +232,7 @@ final class RunCommand implements Callable<Integer> {
         k3j.chat.History history = null;
         int[] promptIds;
         try {
-            if (text.tok != null) tokenizer = k3j.tokenizer.Tokenizer.load(text.tok);
+            if (text.tok() != null) tokenizer = k3j.tokenizer.Tokenizer.load(text.tok());
             if (text.chat) {
                 history = text.history != null ? k3j.chat.History.read(text.history) : new k3j.chat.History();
                 if (text.system != null) {
@@ -267,7 +267,7 @@ final class RunCommand implements Callable<Integer> {
         if (dumpActivations != null) {
             if (memory.streamed() || layers != null) throw usage("--dump-activations runs every layer resident from the reference's inputs: not with --trunk or --layers");
             try {
-                activationsReference = ActivationDump.reference(modelDir, reference, promptIds);
+                activationsReference = ActivationDump.reference(modelDir, ReferenceOption.of(reference), promptIds);
             } catch (IllegalArgumentException e) {
                 throw usage(e.getMessage());
             } catch (ConformException e) {

@@ -3,12 +3,13 @@ package k3j.cli;
 import java.nio.file.Path;
 import k3j.chat.Thinking;
 import k3j.sample.Sampler;
+import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Option;
 
 /** The run command's text, chat, sampling and state options (docs/semantics.md §8). */
 final class TextOptions {
-    @Option(names = "--tok", paramLabel = "DIR", description = "tokenizer directory (tiktoken.model + tokenizer_config.json); needed by --prompt, --prompt-file and --chat")
-    Path tok;
+    @ArgGroup(exclusive = false)
+    TokenizerOption tokenizer;
 
     @Option(names = "--chat", description = "chat: each line of stdin is a user message (interactive with line editing on a terminal); "
             + "the replies are streamed to stdout")
@@ -53,7 +54,8 @@ final class TextOptions {
         return new Thinking(think.equals("on"), effort);
     }
 
-    boolean text() {
-        return tok != null;
+    /** The --tok directory, or null. */
+    Path tok() {
+        return TokenizerOption.of(tokenizer);
     }
 }

@@ -22,8 +22,8 @@ import picocli.CommandLine.Option;
         description = "Encode text to token ids (or --decode ids to bytes) with a Kimi tokenizer directory.",
         footer = "Exit codes: 0 success, 1 unreadable or malformed tokenizer files, 2 bad arguments or ids.")
 final class TokenizeCommand implements Callable<Integer> {
-    @Option(names = "--tok", required = true, paramLabel = "DIR", description = "tokenizer directory: tiktoken.model + tokenizer_config.json")
-    Path tok;
+    @CommandLine.ArgGroup(exclusive = false, multiplicity = "1")
+    TokenizerOption tok;
 
     @Option(names = "--decode", description = "read ids (',' or whitespace separated) and write their bytes")
     boolean decode;
@@ -45,7 +45,7 @@ final class TokenizeCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         Tokenizer t;
         try {
-            t = Tokenizer.load(tok);
+            t = Tokenizer.load(tok.dir);
         } catch (TokenizerException e) {
             err.println("k3 tokenize: " + e.getMessage());
             return ExitCode.RUNTIME;
@@ -61,16 +61,14 @@ final class TokenizeCommand implements Callable<Integer> {
                 ids = RunCommand.parseIds(new String(in, StandardCharsets.UTF_8));
                 result = t.decode(ids);
             } catch (TokenizerException | IllegalArgumentException e) {
-                err.println("k3 tokenize: " + e.getMessage());
-                return ExitCode.USAGE;
+                throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
             }
         } else {
             int[] ids;
             try {
                 ids = t.encode(in, !noSpecials);
             } catch (TokenizerException e) {
-                err.println("k3 tokenize: " + e.getMessage());
-                return ExitCode.USAGE;
+                throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
             }
             StringBuilder sb = new StringBuilder();
             for (int id : ids) sb.append(sb.isEmpty() ? "" : ",").append(id);

@@ -136,13 +136,6 @@ public final class Layers {
     // ------------------------------------------------------------------ Stable LatentMoE experts (§3.17)
     // The LatentMoE itself is k3j.model.Forward#moe, whose routed experts come from an ExpertSource.
 
-    /** One MXFP4 matrix, canonical and repacked for the batched kernel. */
-    public record Mx(MemorySegment packed, MemorySegment scales, int rows, int in, Mxfp4.Repacked repacked) {
-        public static Mx of(MemorySegment packed, MemorySegment scales, int rows, int in) {
-            return new Mx(packed, scales, rows, in, Mxfp4.repack(packed, scales, rows, in));
-        }
-    }
-
     /** w1 = gate, w3 = up (latent → inter), w2 = down (inter → latent). */
-    public record Expert(Mx w1, Mx w3, Mx w2) {}
+    public record Expert(Mxfp4.Repacked w1, Mxfp4.Repacked w3, Mxfp4.Repacked w2) {}
 }

@@ -69,16 +69,19 @@ public final class Mxfp4 {
         return w;
     }
 
-    /** Dequantises from the repacked layout (proves the repack loses nothing: must equal {@link #dequant}). */
+    /**
+     * Dequantises from the repacked layout (proves the repack loses nothing: must equal {@link #dequant}; in
+     * {@link Codes#INT8} form code 8, −0, reads back as +0, which no sum can tell apart).
+     */
     public static float[] dequant(Repacked w) {
-        int in = w.in(), ng = groups(in);
+        int in = w.in(), ng = groups(in), gb = w.codes().groupBytes;
         float[] out = new float[w.rows() * in];
         for (int r = 0; r < w.rows(); r++) {
             int bl = r / 4, j = r % 4;
             for (int k = 0; k < in; k++) {
                 int g = k / GROUP;
-                long base = ((long) bl * ng + g) * 64;
-                out[r * in + k] = code(w.packed(), base, j, k % GROUP) * scale(w.scales().get(ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 4 + j));
+                long base = ((long) bl * ng + g) * gb;
+                out[r * in + k] = code(w.packed(), w.codes(), base, j, k % GROUP) * scale(w.scales().get(ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 4 + j));
             }
         }
         return out;
@@ -120,38 +123,108 @@ public final class Mxfp4 {
     // ------------------------------------------------------------------ repacked layout + fast path
 
     /**
-     * The load-time repack for the across-rows fast path: rows in blocks of 4 (the last block padded with
-     * scale-255 rows); per (block, group) 64 bytes where byte p (0..15) of row j sits at p·4 + j (a ragged
-     * last group is padded with zero codes), and 4 scale bytes (row j at j). Scales carry 8 bytes of padding
-     * so an 8-byte load at the last group stays in bounds.
+     * How a repacked matrix stores its codes. {@link #NIBBLES}: two E2M1 codes per byte, as in the checkpoint
+     * (decoded by a table lookup in the kernel). {@link #INT8}: every code predecoded to 2·E2M1 as one signed byte
+     * (twice the bytes, no lookup in the kernel). Both give the same bits (docs/fp-contract.md §2 "MXFP4").
      */
-    public record Repacked(MemorySegment packed, MemorySegment scales, int rows, int in) {
+    public enum Codes {
+        NIBBLES(64), INT8(128);
+
+        /** Bytes per (block of 4 rows, group of 32). */
+        final int groupBytes;
+
+        Codes(int groupBytes) {
+            this.groupBytes = groupBytes;
+        }
+
+        /** Parses a form name, case-insensitive: nibbles or int8. */
+        public static Codes parse(String s) {
+            try {
+                return valueOf(s.trim().toUpperCase(java.util.Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("MXFP4 codes must be nibbles or int8, got '" + s + "'");
+            }
+        }
+    }
+
+    /**
+     * The load-time repack for the across-rows fast path: rows in blocks of 4 (the last block padded with
+     * scale-255 rows); per (block, group), in {@link Codes#NIBBLES} form 64 bytes where byte p (0..15) of row j
+     * sits at p·4 + j (a ragged last group is padded with zero codes), in {@link Codes#INT8} form 128 bytes where
+     * element k (0..31) of row j sits at k·4 + j; and 4 scale bytes (row j at j). The codes carry 16 bytes of
+     * padding (the fast path reads 16 bytes at every 4-byte position) and the scales 8 (an 8-byte load at the
+     * last group stays in bounds).
+     */
+    public record Repacked(MemorySegment packed, MemorySegment scales, int rows, int in, Codes codes) {
         public int blocks() {
             return (rows + 3) / 4;
         }
     }
 
-    /** Repacks canonical bytes (checkpoint layout) for {@link #matmul}. */
+    /** Bytes of a repacked matrix's codes. */
+    public static long packedBytes(int rows, int in, Codes codes) {
+        return (long) ((rows + 3) / 4) * groups(in) * codes.groupBytes + 16;
+    }
+
+    /** Bytes of a repacked matrix's scales. */
+    public static long scaleBytes(int rows, int in) {
+        return (long) ((rows + 3) / 4) * groups(in) * 4 + 8;
+    }
+
+    /** Repacks canonical bytes (checkpoint layout) for {@link #matmul}, nibble codes, onto the heap. */
     public static Repacked repack(MemorySegment packed, MemorySegment scales, int rows, int in) {
+        return repack(packed, scales, rows, in, Codes.NIBBLES);
+    }
+
+    /** Repacks canonical bytes for {@link #matmul} in the given code form, onto the heap. */
+    public static Repacked repack(MemorySegment packed, MemorySegment scales, int rows, int in, Codes codes) {
+        MemorySegment dp = MemorySegment.ofArray(new byte[Math.toIntExact(packedBytes(rows, in, codes))]);
+        MemorySegment ds = MemorySegment.ofArray(new byte[Math.toIntExact(scaleBytes(rows, in))]);
+        return repackInto(packed, scales, rows, in, codes, dp, ds);
+    }
+
+    /**
+     * Repacks canonical bytes into {@code dstPacked} ({@link #packedBytes} long) and {@code dstScales}
+     * ({@link #scaleBytes} long), which may be off-heap (an expert cache slot). Every destination byte is written.
+     */
+    public static Repacked repackInto(MemorySegment packed, MemorySegment scales, int rows, int in, Codes codes,
+                                      MemorySegment dstPacked, MemorySegment dstScales) {
         checkGeometry(packed.byteSize(), scales.byteSize(), rows, in);
-        int ng = groups(in), blocks = (rows + 3) / 4, rb = in / 2;
-        byte[] dp = new byte[blocks * ng * 64 + 16]; // +16: the fast path reads 16 bytes at every 4-byte position
-        byte[] ds = new byte[blocks * ng * 4 + 8];
-        java.util.Arrays.fill(ds, (byte) 255);
+        if (dstPacked.byteSize() != packedBytes(rows, in, codes) || dstScales.byteSize() != scaleBytes(rows, in)) {
+            throw new IllegalArgumentException("repack destination of " + dstPacked.byteSize() + " + " + dstScales.byteSize()
+                    + " bytes, [" + rows + ", " + in + "] " + codes + " needs " + packedBytes(rows, in, codes) + " + " + scaleBytes(rows, in));
+        }
+        int ng = groups(in), blocks = (rows + 3) / 4, rb = in / 2, gb = codes.groupBytes;
+        // one block at a time through heap buffers: 4 canonical rows in, one interleaved block out
+        byte[] src = new byte[4 * rb], srcScales = new byte[4 * ng], dp = new byte[ng * gb], ds = new byte[ng * 4];
         for (int bl = 0; bl < blocks; bl++) {
-            for (int g = 0; g < ng; g++) {
-                int base = (bl * ng + g) * 64;
-                for (int j = 0; j < 4; j++) {
-                    int r = 4 * bl + j;
-                    if (r >= rows) continue;
-                    for (int p = 0; p < 16 && g * 16 + p < rb; p++) {
-                        dp[base + p * 4 + j] = packed.get(ValueLayout.JAVA_BYTE, (long) r * rb + g * 16 + p);
+            int have = Math.min(4, rows - 4 * bl);
+            MemorySegment.copy(packed, ValueLayout.JAVA_BYTE, (long) 4 * bl * rb, src, 0, have * rb);
+            MemorySegment.copy(scales, ValueLayout.JAVA_BYTE, (long) 4 * bl * ng, srcScales, 0, have * ng);
+            java.util.Arrays.fill(dp, (byte) 0);
+            java.util.Arrays.fill(ds, (byte) 255);
+            for (int j = 0; j < have; j++) {
+                int ro = j * rb;
+                for (int g = 0; g < ng; g++) {
+                    int base = g * gb + j, p0 = g * 16, n = Math.min(16, rb - p0);
+                    if (codes == Codes.NIBBLES) {
+                        for (int p = 0; p < n; p++) dp[base + p * 4] = src[ro + p0 + p];
+                    } else {
+                        for (int p = 0; p < n; p++) {
+                            int b = src[ro + p0 + p] & 0xFF;
+                            dp[base + p * 8] = E2M1_TWICE[b & 15];
+                            dp[base + p * 8 + 4] = E2M1_TWICE[b >>> 4];
+                        }
                     }
-                    ds[(bl * ng + g) * 4 + j] = scales.get(ValueLayout.JAVA_BYTE, (long) r * ng + g);
+                    ds[g * 4 + j] = srcScales[j * ng + g];
                 }
             }
+            MemorySegment.copy(dp, 0, dstPacked, ValueLayout.JAVA_BYTE, (long) bl * ng * gb, dp.length);
+            MemorySegment.copy(ds, 0, dstScales, ValueLayout.JAVA_BYTE, (long) bl * ng * 4, ds.length);
         }
-        return new Repacked(MemorySegment.ofArray(dp), MemorySegment.ofArray(ds), rows, in);
+        dstPacked.asSlice((long) blocks * ng * gb).fill((byte) 0);
+        dstScales.asSlice((long) blocks * ng * 4).fill((byte) 255);
+        return new Repacked(dstPacked, dstScales, rows, in, codes);
     }
 
     /** 2^(b − 128) for the fast path's 2·E2M1 codes (so the product is the reference's); 0 marks byte 255. */
@@ -178,7 +251,8 @@ public final class Mxfp4 {
             scalarRows(y, xd, tokens, w);
             return;
         }
-        workers.split(w.blocks(), 1, (from, to) -> blocks(y, xd, tokens, w, from, to));
+        if (w.codes() == Codes.INT8) workers.split(w.blocks(), 1, (from, to) -> blocksInt8(y, xd, tokens, w, from, to));
+        else workers.split(w.blocks(), 1, (from, to) -> blocks(y, xd, tokens, w, from, to));
     }
 
     /**
@@ -234,7 +308,55 @@ public final class Mxfp4 {
                     int r = 4 * bl + j;
                     if (r >= rows) break;
                     double a = lanes[j];
-                    if (full < ng) a = raggedGroup(a, pk, sc, bl, ng, full, j, in, xd, xo);
+                    if (full < ng) a = raggedGroup(a, pk, w.codes(), sc, bl, ng, full, j, in, xd, xo);
+                    y[t * rows + r] = (float) a;
+                }
+            }
+        }
+    }
+
+    /**
+     * {@link #blocks} over {@link Codes#INT8} codes: element k of the 4 rows sits in 4 consecutive bytes, so a
+     * 16-byte load at 4k and B2D part 0 give the 4 lanes directly, with no lookup or shift. Same lane order, same
+     * accumulators, same bits.
+     */
+    private static void blocksInt8(float[] y, double[] xd, int tokens, Repacked w, int from, int to) {
+        final int in = w.in(), rows = w.rows(), ng = groups(in), full = in / GROUP;
+        final MemorySegment pk = w.packed(), sc = w.scales();
+        final double[] lanes = new double[4];
+        final double[] sv = new double[4];
+        for (int bl = from; bl < to; bl++) {
+            for (int t = 0; t < tokens; t++) {
+                final int xo = t * in;
+                DoubleVector acc = DoubleVector.zero(D);
+                for (int g = 0; g < full; g++) {
+                    DoubleVector s0 = DoubleVector.zero(D), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+                    final long base = ((long) bl * ng + g) * 128;
+                    final int xg = xo + g * GROUP;
+                    for (int c = 0; c < 4; c++) {
+                        final long bp = base + 32L * c;
+                        final int xk = xg + 8 * c;
+                        s0 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk]), s0);
+                        s1 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp + 4, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 1]), s1);
+                        s2 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp + 8, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 2]), s2);
+                        s3 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp + 12, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 3]), s3);
+                        s4 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp + 16, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 4]), s4);
+                        s5 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp + 20, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 5]), s5);
+                        s6 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp + 24, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 6]), s6);
+                        s7 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp + 28, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 7]), s7);
+                    }
+                    DoubleVector sub = s0.add(s4).add(s1.add(s5)).add(s2.add(s6).add(s3.add(s7)));
+                    final long sb = ((long) bl * ng + g) * 4;
+                    for (int j = 0; j < 4; j++) sv[j] = E8M0_HALF[sc.get(ValueLayout.JAVA_BYTE, sb + j) & 0xFF];
+                    DoubleVector half = DoubleVector.fromArray(D, sv, 0);
+                    acc = acc.blend(acc.add(sub.mul(half)), half.compare(VectorOperators.NE, 0.0));
+                }
+                acc.intoArray(lanes, 0);
+                for (int j = 0; j < 4; j++) {
+                    int r = 4 * bl + j;
+                    if (r >= rows) break;
+                    double a = lanes[j];
+                    if (full < ng) a = raggedGroup(a, pk, w.codes(), sc, bl, ng, full, j, in, xd, xo);
                     y[t * rows + r] = (float) a;
                 }
             }
@@ -246,11 +368,12 @@ public final class Mxfp4 {
      * are copied to the heap once, so the loops read plain arrays.
      */
     private static void scalarRows(float[] y, double[] xd, int tokens, Repacked w) {
-        int in = w.in(), rows = w.rows(), ng = groups(in);
-        byte[] pk = new byte[ng * 64], sc = new byte[ng * 4];
+        int in = w.in(), rows = w.rows(), ng = groups(in), gb = w.codes().groupBytes;
+        boolean int8 = w.codes() == Codes.INT8;
+        byte[] pk = new byte[ng * gb], sc = new byte[ng * 4];
         double[] s = new double[8];
         for (int bl = 0; bl < w.blocks(); bl++) {
-            MemorySegment.copy(w.packed(), ValueLayout.JAVA_BYTE, (long) bl * ng * 64, pk, 0, pk.length);
+            MemorySegment.copy(w.packed(), ValueLayout.JAVA_BYTE, (long) bl * ng * gb, pk, 0, pk.length);
             MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) bl * ng * 4, sc, 0, sc.length);
             for (int j = 0; j < 4 && 4 * bl + j < rows; j++) {
                 for (int t = 0; t < tokens; t++) {
@@ -259,20 +382,31 @@ public final class Mxfp4 {
                     for (int g = 0; g < ng; g++) {
                         int sb = sc[g * 4 + j] & 0xFF;
                         if (sb == 255) continue;
-                        int i0 = g * GROUP, n = Math.min(GROUP, in - i0), base = g * 64 + j;
+                        int i0 = g * GROUP, n = Math.min(GROUP, in - i0), base = g * gb + j;
                         java.util.Arrays.fill(s, 0.0);
                         int k = 0;
-                        for (; k + 8 <= n; k += 8) {
-                            for (int l = 0; l < 8; l += 2) {
-                                int b = pk[base + ((k + l) / 2) * 4] & 0xFF;
-                                s[l] = s[l] + (double) E2M1[b & 15] * xd[xo + i0 + k + l];
-                                s[l + 1] = s[l + 1] + (double) E2M1[b >>> 4] * xd[xo + i0 + k + l + 1];
+                        if (int8) { // 2·E2M1 · 0.5 is E2M1 exactly (−0 reads as +0, which no sum tells apart)
+                            for (; k + 8 <= n; k += 8) {
+                                for (int l = 0; l < 8; l++) s[l] = s[l] + (double) (pk[base + (k + l) * 4] * 0.5f) * xd[xo + i0 + k + l];
+                            }
+                        } else {
+                            for (; k + 8 <= n; k += 8) {
+                                for (int l = 0; l < 8; l += 2) {
+                                    int b = pk[base + ((k + l) / 2) * 4] & 0xFF;
+                                    s[l] = s[l] + (double) E2M1[b & 15] * xd[xo + i0 + k + l];
+                                    s[l + 1] = s[l + 1] + (double) E2M1[b >>> 4] * xd[xo + i0 + k + l + 1];
+                                }
                             }
                         }
                         double sub = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
                         for (; k < n; k++) {
-                            int b = pk[base + (k / 2) * 4] & 0xFF;
-                            sub = sub + (double) E2M1[(k & 1) == 0 ? b & 15 : b >>> 4] * xd[xo + i0 + k];
+                            float code;
+                            if (int8) code = pk[base + k * 4] * 0.5f;
+                            else {
+                                int b = pk[base + (k / 2) * 4] & 0xFF;
+                                code = E2M1[(k & 1) == 0 ? b & 15 : b >>> 4];
+                            }
+                            sub = sub + (double) code * xd[xo + i0 + k];
                         }
                         acc = acc + sub * (double) scale(sb);
                     }
@@ -283,22 +417,23 @@ public final class Mxfp4 {
     }
 
     /** The last, partial group of one row (scalar order of the contract) from the repacked bytes. */
-    private static double raggedGroup(double acc, MemorySegment pk, MemorySegment sc, int bl, int ng, int g, int j, int in, double[] xd, int xo) {
+    private static double raggedGroup(double acc, MemorySegment pk, Codes codes, MemorySegment sc, int bl, int ng, int g, int j, int in, double[] xd, int xo) {
         int sb = sc.get(ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 4 + j) & 0xFF;
         if (sb == 255) return acc;
         int i0 = g * GROUP, n = in - i0;
-        long base = ((long) bl * ng + g) * 64;
+        long base = ((long) bl * ng + g) * codes.groupBytes;
         double[] s = new double[8];
         int k = 0;
         for (; k + 8 <= n; k += 8) {
-            for (int l = 0; l < 8; l++) s[l] = s[l] + (double) code(pk, base, j, k + l) * xd[xo + i0 + k + l];
+            for (int l = 0; l < 8; l++) s[l] = s[l] + (double) code(pk, codes, base, j, k + l) * xd[xo + i0 + k + l];
         }
         double sub = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-        for (; k < n; k++) sub = sub + (double) code(pk, base, j, k) * xd[xo + i0 + k];
+        for (; k < n; k++) sub = sub + (double) code(pk, codes, base, j, k) * xd[xo + i0 + k];
         return acc + sub * (double) scale(sb);
     }
 
-    private static float code(MemorySegment pk, long base, int j, int k) {
+    private static float code(MemorySegment pk, Codes codes, long base, int j, int k) {
+        if (codes == Codes.INT8) return pk.get(ValueLayout.JAVA_BYTE, base + k * 4L + j) * 0.5f;
         int b = pk.get(ValueLayout.JAVA_BYTE, base + (k / 2) * 4L + j) & 0xFF;
         return E2M1[(k & 1) == 0 ? b & 15 : b >>> 4];
     }

@@ -12,6 +12,7 @@ import k3j.cache.ExpertSource;
 import k3j.cache.FileExpertReader;
 import k3j.config.ModelConfig;
 import k3j.io.CheckpointIndex;
+import k3j.kernels.Mxfp4;
 import k3j.kernels.Workers;
 import k3j.trunk.TrunkSource;
 import k3j.trunk.TrunkStream;
@@ -123,13 +124,26 @@ public final class Assembly implements AutoCloseable {
         return stream;
     }
 
-    /** Serves the routed experts from a cache of {@code settings.budgetBytes()}; {@code trace} may be null. */
+    /**
+     * Serves the routed experts from a cache of {@code settings.budgetBytes()} whose slots hold each expert repacked
+     * for the kernel (nibble codes); {@code trace} may be null.
+     */
     public ExpertCache cacheExperts(ExpertCache.Settings settings, CacheTrace trace, Consumer<String> notes) throws ExpertLoadException {
+        return cacheExperts(settings, Mxfp4.Codes.NIBBLES, trace, notes);
+    }
+
+    /** As {@link #cacheExperts(ExpertCache.Settings, CacheTrace, Consumer)}, the slots holding {@code codes}. */
+    public ExpertCache cacheExperts(ExpertCache.Settings settings, Mxfp4.Codes codes, CacheTrace trace, Consumer<String> notes) throws ExpertLoadException {
         requireModel();
         if (cache != null) throw new IllegalStateException("the expert cache is already open");
         cacheReader = intercepts.expertReader().apply(new FileExpertReader(settings.readMode(), notes));
-        cache = new ExpertCache(model.experts(), cacheReader, settings, trace);
+        cache = new ExpertCache(model.experts(), cacheReader, settings, kernelForm(codes), trace);
         return cache;
+    }
+
+    /** The kernel-ready expert form of this model's geometry. */
+    public KernelExperts kernelForm(Mxfp4.Codes codes) {
+        return new KernelExperts(binding.config().moeIntermediate(), binding.config().latentSize(), codes);
     }
 
     /** The expert cache, or null when the experts are resident. */

@@ -371,10 +371,10 @@ public final class Forward {
     /** One routed expert on n latent rows zs [n][Lt]: g = w1·z, u = w3·z [n][I], dn = w2·situ(g, u) [n][Lt]. */
     private void expert(Layers.Expert ex, float[] zs, int n, float[] g, float[] u, float[] dn, float beta, float linearBeta) {
         float[] act = new float[g.length];
-        Mxfp4.matmul(workers, g, zs, n, ex.w1().repacked());
-        Mxfp4.matmul(workers, u, zs, n, ex.w3().repacked());
+        Mxfp4.matmul(workers, g, zs, n, ex.w1());
+        Mxfp4.matmul(workers, u, zs, n, ex.w3());
         Activations.situGlu(act, g, u, g.length, beta, linearBeta);
-        Mxfp4.matmul(workers, dn, act, n, ex.w2().repacked());
+        Mxfp4.matmul(workers, dn, act, n, ex.w2());
     }
 
     /**
@@ -393,7 +393,7 @@ public final class Forward {
         Layers.Expert ex = kernelExpert(layer, expert, c.expertCount(), lt, inter);
         float[] g = new float[n * inter], u = new float[n * inter], dn = new float[n * lt], w2 = new float[n * lt];
         expert(ex, z, n, g, u, dn, c.situBeta(), c.situLinearBeta());
-        Mxfp4.matmul(workers, w2, v, n, ex.w2().repacked());
+        Mxfp4.matmul(workers, w2, v, n, ex.w2());
         return new ExpertProbe(g, u, w2, dn);
     }
 
@@ -404,6 +404,7 @@ public final class Forward {
      */
     public boolean expertCodesAllZero(int layer, int expert) throws ExpertLoadException {
         ResidentExpert r = experts.get(layer, expert);
+        if (r.form() instanceof KernelExperts k) return k.codesAllZero(r);
         for (ExpertPart p : new ExpertPart[] {ExpertPart.W1_PACKED, ExpertPart.W3_PACKED, ExpertPart.W2_PACKED}) {
             java.lang.foreign.MemorySegment b = r.part(p);
             long n = b.byteSize(), i = 0;
@@ -424,11 +425,17 @@ public final class Forward {
             }
         }
         ResidentExpert r = experts.get(layer, expert);
+        if (r.form() instanceof KernelExperts k) { // repacked once, when the cache slot was filled
+            if (k.intermediate() != inter || k.latent() != lt) {
+                throw new ExpertLoadException(layer, expert, "held for [" + k.intermediate() + ", " + k.latent() + "], the layer needs [" + inter + ", " + lt + "]");
+            }
+            return k.expert(r);
+        }
         Layers.Expert ex;
         try {
-            ex = new Layers.Expert(Layers.Mx.of(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt),
-                    Layers.Mx.of(r.part(ExpertPart.W3_PACKED), r.part(ExpertPart.W3_SCALE), inter, lt),
-                    Layers.Mx.of(r.part(ExpertPart.W2_PACKED), r.part(ExpertPart.W2_SCALE), lt, inter));
+            ex = new Layers.Expert(Mxfp4.repack(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt),
+                    Mxfp4.repack(r.part(ExpertPart.W3_PACKED), r.part(ExpertPart.W3_SCALE), inter, lt),
+                    Mxfp4.repack(r.part(ExpertPart.W2_PACKED), r.part(ExpertPart.W2_SCALE), lt, inter));
         } catch (IllegalArgumentException | IndexOutOfBoundsException bad) {
             throw new ExpertLoadException(layer, expert, "bytes do not fit the MXFP4 geometry: " + bad.getMessage(), bad);
         }

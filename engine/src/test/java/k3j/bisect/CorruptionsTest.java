@@ -48,6 +48,39 @@ class CorruptionsTest {
         return 8 + ByteBuffer.wrap(b, 0, 8).order(ByteOrder.LITTLE_ENDIAN).getLong();
     }
 
+    /** A sparse source: data, a hole of several blocks, data straddling a block edge, a trailing hole. */
+    @Test
+    void aCopyHasTheSourcesBytesAndKeepsItsHoles() throws IOException {
+        Path src = tmp.resolve("sparse.bin"), dst = tmp.resolve("copy.bin");
+        int block = Corruptions.SPARSE_BLOCK;
+        long size = 9L * block + 123;
+        try (var ch = java.nio.channels.FileChannel.open(src, java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE)) {
+            byte[] head = new byte[block / 2 + 7];
+            new java.util.Random(5).nextBytes(head);
+            ch.write(ByteBuffer.wrap(head), 0);
+            ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3}), 5L * block - 1);
+            ch.write(ByteBuffer.wrap(new byte[] {0}), size - 1);
+        }
+        Corruptions.copySparse(src, dst);
+        assertEquals(Files.size(src), Files.size(dst));
+        assertEquals(-1, Files.mismatch(src, dst), "the copy's bytes equal the source's");
+        Long blocks = allocated(dst);
+        if (blocks != null) assertTrue(blocks <= 3L * block + 65536,   // the three data blocks and the page of the trailing length byte
+                "only the blocks holding data are written: " + blocks + " bytes allocated of " + size);
+        assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> Corruptions.copySparse(src, dst), "never over an existing file");
+    }
+
+    /** Bytes on disk (du), or null where the platform does not say. */
+    static Long allocated(Path p) {
+        try {
+            Process pr = new ProcessBuilder("du", "-B1", p.toString()).redirectErrorStream(true).start();
+            String out = new String(pr.getInputStream().readAllBytes()).trim();
+            return pr.waitFor() == 0 ? Long.parseLong(out.split("\\s+")[0]) : null;
+        } catch (IOException | InterruptedException | NumberFormatException e) {
+            return null;
+        }
+    }
+
     @Test
     void nibbleFlipExchangesTheTwoElementsOfAByte() {
         assertEquals((byte) 0x21, Corruptions.flipNibbles((byte) 0x12));

@@ -74,4 +74,33 @@ class UsageTest {
         assertEquals(ExitCode.USAGE, none.exit());
         assertTrue(none.err().contains("'k3 --help'"), none.err());
     }
+
+    @Test
+    void tokenizeRefusesBadIdsAndAMissingTokenizerThroughTheSharedUsagePath() throws Exception {
+        String tiny = k3j.Repo.path("oracle-fixtures/tiny-k3").toString();
+        Path ids = java.nio.file.Files.writeString(dir.resolve("ids.txt"), "1,2,999");
+        CliRun bad = k3("tokenize", "--tok", tiny, "--decode", "--file", ids.toString());
+        assertShortUsageError(bad, "tokenize", "k3: id 999 is outside");
+        CliRun noTok = k3("tokenize", "--file", ids.toString());
+        assertShortUsageError(noTok, "tokenize", "k3: Missing required argument(s): --tok=DIR");
+    }
+
+    @Test
+    void compareLogitsRefusesThroughTheSharedUsagePath() throws Exception {
+        Path dump = k3j.Repo.path("reference-dumps/mini-k3-93");
+        Path shortFile = java.nio.file.Files.write(dir.resolve("short.bin"), new byte[12]);
+        assertShortUsageError(k3("compare-logits", shortFile.toString(), "--reference", dump.toString()), "compare-logits", "k3: refused: ");
+        assertShortUsageError(k3("compare-logits", shortFile.toString(), "--reference", dir.resolve("nowhere").toString()), "compare-logits", "k3: ");
+        assertShortUsageError(k3("compare-logits", shortFile.toString()), "compare-logits", "k3: Missing required argument(s): --reference=DUMP");
+        assertShortUsageError(k3("compare-logits", shortFile.toString(), "--reference", dump.toString(), "--position", "100000"), "compare-logits",
+                "k3: --position 100000 is outside the reference's 0..");
+    }
+
+    /** Exit 2, the message on the first line and the pointer to the subcommand's --help on the second; nothing else. */
+    static void assertShortUsageError(CliRun r, String sub, String starts) {
+        assertEquals(ExitCode.USAGE, r.exit(), r.out() + r.err());
+        assertTrue(r.err().startsWith(starts), r.err());
+        assertEquals(2, r.err().lines().count(), r.err());
+        assertTrue(r.err().contains("Try 'k3 " + sub + " --help'") && !r.err().contains("Exception") && !r.err().contains("Usage:"), r.err());
+    }
 }

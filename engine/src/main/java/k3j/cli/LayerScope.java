@@ -1,0 +1,30 @@
+package k3j.cli;
+
+import java.util.List;
+import k3j.conform.LayerSelection;
+import picocli.CommandLine;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** Which layers a per-layer check covers ({@code --layers}) and whether it sweeps their routed experts ({@code --experts}): conform and bisect. */
+final class LayerScope {
+    @Option(names = "--layers", paramLabel = "SPEC", description = "layers to check: 0-92, 40,41,50-60 (default all)")
+    String layers;
+
+    @Option(names = "--experts", description = "also judge EVERY routed expert of the selected MoE layers on the dump's probes (its expert sweep), "
+            + "not only the ones the prompt routes")
+    boolean experts;
+
+    @Spec(Spec.Target.MIXEE)
+    CommandSpec mixee;
+
+    /** The selected layers of a model of {@code layerCount} layers, or a usage error naming what is wrong with --layers. */
+    List<Integer> select(int layerCount) {
+        try {
+            return LayerSelection.parse(layers, layerCount);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(mixee.commandLine(), e.getMessage());
+        }
+    }
+}
