@@ -83,20 +83,21 @@ public final class CheckpointUnderTest {
         Path dir = trunk.isEmpty() ? null : resolve(trunk);
         if (dir != null && !Files.isDirectory(dir)) throw new AssertionError("gate data missing: -Dk3.trunk=" + trunk + " is not a directory (" + dir + ")");
         double t = 16, c = Residency.RESIDENT.cacheBytes() / 1e9;
+        boolean ultra = false;
         if (preset.equals(Preset.AUTO)) {
             AutoBudget a = AutoBudget.of(mem);
             t = a.trunkGb();
             c = a.cacheGb();
         } else if (!preset.isEmpty()) {
             Preset p = Preset.parse(preset);
-            if (p.ultra()) throw new AssertionError("-Dk3.preset=ultra: ultra-low-memory mode is not implemented; use laptop or budgets");
+            ultra = p.ultra();
             t = p.trunkGb();
             c = p.cacheGb();
         }
         if (!trunkGb.isEmpty()) t = gb("k3.trunkGb", trunkGb);
         if (!cacheGb.isEmpty()) c = gb("k3.cacheGb", cacheGb);
         return new Residency(dir, dir == null ? null : TrunkStream.Options.budget(Math.round(t * 1e9)).withNotes(System.out::println), Math.round(c * 1e9),
-                !cacheGb.isEmpty() || !preset.isEmpty());
+                !cacheGb.isEmpty() || !preset.isEmpty(), ultra);
     }
 
     private static double gb(String name, String value) {

@@ -54,9 +54,11 @@ public final class Forward {
     private final LayerSource layers;
     private final Workers workers;
     private final boolean memoize;
+    private Mxfp4.Codes codes = Mxfp4.Codes.NIBBLES;
     private final Map<Long, Layers.Expert> kernelExperts = new ConcurrentHashMap<>();
     private final AtomicLong drops = new AtomicLong();
     private int layersCompleted;
+    private StreamedTables tables;   // null: the embedding and LM head are weights' (resident/mapped)
 
     /**
      * @param experts where routed experts come from; a source that never evicts ({@link CheckpointExperts})
@@ -97,11 +99,30 @@ public final class Forward {
     }
 
     /**
-     * This forward's model tables and decoder layers (resident or streamed: the same {@link LayerSource}) with
+     * This forward (model tables, streamed or not; decoder layers, the same {@link LayerSource}; expert codes) with
      * the routed experts from {@code source} instead, e.g. a view that rewrites some of them (bisect's candidates).
      */
     public Forward withExperts(ExpertSource source, boolean sourceNeverEvicts) {
-        return new Forward(w, layers, source, workers, sourceNeverEvicts);
+        Forward f = new Forward(w, layers, source, workers, sourceNeverEvicts);
+        f.tables = tables;
+        f.codes = codes;
+        return f;
+    }
+
+    /**
+     * How this forward repacks experts its source holds as stored (a cache source hands them out already repacked):
+     * nibble codes (the default) or int8-predecoded. The same bits either way.
+     */
+    public void expertCodes(Mxfp4.Codes codes) {
+        this.codes = codes;
+    }
+
+    /** This forward with the embedding rows and the LM head read from {@code tables} (ultra preset); same bits. */
+    public Forward streamingTables(StreamedTables tables) {
+        Forward f = new Forward(w, layers, experts, workers, memoize);
+        f.tables = tables;
+        f.codes = codes;
+        return f;
     }
 
     /** Routed experts that failed to load over this forward's life (any drop makes the run INVALID). */
@@ -155,7 +176,10 @@ public final class Forward {
         }
         layersCompleted = 0;
         float[] h = new float[t * e];
-        for (int i = 0; i < t; i++) Embedding.row(h, i * e, w.embed(), ids[i]);
+        for (int i = 0; i < t; i++) {
+            if (tables != null) tables.embedRow(h, i * e, ids[i]);
+            else Embedding.row(h, i * e, w.embed(), ids[i]);
+        }
         List<float[]> snaps = new ArrayList<>();
         Layers.KdaState slot = null;
         for (int l = 0; l < layers.layerCount(); l++) {
@@ -189,7 +213,8 @@ public final class Forward {
         int rows = allPositions ? t : 1, v = w.lmHead().rows();
         float[] x = allPositions ? norm : java.util.Arrays.copyOfRange(norm, (t - 1) * e, t * e);
         float[] logits = new float[rows * v];
-        MatVec.matmul(workers, logits, x, rows, w.lmHead());
+        if (tables != null) tables.lmHead(workers, logits, x, rows);
+        else MatVec.matmul(workers, logits, x, rows, w.lmHead());
         return new Result(t, rows, logits, mix, norm);
     }
 
@@ -433,9 +458,9 @@ public final class Forward {
         }
         Layers.Expert ex;
         try {
-            ex = new Layers.Expert(Mxfp4.repack(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt),
-                    Mxfp4.repack(r.part(ExpertPart.W3_PACKED), r.part(ExpertPart.W3_SCALE), inter, lt),
-                    Mxfp4.repack(r.part(ExpertPart.W2_PACKED), r.part(ExpertPart.W2_SCALE), lt, inter));
+            ex = new Layers.Expert(Mxfp4.repack(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt, codes),
+                    Mxfp4.repack(r.part(ExpertPart.W3_PACKED), r.part(ExpertPart.W3_SCALE), inter, lt, codes),
+                    Mxfp4.repack(r.part(ExpertPart.W2_PACKED), r.part(ExpertPart.W2_SCALE), lt, inter, codes));
         } catch (IllegalArgumentException | IndexOutOfBoundsException bad) {
             throw new ExpertLoadException(layer, expert, "bytes do not fit the MXFP4 geometry: " + bad.getMessage(), bad);
         }

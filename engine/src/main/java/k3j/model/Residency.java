@@ -8,6 +8,7 @@ import k3j.cache.CacheGeometry;
 import k3j.cache.ExpertCache;
 import k3j.cache.ExpertLoadException;
 import k3j.cache.ExpertLocation;
+import k3j.kernels.Mxfp4;
 import k3j.plan.Human;
 import k3j.plan.MemInfo;
 import k3j.plan.MemoryPlan;
@@ -25,10 +26,13 @@ import k3j.trunk.TrunkStream;
  * @param trunkOptions how the trunk is streamed (budget, ring, CRC check); null when resident
  * @param cacheBytes   the routed-expert cache budget
  * @param cacheGiven   the budget was asked for (a flag or a preset): the experts go through the cache even when all would fit
+ * @param ultra        the embedding and LM-head tables read on demand through one bounded chunk (the ultra preset)
  */
-public record Residency(Path trunk, TrunkStream.Options trunkOptions, long cacheBytes, boolean cacheGiven) {
+public record Residency(Path trunk, TrunkStream.Options trunkOptions, long cacheBytes, boolean cacheGiven, boolean ultra) {
     /** Everything resident unless the experts exceed 64 GB (the run's default). */
-    public static final Residency RESIDENT = new Residency(null, null, 64_000_000_000L, false);
+    public static final Residency RESIDENT = new Residency(null, null, 64_000_000_000L, false, false);
+    /** How a conformance holds experts for the kernel: the default nibble codes (the same bits in every form). */
+    private static final Mxfp4.Codes CODES = Mxfp4.Codes.NIBBLES;
 
     public Residency {
         if (trunk != null && trunkOptions == null) throw new IllegalArgumentException("a streamed trunk needs its options");
@@ -54,14 +58,29 @@ public record Residency(Path trunk, TrunkStream.Options trunkOptions, long cache
         return streamed() ? TrunkStream.plan(TrunkManifest.read(trunk), trunkOptions(a)).totalBytes() : a.trunkBytes();
     }
 
-    /** What the routed experts will hold: the cache's arena (never more slots than the model has experts), or all of them. */
+    /** What the routed experts will hold: the cache's arena (never more slots than the model has experts), or all of them as stored and repacked. */
     public long plannedExperts(Assembly a) {
-        return cached(a) ? plannedCache(a, cacheBytes) : a.expertBytes();
+        return cached(a) ? plannedCache(a, cacheBytes, CODES) : residentExperts(a, CODES);
     }
 
-    /** The arena a cache of {@code budget} bytes allocates for the bound experts (the budget itself when below one token's working set: the cache refuses it when opened). */
-    public static long plannedCache(Assembly a, long budget) {
-        long one = a.binding().layers().stream().flatMap(l -> l.experts().stream()).mapToLong(ExpertLocation::length).findFirst().orElse(0);
+    /** One expert in the kernel's form ({@code codes}), or 0 when the model has no routed experts. */
+    static long formBytes(Assembly a, Mxfp4.Codes codes) {
+        return a.binding().layers().stream().flatMap(l -> l.experts().stream()).findFirst().map(l -> a.kernelForm(codes).bytes(l)).orElse(0L);
+    }
+
+    /** Experts resident once read: the stored bytes plus each one's repacked form (the forward keeps both). */
+    public static long residentExperts(Assembly a, Mxfp4.Codes codes) {
+        long n = a.binding().layers().stream().mapToLong(l -> l.experts().size()).sum();
+        return a.expertBytes() + n * formBytes(a, codes);
+    }
+
+    /**
+     * The arena a cache of {@code budget} bytes allocates for the bound experts, a slot holding the repacked form
+     * (the budget itself when below one token's working set: the cache refuses it when opened, naming the sizes).
+     */
+    public static long plannedCache(Assembly a, long budget, Mxfp4.Codes codes) {
+        long stored = a.binding().layers().stream().flatMap(l -> l.experts().stream()).mapToLong(ExpertLocation::length).findFirst().orElse(0);
+        long one = Math.max(stored, formBytes(a, codes));
         if (one <= 0) return budget;
         try {
             return CacheGeometry.plan(one, budget, a.config().topK(), (long) a.layers() * a.config().expertCount()).arenaBytes();
@@ -72,7 +91,7 @@ public record Residency(Path trunk, TrunkStream.Options trunkOptions, long cache
 
     /** The memory plan of a forward over {@code promptTokens} + {@code gen} positions. */
     public MemoryPlan plan(Assembly a, boolean incremental, int promptTokens, int gen) {
-        return MemoryPlan.of(a.config(), streamed(), plannedTrunk(a), plannedExperts(a), false, 0, incremental, promptTokens, gen);
+        return MemoryPlan.of(a.config(), streamed(), plannedTrunk(a), plannedExperts(a), ultra, StreamedTables.DEFAULT_CHUNK_BYTES, incremental, promptTokens, gen);
     }
 
     /**
@@ -83,9 +102,10 @@ public record Residency(Path trunk, TrunkStream.Options trunkOptions, long cache
     public void load(Assembly a, Map<String, String> env, Consumer<String> notes) {
         a.model(!streamed());
         if (streamed()) a.streamTrunk(trunk, trunkOptions(a));
+        if (ultra) a.streamTables(StreamedTables.DEFAULT_CHUNK_BYTES);
         if (cached(a)) {
             try {
-                a.cacheExperts(ExpertCache.Settings.fromEnvironment(cacheBytes, a.config().topK(), env), null, notes);
+                a.cacheExperts(ExpertCache.Settings.fromEnvironment(cacheBytes, a.config().topK(), env), CODES, null, notes);
             } catch (ExpertLoadException | IllegalArgumentException e) {
                 throw new ForwardException("expert cache: " + e.getMessage());
             }
@@ -114,11 +134,15 @@ public record Residency(Path trunk, TrunkStream.Options trunkOptions, long cache
     public static String describe(Assembly a) {
         StringBuilder b = new StringBuilder();
         if (a.trunk() != null) b.append(a.trunk().describe());
+        if (a.tables() != null) {
+            b.append(String.format(Locale.ROOT, "model tables: embed + lm_head STREAMED from the checkpoint (chunks of %d rows, %s)%n", a.tables().chunkRows(),
+                    Human.bytes(a.tables().chunkBytes())));
+        }
         ExpertCache c = a.cache();
         b.append(c != null
-                ? String.format(Locale.ROOT, "routed experts: %s on disk, served by a %s cache (%d slots of %s)%n", Human.bytes(a.expertBytes()),
-                        Human.bytes(c.geometry().arenaBytes()), c.geometry().slots(), Human.bytes(c.geometry().slotBytes()))
-                : String.format(Locale.ROOT, "routed experts: %s, resident once read%n", Human.bytes(a.expertBytes())));
+                ? String.format(Locale.ROOT, "routed experts: %s on disk, served by a %s cache (%d slots of %s, %s)%n", Human.bytes(a.expertBytes()),
+                        Human.bytes(c.geometry().arenaBytes()), c.geometry().slots(), Human.bytes(c.geometry().slotBytes()), c.form())
+                : String.format(Locale.ROOT, "routed experts: %s, resident once read, kept %s%n", Human.bytes(a.expertBytes()), a.kernelForm(CODES)));
         return b.toString();
     }
 }
