@@ -15,9 +15,15 @@ CASES = {
     "tiny-k3 12+20": ("oracle-fixtures/tiny-k3", "250,17,101,3,199,64,128,42,7,230,88,155", 20),
     "tiny-k3 12+200": ("oracle-fixtures/tiny-k3", "250,17,101,3,199,64,128,42,7,230,88,155", 200),
     "mini-k3-93 8+8": ("oracle-fixtures/mini-k3-93", "1,2,3,4,5,6,7,8", 8),
+    # a repetitive prompt for speculative decoding: P, mini's own greedy continuation of P (24 ids), P again; the
+    # n-gram drafter proposes what followed P the first time (random-weight oracles never repeat themselves in
+    # free-running greedy output: 0 drafts over 400 tiny ids and 150 mini ids)
+    "mini-k3-93 spec": ("oracle-fixtures/mini-k3-93", "1,2,3,4,5,6,7,8,79,126,53,70,42,5,14,14,108,39,99,40,132,126,85,95,143,6,40,36,53,120,147,113,"
+                        "1,2,3,4,5,6,7,8", 40),
 }
 RANGES = [(1, 19), (20, 49), (50, 99), (100, 199)]
 STEP = re.compile(r"^(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s")
+SPEC = re.compile(r"speculative \(--spec \d+\): (\d+) verifying forwards, (\d+) ids drafted, (\d+) accepted")
 
 # The C engine v1.0.0 on this machine class, measured before k3j's speed work (interleaved A/B, 7 runs, medians):
 # a reference point, NOT a same-run ratio (the C engine is not part of this repository).
@@ -33,7 +39,7 @@ C_ENGINE = {
 def run(cmd, root):
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    ttft, steps, ids = None, [], None
+    ttft, steps, ids, spec = None, [], None, None
     for line in p.stdout:
         m = STEP.match(line)
         if m:
@@ -42,12 +48,14 @@ def run(cmd, root):
             steps.append(float(m.group(4)) * 1000)  # the step's own seconds, as ms
         elif line.startswith("generated ids:"):
             ids = line.split(":", 1)[1].strip()
+        elif SPEC.search(line):
+            spec = [int(g) for g in SPEC.search(line).groups()]
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.monotonic() - t0
     if os.waitstatus_to_exitcode(status) != 0 or not steps:
         raise SystemExit(f"bench-engine: {' '.join(cmd)} failed (exit {os.waitstatus_to_exitcode(status)})")
     return dict(wall=wall, ttft=ttft, prefill_ms=steps[0], steps=steps, rss_mb=ru.ru_maxrss / 1024, ids=ids,
-                cpu=ru.ru_utime + ru.ru_stime)
+                cpu=ru.ru_utime + ru.ru_stime, spec=spec, decode_s=sum(steps[1:]) / 1000)
 
 
 def summary(runs):
@@ -61,6 +69,8 @@ def summary(runs):
         if n > a:
             s[f"r{a}_{b}"] = statistics.median(statistics.mean(st[a:min(n, b + 1)]) for st in steps)
     s["ids"] = sorted({r["ids"] for r in runs})
+    s["decode_s"] = med("decode_s")
+    s["spec"] = runs[0]["spec"]
     return s
 
 

@@ -326,7 +326,7 @@ def make_dump(model_dir, prompt, n_gen, out_dir, *, mutants=True, drift=True, da
         gen, step_rows = greedy(m64, prompt, n_gen, incremental=True) if n_gen > 0 else ([], [])
         ids = list(prompt) + gen
         w.put("ids", torch.tensor(ids))
-        w.put("greedy_ids", torch.tensor(gen))
+        w.put("greedy_ids", torch.tensor(gen, dtype=torch.long))  # I32 even when empty (--gen 0)
         names = ["main"] + (["prefix"] if causality_check else []) + \
             ([f"recompute.{s}" for s in range(n_gen)] if recompute_check else []) + (["f32"] if drift else []) + \
             [f"mutant.{n}" for n in mut_models]

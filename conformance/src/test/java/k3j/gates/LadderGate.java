@@ -36,6 +36,7 @@ import k3j.model.Forward;
 import k3j.model.Generation;
 import k3j.model.Model;
 import k3j.model.Speculative;
+import k3j.model.StreamedTables;
 import k3j.trunk.Progress;
 import k3j.trunk.TrunkManifest;
 import k3j.trunk.TrunkPacker;
@@ -57,7 +58,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * budget (docs/semantics.md §5.4-5.5, §6). mini-k3-93 is packed into a trunk with the real packer and generated from the
  * dump's prompt (gen 8) with everything resident, then streamed through one ring slot with the smallest
  * expert cache that holds top-k + 1 experts, two slots, a partly pinned trunk, and the whole trunk pinned with
- * a cache that holds every expert; each in incremental and in full-recompute mode. Every rung's ids must
+ * a cache that holds every expert, and the ultra preset (one ring slot, the smallest cache, the embedding rows and the LM head
+ * read from the checkpoint on demand, the LM head in 7-row chunks); each in incremental and in full-recompute mode. Every rung's ids must
  * equal the dump's greedy ids and every step's logits must have the resident rung's float bits: a streamed
  * layer bound from a stale or reused slot, or a cache that served another expert's bytes, changes them.
  * Each rung also runs the CLI in a child JVM for what only a whole process can measure: its peak RSS (VmHWM).
@@ -81,8 +83,15 @@ class LadderGate {
     static int[] prompt, greedy;
     static long slot, packed, expertSlot, experts;
 
-    /** One rung: a trunk budget (null: layers resident), ring slots, an expert-cache budget (null: experts resident). */
-    record Rung(String name, Long trunkBytes, int ring, Long cacheBytes) {
+    /**
+     * One rung: a trunk budget (null: layers resident), ring slots, an expert-cache budget (null: experts resident), and
+     * the LM-head chunk of the streamed model tables (null: embedding and LM head resident; the ultra preset streams them).
+     */
+    record Rung(String name, Long trunkBytes, int ring, Long cacheBytes, Long tableChunk) {
+        Rung(String name, Long trunkBytes, int ring, Long cacheBytes) {
+            this(name, trunkBytes, ring, cacheBytes, null);
+        }
+
         @Override
         public String toString() {
             return name;
@@ -137,7 +146,10 @@ class LadderGate {
                 new Rung("streamed, 1 ring slot, top-k + 1 cache slots", slot, 1, smallest),
                 new Rung("streamed, 2 ring slots, top-k + 1 cache slots", 2 * slot, 2, smallest),
                 new Rung("partly pinned trunk, 2 slots, 4 x top-k cache slots", 2 * slot + packed / 2, 2, 4L * config.topK() * expertSlot),
-                new Rung("trunk pinned, a cache holding every expert", 2 * slot + packed + 93L * 4096, 2, (experts + 8) * expertSlot));
+                new Rung("trunk pinned, a cache holding every expert", 2 * slot + packed + 93L * 4096, 2, (experts + 8) * expertSlot),
+                // 7 LM-head rows per chunk: 23 chunks of the 160-row table, the last one ragged (6 rows)
+                new Rung("ultra: tables streamed in 7-row chunks, 1 ring slot", slot, 1, smallest,
+                        7L * 2 * config.hiddenSize()));
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -289,6 +301,7 @@ class LadderGate {
         CheckpointIndex index = CheckpointIndex.open(model);
         TrunkStream stream = null;
         ExpertCache cache = null;
+        StreamedTables tables = null;
         try (Model m = Model.open(index, config, -1, r.trunkBytes() == null); Workers w = Workers.of(threads)) {
             if (r.trunkBytes() != null) {
                 stream = TrunkStream.open(trunkDir, index, config.layerCount(), TrunkStream.Options.budget(r.trunkBytes()).withRing(r.ring()).withNotes(QUIET));
@@ -296,7 +309,12 @@ class LadderGate {
             if (r.cacheBytes() != null) cache = ExpertCache.open(m.experts(), ExpertCache.Settings.of(r.cacheBytes(), config.topK()), null, QUIET);
             ExpertSource src = cache != null ? cache : m.experts();
             Forward f = stream != null ? m.forward(w, src, stream) : m.forward(w, src);
+            if (r.tableChunk() != null) {
+                tables = StreamedTables.open(m.binding(), r.tableChunk());
+                f = f.streamingTables(tables);
+            }
             Generation g = generate.apply(f);
+            if (tables != null) assertTrue(tables.lmHeadBytesRead() > 0 && tables.embeddingBytesRead() > 0, r + ": the tables were streamed");
             List<int[]> bits = new ArrayList<>();
             for (float[] l : g.stepLogits()) {
                 int[] b = new int[l.length];
@@ -310,6 +328,7 @@ class LadderGate {
                     cache != null ? cache.geometry().slots() : 0, cs != null ? cs.hits() : 0, cs != null ? cs.misses() : 0,
                     ts != null ? ts.bytesRead() : 0, cs != null ? cs.bytesRead() : m.experts().bytesRead());
         } finally {
+            if (tables != null) tables.close();
             if (cache != null) cache.close();
             if (stream != null) stream.close();
         }
@@ -361,7 +380,9 @@ class LadderGate {
                 "k3j.cli.K3", model.toString(), "--ids", join(prompt), "--gen", String.valueOf(GEN), "--incremental", "--threads", "2",
                 "--out", out.resolve("run.json").toString()));
         if (r.trunkBytes() != null) {
-            cmd.addAll(List.of("--trunk", trunkDir.toString(), "--trunk-gb", gb(r.trunkBytes()), "--trunk-ring", String.valueOf(r.ring())));
+            cmd.addAll(List.of("--trunk", trunkDir.toString()));
+            if (r.tableChunk() != null) cmd.addAll(List.of("--preset", "ultra"));   // the budgets below override the preset's
+            cmd.addAll(List.of("--trunk-gb", gb(r.trunkBytes()), "--trunk-ring", String.valueOf(r.ring())));
         }
         if (r.cacheBytes() != null) cmd.addAll(List.of("--cache-gb", gb(r.cacheBytes())));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.resolve("log.txt").toFile()).start();
@@ -380,6 +401,7 @@ class LadderGate {
         }
         if (Files.exists(out.resolve("run.json"))) {
             JsonNode j = JSON.readTree(out.resolve("run.json").toFile());
+            assertEquals(r.tableChunk() != null, j.get("ultra_low_memory").asBoolean(), r + ": --preset ultra streams the model tables, no other rung does");
             peak = j.get("peak_rss_bytes").asLong();
             spt = j.get("seconds_per_token").asDouble();
             assertEquals(join(greedy), join(ints(j.get("generated_ids"))), r + ": the CLI's generated ids");

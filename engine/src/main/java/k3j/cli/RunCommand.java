@@ -15,13 +15,11 @@ import java.util.concurrent.Callable;
 import com.fasterxml.jackson.core.JsonEncoding;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
-import k3j.cache.CacheGeometry;
 import k3j.cache.CacheStats;
 import k3j.cache.CacheTrace;
 import k3j.cache.ExpertCache;
 import k3j.cache.ExpertLoadException;
 import k3j.io.AtomicWrite;
-import k3j.cache.ExpertLocation;
 import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
@@ -30,6 +28,7 @@ import k3j.conform.ReferenceDump;
 import k3j.io.CheckpointException;
 import k3j.io.CheckpointIndex;
 import k3j.kernels.KernelPath;
+import k3j.kernels.Mxfp4;
 import k3j.kernels.Workers;
 import k3j.model.Assembly;
 import k3j.model.BindException;
@@ -38,7 +37,9 @@ import k3j.model.ExpertDropException;
 import k3j.model.Forward;
 import k3j.model.ForwardException;
 import k3j.model.Generation;
+import k3j.model.Residency;
 import k3j.model.Speculative;
+import k3j.model.StreamedTables;
 import k3j.plan.Human;
 import k3j.plan.MemInfo;
 import k3j.plan.MemoryPlan;
@@ -135,6 +136,13 @@ final class RunCommand implements Callable<Integer> {
             + "large calls, scalar for small ones), vector or scalar; the same bits either way (default ${DEFAULT-VALUE})")
     String kernels;
 
+    private Mxfp4.Codes codes;
+
+    @Option(names = "--expert-codes", paramLabel = "FORM", defaultValue = "nibbles", description = "how routed experts are held for the "
+            + "MXFP4 kernel: nibbles (as stored, a table lookup per code) or int8 (every code predecoded at load: twice the expert bytes "
+            + "in RAM, a faster kernel); the same bits either way (default ${DEFAULT-VALUE})")
+    String expertCodes;
+
     @Option(names = "--tf-check", description = "teacher-forced agreement over the --ids sequence in one forward (needs >= 2 ids); "
             + "writes {tf_positions, tf_matches, tf_agreement} to --out")
     boolean tfCheck;
@@ -214,6 +222,11 @@ final class RunCommand implements Callable<Integer> {
             kernelPath = KernelPath.Mode.parse(kernels);
         } catch (IllegalArgumentException e) {
             throw usage("--kernels: " + e.getMessage());
+        }
+        try {
+            codes = Mxfp4.Codes.parse(expertCodes);
+        } catch (IllegalArgumentException e) {
+            throw usage("--expert-codes: " + e.getMessage());
         }
         // 2. budgets (the auto budget measures the machine)
         MemInfo mem = memInfo();
@@ -333,8 +346,9 @@ final class RunCommand implements Callable<Integer> {
                 err.println("k3: trunk: " + e.getMessage());
                 return ExitCode.RUNTIME;
             }
-            MemoryPlan plan = MemoryPlan.of(cfg, memory.streamed(), trunkPlanned, useCache ? plannedCache(rt, budgets) : expertBytes,
-                    false, 0, incremental, promptIds.length, gen);
+            MemoryPlan plan = MemoryPlan.of(cfg, memory.streamed(), trunkPlanned,
+                    useCache ? Residency.plannedCache(rt, budgets.cacheBytes(), codes) : Residency.residentExperts(rt, codes),
+                    budgets.ultra(), StreamedTables.DEFAULT_CHUNK_BYTES, incremental, promptIds.length, gen);
             o.print(plan.block(mem));
             var refused = plan.planRefusal(mem);
             if (refused.isPresent()) {
@@ -362,17 +376,6 @@ final class RunCommand implements Callable<Integer> {
                 .withNotes(s -> err.println("k3: note: " + s)).withVerifyCrc(!noTrunkCrc);
     }
 
-    /** What the expert cache will hold: the budget, but never more slots than the model has experts. */
-    private static long plannedCache(Assembly rt, MemoryOptions.Budgets budgets) {
-        long one = rt.binding().layers().stream().flatMap(l -> l.experts().stream()).mapToLong(ExpertLocation::length).findFirst().orElse(0);
-        if (one <= 0) return budgets.cacheBytes();
-        try {
-            return CacheGeometry.plan(one, budgets.cacheBytes(), rt.config().topK(), (long) rt.layers() * rt.config().expertCount()).arenaBytes();
-        } catch (IllegalArgumentException e) {
-            return budgets.cacheBytes();   // below one token's working set: the cache refuses it when opened, naming the sizes
-        }
-    }
-
     private int run(PrintWriter o, PrintWriter err, Assembly rt, MemoryOptions.Budgets budgets, boolean useCache, int[] promptIds, int workers)
             throws IOException {
         try {
@@ -390,18 +393,29 @@ final class RunCommand implements Callable<Integer> {
                 return ExitCode.RUNTIME;
             }
         }
+        if (budgets.ultra()) {
+            StreamedTables t;
+            try {
+                t = rt.streamTables(StreamedTables.DEFAULT_CHUNK_BYTES);
+            } catch (CheckpointException | IllegalArgumentException e) {
+                err.println("k3: model tables: " + e.getMessage());
+                return ExitCode.RUNTIME;
+            }
+            o.printf(Locale.ROOT, "model tables: embed + lm_head STREAMED from the checkpoint (embedding rows on demand, the LM head in chunks of %d rows, %s)%n",
+                    t.chunkRows(), Human.bytes(t.chunkBytes()));
+        }
         if (useCache) {
             ExpertCache cache;
             try {
-                cache = rt.cacheExperts(ExpertCache.Settings.fromEnvironment(budgets.cacheBytes(), rt.config().topK(), System.getenv()), trace, err::println);
+                cache = rt.cacheExperts(ExpertCache.Settings.fromEnvironment(budgets.cacheBytes(), rt.config().topK(), System.getenv()), codes, trace, err::println);
             } catch (ExpertLoadException | IllegalArgumentException e) {
                 err.println("k3: expert cache: " + e.getMessage());
                 return ExitCode.RUNTIME;
             }
-            o.printf(Locale.ROOT, "routed experts: %s on disk, served by a %s cache (%d slots of %s)%n", Human.bytes(rt.expertBytes()),
-                    Human.bytes(cache.geometry().arenaBytes()), cache.geometry().slots(), Human.bytes(cache.geometry().slotBytes()));
+            o.printf(Locale.ROOT, "routed experts: %s on disk, served by a %s cache (%d slots of %s, %s)%n", Human.bytes(rt.expertBytes()),
+                    Human.bytes(cache.geometry().arenaBytes()), cache.geometry().slots(), Human.bytes(cache.geometry().slotBytes()), cache.form());
         } else {
-            o.printf(Locale.ROOT, "routed experts: %s, resident once read%n", Human.bytes(rt.expertBytes()));
+            o.printf(Locale.ROOT, "routed experts: %s, resident once read, kept %s%n", Human.bytes(rt.expertBytes()), rt.kernelForm(codes));
         }
         MemInfo.peakRss().ifPresent(p -> o.printf("peak RSS after loading weights: %s  (the plan above is a forecast, this is measured)%n", Human.bytes(p)));
         return generate(o, err, rt, trace, promptIds, workers);
@@ -416,6 +430,7 @@ final class RunCommand implements Callable<Integer> {
         int bound = rt.layers();
         try (Workers w = Workers.of(workers)) {
             Forward forward = rt.forward(w);
+            forward.expertCodes(codes);
             if (tfCheck) return teacherForcing(forward, promptIds, o, err);
             k3j.state.Binding binding = text.saveState != null || text.loadState != null ? k3j.state.Binding.of(rt.config(), bound, rt.index()) : null;
             if (text.chat) return chat(forward, binding, err);
@@ -500,7 +515,7 @@ final class RunCommand implements Callable<Integer> {
             TrunkStats ts = stream != null ? stream.stats() : null;
             CacheStats total = cache != null ? cache.totalStats() : null;
             writeOut(g, promptIds, bound, forward.layersCompleted(), forward.expertDrops(),
-                    total != null ? total.bytesRead() : rt.model().experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak);
+                    total != null ? total.bytesRead() : rt.model().experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak, rt.tables());
             o.println("wrote " + out);
             if (trace != null) {
                 Files.createDirectories(dumpCacheTrace);
@@ -604,15 +619,16 @@ final class RunCommand implements Callable<Integer> {
         return l.stream().mapToInt(Integer::intValue).toArray();
     }
 
-    private void writeOut(Generation g, int[] promptIds, int bound, int completed, long drops, long expertBytes, long trunkBytes, long peak) throws IOException {
+    private void writeOut(Generation g, int[] promptIds, int bound, int completed, long drops, long expertBytes, long trunkBytes, long peak,
+                          StreamedTables tables) throws IOException {
         int[] generated = g == null ? new int[0] : g.generated();
         double wall = g == null ? 0 : g.seconds();
         String generatedText = session != null && session.tokenizer() != null && g != null ? text(generated) : null;
-        AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText));
+        AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText, tables));
     }
 
     private static void writeJson(OutputStream os, int[] promptIds, int[] generated, double wall, int bound, int completed, long drops,
-                                  long expertBytes, long trunkBytes, long peak, String generatedText) throws IOException {
+                                  long expertBytes, long trunkBytes, long peak, String generatedText, StreamedTables tables) throws IOException {
         try (JsonGenerator j = new JsonFactory().createGenerator(os, JsonEncoding.UTF8)) {
             j.writeStartObject();
             j.writeFieldName("prompt_ids");
@@ -635,9 +651,9 @@ final class RunCommand implements Callable<Integer> {
             j.writeRawValue(String.format(Locale.ROOT, "%.4f", generated.length == 0 ? 0.0 : wall / generated.length));
             j.writeNumberField("expert_bytes_read", expertBytes);
             j.writeNumberField("trunk_bytes_read", trunkBytes);
-            j.writeNumberField("embedding_bytes_read", 0);
-            j.writeNumberField("lm_head_bytes_read", 0);
-            j.writeBooleanField("ultra_low_memory", false);
+            j.writeNumberField("embedding_bytes_read", tables != null ? tables.embeddingBytesRead() : 0);
+            j.writeNumberField("lm_head_bytes_read", tables != null ? tables.lmHeadBytesRead() : 0);
+            j.writeBooleanField("ultra_low_memory", tables != null);
             if (generatedText != null) j.writeStringField("generated_text", generatedText);
             else j.writeNullField("generated_text");
             j.writeEndObject();

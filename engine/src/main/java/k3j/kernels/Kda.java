@@ -116,7 +116,7 @@ public final class Kda {
     public static void stepAllHeads(Workers workers, boolean fast, float[] state, float[] o, float[] q, float[] k, float[] v,
             float[] alpha, float[] beta, int heads, int d) {
         boolean vec = fast && KernelPath.vector(3L * heads * d * d);
-        workers.split(heads, 1, (from, to) -> {
+        workers.forWork(3L * heads * d * d).split(heads, 1, (from, to) -> {
             float[] u = new float[d], dv = new float[d];
             for (int h = from; h < to; h++) {
                 if (vec) step(state, h * d * d, o, h * d, q, h * d, k, h * d, v, h * d, alpha, h * d, beta[h], d, u, dv);
@@ -218,7 +218,7 @@ public final class Kda {
         float qscale = queryScale(d);
         int p = heads * d;
         boolean vec = fast && KernelPath.vector(3L * tokens * heads * d * d);
-        workers.split(heads, 1, (from, to) -> {
+        workers.forWork(3L * tokens * heads * d * d).split(heads, 1, (from, to) -> {
             float[] qs = new float[d], alpha = new float[d], u = new float[d], dv = new float[d];
             for (int h = from; h < to; h++) {
                 for (int t = 0; t < tokens; t++) {

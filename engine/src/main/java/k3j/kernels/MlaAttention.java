@@ -31,8 +31,9 @@ public final class MlaAttention {
     /** out [heads][value] for query q [heads][nope + rope] at position p (keys 0..p). */
     public static void attend(Workers workers, boolean fast, float[] out, int outOff, float[] q, int qOff, MlaKv kv, int p, float scale) {
         if (p < 0 || p >= kv.capacity) throw new IllegalArgumentException("MLA KV cache position " + p + " exceeds the limit " + kv.capacity);
-        boolean vec = fast && KernelPath.vector((long) kv.heads * (p + 1) * (kv.nope + kv.rope + kv.value));
-        workers.split(kv.heads, 1, (from, to) -> {
+        long work = (long) kv.heads * (p + 1) * (kv.nope + kv.rope + kv.value);
+        boolean vec = fast && KernelPath.vector(work);
+        workers.forWork(work).split(kv.heads, 1, (from, to) -> {
             float[] sc = new float[p + 1 + MlaKv.BLOCK];
             for (int h = from; h < to; h++) {
                 if (vec) scoresFast(sc, q, qOff, kv, h, p, scale);

@@ -371,7 +371,6 @@ public final class Mxfp4 {
         int in = w.in(), rows = w.rows(), ng = groups(in), gb = w.codes().groupBytes;
         boolean int8 = w.codes() == Codes.INT8;
         byte[] pk = new byte[ng * gb], sc = new byte[ng * 4];
-        double[] s = new double[8];
         for (int bl = 0; bl < w.blocks(); bl++) {
             MemorySegment.copy(w.packed(), ValueLayout.JAVA_BYTE, (long) bl * ng * gb, pk, 0, pk.length);
             MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) bl * ng * 4, sc, 0, sc.length);
@@ -383,22 +382,36 @@ public final class Mxfp4 {
                         int sb = sc[g * 4 + j] & 0xFF;
                         if (sb == 255) continue;
                         int i0 = g * GROUP, n = Math.min(GROUP, in - i0), base = g * gb + j;
-                        java.util.Arrays.fill(s, 0.0);
-                        int k = 0;
+                        // eight accumulators in locals (an array here kept every add chain in memory)
+                        double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+                        int k = 0, xk = xo + i0;
                         if (int8) { // 2·E2M1 · 0.5 is E2M1 exactly (−0 reads as +0, which no sum tells apart)
-                            for (; k + 8 <= n; k += 8) {
-                                for (int l = 0; l < 8; l++) s[l] = s[l] + (double) (pk[base + (k + l) * 4] * 0.5f) * xd[xo + i0 + k + l];
+                            for (; k + 8 <= n; k += 8, xk += 8) {
+                                int b = base + k * 4;
+                                s0 = s0 + (double) (pk[b] * 0.5f) * xd[xk];
+                                s1 = s1 + (double) (pk[b + 4] * 0.5f) * xd[xk + 1];
+                                s2 = s2 + (double) (pk[b + 8] * 0.5f) * xd[xk + 2];
+                                s3 = s3 + (double) (pk[b + 12] * 0.5f) * xd[xk + 3];
+                                s4 = s4 + (double) (pk[b + 16] * 0.5f) * xd[xk + 4];
+                                s5 = s5 + (double) (pk[b + 20] * 0.5f) * xd[xk + 5];
+                                s6 = s6 + (double) (pk[b + 24] * 0.5f) * xd[xk + 6];
+                                s7 = s7 + (double) (pk[b + 28] * 0.5f) * xd[xk + 7];
                             }
                         } else {
-                            for (; k + 8 <= n; k += 8) {
-                                for (int l = 0; l < 8; l += 2) {
-                                    int b = pk[base + ((k + l) / 2) * 4] & 0xFF;
-                                    s[l] = s[l] + (double) E2M1[b & 15] * xd[xo + i0 + k + l];
-                                    s[l + 1] = s[l + 1] + (double) E2M1[b >>> 4] * xd[xo + i0 + k + l + 1];
-                                }
+                            for (; k + 8 <= n; k += 8, xk += 8) {
+                                int b = base + k * 2;
+                                int c0 = pk[b] & 0xFF, c1 = pk[b + 4] & 0xFF, c2 = pk[b + 8] & 0xFF, c3 = pk[b + 12] & 0xFF;
+                                s0 = s0 + (double) E2M1[c0 & 15] * xd[xk];
+                                s1 = s1 + (double) E2M1[c0 >>> 4] * xd[xk + 1];
+                                s2 = s2 + (double) E2M1[c1 & 15] * xd[xk + 2];
+                                s3 = s3 + (double) E2M1[c1 >>> 4] * xd[xk + 3];
+                                s4 = s4 + (double) E2M1[c2 & 15] * xd[xk + 4];
+                                s5 = s5 + (double) E2M1[c2 >>> 4] * xd[xk + 5];
+                                s6 = s6 + (double) E2M1[c3 & 15] * xd[xk + 6];
+                                s7 = s7 + (double) E2M1[c3 >>> 4] * xd[xk + 7];
                             }
                         }
-                        double sub = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+                        double sub = ((s0 + s4) + (s1 + s5)) + ((s2 + s6) + (s3 + s7));
                         for (; k < n; k++) {
                             float code;
                             if (int8) code = pk[base + k * 4] * 0.5f;

@@ -30,7 +30,7 @@ public final class Router {
         for (int i = 0; i < e; i++) xd[i] = x[xOff + i];
         boolean bf16 = wg.type() == WeightType.BF16;
         MemorySegment seg = wg.data();
-        workers.split(n, 4, (from, to) -> {
+        workers.forWork((long) n * e).split(n, 4, (from, to) -> {
             int r = from;
             if (bf16) {
                 for (; r + 4 <= to; r += 4) {

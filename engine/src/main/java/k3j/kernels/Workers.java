@@ -47,6 +47,15 @@ public final class Workers implements AutoCloseable {
     }
 
     /**
+     * This pool for a call of {@code work} multiply-adds that takes the Vector API path ({@link KernelPath}), else the
+     * caller alone: a small call's hand-off to the pool (a submit and a wait, tens of microseconds) costs as much as
+     * its arithmetic. Threads never change bits, so this is a choice of speed alone.
+     */
+    Workers forWork(long work) {
+        return KernelPath.vector(work) ? this : SERIAL;
+    }
+
+    /**
      * Runs body over [0, n) in {@code threads} contiguous shares whose boundaries are multiples of
      * {@code align} (the last share takes the remainder). Exceptions in any share are rethrown.
      */

@@ -50,6 +50,7 @@ public final class Assembly implements AutoCloseable {
     private TrunkStream stream;
     private ExpertCache cache;
     private ExpertReader cacheReader;
+    private StreamedTables tables;
 
     private Assembly(ModelBinding binding, Intercepts intercepts) {
         this.binding = binding;
@@ -157,10 +158,23 @@ public final class Assembly implements AutoCloseable {
         return cache != null ? cache : model.experts();
     }
 
-    /** A forward over what was opened: streamed or resident layers, cached or resident experts. */
+    /** Reads the embedding and LM-head tables on demand through a chunk of at most {@code chunkBytes} (ultra preset). */
+    public StreamedTables streamTables(long chunkBytes) {
+        if (tables != null) throw new IllegalStateException("the model tables are already streamed");
+        tables = StreamedTables.open(binding, chunkBytes);
+        return tables;
+    }
+
+    /** The streamed model tables, or null when they are resident. */
+    public StreamedTables tables() {
+        return tables;
+    }
+
+    /** A forward over what was opened: streamed or resident layers, cached or resident experts, streamed or resident tables. */
     public Forward forward(Workers workers) {
         requireModel();
-        return stream == null ? model.forward(workers, experts()) : model.forward(workers, experts(), intercepts.trunkSource().apply(stream));
+        Forward f = stream == null ? model.forward(workers, experts()) : model.forward(workers, experts(), intercepts.trunkSource().apply(stream));
+        return tables == null ? f : f.streamingTables(tables);
     }
 
     private void requireModel() {
@@ -175,6 +189,7 @@ public final class Assembly implements AutoCloseable {
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
         } finally {
+            if (tables != null) tables.close();
             if (stream != null) stream.close();
             if (model != null) model.close();
         }

@@ -54,9 +54,11 @@ public final class Forward {
     private final LayerSource layers;
     private final Workers workers;
     private final boolean memoize;
+    private Mxfp4.Codes codes = Mxfp4.Codes.NIBBLES;
     private final Map<Long, Layers.Expert> kernelExperts = new ConcurrentHashMap<>();
     private final AtomicLong drops = new AtomicLong();
     private int layersCompleted;
+    private StreamedTables tables;   // null: the embedding and LM head are weights' (resident/mapped)
 
     /**
      * @param experts where routed experts come from; a source that never evicts ({@link CheckpointExperts})
@@ -89,6 +91,38 @@ public final class Forward {
 
     public ModelWeights weights() {
         return w;
+    }
+
+    /** Where the routed experts come from (resident, the expert cache, or a rewriting view of either). */
+    public ExpertSource experts() {
+        return experts;
+    }
+
+    /**
+     * This forward (model tables, streamed or not; decoder layers, the same {@link LayerSource}; expert codes) with
+     * the routed experts from {@code source} instead, e.g. a view that rewrites some of them (bisect's candidates).
+     */
+    public Forward withExperts(ExpertSource source, boolean sourceNeverEvicts) {
+        Forward f = new Forward(w, layers, source, workers, sourceNeverEvicts);
+        f.tables = tables;
+        f.codes = codes;
+        return f;
+    }
+
+    /**
+     * How this forward repacks experts its source holds as stored (a cache source hands them out already repacked):
+     * nibble codes (the default) or int8-predecoded. The same bits either way.
+     */
+    public void expertCodes(Mxfp4.Codes codes) {
+        this.codes = codes;
+    }
+
+    /** This forward with the embedding rows and the LM head read from {@code tables} (ultra preset); same bits. */
+    public Forward streamingTables(StreamedTables tables) {
+        Forward f = new Forward(w, layers, experts, workers, memoize);
+        f.tables = tables;
+        f.codes = codes;
+        return f;
     }
 
     /** Routed experts that failed to load over this forward's life (any drop makes the run INVALID). */
@@ -142,7 +176,10 @@ public final class Forward {
         }
         layersCompleted = 0;
         float[] h = new float[t * e];
-        for (int i = 0; i < t; i++) Embedding.row(h, i * e, w.embed(), ids[i]);
+        for (int i = 0; i < t; i++) {
+            if (tables != null) tables.embedRow(h, i * e, ids[i]);
+            else Embedding.row(h, i * e, w.embed(), ids[i]);
+        }
         List<float[]> snaps = new ArrayList<>();
         Layers.KdaState slot = null;
         for (int l = 0; l < layers.layerCount(); l++) {
@@ -176,7 +213,8 @@ public final class Forward {
         int rows = allPositions ? t : 1, v = w.lmHead().rows();
         float[] x = allPositions ? norm : java.util.Arrays.copyOfRange(norm, (t - 1) * e, t * e);
         float[] logits = new float[rows * v];
-        MatVec.matmul(workers, logits, x, rows, w.lmHead());
+        if (tables != null) tables.lmHead(workers, logits, x, rows);
+        else MatVec.matmul(workers, logits, x, rows, w.lmHead());
         return new Result(t, rows, logits, mix, norm);
     }
 
@@ -188,7 +226,7 @@ public final class Forward {
      * MLA cache, all T tokens in one call at positions 0..T−1. Returns every stage.
      */
     public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens) {
-        return runLayer(w.layers().get(layer), partialIn, snapshots, tokens);
+        return runLayer(layer, partialIn, snapshots, tokens, (int[]) null);
     }
 
     /**
@@ -196,7 +234,9 @@ public final class Forward {
      * selection order; the weights are still the router's own scores at those experts). Null: the router selects.
      */
     public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens, int[] forcedRouting) {
-        return runLayer(w.layers().get(layer), partialIn, snapshots, tokens, forcedRouting);
+        try (LayerSource.Held held = layers.acquire(layer)) {   // streamed: read and bound for this call, released after it
+            return runLayer(held.weights(), partialIn, snapshots, tokens, forcedRouting);
+        }
     }
 
     /** {@link #runLayer(int, float[], List, int)} for layer weights that are not part of this model (fixtures). */
@@ -223,13 +263,15 @@ public final class Forward {
      * extend the layer's carried state (KDA recurrent + conv, MLA KV rows); advances state.cached().
      */
     public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens, DecodeState state) {
-        LayerWeights lw = w.layers().get(layer);
         if (state.cached + tokens > state.capacity) {
             throw new ForwardException("MLA KV cache position " + (state.cached + tokens - 1) + " exceeds the limit " + (state.capacity - 1));
         }
-        LayerStages s = layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, state.kda[lw.index()], state.kv[lw.index()], state.cached, null);
-        state.cached += tokens;
-        return s;
+        try (LayerSource.Held held = layers.acquire(layer)) {
+            LayerWeights lw = held.weights();
+            LayerStages s = layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, state.kda[lw.index()], state.kv[lw.index()], state.cached, null);
+            state.cached += tokens;
+            return s;
+        }
     }
 
     private LayerStages layer(LayerWeights lw, float[] partialIn, List<float[]> snaps, int t, Layers.KdaState kda, MlaKv kv, int cached, int[] forced) {
@@ -416,9 +458,9 @@ public final class Forward {
         }
         Layers.Expert ex;
         try {
-            ex = new Layers.Expert(Mxfp4.repack(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt),
-                    Mxfp4.repack(r.part(ExpertPart.W3_PACKED), r.part(ExpertPart.W3_SCALE), inter, lt),
-                    Mxfp4.repack(r.part(ExpertPart.W2_PACKED), r.part(ExpertPart.W2_SCALE), lt, inter));
+            ex = new Layers.Expert(Mxfp4.repack(r.part(ExpertPart.W1_PACKED), r.part(ExpertPart.W1_SCALE), inter, lt, codes),
+                    Mxfp4.repack(r.part(ExpertPart.W3_PACKED), r.part(ExpertPart.W3_SCALE), inter, lt, codes),
+                    Mxfp4.repack(r.part(ExpertPart.W2_PACKED), r.part(ExpertPart.W2_SCALE), lt, inter, codes));
         } catch (IllegalArgumentException | IndexOutOfBoundsException bad) {
             throw new ExpertLoadException(layer, expert, "bytes do not fit the MXFP4 geometry: " + bad.getMessage(), bad);
         }

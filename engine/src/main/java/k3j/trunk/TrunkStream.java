@@ -254,25 +254,13 @@ public final class TrunkStream implements TrunkSource {
             }
             if (pinBuffer[l] == null) pinBuffer[l] = allocate(layer.padded());   // before any state changes
             pinState[l] = PIN_LOADING;
-        } finally {
-            lock.unlock();
-        }
-        long t = System.nanoTime();
-        RuntimeException failed = readLayer(layer, l, pinBuffer[l]);
-        long dt = System.nanoTime() - t;
-        lock.lock();
-        try {
-            readNanos += dt;
-            callerReadNanos += dt;
+            RuntimeException failed = readByCaller(layer, l, pinBuffer[l]);
             changed.signalAll();
             if (failed != null) {
                 pinState[l] = PIN_NONE;
-                failedReads++;
                 throw bindFailed(l, failed);
             }
             pinState[l] = PIN_LOADED;
-            reads++;
-            bytesRead += layer.padded();
             misses++;
             return new LayerBytes(this, layer, manifest.bin(), pinBuffer[l], true, -1, null);
         } finally {
@@ -317,23 +305,14 @@ public final class TrunkStream implements TrunkSource {
                             + " slots are held; release the previous layer before acquiring the next");
                 }
                 Slot slot = slots[c];
-                lock.unlock();
-                long t = System.nanoTime();
-                RuntimeException failed = readLayer(layer, l, slot.buffer);
-                long dt = System.nanoTime() - t;
-                lock.lock();
-                readNanos += dt;
-                callerReadNanos += dt;
+                RuntimeException failed = readByCaller(layer, l, slot.buffer);
                 slot.pending = -1;
                 changed.signalAll();
                 if (failed != null) {
-                    failedReads++;
                     RuntimeException e = bindFailed(l, failed);
                     if (earlier != null) e.addSuppressed(earlier);
                     throw e;
                 }
-                reads++;
-                bytesRead += layer.padded();
                 publish(c, l);
                 s = c;
             }
@@ -476,22 +455,51 @@ public final class TrunkStream implements TrunkSource {
             long dt = System.nanoTime() - t;
             lock.lock();
             try {
-                readNanos += dt;
+                counted(layer, dt, failed);
                 slots[r.slot()].pending = -1;
                 if (failed == null) {
-                    reads++;
                     prefetchReads++;
-                    bytesRead += layer.padded();
                     readFailure[r.layer()] = null;
                     publish(r.slot(), r.layer());
                 } else {
-                    failedReads++;
                     readFailure[r.layer()] = failed;   // nothing published: the slot stays EMPTY
                 }
                 changed.signalAll();
             } finally {
                 lock.unlock();
             }
+        }
+    }
+
+    /**
+     * Reads layer {@code l} into {@code dst} on the calling thread. Called with the lock held; it is released for
+     * the read (the reader and other callers go on meanwhile) and held again on return, the read counted.
+     * Returns the failure, or null when the bytes arrived.
+     */
+    private RuntimeException readByCaller(TrunkManifest.Layer layer, int l, MemorySegment dst) {
+        RuntimeException failed;
+        long dt;
+        lock.unlock();
+        try {
+            long t = System.nanoTime();
+            failed = readLayer(layer, l, dst);
+            dt = System.nanoTime() - t;
+        } finally {
+            lock.lock();
+        }
+        callerReadNanos += dt;
+        counted(layer, dt, failed);
+        return failed;
+    }
+
+    /** Counts one finished read of {@code layer}, by the reader thread or a caller (lock held). */
+    private void counted(TrunkManifest.Layer layer, long dt, RuntimeException failed) {
+        readNanos += dt;
+        if (failed != null) {
+            failedReads++;
+        } else {
+            reads++;
+            bytesRead += layer.padded();
         }
     }
 

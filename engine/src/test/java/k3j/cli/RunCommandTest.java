@@ -198,7 +198,16 @@ class RunCommandTest {
         assertEquals(2, unknown.code());
         assertTrue(unknown.err().contains("unknown preset 'bogus'") && unknown.err().contains("workstation"), unknown.err());
         assertEquals(2, run(m, "--ids", "1", "--preset", "laptop").code(), "a preset streams the trunk: needs --trunk");
-        assertEquals(2, run(m, "--ids", "1", "--trunk", t.toString(), "--preset", "ultra").code(), "ultra-low-memory is not implemented");
+        Path uj = dir.resolve("u.json");
+        Run ultra = run(m, "--ids", PROMPT, "--gen", "20", "--trunk", t.toString(), "--preset", "ultra", "--out", uj.toString());
+        assertEquals(0, ultra.code(), ultra.err());
+        assertTrue(ultra.out().contains("preset   : ultra (trunk 2.50 GB / expert cache 0.31 GB)"), ultra.out());
+        assertTrue(ultra.out().contains("(STREAMED)\n") && ultra.out().contains("model tables: embed + lm_head STREAMED from the checkpoint"), ultra.out());
+        assertTrue(ultra.out().contains("generated ids: " + GREEDY), "ultra gives the reference's greedy ids:\n" + ultra.out());
+        JsonNode u = new ObjectMapper().readTree(uj.toFile());
+        assertTrue(u.get("ultra_low_memory").asBoolean());
+        assertEquals(20L * 256 * 128 * 2, u.get("lm_head_bytes_read").asLong(), "the whole LM head read once per step (full recompute, 20 steps)");
+        assertTrue(u.get("embedding_bytes_read").asLong() > 0);
     }
 
     @Test

@@ -84,6 +84,22 @@ class MemoryPlanTest {
     }
 
     @Test
+    void theUltraPresetPlansAboutThreeGbForTheReleasedModel() {
+        // the preset's budgets, the streamed tables' 64 MiB chunk (k3j.model.StreamedTables.DEFAULT_CHUNK_BYTES), full recompute
+        MemoryPlan p = MemoryPlan.of(K3, true, Math.round(Preset.ULTRA.trunkGb() * 1e9), Math.round(Preset.ULTRA.cacheGb() * 1e9), true, 64L << 20,
+                false, 5, 2, JVM);
+        String block = p.block(README_BOX);
+        System.out.print(block);
+        assertTrue(block.contains("  embed + lm_head  67.20 MB (STREAMED)\n"), block);
+        assertTrue(block.contains("  recurrent state  6.73 MB\n"), "one state slot: " + block);
+        assertTrue(block.contains("  TOTAL            2.99 GB\n"), block);
+        MemoryPlan resident = MemoryPlan.of(K3, true, Math.round(Preset.ULTRA.trunkGb() * 1e9), Math.round(Preset.ULTRA.cacheGb() * 1e9), false, 0,
+                false, 5, 2, JVM);
+        assertEquals(4_698_669_056L - 67_202_048L + 626_250_000L - 6_733_824L, resident.total() - p.total(), 1_000_000L,
+                "streaming saves the resident tables (4.70 GB) and all but one state slot");
+    }
+
+    @Test
     void presetTableIsTheReadmes() {
         String t = Preset.table();
         System.out.print(t);

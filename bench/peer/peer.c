@@ -1,0 +1,431 @@
+/*
+ * k3j's native peer: the hot kernels of a K3 decode step written in C (AVX2, OpenMP) under k3j's own
+ * floating-point contract (docs/fp-contract.md), on the same deterministic inputs as the Java side
+ * (engine/src/jmh/java/k3j/kernels/PeerInputs.java: splitmix64 streams). Same contract means the same bits:
+ * ci/bench checks every Java output against the dumps written here before it quotes a Java/C ratio.
+ *
+ *   build: gcc -O3 -march=native -ffp-contract=off -fopenmp peer.c -o peer -lm
+ *   usage: peer OUT_DIR THREADS [kernel ...]    kernels: stream bf16 mxfp4 kda_hot kda_dram lmhead (default all)
+ *
+ * Prints one line per kernel: "PEER <kernel> <threads> min <ms> median <ms> reps <n>" (stream: "GB/s").
+ * Products of a float and a bf16/E2M1 value are exact in double, so a double FMA there is the contract's
+ * multiply-then-add; in float (KDA) there is no FMA (-ffp-contract=off, separate mul and add).
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------------ inputs (PeerInputs.java) */
+
+static uint64_t sm_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static float sm_unit(uint64_t *s) { return (float)(sm_next(s) >> 40) * (1.0f / 16777216.0f); }
+
+static float *gen_x(int n, uint64_t seed) {
+    float *x = aligned_alloc(64, ((size_t)n * 4 + 63) / 64 * 64);
+    for (int i = 0; i < n; i++) x[i] = (sm_unit(&seed) - 0.5f) * 4.0f;
+    return x;
+}
+
+static uint16_t *gen_bf16(size_t rows, size_t cols, uint64_t seed) {
+    size_t n = rows * cols;
+    uint16_t *m = aligned_alloc(64, (n * 2 + 63) / 64 * 64);
+    for (size_t i = 0; i < n; i += 4) {
+        uint64_t v = sm_next(&seed);
+        for (int j = 0; j < 4; j++) {
+            unsigned h = (unsigned)(v >> (16 * j)) & 0xFFFF;
+            m[i + j] = (uint16_t)(((h >> 15) << 15) | ((117 + ((h >> 7) & 7)) << 7) | (h & 0x7F));
+        }
+    }
+    return m;
+}
+
+static uint8_t *gen_bytes(size_t n, uint64_t seed) {
+    uint8_t *b = malloc(n);
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t v = sm_next(&seed);
+        for (int j = 0; j < 8; j++) b[i + j] = (uint8_t)(v >> (8 * j));
+    }
+    return b;
+}
+
+static uint8_t *gen_scales(size_t n, uint64_t seed) {
+    uint8_t *s = gen_bytes(n, seed);
+    for (size_t i = 0; i < n; i++) s[i] = s[i] == 0 ? 255 : (uint8_t)(120 + (s[i] & 7));
+    return s;
+}
+
+/* ------------------------------------------------------------------ timing */
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef void (*kernel_fn)(void *);
+
+/* warm-up calls, then timed calls until `reps` calls or `budget_ms` spent (at least 3) */
+static void timeit(const char *name, int threads, kernel_fn f, void *arg, int warm, int reps, double budget_ms) {
+    for (int i = 0; i < warm; i++) f(arg);
+    double *t = malloc(sizeof(double) * reps);
+    double start = now_ms();
+    int n = 0;
+    while (n < reps && (n < 3 || now_ms() - start < budget_ms)) {
+        double t0 = now_ms();
+        f(arg);
+        t[n++] = now_ms() - t0;
+    }
+    qsort(t, n, sizeof(double), cmp_d);
+    printf("PEER %s %d min %.4f median %.4f reps %d\n", name, threads, t[0], t[n / 2], n);
+    fflush(stdout);
+    free(t);
+}
+
+static void dump(const char *dir, const char *name, const void *p, size_t bytes) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(p, 1, bytes, f) != bytes) { perror(path); exit(1); }
+    fclose(f);
+}
+
+/* ------------------------------------------------------------------ bf16 matvec (fp-contract §2 "Dense matvec") */
+
+/* per row: sixteen double accumulators a[i mod 16] over full blocks of 16; A_m holds a[4m..4m+3];
+   b = (A0 + A1) + (A2 + A3) lane-wise; acc = (b0 + b1) + (b2 + b3); tail in order; y = (float) acc */
+static inline __m256d widen4(__m128i h4) { /* 4 bf16 in the low 64 bits -> 4 doubles */
+    return _mm256_cvtps_pd(_mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h4)));
+}
+
+static void matvec_rows(float *y, const double *xd, const uint16_t *w, long cols, long r0, long r1) {
+    long full = cols / 16 * 16;
+    long r = r0;
+    for (; r + 2 <= r1; r += 2) { /* two rows in flight */
+        const uint16_t *a = w + r * cols, *b = a + cols;
+        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        for (long i = 0; i < full; i += 16) {
+            __m256d x0 = _mm256_load_pd(xd + i), x1 = _mm256_load_pd(xd + i + 4), x2 = _mm256_load_pd(xd + i + 8), x3 = _mm256_load_pd(xd + i + 12);
+            __m128i wa0 = _mm_loadu_si128((const __m128i *)(a + i)), wa1 = _mm_loadu_si128((const __m128i *)(a + i + 8));
+            __m128i wb0 = _mm_loadu_si128((const __m128i *)(b + i)), wb1 = _mm_loadu_si128((const __m128i *)(b + i + 8));
+            a0 = _mm256_fmadd_pd(widen4(wa0), x0, a0);
+            a1 = _mm256_fmadd_pd(widen4(_mm_srli_si128(wa0, 8)), x1, a1);
+            a2 = _mm256_fmadd_pd(widen4(wa1), x2, a2);
+            a3 = _mm256_fmadd_pd(widen4(_mm_srli_si128(wa1, 8)), x3, a3);
+            b0 = _mm256_fmadd_pd(widen4(wb0), x0, b0);
+            b1 = _mm256_fmadd_pd(widen4(_mm_srli_si128(wb0, 8)), x1, b1);
+            b2 = _mm256_fmadd_pd(widen4(wb1), x2, b2);
+            b3 = _mm256_fmadd_pd(widen4(_mm_srli_si128(wb1, 8)), x3, b3);
+        }
+        double la[4], lb[4];
+        _mm256_storeu_pd(la, _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
+        _mm256_storeu_pd(lb, _mm256_add_pd(_mm256_add_pd(b0, b1), _mm256_add_pd(b2, b3)));
+        double acc = (la[0] + la[1]) + (la[2] + la[3]), bcc = (lb[0] + lb[1]) + (lb[2] + lb[3]);
+        for (long i = full; i < cols; i++) {
+            union { uint32_t u; float f; } wa = {.u = (uint32_t)a[i] << 16}, wb = {.u = (uint32_t)b[i] << 16};
+            acc = acc + (double)wa.f * xd[i];
+            bcc = bcc + (double)wb.f * xd[i];
+        }
+        y[r] = (float)acc;
+        y[r + 1] = (float)bcc;
+    }
+    for (; r < r1; r++) {
+        const uint16_t *a = w + r * cols;
+        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+        for (long i = 0; i < full; i += 16) {
+            __m128i wa0 = _mm_loadu_si128((const __m128i *)(a + i)), wa1 = _mm_loadu_si128((const __m128i *)(a + i + 8));
+            a0 = _mm256_fmadd_pd(widen4(wa0), _mm256_load_pd(xd + i), a0);
+            a1 = _mm256_fmadd_pd(widen4(_mm_srli_si128(wa0, 8)), _mm256_load_pd(xd + i + 4), a1);
+            a2 = _mm256_fmadd_pd(widen4(wa1), _mm256_load_pd(xd + i + 8), a2);
+            a3 = _mm256_fmadd_pd(widen4(_mm_srli_si128(wa1, 8)), _mm256_load_pd(xd + i + 12), a3);
+        }
+        double la[4];
+        _mm256_storeu_pd(la, _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
+        double acc = (la[0] + la[1]) + (la[2] + la[3]);
+        for (long i = full; i < cols; i++) {
+            union { uint32_t u; float f; } wa = {.u = (uint32_t)a[i] << 16};
+            acc = acc + (double)wa.f * xd[i];
+        }
+        y[r] = (float)acc;
+    }
+}
+
+typedef struct { float *y; const float *x; double *xd; const uint16_t *w; long rows, cols; } mv_t;
+
+static void matvec(void *p) {
+    mv_t *m = p;
+    for (long i = 0; i < m->cols; i++) m->xd[i] = m->x[i]; /* widened once per call, as the Java side does */
+#pragma omp parallel
+    {
+        int t = omp_get_thread_num(), n = omp_get_num_threads();
+        long per = ((m->rows + n - 1) / n + 1) / 2 * 2;
+        long r0 = (long)t * per, r1 = r0 + per < m->rows ? r0 + per : m->rows;
+        if (r0 < r1) matvec_rows(m->y, m->xd, m->w, m->cols, r0, r1);
+    }
+}
+
+/* ------------------------------------------------------------------ MXFP4 (fp-contract §2 "MXFP4", across rows) */
+
+/* repacked as Mxfp4.repack (nibble codes): rows in blocks of 4; per (block, group) 64 bytes, byte p of row j at
+   4p + j; 4 scale bytes; padding rows scale 255 */
+typedef struct { uint8_t *pk, *sc; int rows, in; } mx_t;
+
+static mx_t mx_repack(const uint8_t *p, const uint8_t *s, int rows, int in) {
+    int ng = (in + 31) / 32, blocks = (rows + 3) / 4, rb = in / 2;
+    mx_t m = {aligned_alloc(64, ((size_t)blocks * ng * 64 + 16 + 63) / 64 * 64), aligned_alloc(64, ((size_t)blocks * ng * 4 + 8 + 63) / 64 * 64), rows, in};
+    memset(m.pk, 0, (size_t)blocks * ng * 64 + 16);
+    memset(m.sc, 255, (size_t)blocks * ng * 4 + 8);
+    for (int bl = 0; bl < blocks; bl++)
+        for (int j = 0; j < 4 && 4 * bl + j < rows; j++)
+            for (int g = 0; g < ng; g++) {
+                for (int q = 0; q < 16 && g * 16 + q < rb; q++) m.pk[((size_t)bl * ng + g) * 64 + q * 4 + j] = p[(size_t)(4 * bl + j) * rb + g * 16 + q];
+                m.sc[((size_t)bl * ng + g) * 4 + j] = s[(size_t)(4 * bl + j) * ng + g];
+            }
+    return m;
+}
+
+static double e8m0_half[256];
+
+/* lanes = the 4 rows of a block; s[k mod 8] per group over the group's 32 elements; LUT of 2·E2M1 as int8 with
+   the scale 2^(b-128), so every partial sum is exactly twice the scalar one (in % 32 == 0 here) */
+static void mx_blocks(float *y, const double *xd, const mx_t *w, int b0, int b1) {
+    const __m128i lut = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12), low = _mm_set1_epi8(0x0F);
+    int ng = w->in / 32;
+    for (int bl = b0; bl < b1; bl++) {
+        __m256d acc = _mm256_setzero_pd();
+        for (int g = 0; g < ng; g++) {
+            __m256d s[8];
+            for (int l = 0; l < 8; l++) s[l] = _mm256_setzero_pd();
+            const uint8_t *base = w->pk + ((size_t)bl * ng + g) * 64;
+            const double *xg = xd + g * 32;
+            for (int c = 0; c < 4; c++) { /* byte positions 4c..4c+3 of the 4 rows: elements 8c..8c+7 */
+                __m128i v = _mm_loadu_si128((const __m128i *)(base + 16 * c));
+                __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(v, low));
+                __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(v, 4), low));
+#define MXQ(q)                                                                                                   \
+    s[2 * q] = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm_cvtepi8_epi32(_mm_srli_si128(lo, 4 * q))),                 \
+                               _mm256_broadcast_sd(xg + 8 * c + 2 * q), s[2 * q]);                                 \
+    s[2 * q + 1] = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm_cvtepi8_epi32(_mm_srli_si128(hi, 4 * q))),             \
+                                   _mm256_broadcast_sd(xg + 8 * c + 2 * q + 1), s[2 * q + 1]);
+                MXQ(0) MXQ(1) MXQ(2) MXQ(3)
+#undef MXQ
+            }
+            __m256d sub = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(s[0], s[4]), _mm256_add_pd(s[1], s[5])),
+                                        _mm256_add_pd(_mm256_add_pd(s[2], s[6]), _mm256_add_pd(s[3], s[7])));
+            const uint8_t *sc = w->sc + ((size_t)bl * ng + g) * 4;
+            __m256d half = _mm256_setr_pd(e8m0_half[sc[0]], e8m0_half[sc[1]], e8m0_half[sc[2]], e8m0_half[sc[3]]);
+            __m256d keep = _mm256_cmp_pd(half, _mm256_setzero_pd(), _CMP_NEQ_OQ); /* byte 255: the group adds nothing */
+            acc = _mm256_blendv_pd(acc, _mm256_add_pd(acc, _mm256_mul_pd(sub, half)), keep);
+        }
+        double lanes[4];
+        _mm256_storeu_pd(lanes, acc);
+        for (int j = 0; j < 4 && 4 * bl + j < w->rows; j++) y[4 * bl + j] = (float)lanes[j];
+    }
+}
+
+#define EXPERTS 16
+#define HID 3584
+#define INTER 3072
+typedef struct { mx_t m[EXPERTS][3]; float *xh, *xi, *y; double *xdh, *xdi; } moe_t;
+
+static void mx_experts(void *p) {
+    moe_t *e = p;
+    for (int i = 0; i < HID; i++) e->xdh[i] = e->xh[i];
+    for (int i = 0; i < INTER; i++) e->xdi[i] = e->xi[i];
+    const int per = 2 * INTER + HID;
+    for (int x = 0; x < EXPERTS; x++)
+        for (int k = 0; k < 3; k++) {
+            const mx_t *w = &e->m[x][k];
+            float *y = e->y + (size_t)x * per + (k == 0 ? 0 : k == 1 ? INTER : 2 * INTER);
+            const double *xd = k < 2 ? e->xdh : e->xdi;
+            int blocks = (w->rows + 3) / 4;
+#pragma omp parallel
+            {
+                int t = omp_get_thread_num(), n = omp_get_num_threads(), sh = (blocks + n - 1) / n;
+                int b0 = t * sh, b1 = b0 + sh < blocks ? b0 + sh : blocks;
+                if (b0 < b1) mx_blocks(y, xd, w, b0, b1);
+            }
+        }
+}
+
+/* ------------------------------------------------------------------ KDA step (fp-contract §2 "KDA recurrence step") */
+
+#define H 96
+#define D 128
+typedef struct { float *S; int layers, at; float *q, *k, *v, *alpha, *beta, *o; } kda_t;
+
+/* two fused passes per head, float, no FMA: decay + u; update + o from the updated row */
+static void kda_head(float *S, float *o, const float *q, const float *k, const float *v, const float *al, float beta) {
+    float u[D] __attribute__((aligned(32))), dv[D] __attribute__((aligned(32)));
+    for (int j = 0; j < D; j++) u[j] = 0.0f;
+    for (int i = 0; i < D; i++) {
+        float a = al[i], ki = k[i];
+        float *row = S + i * D;
+        for (int j = 0; j < D; j += 8) {
+            __m256 s = _mm256_mul_ps(_mm256_load_ps(row + j), _mm256_set1_ps(a));
+            _mm256_store_ps(row + j, s);
+            if (ki != 0.0f) _mm256_store_ps(u + j, _mm256_add_ps(_mm256_load_ps(u + j), _mm256_mul_ps(s, _mm256_set1_ps(ki))));
+        }
+    }
+    for (int j = 0; j < D; j++) dv[j] = v[j] - u[j];
+    for (int j = 0; j < D; j++) o[j] = 0.0f;
+    for (int i = 0; i < D; i++) {
+        float ki = k[i], qi = q[i];
+        float *row = S + i * D;
+        if (ki != 0.0f) {
+            __m256 kb = _mm256_set1_ps(ki * beta);
+            for (int j = 0; j < D; j += 8) _mm256_store_ps(row + j, _mm256_add_ps(_mm256_load_ps(row + j), _mm256_mul_ps(_mm256_load_ps(dv + j), kb)));
+        }
+        if (qi != 0.0f) {
+            __m256 qq = _mm256_set1_ps(qi);
+            for (int j = 0; j < D; j += 8) _mm256_store_ps(o + j, _mm256_add_ps(_mm256_load_ps(o + j), _mm256_mul_ps(_mm256_load_ps(row + j), qq)));
+        }
+    }
+}
+
+static void kda_step(void *p) {
+    kda_t *t = p;
+    float *S = t->S + (size_t)t->at * H * D * D;
+    t->at = (t->at + 1) % t->layers;
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < H; h++)
+        kda_head(S + (size_t)h * D * D, t->o + h * D, t->q + h * D, t->k + h * D, t->v + h * D, t->alpha + h * D, t->beta[h]);
+}
+
+static float *kda_state(int layer) {
+    float *s = aligned_alloc(64, sizeof(float) * H * D * D);
+    uint64_t r = 500 + layer;
+    for (size_t i = 0; i < (size_t)H * D * D; i++) s[i] = (sm_unit(&r) - 0.5f) * 0.5f;
+    return s;
+}
+
+static void kda_inputs(kda_t *t) {
+    t->q = gen_x(H * D, 41), t->k = gen_x(H * D, 42), t->v = gen_x(H * D, 43);
+    t->alpha = aligned_alloc(64, sizeof(float) * H * D), t->beta = aligned_alloc(64, sizeof(float) * 128), t->o = aligned_alloc(64, sizeof(float) * H * D);
+    uint64_t r = 44;
+    for (int i = 0; i < H * D; i++) t->alpha[i] = 0.9f + 0.1f * sm_unit(&r);
+    r = 45;
+    for (int h = 0; h < H; h++) t->beta[h] = sm_unit(&r);
+    for (int i = 0; i < H * D; i += 37) t->k[i] = 0.0f;
+    for (int i = 5; i < H * D; i += 41) t->q[i] = 0.0f;
+}
+
+/* ------------------------------------------------------------------ read bandwidth */
+
+typedef struct { const double *a; size_t n; double sink; } bw_t;
+
+static void bw_read(void *p) {
+    bw_t *b = p;
+    double total = 0.0;
+#pragma omp parallel reduction(+ : total)
+    {
+        __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+#pragma omp for schedule(static)
+        for (size_t i = 0; i < b->n; i += 16) {
+            s0 = _mm256_add_pd(s0, _mm256_load_pd(b->a + i));
+            s1 = _mm256_add_pd(s1, _mm256_load_pd(b->a + i + 4));
+            s2 = _mm256_add_pd(s2, _mm256_load_pd(b->a + i + 8));
+            s3 = _mm256_add_pd(s3, _mm256_load_pd(b->a + i + 12));
+        }
+        double l[4];
+        _mm256_storeu_pd(l, _mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3)));
+        total += l[0] + l[1] + l[2] + l[3];
+    }
+    b->sink += total;
+}
+
+/* ------------------------------------------------------------------ main */
+
+static int wanted(int argc, char **argv, const char *k) {
+    if (argc <= 3) return 1;
+    for (int i = 3; i < argc; i++) if (!strcmp(argv[i], k)) return 1;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) { fprintf(stderr, "usage: peer OUT_DIR THREADS [stream|bf16|mxfp4|kda_hot|kda_dram|lmhead ...]\n"); return 2; }
+    const char *out = argv[1];
+    int threads = atoi(argv[2]);
+    omp_set_num_threads(threads);
+    for (int b = 0; b < 255; b++) e8m0_half[b] = ldexp(1.0, b - 128);
+
+    if (wanted(argc, argv, "stream")) {
+        bw_t b = {.n = (size_t)64 << 20}; /* 512 MB of doubles */
+        double *a = aligned_alloc(64, b.n * 8);
+        for (size_t i = 0; i < b.n; i++) a[i] = (double)(i & 1023);
+        b.a = a;
+        bw_read(&b);
+        double best = 1e30;
+        for (int r = 0; r < 6; r++) { double t0 = now_ms(); bw_read(&b); double t = now_ms() - t0; if (t < best) best = t; }
+        printf("PEER stream %d GB/s %.2f\n", threads, b.n * 8 / (best * 1e-3) / 1e9);
+        fflush(stdout);
+        free(a);
+    }
+    if (wanted(argc, argv, "bf16")) {
+        mv_t m = {.rows = 12288, .cols = 7168};
+        m.w = gen_bf16(m.rows, m.cols, 12), m.x = gen_x(m.cols, 11);
+        m.y = aligned_alloc(64, m.rows * 4), m.xd = aligned_alloc(64, m.cols * 8);
+        timeit("bf16", threads, matvec, &m, 5, 40, 2500);
+        dump(out, "bf16_y.bin", m.y, m.rows * 4);
+        free((void *)m.w), free((void *)m.x), free(m.y), free(m.xd);
+    }
+    if (wanted(argc, argv, "mxfp4")) {
+        moe_t *e = calloc(1, sizeof(moe_t));
+        for (int x = 0; x < EXPERTS; x++)
+            for (int k = 0; k < 3; k++) {
+                int rows = k < 2 ? INTER : HID, cols = k < 2 ? HID : INTER;
+                uint8_t *p = gen_bytes((size_t)rows * cols / 2, 1000 + x * 10 + k), *s = gen_scales((size_t)rows * cols / 32, 2000 + x * 10 + k);
+                e->m[x][k] = mx_repack(p, s, rows, cols);
+                free(p), free(s);
+            }
+        e->xh = gen_x(HID, 31), e->xi = gen_x(INTER, 32);
+        e->xdh = aligned_alloc(64, HID * 8), e->xdi = aligned_alloc(64, INTER * 8);
+        e->y = malloc(sizeof(float) * EXPERTS * (2 * INTER + HID));
+        timeit("mxfp4", threads, mx_experts, e, 2, 12, 3000);
+        dump(out, "mxfp4_y.bin", e->y, sizeof(float) * EXPERTS * (2 * INTER + HID));
+        for (int x = 0; x < EXPERTS; x++) for (int k = 0; k < 3; k++) free(e->m[x][k].pk), free(e->m[x][k].sc);
+        free(e->y), free(e);
+    }
+    if (wanted(argc, argv, "kda_hot") || wanted(argc, argv, "kda_dram")) {
+        kda_t t = {0};
+        kda_inputs(&t);
+        if (wanted(argc, argv, "kda_hot")) {
+            t.layers = 1, t.S = kda_state(0);
+            kda_step(&t); /* one step from the generated state: the dumped outputs */
+            dump(out, "kda_o.bin", t.o, sizeof(float) * H * D);
+            dump(out, "kda_S.bin", t.S, sizeof(float) * H * D * D);
+            timeit("kda_hot", threads, kda_step, &t, 20, 400, 1500);
+            free(t.S);
+        }
+        if (wanted(argc, argv, "kda_dram")) {
+            t.layers = 16, t.at = 0, t.S = aligned_alloc(64, sizeof(float) * 16 * H * D * D);
+            for (int l = 0; l < 16; l++) { float *s = kda_state(l); memcpy(t.S + (size_t)l * H * D * D, s, sizeof(float) * H * D * D); free(s); }
+            timeit("kda_dram", threads, kda_step, &t, 16, 160, 2000); /* each call a different layer's state */
+            free(t.S);
+        }
+    }
+    if (wanted(argc, argv, "lmhead")) {
+        mv_t m = {.rows = 163840, .cols = 7168};
+        m.w = gen_bf16(m.rows, m.cols, 13), m.x = gen_x(m.cols, 11);
+        m.y = aligned_alloc(64, m.rows * 4), m.xd = aligned_alloc(64, m.cols * 8);
+        timeit("lmhead", threads, matvec, &m, 1, 6, 3000);
+        dump(out, "lmhead_y.bin", m.y, m.rows * 4);
+        free((void *)m.w), free((void *)m.x), free(m.y), free(m.xd);
+    }
+    return 0;
+}
