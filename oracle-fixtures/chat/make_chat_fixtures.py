@@ -10,7 +10,6 @@ at n_base: CONTROL segments with added tokens allowed, TEXT segments with none. 
 a separate Python PCG32/SplitMix64 and softmax/top-p/top-k sampler written from the same description.
 Writes cases.json and manifest.json (sha256).
 """
-import hashlib
 import json
 import math
 import os
@@ -219,20 +218,15 @@ def build():
              "xtml": xtml_cases(enc), "parse": parse_cases(enc), "sampler": sampler_cases()}
     files = {"cases.json": (json.dumps(cases, indent=1, ensure_ascii=False) + "\n").encode("utf-8")}
     manifest = {"fixture": "chat", "generator": "oracle-fixtures/chat/make_chat_fixtures.py", "oracle": f"tiktoken {tokfx.tiktoken.__version__}",
-                "files": [{"file": n, "size": len(b), "sha256": hashlib.sha256(b).hexdigest()} for n, b in sorted(files.items())]}
+                "files": tokfx.file_list(files)}
     files["manifest.json"] = (json.dumps(manifest, indent=1) + "\n").encode("utf-8")
     return files
 
 
 def main():
     files = build()
-    if "--check" in sys.argv:
-        bad = [f for f, b in files.items() if open(os.path.join(HERE, f), "rb").read() != b]
-        sys.exit("differs: " + ", ".join(bad) if bad else 0)
-    for f, b in files.items():
-        with open(os.path.join(HERE, f), "wb") as out:
-            out.write(b)
-    print("wrote", ", ".join(files))
+    if not tokfx.check_or_write(HERE, files, "--check" in sys.argv):
+        print("wrote", ", ".join(files))
 
 
 if __name__ == "__main__":

@@ -217,10 +217,28 @@ def build(jar):
     files["cases.json"] = (json.dumps({"cases": cases}, separators=(",", ":")) + "\n").encode("utf-8")
     manifest = {"fixture": "tokenizer", "generator": "oracle-fixtures/tokenizer/make_fixtures.py",
                 "oracle": f"tiktoken {tiktoken.__version__}", "vocabulary_source": f"com.knuddels:jtokkit:{JTOKKIT}",
-                "kimi_pattern": KIMI_PATTERN, "vocabularies": vocabs,
-                "files": [{"file": n, "size": len(b), "sha256": hashlib.sha256(b).hexdigest()} for n, b in sorted(files.items())]}
+                "kimi_pattern": KIMI_PATTERN, "vocabularies": vocabs, "files": file_list(files)}
     files["manifest.json"] = (json.dumps(manifest, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
     return files, len(cases)
+
+
+def file_list(files):
+    """The manifest's list of the files written: name, size and sha256 of each, in name order."""
+    return [{"file": n, "size": len(b), "sha256": hashlib.sha256(b).hexdigest()} for n, b in sorted(files.items())]
+
+
+def check_or_write(here, files, check):
+    """With check, exits naming every file in here that differs from its regeneration and returns True when
+    none does; without, writes the files into here and returns False."""
+    if check:
+        bad = [f for f, b in files.items() if not os.path.isfile(os.path.join(here, f)) or open(os.path.join(here, f), "rb").read() != b]
+        if bad:
+            sys.exit("differs: " + ", ".join(bad))
+        return True
+    for f, b in files.items():
+        with open(os.path.join(here, f), "wb") as out:
+            out.write(b)
+    return False
 
 
 def main():
@@ -231,16 +249,10 @@ def main():
     if tiktoken.__version__ != "0.14.0":
         sys.exit(f"tiktoken {tiktoken.__version__}: the fixtures are pinned to 0.14.0 (pip install tiktoken==0.14.0)")
     files, n = build(jtokkit_jar(a.jtokkit_jar))
-    if a.check:
-        bad = [f for f, b in files.items() if not os.path.isfile(os.path.join(HERE, f)) or open(os.path.join(HERE, f), "rb").read() != b]
-        if bad:
-            sys.exit("differs: " + ", ".join(bad))
+    if check_or_write(HERE, files, a.check):
         print(f"{n} cases regenerate identically")
-        return
-    for f, b in files.items():
-        with open(os.path.join(HERE, f), "wb") as out:
-            out.write(b)
-    print(f"wrote {n} cases and {len(files)} files to {HERE}")
+    else:
+        print(f"wrote {n} cases and {len(files)} files to {HERE}")
 
 
 if __name__ == "__main__":

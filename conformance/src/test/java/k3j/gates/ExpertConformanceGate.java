@@ -5,18 +5,16 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.qameta.allure.Allure;
 import io.qameta.allure.Epic;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.stream.Stream;
 import k3j.bisect.Bisect;
 import k3j.conform.Conformance;
 import k3j.conform.ExpertLayerReport;
-import k3j.conform.ExpertReport;
 import k3j.conform.ExpertSweep;
 import k3j.harness.CheckpointUnderTest;
+import k3j.harness.ExpertSweeps;
 import k3j.harness.Evidence;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
@@ -41,7 +39,6 @@ import org.junit.jupiter.params.provider.MethodSource;
 @Epic("checkpoint conformance")
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ExpertConformanceGate {
-    static final int WORST = 5;
     static final Map<Integer, ExpertLayerReport> reports = new TreeMap<>();
 
     record LayerCase(int layer, String kind) {
@@ -71,19 +68,9 @@ class ExpertConformanceGate {
         synchronized (reports) {
             reports.put(lc.layer(), r);
         }
-        Evidence.parameter("coverage", r.coverage());
-        Evidence.parameter("verdict", r.conforms() ? "conforms" : r.finding().tag());
-        Evidence.parameter("worst expert", r.experts().isEmpty() ? "none" : describeWorst(r.worst(1).getFirst()));
-        Evidence.parameter("failing experts", r.failing().isEmpty() ? "none" : String.join(", ", r.failing().stream().map(e -> e.expert() + " (" + String.join(", ", e.failingProjections()) + ")").toList()));
-        Evidence.parameter("layer", lc.layer());
-        String diagnosis = null;
-        if (!r.conforms() && !r.failing().isEmpty() && c.model() != null) {
-            diagnosis = Bisect.expertDiagnosisLine(c, r.failing().getFirst(), CheckpointUnderTest.workers());
-            if (diagnosis != null) Evidence.parameter("bisect", diagnosis);
-        }
-        Allure.description(description(r, sweep, diagnosis));
-        Evidence.json("experts", json(r));
-        Evidence.text("sweep", r.line());
+        String diagnosis = !r.conforms() && !r.failing().isEmpty() && c.model() != null
+                ? Bisect.expertDiagnosisLine(c, r.failing().getFirst(), CheckpointUnderTest.workers()) : null;
+        ExpertSweeps.evidence(r, sweep, diagnosis);
         if (!r.conforms()) fail(r.message() + (diagnosis == null ? "" : "; bisect: " + diagnosis));
     }
 
@@ -113,45 +100,5 @@ class ExpertConformanceGate {
         if (checked != total) fail("experts checked: " + checked + " of " + total);
         if (!bad.isEmpty()) fail(bad.getFirst().finding().tag() + " the experts of " + bad.size() + " of " + all.size() + " MoE layers do not conform: "
                 + String.join("; ", bad.stream().map(ExpertLayerReport::message).toList()));
-    }
-
-    static String describeWorst(ExpertReport e) {
-        return String.format(Locale.ROOT, "expert %d, %sx budget", e.expert(), Evidence.format(e.worst()));
-    }
-
-    /** The verdict, the coverage line and the worst experts as a markdown table. */
-    static String description(ExpertLayerReport r, ExpertSweep sweep, String diagnosis) {
-        StringBuilder sb = new StringBuilder();
-        sb.append("**").append(r.conforms() ? "Every expert conforms" : r.message()).append("**\n\n");
-        sb.append("**").append(r.coverage()).append("** (every routed expert of the layer on ").append(sweep.probes())
-                .append(" seeded probes, not only the ones the prompt routes)\n\n");
-        if (diagnosis != null) sb.append("bisect: ").append(diagnosis).append("\n\n");
-        sb.append("ratio = ||S x_engine - S x_ref|| / ||x_ref|| per probe and part, as a multiple of the part's budget; ").append(sweep.describe()).append(".\n\n");
-        sb.append("| expert | verdict | failing projections |");
-        for (String p : ExpertSweep.PARTS) sb.append(' ').append(p).append(" |");
-        sb.append("\n|---:|---|---|");
-        for (int i = 0; i < ExpertSweep.PARTS.size(); i++) sb.append("---:|");
-        sb.append('\n');
-        for (ExpertReport e : r.worst(Math.max(WORST, r.failing().size()))) {
-            sb.append("| ").append(e.expert()).append(" | ").append(e.conforms() ? "conforms" : e.finding().tag()).append(" | ")
-                    .append(e.failingProjections().isEmpty() ? "-" : String.join(", ", e.failingProjections())).append(" |");
-            for (double v : e.ratios()) sb.append(' ').append(Evidence.format(v)).append(" |");
-            sb.append('\n');
-        }
-        return sb.toString();
-    }
-
-    static Map<String, Object> json(ExpertLayerReport r) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("layer", r.layer());
-        m.put("kind", r.kind());
-        m.put("checked", r.checked());
-        m.put("total", r.total());
-        m.put("finding", r.finding().name());
-        m.put("message", r.message());
-        m.put("seconds", r.seconds());
-        m.put("experts", r.experts().stream().map(e -> Map.of("expert", e.expert(), "finding", e.finding().name(), "ratios_to_budget", e.partRatios(),
-                "failing_projections", e.failingProjections())).toList());
-        return m;
     }
 }

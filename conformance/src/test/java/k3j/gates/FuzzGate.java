@@ -20,12 +20,12 @@ import org.junit.jupiter.api.Timeout;
  */
 @Tag("fuzz")
 @Epic("fuzz")
+@Timeout(value = Limits.SECONDS_PER_INPUT, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)   // per input, every target
 class FuzzGate {
 
     @FuzzTest
     @Feature("safetensors header")
     @DisplayName("the safetensors header reader and the inspect summary")
-    @Timeout(value = Limits.SECONDS_PER_INPUT, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void safetensors(byte[] data) {
         Limits.check("safetensors", data, FuzzTargets::safetensors);
     }
@@ -33,7 +33,6 @@ class FuzzGate {
     @FuzzTest
     @Feature("config")
     @DisplayName("the config reader")
-    @Timeout(value = Limits.SECONDS_PER_INPUT, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void config(byte[] data) {
         Limits.check("config", data, FuzzTargets::config);
     }
@@ -41,7 +40,6 @@ class FuzzGate {
     @FuzzTest
     @Feature("index")
     @DisplayName("the index.json reader")
-    @Timeout(value = Limits.SECONDS_PER_INPUT, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void index(byte[] data) {
         Limits.check("index", data, FuzzTargets::index);
     }
@@ -49,7 +47,6 @@ class FuzzGate {
     @FuzzTest
     @Feature("reference dump")
     @DisplayName("the dump manifest and array reader, checked against the oracle's config")
-    @Timeout(value = Limits.SECONDS_PER_INPUT, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void dump(byte[] data) {
         Limits.check("dump", data, FuzzTargets::dump);
     }
@@ -57,7 +54,6 @@ class FuzzGate {
     @FuzzTest
     @Feature("trunk manifest")
     @DisplayName("the trunk manifest reader")
-    @Timeout(value = Limits.SECONDS_PER_INPUT, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void trunk(byte[] data) {
         Limits.check("trunk", data, FuzzTargets::trunk);
     }
@@ -65,7 +61,6 @@ class FuzzGate {
     @FuzzTest
     @Feature("command line")
     @DisplayName("the k3 argument parser and a run's flag checks")
-    @Timeout(value = Limits.SECONDS_PER_INPUT, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void cli(byte[] data) {
         Limits.check("cli", data, FuzzTargets::cli);
     }

@@ -36,9 +36,8 @@ class ScaleFixtureGate {
 
     @BeforeAll
     static void prepare() {
-        String p = Project.property("k3.scale");
-        dir = p.isEmpty() ? Project.root().resolve("build/scale-k3") : Project.root().resolve(p);
-        fixture = ScaleFixture.ensure(dir);
+        fixture = ScaleFixture.underTest();
+        dir = fixture.dir();
     }
 
     @Test
@@ -74,7 +73,7 @@ class ScaleFixtureGate {
 
     @Test
     void theManifestNamesTheExpertsThatHoldData() {
-        ScaleFixture fx = new ScaleFixture(ConfigReader.read(dir.resolve("config.json")));
+        ScaleFixture fx = ScaleFixture.of(dir);
         var m = Project.json(Project.fixture("scale-k3/manifest.json")).path("experts_with_data");
         for (int layer = 1; layer < 4; layer++) {
             var l = m.path(String.valueOf(layer));

@@ -93,13 +93,7 @@ class TrunkGate {
         try (TrunkStream s = f.open(2 * f.slot + 20 * largest, 2)) {
             Evidence.text("plan", s.describe());
             assertTrue(s.plan().pinnedCount() > 0 && s.plan().pinnedCount() < 93, "some layers pinned, the rest streamed");
-            for (int token = 0; token < 2; token++) {
-                for (int l = 0; l < 93; l++) {
-                    try (LayerBytes b = s.acquire(l)) {
-                        f.checkBytes(b);
-                    }
-                }
-            }
+            f.walk(s, 2, 93, false);
             Evidence.text("report", s.stats().report());
             assertEquals(186, s.stats().binds());
         }
@@ -119,11 +113,7 @@ class TrunkGate {
         checkPackedAgainstShards(model, m);
         PackedTrunk f = new PackedTrunk(model, m);
         try (TrunkStream s = f.open(2 * f.slot, 2)) {
-            for (int l = 0; l < 13; l++) {
-                try (LayerBytes b = s.acquire(l)) {
-                    f.checkBytes(b);
-                }
-            }
+            f.walk(s, 1, 13, false);
         }
     }
 
@@ -214,11 +204,7 @@ class TrunkGate {
         checkPackedAgainstShards(model, m);
         PackedTrunk f = new PackedTrunk(model, m);
         try (TrunkStream s = f.open(2 * f.slot)) {
-            for (int l = 0; l < 4; l++) {
-                try (LayerBytes b = s.acquire(l)) {
-                    f.checkBytes(b);
-                }
-            }
+            f.walk(s, 1, 4, false);
         }
         Path other = tmp.resolve("other");
         MarkedCheckpoint.write(other, 4, 3, 5, defect);
@@ -310,13 +296,7 @@ class TrunkGate {
             } catch (InterruptedException e) {
                 throw new AssertionError(e);
             }
-            for (int pass = 0; pass < 2; pass++) {
-                for (int l = 0; l < 3; l++) {
-                    try (LayerBytes b = s.acquire(l)) {
-                        f.checkBytes(b);
-                    }
-                }
-            }
+            f.walk(s, 2, 3, false);
             // the only slot still held layer 0 for the first bind of the pass; every other bind reads
             assertEquals(6, s.stats().misses(), "one slot, three layers: every bind but one reads");
             assertEquals(1, s.stats().ringHits());
@@ -356,16 +336,7 @@ class TrunkGate {
     void ringWrapsAround() throws IOException {
         PackedTrunk f = fixture(5);
         try (TrunkStream s = f.open(2 * f.slot)) {
-            List<Integer> slotsUsed = new ArrayList<>();
-            for (int pass = 0; pass < 2; pass++) {
-                for (int l = 0; l < 5; l++) {
-                    s.awaitIdle();
-                    try (LayerBytes b = s.acquire(l)) {
-                        slotsUsed.add(b.slot());
-                        f.checkBytes(b);
-                    }
-                }
-            }
+            List<Integer> slotsUsed = f.walk(s, 2, 5, true);
             s.awaitIdle();
             Evidence.parameter("slots by bind", slotsUsed);
             TrunkStats st = s.stats();
@@ -378,13 +349,7 @@ class TrunkGate {
             for (int i = 1; i < slotsUsed.size(); i++) assertNotEquals(slotsUsed.get(i - 1), slotsUsed.get(i), "consecutive layers alternate slots");
         }
         try (TrunkStream s = f.open(2 * f.slot)) {
-            for (int pass = 0; pass < 3; pass++) {
-                for (int l = 0; l < 5; l++) {
-                    try (LayerBytes b = s.acquire(l)) {   // no waiting: the reader races the walk
-                        f.checkBytes(b);
-                    }
-                }
-            }
+            f.walk(s, 3, 5, false);   // no waiting: the reader races the walk
             assertEquals(15, s.stats().binds());
         }
         // --layers 3: the walk wraps after layer 2, so layer 3 is never read and layer 0 is prefetched after 2
@@ -392,14 +357,7 @@ class TrunkGate {
         try (TrunkStream s = TrunkStream.open(f.manifest, TrunkStream.Options.budget(2 * slot3).withLayers(3).withNotes(QUIET))) {
             assertEquals(0, s.plan().pinnedCount());
             assertEquals(2, s.plan().ring());
-            for (int pass = 0; pass < 2; pass++) {
-                for (int l = 0; l < 3; l++) {
-                    s.awaitIdle();
-                    try (LayerBytes b = s.acquire(l)) {
-                        f.checkBytes(b);
-                    }
-                }
-            }
+            f.walk(s, 2, 3, true);
             s.awaitIdle();
             assertEquals(6, s.stats().binds());
             assertTrue(s.stats().bytesRead() <= 6 * slot3, "--layers 3: only layers 0..2 are read (the wrap goes to 0, not 3)");

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.fail;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.Consumer;
 import k3j.io.CheckpointIndex;
 import k3j.io.TensorReader;
@@ -45,6 +47,25 @@ public final class PackedTrunk {
         Evidence.parameter("ring slots wanted", ring);
         return TrunkStream.open(manifest, TrunkStream.Options.budget(budget).withRing(ring)
                 .withOrder(TrunkPlan.Order.LARGEST_FIRST).withNotes(QUIET));
+    }
+
+    /**
+     * Binds layers {@code 0..layers-1} in order {@code passes} times (a token each) and checks every bind's bytes
+     * against the shards. With {@code settle} it waits for the reader before each bind, so the read counts are
+     * exact; without, the reader races the walk. Returns the ring slot of every bind, in order.
+     */
+    public List<Integer> walk(TrunkStream s, int passes, int layers, boolean settle) {
+        List<Integer> slots = new ArrayList<>();
+        for (int pass = 0; pass < passes; pass++) {
+            for (int l = 0; l < layers; l++) {
+                if (settle) s.awaitIdle();
+                try (LayerBytes b = s.acquire(l)) {
+                    slots.add(b.slot());
+                    checkBytes(b);
+                }
+            }
+        }
+        return slots;
     }
 
     /** The layer's every tensor equals the shard's bytes, read through the checkpoint reader. */

@@ -1,5 +1,6 @@
 package k3j.chat;
 
+import k3j.Repo;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -59,9 +60,7 @@ public class FollowUpBench {
 
     @Setup(Level.Trial)
     public void firstTurn() throws IOException {
-        Path dir = null;
-        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) if (Files.isDirectory(p.resolve("oracle-fixtures/tiny-k3"))) dir = p.resolve("oracle-fixtures/tiny-k3");
-        if (dir == null) throw new IllegalStateException("run inside the repository");
+        Path dir = Repo.path("oracle-fixtures/tiny-k3");
         ModelConfig cfg = ConfigReader.read(dir.resolve("config.json"));
         CheckpointIndex index = CheckpointIndex.open(dir);
         model = Model.open(index, cfg, -1);

@@ -46,17 +46,16 @@ public class KernelBench {
         }
     }
 
-    @State(Scope.Benchmark)
-    public static class Bf16 {
+    /** A bf16 weight matrix of {@code rows} x 7168 from the peer's generator, {@code tokens} inputs and their outputs. */
+    public abstract static class Bf16Matrix {
         final Arena arena = Arena.ofShared();
         Matrix w;
         float[] x, y;
 
-        @Setup(Level.Trial)
-        public void up() {
-            w = PeerInputs.bf16(arena, 12288, 7168, 12);
-            x = PeerInputs.x(7168, 11);
-            y = new float[12288];
+        void fill(int rows, int tokens, long weightSeed, long inputSeed) {
+            w = PeerInputs.bf16(arena, rows, 7168, weightSeed);
+            x = PeerInputs.x(7168 * tokens, inputSeed);
+            y = new float[rows * tokens];
         }
 
         @TearDown(Level.Trial)
@@ -66,43 +65,29 @@ public class KernelBench {
     }
 
     @State(Scope.Benchmark)
-    public static class LmHead {
-        final Arena arena = Arena.ofShared();
-        Matrix w;
-        float[] x, y;
-
+    public static class Bf16 extends Bf16Matrix {
         @Setup(Level.Trial)
         public void up() {
-            w = PeerInputs.bf16(arena, 163840, 7168, 22);
-            x = PeerInputs.x(7168, 21);
-            y = new float[163840];
-        }
-
-        @TearDown(Level.Trial)
-        public void down() {
-            arena.close();
+            fill(12288, 1, 12, 11);
         }
     }
 
     @State(Scope.Benchmark)
-    public static class Prefill {
+    public static class LmHead extends Bf16Matrix {
+        @Setup(Level.Trial)
+        public void up() {
+            fill(163840, 1, 22, 21);
+        }
+    }
+
+    @State(Scope.Benchmark)
+    public static class Prefill extends Bf16Matrix {
         @Param({"8", "64"})
         public int tokens;
 
-        final Arena arena = Arena.ofShared();
-        Matrix w;
-        float[] x, y;
-
         @Setup(Level.Trial)
         public void up() {
-            w = PeerInputs.bf16(arena, 12288, 7168, 12);
-            x = PeerInputs.x(7168 * tokens, 11);
-            y = new float[12288 * tokens];
-        }
-
-        @TearDown(Level.Trial)
-        public void down() {
-            arena.close();
+            fill(12288, tokens, 12, 11);
         }
     }
 

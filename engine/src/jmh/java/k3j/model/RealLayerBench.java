@@ -1,5 +1,6 @@
 package k3j.model;
 
+import k3j.Repo;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -48,11 +49,7 @@ public class RealLayerBench {
     static final int HANDFUL = 16;
 
     static ModelConfig released() {
-        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
-            Path c = p.resolve("oracle-fixtures/config/released.json");
-            if (c.toFile().isFile()) return ConfigReader.read(c);
-        }
-        throw new IllegalStateException("oracle-fixtures/config/released.json not found");
+        return ConfigReader.read(Repo.path("oracle-fixtures/config/released.json"));
     }
 
     /** Random bf16 values in ±0.05 (a 1 MiB pattern repeated: random enough, fast to make). */

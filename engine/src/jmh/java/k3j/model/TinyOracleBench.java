@@ -1,7 +1,6 @@
 package k3j.model;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
+import k3j.Repo;
 import java.util.concurrent.TimeUnit;
 import k3j.kernels.Argmax;
 import k3j.kernels.Workers;
@@ -42,16 +41,9 @@ public class TinyOracleBench {
     DecodeState state;
     int next;
 
-    static Path tiny() {
-        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
-            if (Files.isDirectory(p.resolve("oracle-fixtures/tiny-k3"))) return p.resolve("oracle-fixtures/tiny-k3");
-        }
-        throw new IllegalStateException("oracle-fixtures/tiny-k3 not found above the working directory");
-    }
-
     @Setup(Level.Trial)
     public void open() {
-        model = Model.open(tiny());
+        model = Model.open(Repo.path("oracle-fixtures/tiny-k3"));
         workers = Workers.of(threads);
         forward = model.forward(workers);
     }

@@ -1,5 +1,6 @@
 package k3j.tokenizer;
 
+import k3j.Repo;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayOutputStream;
@@ -52,14 +53,9 @@ public class TokenizerBench {
         AddedToken[] added = new AddedToken[AddedTokens.RESERVED];
         for (int i = 0; i < added.length; i++) added[i] = new AddedToken(ranks.length + i, "<|reserved_token_" + (ranks.length + i) + "|>", true);
         tok = Tokenizer.of(ranks, added, pattern.equals("kimi") ? SplitPattern.KIMI : "\\s+|\\S+");
-        text = mixedText(root());
+        text = mixedText(Repo.path("oracle-fixtures").getParent());
         ids = tok.encode(text, false);
         System.out.printf("%ntext: %d bytes -> %d ids%n", text.length, ids.length);
-    }
-
-    static Path root() {
-        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) if (Files.isDirectory(p.resolve("oracle-fixtures"))) return p;
-        throw new IllegalStateException("run from inside the repository");
     }
 
     /** Sources and docs, with a multilingual text after every file. */

@@ -23,7 +23,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * The cost of verifying a streamed layer: CRC-32C ({@link LayerCrc}) over an off-heap run, against a plain read
  * of the same bytes (a long-wise XOR, what touching the memory costs anyway). Sizes: a mini-k3-93 layer run
  * (~40 KB) and 256 MiB, a fifth of a real-width K3 layer's non-expert run (about 1.26 GB for a KDA + LatentMoE
- * layer at hidden 7168): the per-byte figure scales, the machine has no room for a whole one per engineer.
+ * layer at hidden 7168): the per-byte figure scales, and a whole one would not fit beside other work on a small machine.
  *   ci/bench-crc (or: mvn -Pbench -pl engine test-compile, then JMH on k3j.trunk.LayerCrcBench)
  */
 @State(Scope.Benchmark)

@@ -181,7 +181,7 @@ public final class Bisect {
     /** The diagnosis line of one failing expert of an open conformance (for a report's summary), or null when it conforms or did not run. */
     public static String expertDiagnosisLine(Conformance c, ExpertReport failing, k3j.kernels.Workers workers) {
         if (failing.conforms() || !failing.ran() || c.model() == null) return null;
-        try (LayerRunner runner = new LayerRunner(c.model(), workers)) {
+        try (LayerRunner runner = LayerRunner.of(c, workers)) {
             return diagnose(c, runner, failing).summary();
         }
     }
@@ -193,7 +193,7 @@ public final class Bisect {
      */
     public static String diagnosisLine(k3j.conform.Conformance c, LayerReport failing, k3j.kernels.Workers workers) {
         if (failing.conforms() || c.model() == null) return null;
-        try (LayerRunner runner = new LayerRunner(c.model(), workers)) {
+        try (LayerRunner runner = LayerRunner.of(c, workers)) {
             Diagnosis d = diagnose(new LayerConformance(c), runner, failing);
             return d == null ? null : d.summary();
         }

@@ -42,6 +42,9 @@ final class BisectCommand implements Callable<Integer> {
     @CommandLine.Mixin
     ThreadsOption threads;
 
+    @CommandLine.Mixin
+    MemoryOptions memory;
+
     @CommandLine.ArgGroup(exclusive = false, multiplicity = "1")
     ReferenceOption reference;
 
@@ -68,9 +71,11 @@ final class BisectCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw usage(e.getMessage());
         }
+        memory.validate();
         long t0 = System.nanoTime();
+        PlannedConformance planned;
         try (Workers w = Workers.of(workers);
-             Conformance c = Conformance.open(model, dump, List.of(), w)) {
+             Conformance c = (planned = new PlannedConformance(memory, model, k3j.conform.ReferenceMatch.locate(model, dump, List.of()), w, false, out, err)).conformance) {
             List<Integer> sel = scope.select(c.layerCount());
             if (c.model() == null) {
                 err.println("k3 bisect: " + c.bindFailure().getMessage());
@@ -79,7 +84,7 @@ final class BisectCommand implements Callable<Integer> {
             out.printf(Locale.ROOT, "bisect: %s against %s (%d ids), layers %s%n", model, c.dump().source(), c.tokens(), LayerSelection.format(sel));
             out.println("budget: " + c.budget().rule());
             Bisect.Report r;
-            try (LayerRunner runner = new LayerRunner(c.model(), w)) {
+            try (LayerRunner runner = LayerRunner.of(c, w)) {
                 r = Bisect.run(new LayerConformance(c), runner, sel, scope.experts, searchBudget);
             }
             for (LayerReport l : r.layers()) if (!l.conforms()) out.println(l.line());
@@ -100,9 +105,13 @@ final class BisectCommand implements Callable<Integer> {
                 if (ed.explained()) for (Candidate e : ed.explanations()) out.println("  L" + ed.layer() + ": " + e.describe());
                 else out.println("  L" + ed.layer() + " expert " + ed.expert() + ": nothing explains it");
             }
+            planned.report(out);
             out.printf(Locale.ROOT, "VERDICT: %s (%.1f s)%n", r.summary(), (System.nanoTime() - t0) / 1e9);
             return r.failing().isEmpty() && r.failingExperts().isEmpty() ? ExitCode.OK : ExitCode.RUNTIME;
-        } catch (ConformException | BisectException | CheckpointException | ConfigException e) {
+        } catch (k3j.plan.PlanRefused e) {
+            err.println(e.getMessage());
+            return e.refusal().exitCode();
+        } catch (ConformException | BisectException | CheckpointException | ConfigException | k3j.trunk.TrunkException | k3j.model.ForwardException e) {
             err.println("k3 bisect: " + e.getMessage());
             return ExitCode.RUNTIME;
         }

@@ -44,6 +44,9 @@ final class ConformCommand implements Callable<Integer> {
     @CommandLine.Mixin
     ThreadsOption threads;
 
+    @CommandLine.Mixin
+    MemoryOptions memory;
+
     @Option(names = "--candidate", paramLabel = "DUMP", description = "judge another engine's candidate dump (docs/formats.md) instead of running k3j: "
             + "same stages, budgets, categories and logit figures; the reference defaults to the one the candidate names")
     Path candidate;
@@ -90,10 +93,14 @@ final class ConformCommand implements Callable<Integer> {
             return ExitCode.OK;
         }
         if (scope.experts && candidate != null) throw usage("--experts runs k3j's forward on a model; a candidate dump holds no expert outputs");
+        if (candidate != null && memory.given()) throw usage("--trunk, --trunk-gb, --cache-gb and --preset plan k3j's forward: not with --candidate");
+        memory.validate();
         long t0 = System.nanoTime();
         int failed = 0;
+        PlannedConformance planned = null;
         try (Workers w = Workers.of(workers);
-             Conformance c = candidate != null ? Conformance.candidate(candidate, ReferenceOption.of(reference), search) : Conformance.open(model, ReferenceOption.of(reference), search, w)) {
+             Conformance c = candidate != null ? Conformance.candidate(candidate, ReferenceOption.of(reference), search)
+                     : (planned = new PlannedConformance(memory, model, ReferenceMatch.locate(model, ReferenceOption.of(reference), search), w, !noLogits, out, err)).conformance) {
             List<Integer> sel = scope.select(c.layerCount());
             out.println(candidate != null ? "candidate : " + c.engine() : "model     : " + model);
             out.println("reference : " + c.dump().source() + " (" + c.tokens() + " ids)");
@@ -128,8 +135,9 @@ final class ConformCommand implements Callable<Integer> {
             out.println("=".repeat(78));
             out.println(failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM");
             if (scope.experts) failed += sweep(c, sel, out);
-            k3j.plan.MemInfo.peakRss().ifPresent(p -> out.println("PEAK RSS for the whole run: " + k3j.plan.Human.bytes(p)));
-            if (json != null) writeJson(reports);
+            if (planned != null) planned.report(out);
+            else k3j.plan.MemInfo.peakRss().ifPresent(p -> out.println("PEAK RSS for the whole run: " + k3j.plan.Human.bytes(p)));
+            if (json != null) writeJson(reports, planned);
             if (chart != null) {
                 AtomicWrite.string(chart, "--chart", Charts.overview(reports, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
                 out.println("chart: " + chart);
@@ -138,7 +146,10 @@ final class ConformCommand implements Callable<Integer> {
                 for (boolean incremental : new boolean[] {false, true}) failed += logits(out, () -> c.teacherForcing(incremental));
                 failed += greedy(out, c);
             }
-        } catch (ConformException e) {
+        } catch (k3j.plan.PlanRefused e) {
+            err.println(e.getMessage());
+            return e.refusal().exitCode();
+        } catch (ConformException | k3j.trunk.TrunkException | k3j.model.ForwardException | k3j.io.CheckpointException e) {
             err.println("k3: " + e.getMessage());
             return ExitCode.RUNTIME;
         }
@@ -199,7 +210,7 @@ final class ConformCommand implements Callable<Integer> {
     }
 
     /** The --json report: per layer its finding, message, seconds and every stage's ratio to budget (doubles as computed). */
-    private void writeJson(List<LayerReport> reports) throws IOException {
+    private void writeJson(List<LayerReport> reports, PlannedConformance planned) throws IOException {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
         var root = mapper.createObjectNode();
         var arr = root.putArray("layers");
@@ -217,6 +228,28 @@ final class ConformCommand implements Callable<Integer> {
             if (r.routing() != null) o.put("routing_tokens_differing", r.routing().tokensDiffering());
         }
         k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
+        if (planned != null && planned.plan != null) {
+            var plan = root.putObject("plan");
+            var p = planned.plan;
+            plan.put("total_bytes", p.total());
+            plan.put("trunk_streamed", p.trunkStreamed());
+            plan.put("trunk_bytes", p.trunk());
+            plan.put("model_tables_bytes", p.modelTables());
+            plan.put("expert_cache_bytes", p.expertCache());
+            plan.put("buffers_bytes", p.buffers() + p.recurrentState() + p.kvCache());
+            plan.put("jvm_bytes", p.jvm().bytes());
+            plan.put("jvm_heap_max_bytes", p.jvm().heapMax());
+            if (planned.assembly != null && planned.assembly.cache() != null) {
+                var s = planned.assembly.cache().totalStats();
+                var cache = root.putObject("expert_cache");
+                cache.put("slots", planned.assembly.cache().geometry().slots());
+                cache.put("slot_bytes", planned.assembly.cache().geometry().slotBytes());
+                cache.put("requests", s.requests());
+                cache.put("misses", s.misses());
+                cache.put("evictions", s.evictions());
+                cache.put("bytes_read", s.bytesRead());
+            }
+        }
         mapper.writerWithDefaultPrettyPrinter().writeValue(json.toFile(), root);
     }
 

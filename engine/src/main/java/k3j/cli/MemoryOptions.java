@@ -2,10 +2,12 @@ package k3j.cli;
 
 import java.nio.file.Path;
 import java.util.List;
+import k3j.model.Residency;
 import k3j.plan.AutoBudget;
 import k3j.plan.MemInfo;
 import k3j.plan.Preset;
 import k3j.trunk.TrunkPlan;
+import k3j.trunk.TrunkStream;
 import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -50,6 +52,11 @@ final class MemoryOptions {
         long cacheBytes() {
             return Math.round(cacheGb * 1e9);
         }
+    }
+
+    /** Whether any memory flag was given. */
+    boolean given() {
+        return trunk != null || trunkGb != null || trunkRing != null || cacheGb != null || preset != null;
     }
 
     boolean streamed() {
@@ -133,6 +140,13 @@ final class MemoryOptions {
         double c = pick(presetCache, presetAt, cacheGb, cacheAt, DEFAULT_CACHE_GB);
         String name = named != null ? named.id() : autoPreset ? Preset.AUTO : null;
         return new Budgets(name, t, c, presetCache != null || cacheGb != null, named != null && named.ultra());
+    }
+
+    /** How the runtime holds its weights under {@code b}: the trunk streamed from --trunk (else resident), the experts' cache budget. */
+    Residency residency(Budgets b, boolean verifyCrc, java.util.function.Consumer<String> notes) {
+        TrunkStream.Options opts = trunk == null ? null
+                : TrunkStream.Options.budget(b.trunkBytes()).withRing(ring()).withNotes(notes).withVerifyCrc(verifyCrc);
+        return new Residency(trunk, opts, b.cacheBytes(), b.cacheGiven(), b.ultra());
     }
 
     private static double pick(Double fromPreset, int presetAt, Double fromFlag, int flagAt, double dflt) {

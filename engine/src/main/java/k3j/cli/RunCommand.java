@@ -15,13 +15,11 @@ import java.util.concurrent.Callable;
 import com.fasterxml.jackson.core.JsonEncoding;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
-import k3j.cache.CacheGeometry;
 import k3j.cache.CacheStats;
 import k3j.cache.CacheTrace;
 import k3j.cache.ExpertCache;
 import k3j.cache.ExpertLoadException;
 import k3j.io.AtomicWrite;
-import k3j.cache.ExpertLocation;
 import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
@@ -39,6 +37,7 @@ import k3j.model.ExpertDropException;
 import k3j.model.Forward;
 import k3j.model.ForwardException;
 import k3j.model.Generation;
+import k3j.model.Residency;
 import k3j.model.Speculative;
 import k3j.model.StreamedTables;
 import k3j.plan.Human;
@@ -347,7 +346,8 @@ final class RunCommand implements Callable<Integer> {
                 err.println("k3: trunk: " + e.getMessage());
                 return ExitCode.RUNTIME;
             }
-            MemoryPlan plan = MemoryPlan.of(cfg, memory.streamed(), trunkPlanned, useCache ? plannedCache(rt, budgets, codes) : residentExperts(rt, codes),
+            MemoryPlan plan = MemoryPlan.of(cfg, memory.streamed(), trunkPlanned,
+                    useCache ? Residency.plannedCache(rt, budgets.cacheBytes(), codes) : Residency.residentExperts(rt, codes),
                     budgets.ultra(), StreamedTables.DEFAULT_CHUNK_BYTES, incremental, promptIds.length, gen);
             o.print(plan.block(mem));
             var refused = plan.planRefusal(mem);
@@ -374,29 +374,6 @@ final class RunCommand implements Callable<Integer> {
     private TrunkStream.Options trunkOptions(Assembly rt, MemoryOptions.Budgets budgets, PrintWriter err) {
         return TrunkStream.Options.budget(budgets.trunkBytes()).withRing(memory.ring()).withLayers(rt.layers())
                 .withNotes(s -> err.println("k3: note: " + s)).withVerifyCrc(!noTrunkCrc);
-    }
-
-    /** One expert in the kernel's form (codes), or 0 when the model has no routed experts. */
-    private static long formBytes(Assembly rt, Mxfp4.Codes codes) {
-        return rt.binding().layers().stream().flatMap(l -> l.experts().stream()).findFirst().map(l -> rt.kernelForm(codes).bytes(l)).orElse(0L);
-    }
-
-    /** Experts resident once read: the stored bytes plus each one's repacked form (the forward keeps both). */
-    private static long residentExperts(Assembly rt, Mxfp4.Codes codes) {
-        long n = rt.binding().layers().stream().mapToLong(l -> l.experts().size()).sum();
-        return rt.expertBytes() + n * formBytes(rt, codes);
-    }
-
-    /** What the expert cache will hold: the budget, but never more slots than the model has experts; a slot holds the repacked form. */
-    private static long plannedCache(Assembly rt, MemoryOptions.Budgets budgets, Mxfp4.Codes codes) {
-        long stored = rt.binding().layers().stream().flatMap(l -> l.experts().stream()).mapToLong(ExpertLocation::length).findFirst().orElse(0);
-        long one = Math.max(stored, formBytes(rt, codes));
-        if (one <= 0) return budgets.cacheBytes();
-        try {
-            return CacheGeometry.plan(one, budgets.cacheBytes(), rt.config().topK(), (long) rt.layers() * rt.config().expertCount()).arenaBytes();
-        } catch (IllegalArgumentException e) {
-            return budgets.cacheBytes();   // below one token's working set: the cache refuses it when opened, naming the sizes
-        }
     }
 
     private int run(PrintWriter o, PrintWriter err, Assembly rt, MemoryOptions.Budgets budgets, boolean useCache, int[] promptIds, int workers)

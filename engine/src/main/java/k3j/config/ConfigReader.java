@@ -95,18 +95,24 @@ public final class ConfigReader {
     /**
      * Keys the engine does not parametrise on but that would describe a DIFFERENT model if they said
      * otherwise: when present they must hold these values (absent is fine: the C fixtures omit them).
+     * Each carries the sentence that says what a different value would mean.
      */
-    private static final Map<String, JsonNode> FIXED_IF_PRESENT = fixedIfPresent();
+    private record Fixed(JsonNode value, String why) {}
 
-    private static Map<String, JsonNode> fixedIfPresent() {
-        var m = new LinkedHashMap<String, JsonNode>();
+    private static final Map<String, Fixed> FIXED_IF_PRESENT = fixedIfPresent();
+
+    private static Map<String, Fixed> fixedIfPresent() {
+        var m = new LinkedHashMap<String, Fixed>();
         var f = JSON.getNodeFactory();
-        m.put("mla_use_nope", f.booleanNode(true));         // MLA without rotary embeddings
-        m.put("use_full_rank_gate", f.booleanNode(true));   // K3's full-rank KDA gates, not Kimi-Linear's low-rank ones
-        m.put("hidden_act", f.textNode("situ"));            // SiTU-GLU in every MLP
-        m.put("moe_router_activation_func", f.textNode("sigmoid"));
-        m.put("num_expert_group", f.numberNode(1));         // group-limited routing is a no-op only at 1/1
-        m.put("topk_group", f.numberNode(1));
+        String other = " describes a different model: this engine implements only ";
+        m.put("mla_use_nope", new Fixed(f.booleanNode(true), other));         // MLA without rotary embeddings
+        m.put("use_full_rank_gate", new Fixed(f.booleanNode(true), other));   // K3's full-rank KDA gates, not Kimi-Linear's low-rank ones
+        m.put("hidden_act", new Fixed(f.textNode("situ"), other));            // SiTU-GLU in every MLP
+        m.put("moe_router_activation_func", new Fixed(f.textNode("sigmoid"), other));
+        m.put("num_expert_group", new Fixed(f.numberNode(1), other));         // group-limited routing is a no-op only at 1/1
+        m.put("topk_group", new Fixed(f.numberNode(1), other));
+        m.put("topk_method", new Fixed(f.textNode("noaux_tc"), " describes a different router: this engine implements only "));
+        m.put("tie_word_embeddings", new Fixed(f.booleanNode(false), ": this engine reads a separate lm_head and implements only "));
         return m;
     }
 
@@ -115,8 +121,8 @@ public final class ConfigReader {
      * ({@link #checkInformational}). Any other key is listed in {@link ModelConfig#ignored()}.
      */
     private static final java.util.Set<String> INFORMATIONAL = java.util.Set.of("architectures", "model_type", "bos_token_id", "eos_token_id",
-            "pad_token_id", "media_placeholder_token_id", "vision_config", "tie_word_embeddings", "dtype", "torch_dtype",
-            "max_position_embeddings", "num_key_value_heads", "num_nextn_predict_layers", "topk_method", "use_grouped_topk",
+            "pad_token_id", "media_placeholder_token_id", "vision_config", "dtype", "torch_dtype",
+            "max_position_embeddings", "num_key_value_heads", "num_nextn_predict_layers", "use_grouped_topk",
             "transformers_version", "text_config", "linear_attn_config", "quantization_config", "kda_layers");
 
     private ConfigReader() {}
@@ -198,9 +204,9 @@ public final class ConfigReader {
         problems.addAll(structural, missing.stream().map(m -> "missing required field " + m).toList());
         for (var e : FIXED_IF_PRESENT.entrySet()) {
             Hit hit = lookup(candidates, e.getKey(), null, problems);
-            if (hit != null && !sameValue(hit.node, e.getValue())) {
-                problems.add(hit.where + " = " + hit.node + " describes a different model: this engine implements only "
-                        + e.getKey() + " = " + e.getValue());
+            Fixed want = e.getValue();
+            if (hit != null && !sameValue(hit.node, want.value())) {
+                problems.add(hit.where + " = " + hit.node + want.why() + e.getKey() + " = " + want.value());
             }
         }
         Hit quantization = lookup(candidates, "quantization_config", null, problems);
@@ -351,17 +357,9 @@ public final class ConfigReader {
                 p.add(h.where + " = " + h.node + " is not a token id of the vocabulary 0.." + (c.vocabSize() - 1));
             }
         }
-        Hit tie = lookup(candidates, "tie_word_embeddings", null, p);
-        if (tie != null && !tie.node.equals(JSON.getNodeFactory().booleanNode(false))) {
-            p.add(tie.where + " = " + tie.node + ": this engine reads a separate lm_head (tie_word_embeddings must be false)");
-        }
         Hit kv = lookup(candidates, "num_key_value_heads", null, p);
         if (kv != null && !(kv.node.isIntegralNumber() && kv.node.canConvertToInt() && kv.node.intValue() == c.mlaHeads())) {
             p.add(kv.where + " = " + kv.node + " differs from num_attention_heads = " + c.mlaHeads() + " (MLA expands one latent to every head)");
-        }
-        Hit topk = lookup(candidates, "topk_method", null, p);
-        if (topk != null && !topk.node.equals(JSON.getNodeFactory().textNode("noaux_tc"))) {
-            p.add(topk.where + " = " + topk.node + " describes a different router: this engine implements only topk_method = \"noaux_tc\"");
         }
         Hit pos = lookup(candidates, "max_position_embeddings", null, p);
         if (pos == null) return 0;
@@ -410,7 +408,7 @@ public final class ConfigReader {
             expect(weights, "type", "float", at, problems);
             if (weights.has("strategy")) expect(weights, "strategy", "group", at, problems);
             String where = q.where + ".config_groups." + g.getKey() + ".weights.group_size";
-            JsonNode size = g.getValue().path("weights").path("group_size");
+            JsonNode size = weights.path("group_size");
             if (size.isMissingNode()) problems.add("missing " + where + " (must be " + ModelConfig.MXFP4_GROUP_SIZE + ")");
             else if (!size.isIntegralNumber() || !size.canConvertToInt() || size.intValue() != ModelConfig.MXFP4_GROUP_SIZE) {
                 problems.add(where + " = " + size + ", but MXFP4 scales cover groups of " + ModelConfig.MXFP4_GROUP_SIZE

@@ -76,7 +76,7 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
     }
 
     /**
-     * Refuses a budget this harness did not derive for {@code c}: constants looser than the seed's (a dump may
+     * Refuses a budget this harness did not derive for {@code c}: constants looser than the harness's defaults (a dump may
      * tighten, never loosen), and any width other than the compared vector's length under the model's config
      * (hidden size for the layer stages, K for moe_weight, N for moe_choice, V for logits). A dump that sets
      * {@code factor = 1e12} or a width of 2^31 - 1 would pass any model; it is refused naming the field.

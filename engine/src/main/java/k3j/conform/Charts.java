@@ -50,24 +50,18 @@ public final class Charts {
         s.text(left + mapW / 2.0, top + mapH + 28, 13, "normal", "middle", "layer (R under a column = routing differs; grey = not run; white = dense layer, no routing)");
         // worst stage per layer
         s.text(left, barTop - 8, 14, "bold", "start", "worst stage per layer, ratio to budget (log)");
-        s.line(left, barTop, left, barTop + barH, "#555", 1, null);
-        for (int e = (int) LO; e <= HI; e++) {
-            double y = barTop + barH * (HI - e) / (HI - LO);
-            s.line(left - 3, y, left + mapW, y, "#eeeeee", 1, null);
-            s.text(left - 6, y + 4, 11, "normal", "end", "1e" + e);
-        }
+        LogAxis axis = new LogAxis(left, barTop, mapW, barH);
+        axis.draw(s, 11);
         for (int c = 0; c < n; c++) {
             LayerReport rep = reports.get(c);
             double r = rep.worstRatioToBudget();
-            double v = Math.max(LO, Math.min(HI, r <= 0 ? LO : Math.log10(r)));
-            double y = barTop + barH * (HI - v) / (HI - LO);
+            double y = axis.y(r);
             s.rect(left + c * cell + 1, y, Math.max(1, cell - 2), barTop + barH - y, rep.stages().isEmpty() ? "#9e9e9e" : colour(r), null,
                     rep.name() + ": worst " + (rep.worst() == null ? "not run" : rep.worst().stage() + " " + fmt(r) + "x budget"));
             if (r > 1 && rep.worst() != null) s.text(left + c * cell + cell / 2.0, Math.max(barTop - 22, y - 4), 11, "bold", "middle", "L" + rep.layer() + " " + fmt(r) + "x");
         }
-        double yb = barTop + barH * HI / (HI - LO), yb100 = barTop + barH * (HI - 2) / (HI - LO);
-        s.line(left, yb, left + mapW, yb, "#212121", 2, "6,3");
-        s.text(left + mapW + 4, yb + 4, 12, "bold", "start", "budget");
+        axis.budget(s, 12);
+        double yb100 = axis.atExponent(2);
         s.line(left, yb100, left + mapW, yb100, "#6a1b9a", 1.5, "2,3");
         s.text(left + mapW + 4, yb100 + 4, 12, "normal", "start", "100x");
         legend(s, left, legendTop, Math.min(mapW, 600));
@@ -150,27 +144,50 @@ public final class Charts {
         // per-position ratio to budget
         double bx = x0 + side + 90, bw = w - bx - 70, bh = side;
         s.text(bx, y0 - 10, 12, "bold", "start", "per position: max|diff| / max|ref| / budget (log)");
-        s.line(bx, y0, bx, y0 + bh, "#555", 1, null);
-        for (int e = (int) LO; e <= HI; e++) {
-            double y = y0 + bh * (HI - e) / (HI - LO);
-            s.line(bx - 3, y, bx + bw, y, "#eeeeee", 1, null);
-            s.text(bx - 6, y + 4, 10, "normal", "end", "1e" + e);
-        }
+        LogAxis axis = new LogAxis(bx, y0, bw, bh);
+        axis.draw(s, 10);
         int n = r.positions().size();
         double cw = bw / Math.max(1, n);
         for (LogitParity.Position p : r.positions()) {
-            double v = p.ratioToBudget() <= 0 ? LO : Math.max(LO, Math.min(HI, Math.log10(p.ratioToBudget())));
-            double y = y0 + bh * (HI - v) / (HI - LO);
+            double y = axis.y(p.ratioToBudget());
             s.rect(bx + p.position() * cw + 1, y, Math.max(1, cw - 2), y0 + bh - y, colour(p.ratioToBudget()), null,
                     "position " + p.position() + ": " + fmt(p.ratioToBudget()) + "x budget, argmax " + (p.argmaxEqual() ? "equal" : "differs"));
             if (n <= 40 || p.position() % 8 == 0) s.text(bx + (p.position() + 0.5) * cw, y0 + bh + 14, 9, "normal", "middle", String.valueOf(p.position()));
             if (p.position() == r.promptLength() - 1) s.line(bx + (p.position() + 1) * cw, y0, bx + (p.position() + 1) * cw, y0 + bh, "#777", 1, "3,3");
         }
-        double yb = y0 + bh * HI / (HI - LO);
-        s.line(bx, yb, bx + bw, yb, "#212121", 2, "6,3");
-        s.text(bx + bw + 4, yb + 4, 10, "bold", "start", "budget");
+        axis.budget(s, 10);
         s.text(bx + bw / 2, y0 + bh + 30, 11, "normal", "middle", "position (dashed: end of prompt, generated span after it)");
         return s.done();
+    }
+
+    /** A vertical log axis of ratios to budget, 1e{@link #LO} at the bottom to 1e{@link #HI} at the top, its grid {@code w} wide. */
+    private record LogAxis(double x, double top, double w, double h) {
+        /** The height of 10^e. */
+        double atExponent(double e) {
+            return top + h * (HI - e) / (HI - LO);
+        }
+
+        /** The height of a ratio, clamped to the axis (0 and below at the bottom). */
+        double y(double ratio) {
+            return atExponent(ratio <= 0 ? LO : Math.max(LO, Math.min(HI, Math.log10(ratio))));
+        }
+
+        /** The axis line, a grid line and a label at every power of ten. */
+        void draw(Svg s, int labelSize) {
+            s.line(x, top, x, top + h, "#555", 1, null);
+            for (int e = (int) LO; e <= HI; e++) {
+                double y = atExponent(e);
+                s.line(x - 3, y, x + w, y, "#eeeeee", 1, null);
+                s.text(x - 6, y + 4, labelSize, "normal", "end", "1e" + e);
+            }
+        }
+
+        /** The dashed budget line (ratio 1), labelled at its right end. */
+        void budget(Svg s, int labelSize) {
+            double yb = atExponent(0);
+            s.line(x, yb, x + w, yb, "#212121", 2, "6,3");
+            s.text(x + w + 4, yb + 4, labelSize, "bold", "start", "budget");
+        }
     }
 
     private static void dot(Svg s, double x0, double y0, double side, double lo, double hi, double ymax, double ref, double eng, String fill) {

@@ -84,6 +84,9 @@ public final class Conformance implements AutoCloseable {
         } catch (k3j.io.CheckpointException e) {
             if (a != null) a.close();
             throw new ConformException(Finding.MISSING_TENSOR, "the checkpoint " + modelDir + " cannot be read as a whole: " + e.getMessage(), e);
+        } catch (RuntimeException e) {   // the load refused (a memory plan that does not fit) or failed (a trunk that does not match)
+            if (a != null) a.close();
+            throw e;
         }
         // the layers before the first one that cannot bind still run: bind that prefix alone
         Assembly prefix = null;
@@ -280,7 +283,7 @@ public final class Conformance implements AutoCloseable {
     private LayerRun engineRun(int i, ReferenceDump.LayerInfo info) {
         String kind = info.kind();
         long t0 = System.nanoTime();
-        Forward f = forward != null ? forward : prefixForward != null && i < prefixForward.weights().layers().size() ? prefixForward : null;
+        Forward f = forward != null ? forward : prefixForward != null && i < prefixForward.layerCount() ? prefixForward : null;
         if (f == null) {
             List<String> own = bindFailure.problems().stream().filter(q -> q.contains(".layers." + i + ".")).toList();
             String msg = bindFailure.layers().contains(i)
@@ -488,7 +491,7 @@ public final class Conformance implements AutoCloseable {
         if (!incremental) return forward.full(ids, true, null).logits();
         int np = dump.promptIds().length;
         if (np < 1 || np > tokens) throw ReferenceDump.mismatch(dump.source() + ": prompt length " + np + " does not fit " + tokens + " ids");
-        DecodeState st = DecodeState.create(forward.weights(), tokens + 1);
+        DecodeState st = forward.newState(tokens + 1);   // sized from the config: the layers may be streamed
         float[] got = new float[tokens * v];
         float[] pre = forward.step(Arrays.copyOf(ids, np), st, true, null).logits();
         System.arraycopy(pre, 0, got, 0, np * v);

@@ -134,6 +134,14 @@ public final class ExpertSweep {
         } catch (RuntimeException e) {
             return ExpertReport.notRun(pr.layer(), expert, Finding.BINDING_ERROR, "the expert failed to run: " + e);
         }
+        return judge(pr, expert, got, zero);
+    }
+
+    /**
+     * The verdict on {@code got}, one expert's four parts on the layer's probes as an engine computed them (a
+     * caller that also needs the parts themselves computes them once); {@code allZero}: its codes were all +0.
+     */
+    public ExpertReport judge(Probes pr, int expert, Forward.ExpertProbe got, boolean allZero) {
         float[][] parts = {got.w1(), got.w3(), got.w2(), got.out()};
         double[] ratio = new double[PARTS.size()];
         for (int j = 0; j < parts.length; j++) {
@@ -154,7 +162,7 @@ public final class ExpertSweep {
                 if (!(rt <= ratio[j])) ratio[j] = Double.isNaN(rt) ? Double.POSITIVE_INFINITY : rt;
             }
         }
-        return ExpertReport.of(pr.layer(), expert, ratio, zero);
+        return ExpertReport.of(pr.layer(), expert, ratio, allZero);
     }
 
     /** "sketch k=16 x 4 probes x 4 parts (272 floats per expert); budget w1 3.39e-05 ..." */

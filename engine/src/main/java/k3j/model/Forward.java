@@ -93,6 +93,22 @@ public final class Forward {
         return w;
     }
 
+    /** Where the routed experts come from (resident, the expert cache, or a rewriting view of either). */
+    public ExpertSource experts() {
+        return experts;
+    }
+
+    /**
+     * This forward (model tables, streamed or not; decoder layers, the same {@link LayerSource}; expert codes) with
+     * the routed experts from {@code source} instead, e.g. a view that rewrites some of them (bisect's candidates).
+     */
+    public Forward withExperts(ExpertSource source, boolean sourceNeverEvicts) {
+        Forward f = new Forward(w, layers, source, workers, sourceNeverEvicts);
+        f.tables = tables;
+        f.codes = codes;
+        return f;
+    }
+
     /**
      * How this forward repacks experts its source holds as stored (a cache source hands them out already repacked):
      * nibble codes (the default) or int8-predecoded. The same bits either way.
@@ -210,7 +226,7 @@ public final class Forward {
      * MLA cache, all T tokens in one call at positions 0..T−1. Returns every stage.
      */
     public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens) {
-        return runLayer(w.layers().get(layer), partialIn, snapshots, tokens);
+        return runLayer(layer, partialIn, snapshots, tokens, (int[]) null);
     }
 
     /**
@@ -218,7 +234,9 @@ public final class Forward {
      * selection order; the weights are still the router's own scores at those experts). Null: the router selects.
      */
     public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens, int[] forcedRouting) {
-        return runLayer(w.layers().get(layer), partialIn, snapshots, tokens, forcedRouting);
+        try (LayerSource.Held held = layers.acquire(layer)) {   // streamed: read and bound for this call, released after it
+            return runLayer(held.weights(), partialIn, snapshots, tokens, forcedRouting);
+        }
     }
 
     /** {@link #runLayer(int, float[], List, int)} for layer weights that are not part of this model (fixtures). */
@@ -245,13 +263,15 @@ public final class Forward {
      * extend the layer's carried state (KDA recurrent + conv, MLA KV rows); advances state.cached().
      */
     public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens, DecodeState state) {
-        LayerWeights lw = w.layers().get(layer);
         if (state.cached + tokens > state.capacity) {
             throw new ForwardException("MLA KV cache position " + (state.cached + tokens - 1) + " exceeds the limit " + (state.capacity - 1));
         }
-        LayerStages s = layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, state.kda[lw.index()], state.kv[lw.index()], state.cached, null);
-        state.cached += tokens;
-        return s;
+        try (LayerSource.Held held = layers.acquire(layer)) {
+            LayerWeights lw = held.weights();
+            LayerStages s = layer(lw, partialIn.clone(), new ArrayList<>(snapshots), tokens, state.kda[lw.index()], state.kv[lw.index()], state.cached, null);
+            state.cached += tokens;
+            return s;
+        }
     }
 
     private LayerStages layer(LayerWeights lw, float[] partialIn, List<float[]> snaps, int t, Layers.KdaState kda, MlaKv kv, int cached, int[] forced) {

@@ -35,6 +35,34 @@ class BisectCommandTest {
         assertTrue(r.out().contains("2 of 3 layers conform"), r.out());
     }
 
+    /**
+     * Under a capped plan (trunk streamed through a small ring, an expert cache of a few slots) bisect names what it
+     * names resident: a tensor swap (the candidate layer bound afresh beside the streamed one) and an expert's
+     * nibble order (the candidate rewriting what the cache serves).
+     */
+    @Test
+    void underACappedPlanTheSameCandidatesAreNamed() {
+        Path copy = tmp.resolve("m"), trunk = tmp.resolve("trunk");
+        Corruptions.write(Repo.path("oracle-fixtures/mini-k3-93"), copy, List.of(new Corruption.Swap(37, "self_attn.q_proj.weight", "self_attn.k_proj.weight"),
+                new Corruption.NibbleFlip(38, 6)));
+        assertEquals(0, k3("pack-trunk", copy.toString(), trunk.toString()).exit());
+        String[] capped = {"--trunk", trunk.toString(), "--trunk-gb", "0.001", "--cache-gb", "0.0001", "--threads", "1", "--reference",
+                Repo.path("reference-dumps/mini-k3-93").toString()};
+        CliRun r = k3(concat(new String[] {"bisect", copy.toString(), "--layers", "36-38"}, capped));
+        assertEquals(1, r.exit(), r.out() + r.err());
+        assertTrue(r.out().contains("trunk (STREAMED)") && r.out().contains("served by a"), r.out());
+        assertTrue(r.out().contains("  L37: k_proj and q_proj are swapped"), r.out());
+        CliRun e = k3(concat(new String[] {"bisect", copy.toString(), "--layers", "38"}, capped));
+        assertEquals(1, e.exit(), e.out() + e.err());
+        assertTrue(e.out().contains("L38: expert 6's nibble order is flipped"), e.out());
+    }
+
+    private static String[] concat(String[] a, String[] b) {
+        String[] c = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, c, a.length, b.length);
+        return c;
+    }
+
     @Test
     void aDumpOfOtherWeightsIsRefusedAndBadUsageIsTwo() {
         CliRun r = k3("bisect", Repo.path("oracle-fixtures/mini-k3-93").toString(), "--reference", Repo.path("reference-dumps/tiny-k3").toString());

@@ -160,4 +160,18 @@ class ModelConfigTest {
         assertTrue(e.getMessage().contains("absent.json"), e.getMessage());
         assertFalse(e.problems().isEmpty());
     }
+
+    @Test
+    void aTiedLmHeadOrAnotherRouterIsRefusedNamingWhatItWouldMean() throws IOException {
+        ObjectNode root = (ObjectNode) new ObjectMapper().readTree(RELEASED.toFile());
+        ObjectNode text = (ObjectNode) root.get("text_config");
+        root.put("tie_word_embeddings", true);
+        text.put("tie_word_embeddings", true);
+        text.put("topk_method", "greedy");
+        ConfigException e = assertThrows(ConfigException.class, () -> ConfigReader.read(root, "edited"));
+        assertTrue(e.problems().contains("text_config.tie_word_embeddings = true: this engine reads a separate lm_head and implements only "
+                + "tie_word_embeddings = false"), e.problems().toString());
+        assertTrue(e.problems().contains("text_config.topk_method = \"greedy\" describes a different router: this engine implements only "
+                + "topk_method = \"noaux_tc\""), e.problems().toString());
+    }
 }

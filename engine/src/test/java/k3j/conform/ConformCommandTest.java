@@ -31,6 +31,64 @@ class ConformCommandTest {
         assertTrue(r.err().contains("[reference mismatch]") && r.err().contains("model-00001-of-00002.safetensors"), r.err());
     }
 
+    /**
+     * Under a capped plan (the trunk streamed through a two-slot ring, an expert cache of a few slots) every
+     * verdict and stage ratio is bit-identical to the resident run, and the plan block is printed.
+     */
+    @Test
+    void aCappedPlanGivesTheResidentRunsBits(@TempDir Path tmp) throws Exception {
+        Path trunk = tmp.resolve("trunk");
+        CliRun pack = k3("pack-trunk", ConformanceTest.MINI.toString(), trunk.toString());
+        assertEquals(0, pack.exit(), pack.out() + pack.err());
+        Path resident = tmp.resolve("resident.json"), capped = tmp.resolve("capped.json");
+        CliRun a = k3("conform", ConformanceTest.MINI.toString(), "--dumps", ConformanceTest.DUMPS.toString(), "--layers", "0-12", "--threads", "1",
+                "--json", resident.toString());
+        assertEquals(0, a.exit(), a.out() + a.err());
+        assertTrue(a.out().contains("memory plan") && a.out().contains("trunk (resident)") && a.out().contains("resident once read"), a.out());
+        CliRun b = k3("conform", ConformanceTest.MINI.toString(), "--dumps", ConformanceTest.DUMPS.toString(), "--layers", "0-12", "--threads", "1",
+                "--json", capped.toString(), "--trunk", trunk.toString(), "--trunk-gb", "0.001", "--cache-gb", "0.0001");
+        assertEquals(0, b.exit(), b.out() + b.err());
+        assertTrue(b.out().contains("trunk (STREAMED)") && b.out().contains("served by a") && b.out().contains("expert cache: "), b.out());
+        var x = json(resident).path("layers");
+        var y = json(capped).path("layers");
+        assertEquals(13, x.size());
+        assertTrue(json(capped).path("expert_cache").path("evictions").asLong() > 0, "the cache must be smaller than what the layers route");
+        for (int i = 0; i < x.size(); i++) {
+            assertEquals(x.get(i).path("finding").asText(), y.get(i).path("finding").asText());
+            var rx = x.get(i).path("ratios_to_budget");
+            var ry = y.get(i).path("ratios_to_budget");
+            assertEquals(rx.size(), ry.size());
+            for (var it = rx.fieldNames(); it.hasNext(); ) {
+                String f = it.next();
+                assertEquals(Double.doubleToRawLongBits(rx.path(f).asDouble()), Double.doubleToRawLongBits(ry.path(f).asDouble()), "L" + i + " " + f);
+            }
+        }
+    }
+
+    private static com.fasterxml.jackson.databind.JsonNode json(Path p) throws java.io.IOException {
+        return new com.fasterxml.jackson.databind.ObjectMapper().readTree(p.toFile());
+    }
+
+    @Test
+    void aPlanThatDoesNotFitIsRefusedBeforeAnyLayerRuns() {
+        System.setProperty("k3.memAvailableBytes", "30000");
+        try {
+            CliRun r = k3("conform", ConformanceTest.MINI.toString(), "--dumps", ConformanceTest.DUMPS.toString(), "--layers", "0");
+            assertEquals(1, r.exit(), r.out() + r.err());
+            assertTrue(r.out().contains("memory plan") && r.err().contains("REFUSING TO START"), r.out() + r.err());
+            assertTrue(!r.out().contains("L0 "), "no layer may run: " + r.out());
+        } finally {
+            System.clearProperty("k3.memAvailableBytes");
+        }
+    }
+
+    @Test
+    void memoryFlagsWithACandidateAreUsage() {
+        CliRun r = k3("conform", "--candidate", ConformanceTest.DUMPS.toString(), "--cache-gb", "1");
+        assertEquals(2, r.exit(), r.out() + r.err());
+        assertTrue(r.err().contains("not with --candidate"), r.err());
+    }
+
     @Test
     void aLayerOutsideTheModelIsUsage() {
         CliRun r = k3("conform", ConformanceTest.MINI.toString(), "--dumps", ConformanceTest.DUMPS.toString(), "--layers", "90-93");
