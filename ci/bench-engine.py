@@ -76,6 +76,7 @@ def summary(runs):
 
 def main():
     out, repeats, variants = sys.argv[1], int(sys.argv[2]), [a.split("=", 1) for a in sys.argv[3:]]
+    os.makedirs(out, exist_ok=True)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     threads = [int(t) for t in os.environ.get("K3_BENCH_THREADS", "1 2").split()]
     cases = os.environ.get("K3_BENCH_CASES", "|".join(CASES)).split("|")

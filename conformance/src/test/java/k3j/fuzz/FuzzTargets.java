@@ -29,8 +29,7 @@ import picocli.CommandLine;
  * ({@link CheckpointException}, {@link ConfigException}, {@link ConformException}, {@link TrunkException},
  * picocli's {@link CommandLine.ParameterException}). Anything else escaping (an IllegalArgumentException, an
  * IndexOutOfBounds, an OutOfMemoryError) is a finding. The gate bounds each input's time and allocation
- * ({@link Limits}). Each target is also a Jazzer command-line target ({@code fuzzerTestOneInput}) for
- * {@code ci/fuzz}.
+ * ({@link Limits}). {@link Target} runs any of them as a Jazzer command-line target for {@code ci/fuzz}.
  */
 public final class FuzzTargets {
     private FuzzTargets() {}
@@ -116,65 +115,23 @@ public final class FuzzTargets {
     }
 
     // ---------------------------------------------------------------------------------------------
-    // Jazzer command-line entry points (ci/fuzz): one class per target
+    // the Jazzer command-line entry point (ci/fuzz)
 
-    public static final class Safetensors {
+    /** {@code --target_class} of ci/fuzz: the target named by the system property {@value #PROPERTY}. */
+    public static final class Target {
+        public static final String PROPERTY = "k3j.fuzz.target";
+        private static String name;
+        private static Consumer<byte[]> run;
+
         public static void fuzzerInitialize() {
-            warmUp("safetensors");
+            name = System.getProperty(PROPERTY);
+            run = ALL.get(name);
+            if (run == null) throw new IllegalArgumentException("-D" + PROPERTY + " must be one of " + new java.util.TreeSet<>(ALL.keySet()) + ", got " + name);
+            warmUp(name);
         }
 
         public static void fuzzerTestOneInput(byte[] data) {
-            Limits.check("safetensors", data, FuzzTargets::safetensors);
-        }
-    }
-
-    public static final class Config {
-        public static void fuzzerInitialize() {
-            warmUp("config");
-        }
-
-        public static void fuzzerTestOneInput(byte[] data) {
-            Limits.check("config", data, FuzzTargets::config);
-        }
-    }
-
-    public static final class Index {
-        public static void fuzzerInitialize() {
-            warmUp("index");
-        }
-
-        public static void fuzzerTestOneInput(byte[] data) {
-            Limits.check("index", data, FuzzTargets::index);
-        }
-    }
-
-    public static final class Dump {
-        public static void fuzzerInitialize() {
-            warmUp("dump");
-        }
-
-        public static void fuzzerTestOneInput(byte[] data) {
-            Limits.check("dump", data, FuzzTargets::dump);
-        }
-    }
-
-    public static final class Trunk {
-        public static void fuzzerInitialize() {
-            warmUp("trunk");
-        }
-
-        public static void fuzzerTestOneInput(byte[] data) {
-            Limits.check("trunk", data, FuzzTargets::trunk);
-        }
-    }
-
-    public static final class Cli {
-        public static void fuzzerInitialize() {
-            warmUp("cli");
-        }
-
-        public static void fuzzerTestOneInput(byte[] data) {
-            Limits.check("cli", data, FuzzTargets::cli);
+            Limits.check(name, data, run);
         }
     }
 

@@ -72,7 +72,7 @@ public final class PeerBench {
         KernelPath.set(KernelPath.Mode.VECTOR);
         try (Workers w = Workers.of(threads)) {
             if (want.contains("bf16")) {
-                try (Arena a = Arena.ofConfined()) {
+                try (Arena a = Arena.ofShared()) {
                     Matrix m = PeerInputs.bf16(a, 12288, 7168, 12);
                     float[] x = PeerInputs.x(7168, 11), y = new float[12288];
                     MatVec.matvec(w, y, x, m);
@@ -107,7 +107,7 @@ public final class PeerBench {
                 }
             }
             if (want.contains("lmhead")) {
-                try (Arena a = Arena.ofConfined()) {
+                try (Arena a = Arena.ofShared()) {
                     Matrix m = PeerInputs.bf16(a, 163840, 7168, 13);
                     float[] x = PeerInputs.x(7168, 11), y = new float[163840];
                     MatVec.matvec(w, y, x, m);
@@ -125,7 +125,7 @@ public final class PeerBench {
     /** The peer's 16 experts (gate, up, down) repacked off-heap in {@code codes} form, run as one token. */
     static boolean mxfp4(Workers w, int threads, Mxfp4.Codes codes, Path dir) throws IOException {
         int e = PeerInputs.EXPERTS, hid = PeerInputs.HID, inter = PeerInputs.INTER, per = 2 * inter + hid;
-        try (Arena a = Arena.ofConfined()) {
+        try (Arena a = Arena.ofShared()) {
             Mxfp4.Repacked[][] ex = new Mxfp4.Repacked[e][3];
             for (int i = 0; i < e; i++) {
                 for (int m = 0; m < 3; m++) {

@@ -230,7 +230,15 @@ public final class TrunkStream implements TrunkSource {
         if (l < 0 || l >= n) throw new IllegalArgumentException("layer " + l + " is outside 0.." + (n - 1));
         long t0 = System.nanoTime();
         try {
-            LayerBytes b = plan.isPinned(l) ? acquirePinned(l) : acquireRing(l);
+            LayerBytes b;
+            lock.lock();
+            try {
+                checkOpen();
+                walk = l;
+                b = plan.isPinned(l) ? acquirePinned(l, manifest.layer(l)) : acquireRing(l, manifest.layer(l));
+            } finally {
+                lock.unlock();
+            }
             prefetch();
             return b;
         } finally {
@@ -241,95 +249,82 @@ public final class TrunkStream implements TrunkSource {
         }
     }
 
-    private LayerBytes acquirePinned(int l) {
-        TrunkManifest.Layer layer = manifest.layer(l);
-        lock.lock();
-        try {
-            checkOpen();
-            walk = l;
-            while (pinState[l] == PIN_LOADING) changed.awaitUninterruptibly();
-            if (pinState[l] == PIN_LOADED) {
-                pinnedHits++;
-                return new LayerBytes(this, layer, manifest.bin(), pinBuffer[l], true, -1, null);
-            }
-            if (pinBuffer[l] == null) pinBuffer[l] = allocate(layer.padded());   // before any state changes
-            pinState[l] = PIN_LOADING;
-            RuntimeException failed = readByCaller(layer, l, pinBuffer[l]);
-            changed.signalAll();
-            if (failed != null) {
-                pinState[l] = PIN_NONE;
-                throw bindFailed(l, failed);
-            }
-            pinState[l] = PIN_LOADED;
-            misses++;
+    /** Layer {@code l} from its pinned buffer, read on first use (lock held). */
+    private LayerBytes acquirePinned(int l, TrunkManifest.Layer layer) {
+        while (pinState[l] == PIN_LOADING) changed.awaitUninterruptibly();
+        if (pinState[l] == PIN_LOADED) {
+            pinnedHits++;
             return new LayerBytes(this, layer, manifest.bin(), pinBuffer[l], true, -1, null);
-        } finally {
-            lock.unlock();
         }
+        if (pinBuffer[l] == null) pinBuffer[l] = allocate(layer.padded());   // before any state changes
+        pinState[l] = PIN_LOADING;
+        RuntimeException failed = readByCaller(layer, l, pinBuffer[l]);
+        changed.signalAll();
+        if (failed != null) {
+            pinState[l] = PIN_NONE;
+            throw bindFailed(l, failed);
+        }
+        pinState[l] = PIN_LOADED;
+        misses++;
+        return new LayerBytes(this, layer, manifest.bin(), pinBuffer[l], true, -1, null);
     }
 
-    private LayerBytes acquireRing(int l) {
-        TrunkManifest.Layer layer = manifest.layer(l);
-        lock.lock();
-        try {
-            checkOpen();
-            walk = l;
-            int s = slotOf[l];
-            boolean hit = s >= 0;
-            RuntimeException earlier = null;
-            while (s < 0) {
-                if (pendingSlot(l) >= 0) {
-                    long w = System.nanoTime();
-                    changed.awaitUninterruptibly();
-                    waitNanos += System.nanoTime() - w;
-                    checkOpen();
-                    s = slotOf[l];
+    /** Layer {@code l} in a ring slot: a hit, a prefetch to wait for, or a read into a claimed slot (lock held). */
+    private LayerBytes acquireRing(int l, TrunkManifest.Layer layer) {
+        int s = slotOf[l];
+        boolean hit = s >= 0;
+        RuntimeException earlier = null;
+        while (s < 0) {
+            if (pendingSlot(l) >= 0) {
+                s = awaitChange(l);
+                continue;
+            }
+            if (readFailure[l] != null) {
+                // the reader's prefetch of l failed: try once more here, and report both if that fails too
+                earlier = readFailure[l];
+                readFailure[l] = null;
+            }
+            int c = claim(l, true);
+            if (c < 0) {
+                if (anyPending()) {
+                    s = awaitChange(l);
                     continue;
                 }
-                if (readFailure[l] != null) {
-                    // the reader's prefetch of l failed: try once more here, and report both if that fails too
-                    earlier = readFailure[l];
-                    readFailure[l] = null;
-                }
-                int c = claim(l, true);
-                if (c < 0) {
-                    if (anyPending()) {
-                        long w = System.nanoTime();
-                        changed.awaitUninterruptibly();
-                        waitNanos += System.nanoTime() - w;
-                        checkOpen();
-                        s = slotOf[l];
-                        continue;
-                    }
-                    throw new IllegalStateException("trunk: no ring slot free for layer " + l + ": all " + slots.length
-                            + " slots are held; release the previous layer before acquiring the next");
-                }
-                Slot slot = slots[c];
-                RuntimeException failed = readByCaller(layer, l, slot.buffer);
-                slot.pending = -1;
-                changed.signalAll();
-                if (failed != null) {
-                    RuntimeException e = bindFailed(l, failed);
-                    if (earlier != null) e.addSuppressed(earlier);
-                    throw e;
-                }
-                publish(c, l);
-                s = c;
+                throw new IllegalStateException("trunk: no ring slot free for layer " + l + ": all " + slots.length
+                        + " slots are held; release the previous layer before acquiring the next");
             }
-            Slot slot = slots[s];
-            slot.holds++;
-            if (hit) ringHits++;
-            else misses++;
-            Arena scope = Arena.ofShared();
-            slot.scopes.add(scope);
-            MemorySegment view = slot.buffer.reinterpret(scope, null);
-            return new LayerBytes(this, layer, manifest.bin(), view, false, s, () -> {
-                slot.scopes.remove(scope);
-                scope.close();
-            });
-        } finally {
-            lock.unlock();
+            Slot slot = slots[c];
+            RuntimeException failed = readByCaller(layer, l, slot.buffer);
+            slot.pending = -1;
+            changed.signalAll();
+            if (failed != null) {
+                RuntimeException e = bindFailed(l, failed);
+                if (earlier != null) e.addSuppressed(earlier);
+                throw e;
+            }
+            publish(c, l);
+            s = c;
         }
+        Slot slot = slots[s];
+        slot.holds++;
+        if (hit) ringHits++;
+        else misses++;
+        Arena scope = Arena.ofShared();
+        slot.scopes.add(scope);
+        MemorySegment view = slot.buffer.reinterpret(scope, null);
+        return new LayerBytes(this, layer, manifest.bin(), view, false, s, () -> {
+            slot.scopes.remove(scope);
+            scope.close();
+        });
+    }
+
+    /** Waits for the next change (a read landing, a slot released), counted as waiting; then layer {@code l}'s slot (lock held). */
+    private int awaitChange(int l) {
+        long w = System.nanoTime();
+        changed.awaitUninterruptibly();
+        waitNanos += System.nanoTime() - w;
+        checkOpen();
+        return slotOf[l];
     }
 
     @Override
