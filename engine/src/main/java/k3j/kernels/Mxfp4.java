@@ -307,13 +307,7 @@ public final class Mxfp4 {
                     acc = acc.blend(acc.add(sub.mul(half)), half.compare(VectorOperators.NE, 0.0));
                 }
                 acc.intoArray(lanes, 0);
-                for (int j = 0; j < 4; j++) {
-                    int r = 4 * bl + j;
-                    if (r >= rows) break;
-                    double a = lanes[j];
-                    if (full < ng) a = raggedGroup(a, pk, w.codes(), sc, bl, ng, full, j, in, xd, xo);
-                    y[t * rows + r] = (float) a;
-                }
+                storeBlock(y, lanes, w, bl, t, xd);
             }
         }
     }
@@ -358,13 +352,7 @@ public final class Mxfp4 {
                     acc = acc.blend(acc.add(sub.mul(half)), half.compare(VectorOperators.NE, 0.0));
                 }
                 acc.intoArray(lanes, 0);
-                for (int j = 0; j < 4; j++) {
-                    int r = 4 * bl + j;
-                    if (r >= rows) break;
-                    double a = lanes[j];
-                    if (full < ng) a = raggedGroup(a, pk, w.codes(), sc, bl, ng, full, j, in, xd, xo);
-                    y[t * rows + r] = (float) a;
-                }
+                storeBlock(y, lanes, w, bl, t, xd);
             }
         }
     }
@@ -432,6 +420,18 @@ public final class Mxfp4 {
                     y[t * rows + 4 * bl + j] = (float) acc;
                 }
             }
+        }
+    }
+
+    /** The 4 lanes of block bl, token t, into y: each row finishes its ragged last group (if any) in scalar, then rounds to float. */
+    private static void storeBlock(float[] y, double[] lanes, Repacked w, int bl, int t, double[] xd) {
+        int in = w.in(), rows = w.rows(), ng = groups(in), full = in / GROUP;
+        for (int j = 0; j < 4; j++) {
+            int r = 4 * bl + j;
+            if (r >= rows) break;
+            double a = lanes[j];
+            if (full < ng) a = raggedGroup(a, w.packed(), w.codes(), w.scales(), bl, ng, full, j, in, xd, t * in);
+            y[t * rows + r] = (float) a;
         }
     }
 
