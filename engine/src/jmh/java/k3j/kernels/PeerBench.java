@@ -71,15 +71,7 @@ public final class PeerBench {
         boolean ok = true;
         KernelPath.set(KernelPath.Mode.VECTOR);
         try (Workers w = Workers.of(threads)) {
-            if (want.contains("bf16")) {
-                try (Arena a = Arena.ofShared()) {
-                    Matrix m = PeerInputs.bf16(a, 12288, 7168, 12);
-                    float[] x = PeerInputs.x(7168, 11), y = new float[12288];
-                    MatVec.matvec(w, y, x, m);
-                    ok &= check("bf16", y, dir.resolve("bf16_y.bin"));
-                    time("bf16", threads, () -> MatVec.matvec(w, y, x, m), 40, 40, 2500);
-                }
-            }
+            if (want.contains("bf16")) ok &= matvec(w, threads, "bf16", 12288, 12, 40, 40, 2500, dir);
             if (want.contains("mxfp4")) {
                 for (Mxfp4.Codes codes : Mxfp4.Codes.values()) ok &= mxfp4(w, threads, codes, dir);
             }
@@ -106,19 +98,23 @@ public final class PeerBench {
                     time("kda_dram", threads, step, 64, 160, 2000);
                 }
             }
-            if (want.contains("lmhead")) {
-                try (Arena a = Arena.ofShared()) {
-                    Matrix m = PeerInputs.bf16(a, 163840, 7168, 13);
-                    float[] x = PeerInputs.x(7168, 11), y = new float[163840];
-                    MatVec.matvec(w, y, x, m);
-                    ok &= check("lmhead", y, dir.resolve("lmhead_y.bin"));
-                    time("lmhead", threads, () -> MatVec.matvec(w, y, x, m), 3, 6, 3000);
-                }
-            }
+            if (want.contains("lmhead")) ok &= matvec(w, threads, "lmhead", 163840, 13, 3, 6, 3000, dir);
         }
         if (!ok) {
             System.out.println("PEER CHECK FAILED: a Java kernel differs from the C peer under the same contract");
             System.exit(1);
+        }
+    }
+
+    /** A bf16 matvec of {@code rows} x 7168 (the peer's matrix of {@code seed}), checked, then timed. */
+    static boolean matvec(Workers w, int threads, String name, int rows, long seed, int warm, int reps, double budgetMs, Path dir) throws IOException {
+        try (Arena a = Arena.ofShared()) {
+            Matrix m = PeerInputs.bf16(a, rows, 7168, seed);
+            float[] x = PeerInputs.x(7168, 11), y = new float[rows];
+            MatVec.matvec(w, y, x, m);
+            boolean same = check(name, y, dir.resolve(name + "_y.bin"));
+            time(name, threads, () -> MatVec.matvec(w, y, x, m), warm, reps, budgetMs);
+            return same;
         }
     }
 

@@ -48,10 +48,6 @@ public final class Kda {
     /** Fast step, bit-identical to {@link #stepReference}; u and dv are scratch of length >= d. */
     public static void step(float[] S, int sOff, float[] o, int oOff, float[] q, int qOff, float[] k, int kOff,
             float[] v, int vOff, float[] alpha, int aOff, float beta, int d, float[] u, float[] dv) {
-        if ((d & 63) == 0) {
-            stepBlocked(S, sOff, o, oOff, q, qOff, k, kOff, v, vOff, alpha, aOff, beta, d, u, dv);
-            return;
-        }
         int vec = d & ~7;
         java.util.Arrays.fill(u, 0, d, 0.0f);
         for (int i = 0; i < d; i++) {
@@ -123,84 +119,6 @@ public final class Kda {
                 else stepReference(state, h * d * d, o, h * d, q, h * d, k, h * d, v, h * d, alpha, h * d, beta[h], d);
             }
         });
-    }
-
-    /**
-     * {@link #step} for d a multiple of 64 (K3: 128): the same per-element operations, with u (64 columns at
-     * a time) and o (32 at a time) kept in registers across the i loop instead of loaded and stored per row.
-     */
-    private static void stepBlocked(float[] S, int sOff, float[] o, int oOff, float[] q, int qOff, float[] k, int kOff,
-            float[] v, int vOff, float[] alpha, int aOff, float beta, int d, float[] u, float[] dv) {
-        for (int jc = 0; jc < d; jc += 64) {
-            FloatVector u0 = FloatVector.zero(F), u1 = u0, u2 = u0, u3 = u0, u4 = u0, u5 = u0, u6 = u0, u7 = u0;
-            for (int i = 0; i < d; i++) {
-                int row = sOff + i * d + jc;
-                float a = alpha[aOff + i], ki = k[kOff + i];
-                FloatVector s0 = FloatVector.fromArray(F, S, row).mul(a), s1 = FloatVector.fromArray(F, S, row + 8).mul(a);
-                FloatVector s2 = FloatVector.fromArray(F, S, row + 16).mul(a), s3 = FloatVector.fromArray(F, S, row + 24).mul(a);
-                FloatVector s4 = FloatVector.fromArray(F, S, row + 32).mul(a), s5 = FloatVector.fromArray(F, S, row + 40).mul(a);
-                FloatVector s6 = FloatVector.fromArray(F, S, row + 48).mul(a), s7 = FloatVector.fromArray(F, S, row + 56).mul(a);
-                s0.intoArray(S, row);
-                s1.intoArray(S, row + 8);
-                s2.intoArray(S, row + 16);
-                s3.intoArray(S, row + 24);
-                s4.intoArray(S, row + 32);
-                s5.intoArray(S, row + 40);
-                s6.intoArray(S, row + 48);
-                s7.intoArray(S, row + 56);
-                if (ki != 0.0f) {
-                    u0 = u0.add(s0.mul(ki));
-                    u1 = u1.add(s1.mul(ki));
-                    u2 = u2.add(s2.mul(ki));
-                    u3 = u3.add(s3.mul(ki));
-                    u4 = u4.add(s4.mul(ki));
-                    u5 = u5.add(s5.mul(ki));
-                    u6 = u6.add(s6.mul(ki));
-                    u7 = u7.add(s7.mul(ki));
-                }
-            }
-            u0.intoArray(u, jc);
-            u1.intoArray(u, jc + 8);
-            u2.intoArray(u, jc + 16);
-            u3.intoArray(u, jc + 24);
-            u4.intoArray(u, jc + 32);
-            u5.intoArray(u, jc + 40);
-            u6.intoArray(u, jc + 48);
-            u7.intoArray(u, jc + 56);
-        }
-        for (int j = 0; j < d; j++) dv[j] = v[vOff + j] - u[j];
-        for (int jc = 0; jc < d; jc += 32) {
-            FloatVector o0 = FloatVector.zero(F), o1 = o0, o2 = o0, o3 = o0;
-            FloatVector d0 = FloatVector.fromArray(F, dv, jc), d1 = FloatVector.fromArray(F, dv, jc + 8);
-            FloatVector d2 = FloatVector.fromArray(F, dv, jc + 16), d3 = FloatVector.fromArray(F, dv, jc + 24);
-            for (int i = 0; i < d; i++) {
-                int row = sOff + i * d + jc;
-                float ki = k[kOff + i], qi = q[qOff + i];
-                FloatVector s0 = FloatVector.fromArray(F, S, row), s1 = FloatVector.fromArray(F, S, row + 8);
-                FloatVector s2 = FloatVector.fromArray(F, S, row + 16), s3 = FloatVector.fromArray(F, S, row + 24);
-                if (ki != 0.0f) {
-                    float kb = ki * beta;
-                    s0 = s0.add(d0.mul(kb));
-                    s1 = s1.add(d1.mul(kb));
-                    s2 = s2.add(d2.mul(kb));
-                    s3 = s3.add(d3.mul(kb));
-                    s0.intoArray(S, row);
-                    s1.intoArray(S, row + 8);
-                    s2.intoArray(S, row + 16);
-                    s3.intoArray(S, row + 24);
-                }
-                if (qi != 0.0f) {
-                    o0 = o0.add(s0.mul(qi));
-                    o1 = o1.add(s1.mul(qi));
-                    o2 = o2.add(s2.mul(qi));
-                    o3 = o3.add(s3.mul(qi));
-                }
-            }
-            o0.intoArray(o, oOff + jc);
-            o1.intoArray(o, oOff + jc + 8);
-            o2.intoArray(o, oOff + jc + 16);
-            o3.intoArray(o, oOff + jc + 24);
-        }
     }
 
     /** q scale = 1.0f / sqrtf((float) D), float (the sqrt correctly rounded, so (float)Math.sqrt is exact sqrtf). */

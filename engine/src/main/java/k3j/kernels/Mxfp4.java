@@ -270,22 +270,26 @@ public final class Mxfp4 {
         final ByteVector lut = ByteVector.fromArray(B128, E2M1_TWICE, 0);
         final double[] lanes = new double[4];
         final double[] sv = new double[4];
+        // one group of a block staged on the heap (one bulk copy; the vector loads from it need no segment checks)
+        final byte[] gb = new byte[64 + 16];
+        final byte[] sb4 = new byte[ng * 4 + 8];
         for (int bl = from; bl < to; bl++) {
+            MemorySegment.copy(sc, ValueLayout.JAVA_BYTE, (long) bl * ng * 4, sb4, 0, ng * 4);
             for (int t = 0; t < tokens; t++) {
                 final int xo = t * in;
                 DoubleVector acc = DoubleVector.zero(D);
                 for (int g = 0; g < full; g++) {
+                    MemorySegment.copy(pk, ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 64, gb, 0, 64);
                     DoubleVector s0 = DoubleVector.zero(D), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
-                    final long base = ((long) bl * ng + g) * 64;
                     final int xg = xo + g * GROUP;
                     for (int c = 0; c < 4; c++) {
                         // byte positions 4c..4c+3 of the 4 rows; a 16-byte load at 4p whose lanes 0..3 are position p
-                        final long bp = base + 16L * c;
+                        final int bp = 16 * c;
                         final int xk = xg + 8 * c;
-                        ByteVector b0 = ByteVector.fromMemorySegment(B128, pk, bp, LE);
-                        ByteVector b1 = ByteVector.fromMemorySegment(B128, pk, bp + 4, LE);
-                        ByteVector b2 = ByteVector.fromMemorySegment(B128, pk, bp + 8, LE);
-                        ByteVector b3 = ByteVector.fromMemorySegment(B128, pk, bp + 12, LE);
+                        ByteVector b0 = ByteVector.fromArray(B128, gb, bp);
+                        ByteVector b1 = ByteVector.fromArray(B128, gb, bp + 4);
+                        ByteVector b2 = ByteVector.fromArray(B128, gb, bp + 8);
+                        ByteVector b3 = ByteVector.fromArray(B128, gb, bp + 12);
                         // products of a float and a small integer are exact in double: fma == mul then add
                         s0 = ((DoubleVector) b0.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk]), s0);
                         s1 = ((DoubleVector) b0.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 1]), s1);
@@ -297,20 +301,13 @@ public final class Mxfp4 {
                         s7 = ((DoubleVector) b3.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 7]), s7);
                     }
                     DoubleVector sub = s0.add(s4).add(s1.add(s5)).add(s2.add(s6).add(s3.add(s7)));
-                    final long sb = ((long) bl * ng + g) * 4;
-                    for (int j = 0; j < 4; j++) sv[j] = E8M0_HALF[sc.get(ValueLayout.JAVA_BYTE, sb + j) & 0xFF];
+                    for (int j = 0; j < 4; j++) sv[j] = E8M0_HALF[sb4[g * 4 + j] & 0xFF];
                     DoubleVector half = DoubleVector.fromArray(D, sv, 0);
                     // a 255 byte has half == 0: its group must contribute nothing even if sub is Inf/NaN
                     acc = acc.blend(acc.add(sub.mul(half)), half.compare(VectorOperators.NE, 0.0));
                 }
                 acc.intoArray(lanes, 0);
-                for (int j = 0; j < 4; j++) {
-                    int r = 4 * bl + j;
-                    if (r >= rows) break;
-                    double a = lanes[j];
-                    if (full < ng) a = raggedGroup(a, pk, w.codes(), sc, bl, ng, full, j, in, xd, xo);
-                    y[t * rows + r] = (float) a;
-                }
+                storeBlock(y, lanes, w, bl, t, xd);
             }
         }
     }
@@ -325,40 +322,37 @@ public final class Mxfp4 {
         final MemorySegment pk = w.packed(), sc = w.scales();
         final double[] lanes = new double[4];
         final double[] sv = new double[4];
+        // one group of a block staged on the heap (one bulk copy; the vector loads from it need no segment checks)
+        final byte[] gb = new byte[128 + 16];
+        final byte[] sb4 = new byte[ng * 4 + 8];
         for (int bl = from; bl < to; bl++) {
+            MemorySegment.copy(sc, ValueLayout.JAVA_BYTE, (long) bl * ng * 4, sb4, 0, ng * 4);
             for (int t = 0; t < tokens; t++) {
                 final int xo = t * in;
                 DoubleVector acc = DoubleVector.zero(D);
                 for (int g = 0; g < full; g++) {
+                    MemorySegment.copy(pk, ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 128, gb, 0, 128);
                     DoubleVector s0 = DoubleVector.zero(D), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
-                    final long base = ((long) bl * ng + g) * 128;
                     final int xg = xo + g * GROUP;
                     for (int c = 0; c < 4; c++) {
-                        final long bp = base + 32L * c;
+                        final int bp = 32 * c;
                         final int xk = xg + 8 * c;
-                        s0 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk]), s0);
-                        s1 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp + 4, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 1]), s1);
-                        s2 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp + 8, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 2]), s2);
-                        s3 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp + 12, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 3]), s3);
-                        s4 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp + 16, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 4]), s4);
-                        s5 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp + 20, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 5]), s5);
-                        s6 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp + 24, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 6]), s6);
-                        s7 = ((DoubleVector) ByteVector.fromMemorySegment(B128, pk, bp + 28, LE).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 7]), s7);
+                        s0 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk]), s0);
+                        s1 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 4).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 1]), s1);
+                        s2 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 8).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 2]), s2);
+                        s3 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 12).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 3]), s3);
+                        s4 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 16).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 4]), s4);
+                        s5 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 20).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 5]), s5);
+                        s6 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 24).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 6]), s6);
+                        s7 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 28).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 7]), s7);
                     }
                     DoubleVector sub = s0.add(s4).add(s1.add(s5)).add(s2.add(s6).add(s3.add(s7)));
-                    final long sb = ((long) bl * ng + g) * 4;
-                    for (int j = 0; j < 4; j++) sv[j] = E8M0_HALF[sc.get(ValueLayout.JAVA_BYTE, sb + j) & 0xFF];
+                    for (int j = 0; j < 4; j++) sv[j] = E8M0_HALF[sb4[g * 4 + j] & 0xFF];
                     DoubleVector half = DoubleVector.fromArray(D, sv, 0);
                     acc = acc.blend(acc.add(sub.mul(half)), half.compare(VectorOperators.NE, 0.0));
                 }
                 acc.intoArray(lanes, 0);
-                for (int j = 0; j < 4; j++) {
-                    int r = 4 * bl + j;
-                    if (r >= rows) break;
-                    double a = lanes[j];
-                    if (full < ng) a = raggedGroup(a, pk, w.codes(), sc, bl, ng, full, j, in, xd, xo);
-                    y[t * rows + r] = (float) a;
-                }
+                storeBlock(y, lanes, w, bl, t, xd);
             }
         }
     }
@@ -426,6 +420,18 @@ public final class Mxfp4 {
                     y[t * rows + 4 * bl + j] = (float) acc;
                 }
             }
+        }
+    }
+
+    /** The 4 lanes of block bl, token t, into y: each row finishes its ragged last group (if any) in scalar, then rounds to float. */
+    private static void storeBlock(float[] y, double[] lanes, Repacked w, int bl, int t, double[] xd) {
+        int in = w.in(), rows = w.rows(), ng = groups(in), full = in / GROUP;
+        for (int j = 0; j < 4; j++) {
+            int r = 4 * bl + j;
+            if (r >= rows) break;
+            double a = lanes[j];
+            if (full < ng) a = raggedGroup(a, w.packed(), w.codes(), w.scales(), bl, ng, full, j, in, xd, t * in);
+            y[t * rows + r] = (float) a;
         }
     }
 
