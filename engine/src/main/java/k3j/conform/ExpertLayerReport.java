@@ -46,8 +46,9 @@ public record ExpertLayerReport(int layer, String kind, int checked, int total, 
         return experts.stream().sorted(Comparator.comparingDouble(ExpertReport::worst).reversed()).limit(n).toList();
     }
 
+    /** The experts that do not conform, worst first: bisect and the report start with the strongest evidence. */
     public List<ExpertReport> failing() {
-        return experts.stream().filter(e -> !e.conforms()).toList();
+        return experts.stream().filter(e -> !e.conforms()).sorted(Comparator.comparingDouble(ExpertReport::worst).reversed()).toList();
     }
 
     public double worstRatioToBudget() {
