@@ -20,10 +20,18 @@ public final class ChildJvm {
 
     private ChildJvm() {}
 
+    /** The heap a child gets unless the caller says otherwise. */
+    public static final String DEFAULT_HEAP = "768m";
+
     /** Runs {@code mainClass args} with {@code -Dkey=value} for each property; fails after {@code timeoutSeconds}. */
     public static Result run(Map<String, String> properties, long timeoutSeconds, String mainClass, String... args) throws IOException, InterruptedException {
+        return run(DEFAULT_HEAP, properties, timeoutSeconds, mainClass, args);
+    }
+
+    /** {@link #run(Map, long, String, String...)} with a heap of at most {@code heap} ({@code -Xmx}). */
+    public static Result run(String heap, Map<String, String> properties, long timeoutSeconds, String mainClass, String... args) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
-                "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-Xss4m", "-Xmx768m"));
+                "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-Xss4m", "-Xmx" + heap));
         properties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), mainClass));
         cmd.addAll(List.of(args));

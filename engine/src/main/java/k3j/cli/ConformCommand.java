@@ -250,7 +250,7 @@ final class ConformCommand implements Callable<Integer> {
                 cache.put("bytes_read", s.bytesRead());
             }
         }
-        mapper.writerWithDefaultPrettyPrinter().writeValue(json.toFile(), root);
+        AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(root));
     }
 
     private CommandLine.ParameterException usage(String msg) {

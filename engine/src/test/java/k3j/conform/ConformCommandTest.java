@@ -33,7 +33,8 @@ class ConformCommandTest {
 
     /**
      * Under a capped plan (the trunk streamed through a two-slot ring, an expert cache of a few slots) every
-     * verdict and stage ratio is bit-identical to the resident run, and the plan block is printed.
+     * verdict and stage ratio is bit-identical to the resident run, the plan block is printed, and the expert sweep
+     * ({@code --experts}) runs through the same cache.
      */
     @Test
     void aCappedPlanGivesTheResidentRunsBits(@TempDir Path tmp) throws Exception {
@@ -46,9 +47,10 @@ class ConformCommandTest {
         assertEquals(0, a.exit(), a.out() + a.err());
         assertTrue(a.out().contains("memory plan") && a.out().contains("trunk (resident)") && a.out().contains("resident once read"), a.out());
         CliRun b = k3("conform", ConformanceTest.MINI.toString(), "--dumps", ConformanceTest.DUMPS.toString(), "--layers", "0-12", "--threads", "1",
-                "--json", capped.toString(), "--trunk", trunk.toString(), "--trunk-gb", "0.001", "--cache-gb", "0.0001");
+                "--json", capped.toString(), "--trunk", trunk.toString(), "--trunk-gb", "0.001", "--cache-gb", "0.0001", "--experts");
         assertEquals(0, b.exit(), b.out() + b.err());
         assertTrue(b.out().contains("trunk (STREAMED)") && b.out().contains("served by a") && b.out().contains("expert cache: "), b.out());
+        assertTrue(b.out().contains("VERDICT: EVERY EXPERT CONFORMS"), "the expert sweep through the cache under the plan: " + b.out());
         var x = json(resident).path("layers");
         var y = json(capped).path("layers");
         assertEquals(13, x.size());
