@@ -201,7 +201,11 @@ if CITEST:
     lng = CITEST["longest"][0] if CITEST["longest"] else None
     row("ci/test wall (weightless suite)", "104 s", f"{CITEST['wall_s']:.0f} s", "-", "-", "<= 120 s", CITEST["wall_s"] <= 120 and CITEST["exit"] == 0,
         f"last run {CITEST['when']}, exit {CITEST['exit']}, {CITEST['tests']} tests, load {CITEST['load'][0]:.1f}")
-    if lng:
+    sil = CITEST.get("silence")
+    if sil:
+        row("longest console silence in ci/test", "-", f"{sil['seconds']:.0f} s", "-", "-", "<= 30 s", sil["seconds"] <= 30,
+            f"after: {sil['after'][:90]}" + (f"; longest class {lng['name']} {lng['seconds']:.0f} s" if lng else ""))
+    elif lng:
         row("longest silent gate class in ci/test", "-", f"{lng['seconds']:.0f} s", "-", "-", "<= 30 s", lng["seconds"] <= 30, lng["name"])
 else:
     row("ci/test wall (weightless suite)", "104 s", "-", "-", "-", "<= 120 s", "not measured", "run ci/test first (it writes target/ci-test.json)")
