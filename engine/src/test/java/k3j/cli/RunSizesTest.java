@@ -24,7 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class RunSizesTest {
     static final String PROMPT = "250,17,101,3,199,64,128,42,7,230,88,155";
-    static final Pattern LINE = Pattern.compile("  (trunk \\(STREAMED\\)|expert cache    |TOTAL           ) ([0-9.]+) (B|KB|MB|GB|TB)");
+    static final Pattern LINE = Pattern.compile("  (trunk \\(STREAMED\\)|expert cache    |TOTAL           |JVM itself      ) ([0-9.]+) (B|KB|MB|GB|TB)");
 
     @TempDir
     static Path dir;
@@ -72,7 +72,8 @@ class RunSizesTest {
         assertFalse(r.err().contains("REFUSING"), r.err());
         assertTrue(bytes(r.out(), "trunk (STREAMED)") < 50e6, "the real trunk, not the 16 GB budget:\n" + r.out());
         assertTrue(bytes(r.out(), "expert cache") < 50e6, "the experts' own size, not the 64 GB budget:\n" + r.out());
-        assertTrue(bytes(r.out(), "TOTAL") < 2e9, r.out());
+        // the JVM line is the test JVM's own RSS (it grows with the suite around it): the model's part is what is judged
+        assertTrue(bytes(r.out(), "TOTAL") - bytes(r.out(), "JVM itself") < 50e6, r.out());
         assertTrue(r.out().contains("JVM itself"), r.out());
         assertFalse(r.out().contains("64.00 GB"), "no line quotes the default cache budget:\n" + r.out());
         assertFalse(r.out().contains("x 0.00 GB"), "ring slots in real units:\n" + r.out());
