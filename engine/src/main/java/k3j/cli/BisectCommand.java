@@ -32,7 +32,7 @@ import picocli.CommandLine.Option;
  * as {@code k3 conform} does: a dump of other weights is refused; a copy whose DATA differs (a bad
  * conversion, a corrupted download) still matches, and that difference is what bisect finds.
  */
-@Command(name = "bisect", mixinStandardHelpOptions = true,
+@Command(name = "bisect", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = {"Per-layer conformance against a reference dump; names and diagnoses every failing layer and stage.",
                 "With --experts, when every layer conforms, a failing expert is the failing stage and is diagnosed."},
         footer = {"The dump defaults to the one whose manifest matches the model's shards, searched as k3 conform searches.",
@@ -81,6 +81,7 @@ final class BisectCommand implements Callable<Integer> {
             throw usage(e.getMessage());
         }
         memory.validate();
+        scope.check(modelFolder.config());
         long t0 = System.nanoTime();
         PlannedConformance planned;
         try (Workers w = Workers.of(workers);
