@@ -31,7 +31,7 @@ import picocli.CommandLine.Option;
  * as {@code k3 conform} does: a dump of other weights is refused; a copy whose DATA differs (a bad
  * conversion, a corrupted download) still matches, and that difference is what bisect finds.
  */
-@Command(name = "bisect", mixinStandardHelpOptions = true,
+@Command(name = "bisect", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = {"Per-layer conformance against a reference dump; names and diagnoses the first failing layer and stage.",
                 "With --experts, when every layer conforms, a failing expert is the failing stage and is diagnosed."},
         footer = "Exit codes: 0 every layer conforms, 1 a layer fails (or the model/dump cannot be read or do not match), 2 bad arguments.")
@@ -72,6 +72,7 @@ final class BisectCommand implements Callable<Integer> {
             throw usage(e.getMessage());
         }
         memory.validate();
+        scope.check(modelFolder.config());
         long t0 = System.nanoTime();
         PlannedConformance planned;
         try (Workers w = Workers.of(workers);

@@ -21,9 +21,11 @@ import picocli.CommandLine.Command;
  */
 @Command(name = "k3",
         mixinStandardHelpOptions = true,
-        version = "k3 (k3j) 0.1.0",
+        version = K3.VERSION,
         description = "Kimi K3 inference in Java.")
 public final class K3 implements Runnable {
+    /** What {@code --version} prints, on the root command and on every subcommand. */
+    public static final String VERSION = "k3 (k3j) 0.1.0";
 
     /**
      * The subcommands by name, in --help order. Picocli builds a command's model by reflection when it is added,
@@ -81,7 +83,8 @@ public final class K3 implements Runnable {
         }
         cl.setParameterExceptionHandler((ex, args) -> {
             CommandLine c = ex.getCommandLine();
-            c.getErr().println("k3: " + ex.getMessage().strip().replaceFirst("^Error: ", ""));   // an argument group's message starts with "Error: "
+            String msg = ex instanceof CommandLine.UnmatchedArgumentException u ? unknownOptions(u, c) : null;
+            c.getErr().println("k3: " + (msg != null ? msg : ex.getMessage().strip().replaceFirst("^Error: ", "")));   // an argument group's message starts with "Error: "
             c.getErr().println("Try '" + c.getCommandSpec().qualifiedName() + " --help' for more information.");
             return ExitCode.USAGE;
         });
@@ -162,8 +165,43 @@ public final class K3 implements Runnable {
         }
     }
 
+    /**
+     * "Unknown option '--layer'; did you mean '--layers'?" for a line with unknown options, or null when nothing unmatched
+     * looks like an option (picocli's own message then). A word right after an unknown option is taken as its value, not
+     * listed as a second unknown argument; any other stray word is named as unexpected.
+     */
+    static String unknownOptions(CommandLine.UnmatchedArgumentException u, CommandLine c) {
+        java.util.List<String> options = new java.util.ArrayList<>(), stray = new java.util.ArrayList<>();
+        boolean afterOption = false;
+        for (String a : u.getUnmatched()) {
+            if (a.startsWith("-") && a.length() > 1 && !a.matches("-[0-9.].*")) {
+                options.add(a.contains("=") ? a.substring(0, a.indexOf('=')) : a);
+                afterOption = !a.contains("=");
+            } else if (afterOption) {
+                afterOption = false;
+            } else {
+                stray.add(a);
+            }
+        }
+        if (options.isEmpty()) return null;
+        java.util.Set<String> names = new java.util.TreeSet<>();
+        c.getCommandSpec().options().forEach(o -> names.addAll(Arrays.asList(o.names())));
+        StringBuilder m = new StringBuilder();
+        for (String o : options) {
+            if (!m.isEmpty()) m.append("; ");
+            m.append("Unknown option '").append(o).append("'").append(closest(o, names.stream().filter(n -> n.startsWith("--")).toList()));
+        }
+        if (!stray.isEmpty()) m.append("; unexpected argument(s) ").append(String.join(", ", stray.stream().map(a -> "'" + a + "'").toList()));
+        return m.toString();
+    }
+
     private static String didYouMean(String word) {
-        return SUBCOMMANDS.keySet().stream()
+        return closest(word, SUBCOMMANDS.keySet());
+    }
+
+    /** "; did you mean 'X'?" for the nearest of {@code names} within a few edits of {@code word}, else "". */
+    private static String closest(String word, java.util.Collection<String> names) {
+        return names.stream()
                 .map(name -> new Object() { final String n = name; final int d = distance(word, name); })
                 .filter(c -> c.d <= Math.max(2, word.length() / 3))
                 .min(Comparator.comparingInt(c -> c.d))
