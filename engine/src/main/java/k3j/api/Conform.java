@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;
+import java.util.function.ToLongFunction;
 import k3j.conform.ConformException;
 import k3j.conform.Conformance;
 import k3j.conform.ExpertLayerReport;
@@ -41,34 +42,40 @@ public final class Conform implements AutoCloseable {
      * @param logits    whether logit parity will run (its KV cache is planned)
      * @param memory    the machine's memory the plan must fit (null: /proc/meminfo)
      * @param report    where the preset line, the plan block and what was opened go
+     * @param scratch   bytes the plan counts beyond the forward's, from the bound model (a bisect candidate's scratch)
      * @param notes     the trunk's and the cache's notes
      */
-    public record Options(int threads, Path reference, List<Path> dumpDirs, boolean logits, MemInfo memory, Consumer<String> report, Consumer<String> notes) {
+    public record Options(int threads, Path reference, List<Path> dumpDirs, boolean logits, MemInfo memory, ToLongFunction<Assembly> scratch,
+                          Consumer<String> report, Consumer<String> notes) {
         public static final Options DEFAULTS = new Options(Runtime.getRuntime().availableProcessors(), null, List.of(Path.of("reference-dumps")), true, null,
-                s -> {}, s -> {});
+                a -> 0L, s -> {}, s -> {});
 
         public Options {
             dumpDirs = List.copyOf(dumpDirs);
         }
 
         public Options withThreads(int n) {
-            return new Options(n, reference, dumpDirs, logits, memory, report, notes);
+            return new Options(n, reference, dumpDirs, logits, memory, scratch, report, notes);
         }
 
         public Options withReference(Path dump, List<Path> dirs) {
-            return new Options(threads, dump, dirs, logits, memory, report, notes);
+            return new Options(threads, dump, dirs, logits, memory, scratch, report, notes);
         }
 
         public Options withLogits(boolean on) {
-            return new Options(threads, reference, dumpDirs, on, memory, report, notes);
+            return new Options(threads, reference, dumpDirs, on, memory, scratch, report, notes);
         }
 
         public Options withMemory(MemInfo m) {
-            return new Options(threads, reference, dumpDirs, logits, m, report, notes);
+            return new Options(threads, reference, dumpDirs, logits, m, scratch, report, notes);
+        }
+
+        public Options withScratch(ToLongFunction<Assembly> bytes) {
+            return new Options(threads, reference, dumpDirs, logits, memory, bytes, report, notes);
         }
 
         public Options withReport(Consumer<String> r, Consumer<String> n) {
-            return new Options(threads, reference, dumpDirs, logits, memory, r, n);
+            return new Options(threads, reference, dumpDirs, logits, memory, scratch, r, n);
         }
     }
 
@@ -114,7 +121,7 @@ public final class Conform implements AutoCloseable {
             o.report().accept(String.format(java.util.Locale.ROOT, "preset    : %s (trunk %.2f GB / expert cache %.2f GB)%n", plan.preset(), plan.trunkGb(), plan.cacheGb()));
         }
         Residency r = plan.residency(true, o.notes());
-        return new Conform(self -> Conformance.open(modelDir, dump, w, r.planned(mem, dump.ids().length, o.logits(), p -> {
+        return new Conform(self -> Conformance.open(modelDir, dump, w, r.planned(mem, dump.ids().length, o.logits(), o.scratch(), p -> {
             if (self.plan == null) self.plan = p;
             o.report().accept(p.block(mem));
         }, a -> {

@@ -24,9 +24,15 @@ final class PlannedConformance {
      * @param incremental whether the KV cache of an incremental forward over the dump's ids is planned (logit parity)
      */
     PlannedConformance(MemoryOptions memory, Path model, ReferenceDump dump, Workers workers, boolean incremental, PrintWriter out, PrintWriter err) {
+        this(memory, model, dump, workers, incremental, false, out, err);
+    }
+
+    /** @param bisect whether the plan counts what a bisect candidate adds ({@link k3j.bisect.LayerRunner#scratchBytes}) */
+    PlannedConformance(MemoryOptions memory, Path model, ReferenceDump dump, Workers workers, boolean incremental, boolean bisect, PrintWriter out, PrintWriter err) {
         MemInfo mem = RunCommand.memInfo();
         MemoryOptions.Budgets budgets = memory.budgets(mem, out::println);
-        Conform.Options o = Conform.Options.DEFAULTS.withLogits(incremental).withMemory(mem).withReport(s -> {
+        Conform.Options o = Conform.Options.DEFAULTS.withLogits(incremental).withMemory(mem)
+                .withScratch(a -> bisect ? k3j.bisect.LayerRunner.scratchBytes(a.binding()) : 0L).withReport(s -> {
             out.print(s);
             out.flush();
         }, err::println);
