@@ -49,10 +49,22 @@ public final class ReferenceDump {
     private Map<String, byte[]> entries;
 
     private ReferenceDump(Path source, boolean archive, String prefix, byte[] manifestBytes, String format) throws IOException {
+        this(source, archive, prefix, manifestBytes, format, null);
+    }
+
+    /** {@code table}: the arrays of a one-file candidate ({@link CandidateFile}), which its manifest must not list itself. */
+    private ReferenceDump(Path source, boolean archive, String prefix, byte[] manifestBytes, String format,
+                          com.fasterxml.jackson.databind.node.ObjectNode table) throws IOException {
         this.source = source;
         this.archive = archive;
         this.prefix = prefix;
-        this.manifest = JSON.readTree(manifestBytes);
+        JsonNode m = JSON.readTree(manifestBytes);
+        if (table != null) {
+            if (!(m instanceof com.fasterxml.jackson.databind.node.ObjectNode o)) throw mismatch(source + ": the manifest is not a JSON object");
+            if (o.has("arrays")) throw mismatch(source + ": a one-file candidate's arrays are its tensors: its manifest must not list 'arrays'");
+            o.set("arrays", table);
+        }
+        this.manifest = m;
         this.manifestSha256 = sha256(manifestBytes);
         if (!format.equals(manifest.path("format").asText()) || manifest.path("format_version").asInt() != 1) {
             throw mismatch(source + ": not a " + format + " v1 (format '" + manifest.path("format").asText() + "', version "
@@ -78,6 +90,17 @@ public final class ReferenceDump {
                 return new ReferenceDump(path, false, "", SafeFiles.readAll(m, MAX_MANIFEST, "a dump manifest"), format);
             } catch (IOException e) {
                 throw mismatch("cannot read " + m + ": " + SafeFiles.why(e));
+            }
+        }
+        if (CandidateFile.isOneFile(path)) {
+            if (!format.equals(CandidateDump.FORMAT)) throw mismatch(path + ": a reference dump is a folder, .tar.gz or .tar.xz; only a candidate may be one .safetensors or .npz file");
+            CandidateFile.Contents c = CandidateFile.read(path);
+            try {
+                ReferenceDump d = new ReferenceDump(path, true, "", c.manifest(), format, CandidateFile.table(c));
+                d.entries = CandidateFile.entries(c);
+                return d;
+            } catch (IOException e) {
+                throw mismatch(path + ": the manifest is not JSON: " + SafeFiles.why(e));
             }
         }
         if (!isArchiveName(path)) throw mismatch(path + " is neither a dump directory nor a .tar.gz / .tar.xz archive");
