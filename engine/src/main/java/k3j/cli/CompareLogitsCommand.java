@@ -33,7 +33,7 @@ import picocli.CommandLine.Parameters;
  * argmax, top-10 overlap, correlation, the first rank at which the orders part. With {@code --lossy}: the KL-divergence
  * grading of {@link LossyLogits}, judged by {@code --max-kl} / {@code --min-top1}.
  */
-@Command(name = "compare-logits", mixinStandardHelpOptions = true,
+@Command(name = "compare-logits", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = "Compare a logit file (--dump-logits raw float32, .npy, or a candidate dump) against a reference's logits: a reference dump, "
                 + "or a plain logit vector with --config/--model.",
         footer = {"Formats (docs/formats.md): exactly V raw little-endian float32 (the C engine's and k3j's --dump-logits: the last prompt position);",
@@ -182,6 +182,13 @@ final class CompareLogitsCommand implements Callable<Integer> {
             }
             out.println("budget                : " + ref.budget().source());
             out.println(ok ? "VERDICT: CONFORMS" : "VERDICT: DOES NOT CONFORM " + (fin == Finding.CONFORMS ? Finding.ROUNDING_DRIFT : fin).tag());
+            if (fin == Finding.BINDING_ERROR && ref.dump() && rows == 1) {
+                int[] prompt = Arrays.copyOf(ref.ids(), ref.promptLength());
+                out.println("check the prompt first: logits this far apart are most often for another prompt or position. The reference's are for the "
+                        + prompt.length + " ids " + Arrays.stream(prompt).mapToObj(String::valueOf).collect(java.util.stream.Collectors.joining(","))
+                        + " at position " + first + (position == null ? " (the last; --position N picks another row)" : "")
+                        + "; k3 MODEL --ids <those ids> --gen 1 --dump-logits FILE writes that vector");
+            }
             report.put("verdict", ok ? "conforms" : "does not conform");
             exit = ok ? ExitCode.OK : ExitCode.RUNTIME;
         }

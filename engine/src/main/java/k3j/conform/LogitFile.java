@@ -37,7 +37,7 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
             if (size > Integer.MAX_VALUE - 16) throw new LogitFileException(path + " is " + size + " bytes: not a logit file");
             b = Files.readAllBytes(path);
         } catch (IOException e) {
-            throw new LogitFileException("cannot read " + path + ": " + e.getMessage());
+            throw new LogitFileException("cannot read " + path + ": " + k3j.io.SafeFiles.why(e));
         }
         if (k3j.io.Npy.hasMagic(b)) return npy(path, b, vocab);
         if (path.getFileName().toString().toLowerCase(Locale.ROOT).endsWith(".npy")) throw new LogitFileException(path + ": named .npy but has no NumPy magic");
