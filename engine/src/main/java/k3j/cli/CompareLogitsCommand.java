@@ -94,6 +94,9 @@ final class CompareLogitsCommand implements Callable<Integer> {
         lossy.validate(spec.commandLine());
         Double maxKl = lossy.maxKl, minTop1 = lossy.minTop1;
         Reference ref = reference();
+        if (position != null && ref.dump() && (position < 0 || position >= ref.rows())) {
+            throw usage("--position " + position + " is outside the reference's 0.." + (ref.rows() - 1));
+        }
         LogitFile f;
         try {
             f = LogitFile.read(file, ref.vocab());
