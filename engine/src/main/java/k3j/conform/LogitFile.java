@@ -41,7 +41,7 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
             if (size > Integer.MAX_VALUE - 16) throw new LogitFileException(path + " is " + size + " bytes: not a logit file");
             b = Files.readAllBytes(path);
         } catch (IOException e) {
-            throw new LogitFileException("cannot read " + path + ": " + e.getMessage());
+            throw new LogitFileException("cannot read " + path + ": " + k3j.io.SafeFiles.why(e));
         }
         boolean npy = b.length >= NPY_MAGIC.length && java.util.Arrays.equals(b, 0, NPY_MAGIC.length, NPY_MAGIC, 0, NPY_MAGIC.length);
         if (npy) return npy(path, b, vocab);

@@ -68,6 +68,9 @@ public final class SafeFiles {
     public static String why(IOException e) {
         String m = e.getMessage();
         if (e instanceof java.io.EOFException) return "the file ends early (truncated)" + (m == null ? "" : ": " + m);
+        if (e instanceof java.nio.file.NoSuchFileException) return "no such file";
+        if (e instanceof java.nio.file.AccessDeniedException) return "permission denied";
+        if (e instanceof java.nio.file.FileSystemException f && f.getReason() != null) return f.getReason();
         return m == null || m.isBlank() ? e.getClass().getSimpleName() : m;
     }
 }
