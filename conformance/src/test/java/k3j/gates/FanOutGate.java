@@ -70,6 +70,7 @@ class FanOutGate {
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(tmp.resolve("report.log").toFile());
         pb.environment().put("K3_REPORT_OUT", report.toString());
         pb.environment().put("K3_REPORT_MERGED", merged.toString());
+        pb.environment().put("K3_REPORT_HISTORY", "none"); // a proof's report, not a run of the project's history
         Process p = pb.start();
         if (!p.waitFor(300, TimeUnit.SECONDS)) {
             p.destroyForcibly();
