@@ -70,20 +70,20 @@ class RunSizesTest {
         CliRun r = run(tiny.toString(), "--ids", PROMPT, "--gen", "2", "--trunk", trunk.toString(), "--out", dir.resolve("a.json").toString());
         assertEquals(ExitCode.OK, r.exit(), r.out() + r.err());
         assertFalse(r.err().contains("REFUSING"), r.err());
-        assertTrue(bytes(r.out(), "trunk (STREAMED)") < 50e6, "the real trunk, not the 16 GB budget:\n" + r.out());
-        assertTrue(bytes(r.out(), "expert cache") < 50e6, "the experts' own size, not the 64 GB budget:\n" + r.out());
+        assertTrue(bytes(r.err(), "trunk (STREAMED)") < 50e6, "the real trunk, not the 16 GB budget:\n" + r.err());
+        assertTrue(bytes(r.err(), "expert cache") < 50e6, "the experts' own size, not the 64 GB budget:\n" + r.err());
         // the JVM line is the test JVM's own RSS (it grows with the suite around it): the model's part is what is judged
-        assertTrue(bytes(r.out(), "TOTAL") - bytes(r.out(), "JVM itself") < 50e6, r.out());
-        assertTrue(r.out().contains("JVM itself"), r.out());
-        assertFalse(r.out().contains("64.00 GB"), "no line quotes the default cache budget:\n" + r.out());
-        assertFalse(r.out().contains("x 0.00 GB"), "ring slots in real units:\n" + r.out());
-        assertTrue(r.out().matches("(?s).*ring \\d+ x [0-9.]+ (KB|MB).*"), r.out());
+        assertTrue(bytes(r.err(), "TOTAL") - bytes(r.err(), "JVM itself") < 50e6, r.err());
+        assertTrue(r.err().contains("JVM itself"), r.err());
+        assertFalse(r.err().contains("64.00 GB"), "no line quotes the default cache budget:\n" + r.err());
+        assertFalse(r.err().contains("x 0.00 GB"), "ring slots in real units:\n" + r.err());
+        assertTrue(r.err().matches("(?s).*ring \\d+ x [0-9.]+ (KB|MB).*"), r.err());
     }
 
     @Test
     void aMissingTrunkFolderIsNamed() {
         CliRun r = run(tiny.toString(), "--ids", PROMPT, "--gen", "1", "--trunk", "/nonexistent/trunk");
-        assertEquals(ExitCode.USAGE, r.exit(), r.out());
+        assertEquals(ExitCode.USAGE, r.exit(), r.err());
         assertTrue(r.err().contains("no such folder: /nonexistent/trunk"), r.err());
         assertFalse(r.err().contains("REFUSING"), r.err());
     }
@@ -93,14 +93,14 @@ class RunSizesTest {
         CliRun r = run(tiny.toString(), "--ids", PROMPT, "--gen", "2", "--dump-cache-trace", dir.resolve("trace").toString(),
                 "--out", dir.resolve("b.json").toString());
         assertEquals(ExitCode.OK, r.exit(), r.out() + r.err());
-        assertTrue(bytes(r.out(), "expert cache") < 50e6, r.out());
+        assertTrue(bytes(r.err(), "expert cache") < 50e6, r.err());
     }
 
     @Test
     void theKvLineFollowsTheBanner() {
         CliRun r = run(tiny.toString(), "--ids", PROMPT, "--gen", "2", "--incremental", "--out", dir.resolve("c.json").toString());
         assertEquals(ExitCode.OK, r.exit(), r.out() + r.err());
-        int banner = r.out().indexOf("Kimi K3"), kv = r.out().indexOf("  KV cache :");
-        assertTrue(banner >= 0 && kv > banner, "the KV line after the banner:\n" + r.out());
+        int banner = r.err().indexOf("Kimi K3"), kv = r.err().indexOf("  KV cache :");
+        assertTrue(banner >= 0 && kv > banner, "the KV line after the banner:\n" + r.err());
     }
 }
