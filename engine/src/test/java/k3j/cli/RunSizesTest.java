@@ -87,10 +87,10 @@ class RunSizesTest {
         assertEquals(ExitCode.OK, ultra.exit(), ultra.out() + ultra.err());
         assertEquals(ExitCode.OK, laptop.exit(), laptop.out() + laptop.err());
         // the tiny head is a few KB: the streamed chunk is that, not the released model's 64 MiB
-        assertTrue(bytes(ultra.out(), "embed + lm_head") < 1e6, ultra.out());
-        assertTrue(bytes(ultra.out(), "TOTAL") - bytes(ultra.out(), "JVM itself") <= bytes(laptop.out(), "TOTAL") - bytes(laptop.out(), "JVM itself"),
-                "ultra's plan is the smallest:\n" + ultra.out() + "\n" + laptop.out());
-        assertFalse(ultra.out().contains("0.00 B") || laptop.out().contains("0.00 B"), "whole bytes as '0 B':\n" + ultra.out());
+        assertTrue(bytes(ultra.err(), "embed + lm_head") < 1e6, ultra.err());
+        assertTrue(bytes(ultra.err(), "TOTAL") - bytes(ultra.err(), "JVM itself") <= bytes(laptop.err(), "TOTAL") - bytes(laptop.err(), "JVM itself"),
+                "ultra's plan is the smallest:\n" + ultra.err() + "\n" + laptop.err());
+        assertFalse(ultra.err().contains("0.00 B") || laptop.err().contains("0.00 B"), "whole bytes as '0 B':\n" + ultra.err());
     }
 
     @Test
