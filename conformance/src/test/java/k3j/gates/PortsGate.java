@@ -132,7 +132,7 @@ class PortsGate {
     }
 
     @Test
-    void k3jsCandidateJudgesExactlyLikeTheDirectRun(@TempDir Path tmp) throws Exception {
+    void k3jsCandidateInEachFormJudgesExactlyLikeTheDirectRun(@TempDir Path tmp) throws Exception {
         Allure.feature("k3j candidate");
         Path model = Project.fixture("mini-k3-93"), out = tmp.resolve("k3j");
         String prompt = ints(reference().promptIds());
@@ -148,6 +148,17 @@ class PortsGate {
             }
             assertTrue(Arrays.equals(direct.greedy().engine(), cand.greedy().engine()), "greedy ids");
             Evidence.parameter("layers equal", direct.layerCount() + "/" + direct.layerCount());
+            // --dump-activations writes the one-file forms too, judged as the folder
+            for (String form : List.of("k3j.safetensors", "k3j.npz")) {
+                ChildJvm.Result one = ChildJvm.k3(model.toString(), "--ids", prompt, "--gen", "1", "--threads", "1", "--dump-activations", tmp.resolve(form).toString());
+                Evidence.text("k3 --dump-activations " + form, one.output());
+                assertEquals(0, one.exit(), one.output());
+                try (Conformance c = Conformance.candidate(tmp.resolve(form), Project.dump("mini-k3-93"), List.of())) {
+                    assertEquals(0, differingLayers(cand, c), form + ": layers whose verdict or ratios differ from the folder's");
+                    for (boolean incremental : new boolean[] {false, true}) assertEquals(cand.teacherForcing(incremental), c.teacherForcing(incremental), form + " logits");
+                    assertTrue(Arrays.equals(cand.greedy().engine(), c.greedy().engine()), form + " greedy ids");
+                }
+            }
         }
     }
 
