@@ -35,8 +35,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <p>The cases are what a converter gets wrong at these widths, one per family of tensor: two KDA projections of one
  * shape swapped (v_proj and g_proj, [12288, 7168]), the two shared-expert projections of a MoE layer swapped (the
  * dense swap among 28,000 expert candidates: [6144, 7168]), an MLA LoRA projection stored transposed (q_a_proj,
- * [1536, 7168], its bytes the row-major [7168, 1536]). Each copy corrupts two layers at once, so every run also shows
- * that all failing layers are diagnosed under one shared budget. Data: the fixture ({@link ScaleFixture#underTest()}),
+ * [1536, 7168], its bytes the row-major [7168, 1536]). One copy corrupts three layers at once (one packed trunk, one
+ * run), so the run also shows that every failing layer is diagnosed under one shared budget. Data: the fixture ({@link ScaleFixture#underTest()}),
  * its dump {@code reference-dumps/scale-k3}, the capped plan and overhead in
  * {@code oracle-fixtures/scale-k3/manifest.json} ({@code bounded_memory}); the copies and their trunks under {@code build/},
  * deleted after each case.
@@ -53,12 +53,10 @@ class ScaleBisectGate {
     }
 
     static final List<Case> CASES = List.of(
-            new Case("L1 KDA v_proj <-> g_proj and L3 MLA shared-expert gate_proj <-> up_proj", List.of(
+            new Case("L1 KDA v_proj <-> g_proj, L2 KDA shared-expert gate_proj <-> up_proj, L3 MLA q_a_proj (LoRA) stored transposed", List.of(
                     new Corruption.Swap(1, "self_attn.v_proj.weight", "self_attn.g_proj.weight"),
-                    new Corruption.Swap(3, "block_sparse_moe.shared_experts.gate_proj.weight", "block_sparse_moe.shared_experts.up_proj.weight")), "0-3"),
-            new Case("L2 KDA o_proj stored transposed and L3 MLA q_a_proj (LoRA) stored transposed", List.of(
-                    new Corruption.Transpose(2, "self_attn.o_proj.weight"),
-                    new Corruption.Transpose(3, "self_attn.q_a_proj.weight")), "2-3"));
+                    new Corruption.Swap(2, "block_sparse_moe.shared_experts.gate_proj.weight", "block_sparse_moe.shared_experts.up_proj.weight"),
+                    new Corruption.Transpose(3, "self_attn.q_a_proj.weight")), "0-3"));
 
     static Path model, work;
     static JsonNode bounds;
