@@ -146,9 +146,9 @@ final class BisectCommand implements Callable<Integer> {
         var arr = root.putArray("diagnoses");
         for (Bisect.Diagnosis d : r.diagnoses()) arr.add(mapper.valueToTree(d.fields()));
         k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
-        if (planned.plan != null) {
-            root.put("plan_total_bytes", planned.plan.total());
-            root.put("plan_bisect_scratch_bytes", planned.plan.bisect());
+        if (planned.plan() != null) {
+            root.put("plan_total_bytes", planned.plan().total());
+            root.put("plan_bisect_scratch_bytes", planned.plan().bisect());
         }
         k3j.io.AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(root));
         out(json);
