@@ -242,7 +242,7 @@ class FaultsGate {
             Evidence.text(name, c.transcript());
             assertTrue(rc == ExitCode.USAGE || rc == ExitCode.RUNTIME, "exit " + rc + "\n" + c.transcript());
             assertTrue(c.transcript().contains(expected), c.transcript());
-            assertEquals(0, tokenRows(c.out()), "no token may be printed: " + c.transcript());
+            assertEquals(0, tokenRows(c.err()), "no token may be printed: " + c.transcript());
             assertFalse(Files.exists(tmp.resolve("out.json")), "no --out for a refused run");
         }
     }
@@ -272,7 +272,7 @@ class FaultsGate {
         Path model = Tamper.copy(Project.fixture("tiny-k3"), tmp.resolve("tiny"));
         Path out = tmp.resolve("run.json");
         try (Child c = Child.k3(model.toString(), "--ids", "1,2,3", "--gen", "3000", "--incremental", "--threads", "1", "--out", out.toString())) {
-            assertTrue(c.awaitOut(FaultsGate::isTokenRow), "the run printed no token before the fault:\n" + c.transcript());
+            assertTrue(c.awaitErr(FaultsGate::isTokenRow), "the run printed no token before the fault:\n" + c.transcript());
             truncateShards(model);
             int rc = c.exitCode();
             Evidence.text("run", c.transcript());
@@ -280,8 +280,8 @@ class FaultsGate {
             // a mapped tensor faults (named by the size check) or an expert read comes up short (named by the drop): either way the file is named
             assertTrue(c.transcript().contains("RUN INVALID") && c.transcript().contains(".safetensors"), c.transcript());
             assertFalse(c.transcript().contains("InternalError") || c.transcript().contains("\tat "), "no stack trace:\n" + c.transcript());
-            assertTrue(tokenRows(c.out()) < 3000, c.transcript());
-            assertTrue(c.out().stream().noneMatch(l -> l.startsWith("generated ids:")), "no generated ids after a fault:\n" + c.transcript());
+            assertTrue(tokenRows(c.err()) < 3000, c.transcript());
+            assertTrue(c.err().stream().noneMatch(l -> l.startsWith("generated ids:")) && c.out().isEmpty(), "no generated ids after a fault:\n" + c.transcript());
         }
     }
 
@@ -293,13 +293,13 @@ class FaultsGate {
         Path trunk = pack(model);
         try (Child c = Child.k3(model.toString(), "--ids", "1,2,3", "--gen", "3000", "--incremental", "--threads", "1", "--trunk", trunk.toString(),
                 "--trunk-gb", "0.001", "--cache-gb", "0.0001", "--out", tmp.resolve("run.json").toString())) {
-            assertTrue(c.awaitOut(FaultsGate::isTokenRow), "the run printed no token before the fault:\n" + c.transcript());
+            assertTrue(c.awaitErr(FaultsGate::isTokenRow), "the run printed no token before the fault:\n" + c.transcript());
             truncateShards(model);
             int rc = c.exitCode();
             Evidence.text("run", c.transcript());
             assertEquals(ExitCode.RUN_INVALID, rc, c.transcript());
             assertTrue(c.transcript().contains("RUN INVALID"), c.transcript());
-            assertTrue(c.out().stream().noneMatch(l -> l.startsWith("generated ids:")), c.transcript());
+            assertTrue(c.err().stream().noneMatch(l -> l.startsWith("generated ids:")) && c.out().isEmpty(), c.transcript());
         }
     }
 
@@ -327,7 +327,7 @@ class FaultsGate {
         Path trunk = pack(model);
         try (Child c = Child.k3(model.toString(), "--ids", "1,2,3", "--gen", "3000", "--incremental", "--threads", "1", "--trunk", trunk.toString(),
                 "--trunk-gb", "0.001", "--trunk-ring", "2", "--cache-gb", "0.01", "--out", tmp.resolve("run.json").toString())) {
-            assertTrue(c.awaitOut(FaultsGate::isTokenRow), "the run printed no token before the fault:\n" + c.transcript());
+            assertTrue(c.awaitErr(FaultsGate::isTokenRow), "the run printed no token before the fault:\n" + c.transcript());
             byte[] junk = new byte[64 << 10];
             java.util.Arrays.fill(junk, (byte) 0x5A);
             try (FileChannel ch = FileChannel.open(trunk.resolve("trunk.bin"), StandardOpenOption.WRITE)) {
@@ -337,7 +337,7 @@ class FaultsGate {
             Evidence.text("run", c.transcript());
             assertEquals(ExitCode.RUN_INVALID, rc, c.transcript());
             assertTrue(c.transcript().contains("CRC-32C"), c.transcript());
-            assertTrue(c.out().stream().noneMatch(l -> l.startsWith("generated ids:")), c.transcript());
+            assertTrue(c.err().stream().noneMatch(l -> l.startsWith("generated ids:")) && c.out().isEmpty(), c.transcript());
         }
     }
 
@@ -385,7 +385,7 @@ class FaultsGate {
             try (Child c = Child.k3(Project.fixture("tiny-k3").toString(), "--ids", "1,2,3", "--gen", "2", option, tmp.resolve("missing/x").toString())) {
                 assertEquals(ExitCode.USAGE, c.exitCode(), c.transcript());
                 assertTrue(c.transcript().contains("cannot write " + tmp.resolve("missing/x") + " (" + option + "): its folder"), c.transcript());
-                assertEquals(0, tokenRows(c.out()), c.transcript());
+                assertEquals(0, tokenRows(c.err()), c.transcript());
             }
         }
     }
@@ -465,7 +465,7 @@ class FaultsGate {
             Evidence.text("run", c.transcript());
             assertEquals(ExitCode.RUN_INVALID, rc, c.transcript());
             assertTrue(c.transcript().contains(expected), c.transcript());
-            assertEquals(0, tokenRows(c.out()), "no token from a corrupt trunk:\n" + c.transcript());
+            assertEquals(0, tokenRows(c.err()), "no token from a corrupt trunk:\n" + c.transcript());
         }
     }
 
