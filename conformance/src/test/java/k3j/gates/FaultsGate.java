@@ -438,6 +438,14 @@ class FaultsGate {
         return Arguments.of(name, file, fifo);
     }
 
+    /** Links to /dev/zero made by the cases; removed after each, so the temp folder's cleanup never meets one (JUnit warns on each). */
+    private static final java.util.Queue<Path> DEVICE_LINKS = new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+    @org.junit.jupiter.api.AfterEach
+    void removeDeviceLinks() throws IOException {
+        for (Path l; (l = DEVICE_LINKS.poll()) != null; ) Files.deleteIfExists(l);
+    }
+
     private static void replaceWithSpecial(Path p, boolean fifo) throws IOException {
         Files.deleteIfExists(p);
         if (fifo) {
@@ -448,6 +456,7 @@ class FaultsGate {
             }
         } else {
             Files.createSymbolicLink(p, Path.of("/dev/zero"));
+            DEVICE_LINKS.add(p);
         }
     }
 
