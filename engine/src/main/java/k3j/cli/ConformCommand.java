@@ -240,6 +240,14 @@ final class ConformCommand implements Callable<Integer> {
             plan.put("buffers_bytes", p.buffers() + p.recurrentState() + p.kvCache());
             plan.put("jvm_bytes", p.jvm().bytes());
             plan.put("jvm_heap_max_bytes", p.jvm().heapMax());
+            if (planned.assembly != null && planned.assembly.trunk() != null && planned.assembly.trunk().binding() != null) {
+                var b = planned.assembly.trunk().binding();
+                var tb = root.putObject("trunk_binding");
+                tb.put("check", b.mode().flag());
+                tb.put("shards_changed_since_pack", b.changedShards().size());
+                tb.put("tensors_hashed", b.tensorsHashed());
+                tb.put("bytes_hashed", b.bytesHashed());
+            }
             if (planned.assembly != null && planned.assembly.cache() != null) {
                 var s = planned.assembly.cache().totalStats();
                 var cache = root.putObject("expert_cache");

@@ -373,7 +373,7 @@ final class RunCommand implements Callable<Integer> {
     /** How the trunk is streamed: the budget, the ring wanted, the layers walked. */
     private TrunkStream.Options trunkOptions(Assembly rt, MemoryOptions.Budgets budgets, PrintWriter err) {
         return TrunkStream.Options.budget(budgets.trunkBytes()).withRing(memory.ring()).withLayers(rt.layers())
-                .withNotes(s -> err.println("k3: note: " + s)).withVerifyCrc(!noTrunkCrc);
+                .withNotes(s -> err.println("k3: note: " + s)).withVerifyCrc(!noTrunkCrc).withCheck(memory.verifyTrunk());
     }
 
     private int run(PrintWriter o, PrintWriter err, Assembly rt, MemoryOptions.Budgets budgets, boolean useCache, int[] promptIds, int workers)
@@ -387,7 +387,9 @@ final class RunCommand implements Callable<Integer> {
         CacheTrace trace = dumpCacheTrace != null ? new CacheTrace(rt.layers(), rt.config().expertCount()) : null;
         if (memory.streamed()) {
             try {
-                o.print(rt.streamTrunk(memory.trunk, trunkOptions(rt, budgets, err)).describe());
+                TrunkStream opened = rt.streamTrunk(memory.trunk, trunkOptions(rt, budgets, err));
+                trunkBinding = opened.binding();
+                o.print(opened.describe());
             } catch (TrunkException | CheckpointException e) {
                 err.println("k3: trunk: " + e.getMessage());
                 return ExitCode.RUNTIME;
@@ -432,7 +434,8 @@ final class RunCommand implements Callable<Integer> {
             Forward forward = rt.forward(w);
             forward.expertCodes(codes);
             if (tfCheck) return teacherForcing(forward, promptIds, o, err);
-            k3j.state.Binding binding = text.saveState != null || text.loadState != null ? k3j.state.Binding.of(rt.config(), bound, rt.index()) : null;
+            k3j.state.Binding binding = text.saveState != null || text.loadState != null ? k3j.state.Binding.of(rt.config(), bound, rt.index(),
+                    rt.trunk() != null ? rt.trunk().manifest() : null) : null;
             if (text.chat) return chat(forward, binding, err);
             int[] fed = promptIds, prior = new int[0];
             k3j.model.DecodeState state = null;
@@ -624,11 +627,16 @@ final class RunCommand implements Callable<Integer> {
         int[] generated = g == null ? new int[0] : g.generated();
         double wall = g == null ? 0 : g.seconds();
         String generatedText = session != null && session.tokenizer() != null && g != null ? text(generated) : null;
-        AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText, tables));
+        AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText, tables,
+                trunkBinding));
     }
 
+    /** What the streamed trunk's data binding check did at open (null: the trunk is resident). */
+    private k3j.trunk.DataBinding.Result trunkBinding;
+
     private static void writeJson(OutputStream os, int[] promptIds, int[] generated, double wall, int bound, int completed, long drops,
-                                  long expertBytes, long trunkBytes, long peak, String generatedText, StreamedTables tables) throws IOException {
+                                  long expertBytes, long trunkBytes, long peak, String generatedText, StreamedTables tables,
+                                  k3j.trunk.DataBinding.Result binding) throws IOException {
         try (JsonGenerator j = new JsonFactory().createGenerator(os, JsonEncoding.UTF8)) {
             j.writeStartObject();
             j.writeFieldName("prompt_ids");
@@ -654,6 +662,14 @@ final class RunCommand implements Callable<Integer> {
             j.writeNumberField("embedding_bytes_read", tables != null ? tables.embeddingBytesRead() : 0);
             j.writeNumberField("lm_head_bytes_read", tables != null ? tables.lmHeadBytesRead() : 0);
             j.writeBooleanField("ultra_low_memory", tables != null);
+            if (binding != null) {
+                j.writeObjectFieldStart("trunk_binding");
+                j.writeStringField("check", binding.mode().flag());
+                j.writeNumberField("shards_changed_since_pack", binding.changedShards().size());
+                j.writeNumberField("tensors_hashed", binding.tensorsHashed());
+                j.writeNumberField("bytes_hashed", binding.bytesHashed());
+                j.writeEndObject();
+            }
             if (generatedText != null) j.writeStringField("generated_text", generatedText);
             else j.writeNullField("generated_text");
             j.writeEndObject();
