@@ -218,15 +218,18 @@ public final class TrunkPacker {
             List<TrunkManifest.Layer> written = copy(layout, binPart, journal, resumed, progress, hook);
             copiedLayers = written.size();
             written = verify(binPart, written, layout.fileSize(), notes, progress.next("verified"));
-            // the digests bind to the shards as they were: a shard written to during the pack binds to nothing
-            Map<String, DataBinding.FileIdentity> after = DataBinding.identities(index);
-            if (!after.equals(before)) {
-                throw new TrunkException(index.path(), TrunkException.NO_LAYER, "a shard changed while the trunk was packed (its file identity moved); pack again once the checkpoint is complete");
-            }
             List<TrunkManifest.Shard> shards = new ArrayList<>();
             for (TrunkManifest.Shard s : SourceId.shards(index)) shards.add(new TrunkManifest.Shard(s.name(), s.size(), before.get(s.name())));
-            TrunkManifest.Source source = new TrunkManifest.Source(List.copyOf(shards), headers);
-            TrunkManifest m = new TrunkManifest(out, TrunkManifest.ALIGN, layout.fileSize(), source, written);
+            TrunkManifest m = new TrunkManifest(out, TrunkManifest.ALIGN, layout.fileSize(), new TrunkManifest.Source(List.copyOf(shards), headers), written);
+            // the digests bind to the shards as they were: when a shard's identity moved during the pack (a write, or just a
+            // hard link made or removed elsewhere, which moves the change time), its tensors are re-hashed against the packed
+            // data, and the identity recorded is the one they were checked under
+            Map<String, DataBinding.FileIdentity> after = DataBinding.identities(index);
+            if (!after.equals(before)) {
+                DataBinding.check(m, index, DataBinding.Check.FAST);
+                m = m.withIdentities(after);
+                notes.accept("a shard's file identity moved during the pack; its trunk tensors were re-hashed and match what was packed");
+            }
             m.write(jsonPart);
             force(jsonPart);
             Files.move(binPart, bin, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
