@@ -41,6 +41,7 @@ public final class FuzzTargets {
             "index", FuzzTargets::index,
             "dump", FuzzTargets::dump,
             "trunk", FuzzTargets::trunk,
+            "candidate", FuzzTargets::candidate,
             "cli", FuzzTargets::cli);
 
     /** A safetensors file: the header reader, then the summary {@code k3 inspect} prints (it sizes per-layer strings). */
@@ -81,6 +82,23 @@ public final class FuzzTargets {
             ReferenceDump d = ReferenceDump.open(dir);
             Conformance.check(d, Scratch.miniConfig());
             d.f32("layers.40.attn_out");
+        } catch (ConformException refused) {
+            // a clean refusal
+        }
+    }
+
+    /**
+     * A one-file candidate (a zip is read as .npz, anything else as .safetensors), checked against the 93-layer
+     * oracle's reference as {@code k3 conform --candidate} does, then its first listed array read.
+     */
+    public static void candidate(byte[] data) {
+        boolean zip = data.length >= 2 && data[0] == 'P' && data[1] == 'K';
+        Path f = Scratch.file(zip ? "x.npz" : "x.safetensors", data);
+        try {
+            k3j.conform.CandidateDump c = k3j.conform.CandidateDump.open(f);
+            c.checkAgainst(Scratch.miniReference());
+            c.stages(0, Scratch.miniReference().ids().length);
+            c.logits(false);
         } catch (ConformException refused) {
             // a clean refusal
         }
@@ -159,6 +177,7 @@ public final class FuzzTargets {
         private static final Path ROOT = create();
         private static Path indexDir, dumpDir, trunkDir;
         private static ModelConfig mini;
+        private static ReferenceDump miniReference;
 
         private static Path create() {
             try {
@@ -206,6 +225,11 @@ public final class FuzzTargets {
                 }
             }
             return trunkDir;
+        }
+
+        static synchronized ReferenceDump miniReference() {
+            if (miniReference == null) miniReference = ReferenceDump.open(repo("reference-dumps/mini-k3-93"));
+            return miniReference;
         }
 
         static synchronized ModelConfig miniConfig() {

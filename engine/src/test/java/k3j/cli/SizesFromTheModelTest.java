@@ -55,6 +55,13 @@ class SizesFromTheModelTest {
         assertTrue(r.out().contains("about 2 token(s)"), r.out());
         assertTrue(r.out().lines().anyMatch(l -> l.startsWith(sizes.poolExperts() + " slots")), "the ladder ends at the whole pool: " + r.out());
         assertFalse(r.out().contains("82432"), "no trace of the released model's pool: " + r.out());
+        // a mini expert's reads per token are KB and their time ms or µs: no column of zeros
+        java.util.List<String> rows = r.out().lines().filter(l -> l.matches("\\d+ slots .*")).toList();
+        assertFalse(rows.isEmpty(), r.out());
+        for (String row : rows) {
+            assertTrue(row.matches(".* [0-9.]+ (B|KB|MB) +[0-9.]+ (s|ms|µs)$"), "READ/TOK and TIME/TOK in human units: " + row);
+            assertFalse(row.contains(" 0.00 "), row);
+        }
     }
 
     @Test
@@ -77,5 +84,16 @@ class SizesFromTheModelTest {
         CliRun none = k3("doctor", "--read-mb", "1");
         assertEquals(ExitCode.OK, none.exit(), none.err());
         assertTrue(none.out().contains("no MODEL given, so its sizes are assumed"), none.out());
+    }
+
+    @Test
+    void doctorSaysWhenTheCoresHaveNoHardwareFma() {
+        assertEquals("hardware", DoctorCommand.fmaSupport("amd64", " sse2 avx2 fma avx512f "));
+        String absent = DoctorCommand.fmaSupport("amd64", " sse2 avx avx2 ");
+        assertTrue(absent.startsWith("ABSENT") && absent.contains("--kernels scalar"), absent);
+        assertTrue(DoctorCommand.fmaSupport("aarch64", "").startsWith("hardware"));
+        assertTrue(DoctorCommand.fmaSupport("amd64", "").startsWith("unknown"));
+        CliRun r = k3("doctor", "--read-mb", "1");
+        assertTrue(r.out().contains("  FMA          : "), r.out());
     }
 }
