@@ -18,20 +18,15 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import k3j.cache.CacheStats;
 import k3j.cache.CacheTrace;
 import k3j.cache.ExpertCache;
-import k3j.cache.ExpertLoadException;
 import k3j.io.AtomicWrite;
 import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.conform.ConformException;
 import k3j.conform.ReferenceDump;
-import k3j.io.CheckpointException;
-import k3j.io.CheckpointIndex;
 import k3j.kernels.KernelPath;
 import k3j.kernels.Mxfp4;
-import k3j.kernels.Workers;
 import k3j.model.Assembly;
-import k3j.model.BindException;
 import k3j.model.CorruptWeightsException;
 import k3j.model.ExpertDropException;
 import k3j.model.Forward;
@@ -40,8 +35,6 @@ import k3j.model.StreamedTables;
 import k3j.plan.Human;
 import k3j.plan.MemInfo;
 import k3j.plan.MemoryPlan;
-import k3j.trunk.TrunkException;
-import k3j.trunk.TrunkManifest;
 import k3j.trunk.TrunkStats;
 import k3j.trunk.TrunkStream;
 import picocli.CommandLine;
@@ -53,7 +46,8 @@ import picocli.CommandLine.Option;
  * of §7.3 before anything large is allocated, the memory plan of §7.4, the STEP table of §7.5, the end-of-run
  * output of §7.6, the --out JSON of §7.7, --dump-logits of §7.8 and the exit codes of §7.9. With
  * {@code --trunk DIR} the decoder layers are streamed from a packed trunk and the routed experts served by the
- * expert cache; the tokens and logits are bit-identical to the resident run.
+ * expert cache; the tokens and logits are bit-identical to the resident run. The flags are checked here; opening,
+ * generating, chatting and the state are {@link k3j.api.Engine}'s, and this class prints what it returns.
  */
 @Command(name = "run", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = "Greedy generation: k3 <model_dir> --ids 1,2,3 [--gen N] [--incremental] [--trunk DIR [--preset NAME | --trunk-gb X --cache-gb Y]] ...",
