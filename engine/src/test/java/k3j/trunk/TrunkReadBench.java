@@ -80,7 +80,7 @@ public final class TrunkReadBench {
     static void walk(TrunkStream s, int layers, int passes, long computeMs) throws InterruptedException {
         for (int p = 0; p < passes; p++) {
             for (int l = 0; l < layers; l++) {
-                try (LayerBytes b = s.acquire(l)) {
+                try (LayerBytes _ = s.acquire(l)) {
                     if (computeMs > 0) Thread.sleep(computeMs);
                 }
             }
@@ -95,7 +95,7 @@ public final class TrunkReadBench {
             ls.add(new TrunkManifest.Layer(l, l * run, run, 0, "bench", 0, t));
         }
         return new TrunkManifest(dir, TrunkManifest.ALIGN, layers * run,
-                new TrunkManifest.Source(List.of(new TrunkManifest.Shard("bench", 0)), "", ""), List.copyOf(ls));
+                new TrunkManifest.Source(List.of(new TrunkManifest.Shard("bench", 0)), ""), List.copyOf(ls));
     }
 
     static void ensureFile(Path f, long size) throws IOException {
