@@ -266,6 +266,14 @@ final class ConformCommand implements Callable<Integer> {
             plan.put("buffers_bytes", p.buffers() + p.recurrentState() + p.kvCache());
             plan.put("jvm_bytes", p.jvm().bytes());
             plan.put("jvm_heap_max_bytes", p.jvm().heapMax());
+            if (judge.assembly() != null && judge.assembly().trunk() != null && judge.assembly().trunk().binding() != null) {
+                var b = judge.assembly().trunk().binding();
+                var tb = root.putObject("trunk_binding");
+                tb.put("check", b.mode().flag());
+                tb.put("shards_changed_since_pack", b.changedShards().size());
+                tb.put("tensors_hashed", b.tensorsHashed());
+                tb.put("bytes_hashed", b.bytesHashed());
+            }
             if (judge.assembly() != null && judge.assembly().cache() != null) {
                 var s = judge.assembly().cache().totalStats();
                 var cache = root.putObject("expert_cache");

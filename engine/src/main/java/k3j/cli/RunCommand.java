@@ -119,7 +119,8 @@ final class RunCommand implements Callable<Integer> {
     Path dumpLogits;
 
     @Option(names = "--dump-activations", paramLabel = "DIR", description = "after the run, write k3j's candidate dump (docs/formats.md): every layer "
-            + "run alone from the reference dump's inputs (--reference, default the one matching the model), logits and greedy ids; --ids must be the reference's prompt")
+            + "run alone from the reference dump's inputs (--reference, default the one matching the model), logits and greedy ids; --ids must be the reference's prompt. "
+            + "A name ending in .safetensors or .npz writes it as one file")
     Path dumpActivations;
 
     @CommandLine.ArgGroup(exclusive = false)
@@ -475,6 +476,7 @@ final class RunCommand implements Callable<Integer> {
             TrunkStats ts = stream != null ? stream.stats() : null;
             CacheStats total = cache != null ? cache.totalStats() : null;
             if (out != null) {
+                trunkBinding = stream != null ? stream.binding() : null;
                 writeOut(g, promptIds, bound, forward.layersCompleted(), forward.expertDrops(),
                         total != null ? total.bytesRead() : rt.model().experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak, rt.tables(), settings, eos);
                 o.println("wrote " + out);
@@ -580,12 +582,15 @@ final class RunCommand implements Callable<Integer> {
         String generatedText = g != null ? g.text() : null;
         String stopped = g == null ? null : g.stop() == k3j.api.Generated.Stop.END_OF_SEQUENCE ? "eos" : "max_tokens";
         AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText, tables,
-                settings, eos, stopped));
+                settings, eos, stopped, trunkBinding));
     }
+
+    /** What the streamed trunk's data binding check did at open (null: the trunk is resident). */
+    private k3j.trunk.DataBinding.Result trunkBinding;
 
     private static void writeJson(OutputStream os, int[] promptIds, int[] generated, double wall, int bound, int completed, long drops,
                                   long expertBytes, long trunkBytes, long peak, String generatedText, StreamedTables tables,
-                                  k3j.api.Settings settings, int eos, String stopped) throws IOException {
+                                  k3j.api.Settings settings, int eos, String stopped, k3j.trunk.DataBinding.Result binding) throws IOException {
         try (JsonGenerator j = new JsonFactory().createGenerator(os, JsonEncoding.UTF8)) {
             j.writeStartObject();
             j.writeFieldName("prompt_ids");
@@ -611,6 +616,14 @@ final class RunCommand implements Callable<Integer> {
             j.writeNumberField("embedding_bytes_read", tables != null ? tables.embeddingBytesRead() : 0);
             j.writeNumberField("lm_head_bytes_read", tables != null ? tables.lmHeadBytesRead() : 0);
             j.writeBooleanField("ultra_low_memory", tables != null);
+            if (binding != null) {
+                j.writeObjectFieldStart("trunk_binding");
+                j.writeStringField("check", binding.mode().flag());
+                j.writeNumberField("shards_changed_since_pack", binding.changedShards().size());
+                j.writeNumberField("tensors_hashed", binding.tensorsHashed());
+                j.writeNumberField("bytes_hashed", binding.bytesHashed());
+                j.writeEndObject();
+            }
             if (generatedText != null) j.writeStringField("generated_text", generatedText);
             else j.writeNullField("generated_text");
             j.writeObjectFieldStart("sampling");
