@@ -119,7 +119,8 @@ final class RunCommand implements Callable<Integer> {
     Path dumpLogits;
 
     @Option(names = "--dump-activations", paramLabel = "DIR", description = "after the run, write k3j's candidate dump (docs/formats.md): every layer "
-            + "run alone from the reference dump's inputs (--reference, default the one matching the model), logits and greedy ids; --ids must be the reference's prompt")
+            + "run alone from the reference dump's inputs (--reference, default the one matching the model), logits and greedy ids; --ids must be the reference's prompt. "
+            + "A name ending in .safetensors or .npz writes it as one file")
     Path dumpActivations;
 
     @CommandLine.ArgGroup(exclusive = false)
