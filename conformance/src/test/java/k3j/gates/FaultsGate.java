@@ -23,6 +23,7 @@ import k3j.conform.Conformance;
 import k3j.conform.Finding;
 import k3j.conform.LayerReport;
 import k3j.harness.Child;
+import k3j.harness.Caught;
 import k3j.harness.Evidence;
 import k3j.harness.SlowOutput;
 import k3j.harness.Project;
@@ -63,6 +64,7 @@ class FaultsGate {
     void aNanInTheReferenceFailsTheLayer() {
         Path dump = tamperedDump(d -> Tamper.setFloat(d, "layers.40.attn_out", 17, Float.NaN));
         LayerReport r = layer(dump, 40);
+        caught("a NaN in layers.40.attn_out", r).attach();
         Evidence.text("verdict", r.line());
         assertEquals(Finding.NON_FINITE, r.finding(), r.line());
         assertTrue(r.message().contains("attn_out is not finite (finite ref 639/640, engine 640/640)"), r.message());
@@ -74,8 +76,16 @@ class FaultsGate {
     void anInfinityInTheReferenceFailsTheLayer() {
         Path dump = tamperedDump(d -> Tamper.setFloat(d, "layers.40.mlp_out", 3, Float.POSITIVE_INFINITY));
         LayerReport r = layer(dump, 40);
+        caught("+Inf in layers.40.mlp_out", r).attach();
         assertEquals(Finding.NON_FINITE, r.finding(), r.line());
         assertTrue(r.message().contains("mlp_out is not finite"), r.message());
+    }
+
+    /** The report's row for a tampered dump the layer judged: its first failing stage and finding. */
+    static Caught caught(String planted, LayerReport r) {
+        if (r.conforms()) return Caught.missed("tampered dump", planted);
+        k3j.conform.StageMetric w = r.worst();
+        return new Caught("tampered dump", planted, r.layer(), r.firstDivergence(), r.finding().tag(), w == null ? null : w.ratioToBudget());
     }
 
     static Stream<Arguments> refusedDumps() {
@@ -111,7 +121,15 @@ class FaultsGate {
     @DisplayName("a dump whose arrays or budget are not this model's is refused before any verdict, naming the field")
     void aTamperedDumpIsRefusedBeforeAnyVerdict(String name, Consumer<Path> tamper, String expected) {
         Path dump = tamperedDump(tamper);
-        ConformException e = assertThrows(ConformException.class, () -> layer(dump, 40), name + " was not refused");
+        ConformException e;
+        try {
+            layer(dump, 40);
+            Caught.missed("tampered dump", name).attach();
+            throw new AssertionError(name + " was not refused");
+        } catch (ConformException refused) {
+            e = refused;
+        }
+        new Caught("tampered dump", name, null, expected, e.finding().tag(), null).attach();
         Evidence.text("refusal", e.getMessage());
         assertEquals(Finding.REFERENCE_MISMATCH, e.finding());
         assertTrue(e.getMessage().contains(expected), e.getMessage());
