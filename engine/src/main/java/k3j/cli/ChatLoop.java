@@ -1,11 +1,8 @@
 package k3j.cli;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.io.PrintWriter;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HexFormat;
@@ -44,7 +41,14 @@ final class ChatLoop {
     private final PrintWriter err;
     private final AtomicBoolean stop = new AtomicBoolean();
 
-    ChatLoop(Conversation conv, Xtml xtml, TextOptions opt, Binding binding, int maxNew, PrintStream out, PrintWriter err) {
+    private final int limit;
+    private final String limitSource;
+
+    /** {@code limit}: the positions the conversation may hold ({@code limitSource} names where the limit comes from). */
+    ChatLoop(Conversation conv, Xtml xtml, TextOptions opt, Binding binding, int maxNew, int limit, String limitSource, PrintStream out, PrintWriter err) {
+        this.limit = limit;
+        this.limitSource = limitSource;
+        conv.limitPositions(limit, limitSource);
         this.conv = conv;
         this.xtml = xtml;
         this.opt = opt;
@@ -56,7 +60,7 @@ final class ChatLoop {
 
     /** Continues from {@code --load-state}, which must follow exactly the loaded history. */
     void resume(Forward f) {
-        int n = StateFile.idCount(opt.loadState);
+        int n = StateFile.idCount(opt.loadState, limit - maxNew - 64, "a chat may still hold with --gen " + maxNew + " (" + limitSource + ")");
         DecodeState st = f.newState(n + maxNew + 64);
         StateFile.Loaded l = StateFile.load(opt.loadState, binding, st);
         History h = conv.history();
@@ -72,14 +76,23 @@ final class ChatLoop {
 
     /** One prompt (--prompt with --chat), or every line of stdin. Returns the exit code. */
     int run(String prompt) throws IOException {
-        if (prompt != null) return turn(prompt) ? ExitCode.OK : ExitCode.RUNTIME;
+        if (prompt != null) return turn(prompt);
         if (System.console() != null && System.console().isTerminal()) return interactive();
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        for (String line; (line = in.readLine()) != null; ) {
+        java.io.InputStream in = new java.io.BufferedInputStream(System.in);
+        while (true) {
+            String line;
+            try {
+                line = k3j.io.SafeFiles.readLine(in, History.MAX_LINE, "--chat (stdin)");
+            } catch (IOException e) {
+                err.println("k3: " + e.getMessage());
+                err.flush();
+                return ExitCode.USAGE;
+            }
+            if (line == null) return ExitCode.OK;
             if (line.isBlank()) continue;
-            if (!turn(line)) return ExitCode.RUNTIME;
+            int rc = turn(line);
+            if (rc != ExitCode.OK) return rc;
         }
-        return ExitCode.OK;
     }
 
     private int interactive() throws IOException {
@@ -116,8 +129,8 @@ final class ChatLoop {
         }
     }
 
-    /** Generates one reply, streaming it; false when the turn could not run. */
-    private boolean turn(String user) {
+    /** Generates one reply, streaming it; the exit code of a turn that could not run (2: refused by the position limit). */
+    private int turn(String user) {
         stop.set(false);
         Display display = new Display(xtml);
         Conversation.Reply r;
@@ -129,7 +142,7 @@ final class ChatLoop {
         } catch (ChatException e) {
             err.println("k3: " + e.getMessage());
             err.flush();
-            return false;
+            return e instanceof Conversation.TooLong ? ExitCode.USAGE : ExitCode.RUNTIME;
         }
         out.writeBytes(display.finish());
         out.println();
@@ -140,6 +153,6 @@ final class ChatLoop {
         if (opt.history != null) conv.history().save(opt.history);
         if (opt.saveState != null) StateFile.save(opt.saveState, binding, conv.history().sha256(), conv.ids(), conv.state());
         err.flush();
-        return true;
+        return ExitCode.OK;
     }
 }

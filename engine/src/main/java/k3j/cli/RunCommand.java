@@ -61,7 +61,8 @@ import picocli.CommandLine.Option;
 @Command(name = "run", mixinStandardHelpOptions = true, version = "k3 (k3j) 0.1.0",
         description = "Greedy generation: k3 <model_dir> --ids 1,2,3 [--gen N] [--incremental] [--trunk DIR [--preset NAME | --trunk-gb X --cache-gb Y]] ...",
         footer = "Exit codes: 0 success, 1 runtime failure (checkpoint, bind, trunk, forward, memory plan refused), 2 bad request, "
-                + "4 RUN INVALID (expert drops).")
+                + "4 RUN INVALID (expert drops). Files (docs/files.md): every output is written whole or not at all, never onto a device, an input "
+                + "or another output; every input must be a regular file within its size cap.")
 final class RunCommand implements Callable<Integer> {
     static final int MAX_PROMPT = 32768, MAX_GEN = 4096, MAX_POSITIONS = 36864;
     /** Tests set this to pretend a machine size (bytes) for the refusals; unset = /proc/meminfo MemAvailable. */
@@ -176,15 +177,37 @@ final class RunCommand implements Callable<Integer> {
             throw usage("--ids: " + e.getMessage());
         }
         try {
-            AtomicWrite.checkTarget(out, "--out");
-            if (dumpLogits != null) AtomicWrite.checkTarget(dumpLogits, "--dump-logits");
-            if (dumpCacheTrace != null) {
-                if (Files.exists(dumpCacheTrace) && !Files.isDirectory(dumpCacheTrace)) throw new IOException("cannot write into " + dumpCacheTrace + " (--dump-cache-trace): not a directory");
-                AtomicWrite.checkTarget(Files.isDirectory(dumpCacheTrace) ? dumpCacheTrace.resolve(CacheTrace.TRACE_FILE) : dumpCacheTrace, "--dump-cache-trace");
-            }
+            files();
         } catch (IOException e) {
             throw usage(e.getMessage());
         }
+    }
+
+    /**
+     * Every file the run reads and writes, checked as one set (docs/files.md): no output is a device, an input
+     * or another output's file. --history is read and rewritten (its one role); --save-state may replace the
+     * --load-state it continues.
+     */
+    private k3j.io.Outputs files() throws IOException {
+        Path m = model != null ? model.path : null;
+        if (m != null && Files.isRegularFile(m)) m = m.toAbsolutePath().getParent();
+        k3j.io.Outputs f = new k3j.io.Outputs().input(m, "a file of the model folder").input(config, "--config").input(promptFile, "--prompt-file")
+                .input(text.tok(), "a tokenizer file (--tok)").input(memory.trunk, "a file of the trunk (--trunk)")
+                .input(ReferenceOption.of(reference), "the reference (--reference)")
+                .input(text.loadState, "--load-state", "state").input(text.history, "--history", "history");
+        f.file(out, "--out");
+        f.file(dumpLogits, "--dump-logits");
+        f.file(text.saveState, "--save-state", "state");
+        if (text.chat) f.file(text.history, "--history", "history");
+        if (dumpCacheTrace != null) {
+            k3j.io.Outputs.checkFolder(dumpCacheTrace, "--dump-cache-trace");
+            if (Files.isDirectory(dumpCacheTrace)) {   // a new folder is created and holds nothing yet
+                f.file(dumpCacheTrace.resolve(CacheTrace.TRACE_FILE), "--dump-cache-trace");
+                f.file(dumpCacheTrace.resolve(CacheTrace.HIST_FILE), "--dump-cache-trace");
+            }
+        }
+        f.folder(dumpActivations, "--dump-activations");
+        return f;
     }
 
     @Override
@@ -203,7 +226,13 @@ final class RunCommand implements Callable<Integer> {
             throw usage((text.saveState != null ? "--save-state" : "--load-state") + " needs --incremental (a state is what incremental decoding carries)");
         }
         if (tfCheck && (text.loadState != null || text.chat)) throw usage("--tf-check runs on --ids alone");
-        if (text.loadState != null && !java.nio.file.Files.isRegularFile(text.loadState)) throw usage("--load-state " + text.loadState + ": no such file");
+        if (text.loadState != null) {
+            try {
+                k3j.io.SafeFiles.requireRegular(text.loadState, "a state file (--load-state)");
+            } catch (IOException e) {
+                throw usage(k3j.io.SafeFiles.why(e));
+            }
+        }
         k3j.sample.Sampler.Settings sampling;
         k3j.chat.Thinking thinking;
         try {
@@ -249,7 +278,7 @@ final class RunCommand implements Callable<Integer> {
         try {
             if (text.tok() != null) tokenizer = k3j.tokenizer.Tokenizer.load(text.tok());
             if (text.chat) {
-                history = text.history != null ? k3j.chat.History.read(text.history) : new k3j.chat.History();
+                history = text.history != null ? readHistory() : new k3j.chat.History();
                 if (text.system != null) {
                     if (history.size() > 0) throw usage("--system starts a conversation; " + text.history + " already holds one (its system message stays)");
                     history.add(k3j.chat.Message.system(text.system));
@@ -261,7 +290,7 @@ final class RunCommand implements Callable<Integer> {
                 promptIds = text.loadState != null ? new int[] {0} : x.encode(x.render(msgs, thinking, true));
             } else {
                 promptIds = ids != null ? parseIds(ids)
-                        : tokenizer.encode(prompt != null ? prompt.getBytes(java.nio.charset.StandardCharsets.UTF_8) : Files.readAllBytes(promptFile), true);
+                        : tokenizer.encode(prompt != null ? prompt.getBytes(java.nio.charset.StandardCharsets.UTF_8) : promptBytes(), true);
             }
         } catch (k3j.tokenizer.TokenizerException | k3j.chat.ChatException e) {
             err.println("k3: " + e.getMessage());
@@ -438,7 +467,10 @@ final class RunCommand implements Callable<Integer> {
             k3j.model.DecodeState state = null;
             if (incremental && text.loadState != null) {
                 try {
-                    state = forward.newState(k3j.state.StateFile.idCount(text.loadState) + promptIds.length + gen + 1);
+                    ModelConfig c = rt.config();
+                    int room = Math.min(MAX_POSITIONS - promptIds.length - gen - 1, c.maxPositions() > 0 ? c.maxPositions() - promptIds.length - gen : Integer.MAX_VALUE);
+                    state = forward.newState(k3j.state.StateFile.idCount(text.loadState, room, "this run may still hold with its prompt and --gen "
+                            + gen + " (max_position_embeddings " + c.maxPositions() + ", at most " + MAX_POSITIONS + " in all)") + promptIds.length + gen + 1);
                     int[] saved = k3j.state.StateFile.load(text.loadState, binding, state).ids();
                     prior = java.util.Arrays.copyOf(saved, state.cached());
                     fed = concat(java.util.Arrays.copyOfRange(saved, state.cached(), saved.length), promptIds);   // the saved run's last id was never fed
@@ -556,7 +588,10 @@ final class RunCommand implements Callable<Integer> {
     private int chat(Forward forward, k3j.state.Binding binding, PrintWriter err) throws IOException {
         k3j.chat.Xtml x = new k3j.chat.Xtml(session.tokenizer());
         k3j.chat.Conversation conv = new k3j.chat.Conversation(forward, x, session.thinking(), session.sampling(), session.history());
-        ChatLoop loop = new ChatLoop(conv, x, text, binding, gen, System.out, err);
+        ModelConfig cfg = forward.weights().config();
+        boolean byConfig = cfg.maxPositions() > 0 && cfg.maxPositions() < MAX_POSITIONS - 1;
+        ChatLoop loop = new ChatLoop(conv, x, text, binding, gen, byConfig ? cfg.maxPositions() : MAX_POSITIONS - 1,
+                byConfig ? "positions of the config's max_position_embeddings" : "positions a run may hold", System.out, err);
         try {
             if (text.loadState != null) loop.resume(forward);
             return loop.run(prompt);
@@ -601,6 +636,28 @@ final class RunCommand implements Callable<Integer> {
         AtomicWrite.string(out, "--out", String.format(Locale.ROOT, "{\"tf_positions\":%d,\"tf_matches\":%d,\"tf_agreement\":%.4f}%n", positions, matches, agreement));
         o.println("wrote " + out);
         return ExitCode.OK;
+    }
+
+    /** --history: a file refused by type or size is bad input (exit 2), like any other refused file. */
+    private k3j.chat.History readHistory() {
+        try {
+            k3j.io.SafeFiles.requireSize(text.history, k3j.chat.History.MAX_FILE, "a chat history (--history)");
+        } catch (IOException e) {
+            // a missing file starts a new conversation
+            if (Files.exists(text.history, java.nio.file.LinkOption.NOFOLLOW_LINKS)) throw usage(k3j.io.SafeFiles.why(e));
+        }
+        return k3j.chat.History.read(text.history);
+    }
+
+    /** A --prompt-file larger than this could never fit the position limit: refused unread. */
+    static final long MAX_PROMPT_BYTES = 16L << 20;
+
+    private byte[] promptBytes() {
+        try {
+            return k3j.io.SafeFiles.readAll(promptFile, MAX_PROMPT_BYTES, "a prompt (--prompt-file)");
+        } catch (IOException e) {
+            throw usage(k3j.io.SafeFiles.why(e));
+        }
     }
 
     /** The ids of {@code s}, separated by ',' or spaces; a part that is not an integer is refused. */

@@ -32,13 +32,19 @@ public final class CandidateWriter {
 
     /**
      * Runs every layer of {@code c} (a k3j forward against its reference) and writes the candidate into
-     * {@code dir} (created; an existing folder must be empty or hold a candidate, which is replaced).
+     * {@code dir} whole (docs/files.md: written into a temporary folder beside it and renamed into place when
+     * complete; an existing folder must be empty or hold a candidate, which is replaced).
      *
      * @return the number of layers that ran
      */
     public static int write(Conformance c, Path dir, String engine) throws IOException {
         if (c.candidateDump() != null) throw new IllegalArgumentException("a candidate is written from a k3j forward, not from another candidate");
-        prepare(dir);
+        int[] ran = {0};
+        k3j.io.AtomicWrite.folder(dir, "--dump-activations", CandidateWriter::isCandidate, tmp -> ran[0] = writeInto(c, tmp, engine));
+        return ran[0];
+    }
+
+    private static int writeInto(Conformance c, Path dir, String engine) throws IOException {
         CandidateWriter w = new CandidateWriter(dir);
         ReferenceDump ref = c.dump();
         int tokens = c.tokens(), ran = 0;
@@ -97,16 +103,13 @@ public final class CandidateWriter {
         return ran;
     }
 
-    private static void prepare(Path dir) throws IOException {
-        Files.createDirectories(dir);
-        boolean candidate = Files.isRegularFile(dir.resolve("manifest.json"))
-                && CandidateDump.FORMAT.equals(JSON.readTree(dir.resolve("manifest.json").toFile()).path("format").asText());
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
-            for (Path p : ds) {
-                if (!candidate) throw new IOException(dir + " is neither empty nor a candidate dump: refusing to write into it");
-                String n = p.getFileName().toString();
-                if (n.endsWith(".bin") || n.equals("manifest.json")) Files.delete(p);
-            }
+    /** Whether {@code dir} holds a candidate dump (which a new one may replace): its manifest names the candidate format. */
+    private static boolean isCandidate(Path dir) {
+        try {
+            byte[] m = k3j.io.SafeFiles.readAll(dir.resolve("manifest.json"), 64L << 20, "a candidate manifest");
+            return CandidateDump.FORMAT.equals(JSON.readTree(m).path("format").asText());
+        } catch (IOException e) {
+            return false;
         }
     }
 

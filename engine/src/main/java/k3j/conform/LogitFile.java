@@ -28,6 +28,14 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
         }
     }
 
+    /** The most rows a logit file may hold ([T, V] with T positions of a reference: at most the run's 36,864). */
+    static final int MAX_ROWS = 36864;
+
+    /** The largest logit file for {@code vocab}: MAX_ROWS rows of float32 and a .npy header, within one Java array. */
+    static long maxBytes(int vocab) {
+        return Math.min(Integer.MAX_VALUE - 16, 4L * vocab * MAX_ROWS + 65536);
+    }
+
     private static final byte[] NPY_MAGIC = {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y'};
 
     /** Reads {@code path} for a model of {@code vocab} logits. */
@@ -37,11 +45,9 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
         }
         byte[] b;
         try {
-            long size = Files.size(path);
-            if (size > Integer.MAX_VALUE - 16) throw new LogitFileException(path + " is " + size + " bytes: not a logit file");
-            b = Files.readAllBytes(path);
+            b = k3j.io.SafeFiles.readAll(path, maxBytes(vocab), "a logit file");
         } catch (IOException e) {
-            throw new LogitFileException("cannot read " + path + ": " + e.getMessage());
+            throw new LogitFileException(k3j.io.SafeFiles.why(e));
         }
         boolean npy = b.length >= NPY_MAGIC.length && java.util.Arrays.equals(b, 0, NPY_MAGIC.length, NPY_MAGIC, 0, NPY_MAGIC.length);
         if (npy) return npy(path, b, vocab);
@@ -96,6 +102,7 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
         long v = shape[shape.length - 1], rows = shape.length == 2 ? shape[0] : 1;
         if (v != vocab) throw new LogitFileException(path + ": last dimension " + v + ", the model's vocabulary is V = " + vocab);
         if (rows < 1) throw new LogitFileException(path + ": .npy holds no row");
+        if (rows > MAX_ROWS) throw new LogitFileException(path + ": .npy shape " + java.util.Arrays.toString(shape) + " declares " + rows + " rows, more than " + MAX_ROWS + " positions");
         long need = rows * v * 4;
         long data = b.length - start - headerLen;
         if (data != need) throw new LogitFileException(path + ": .npy data is " + data + " bytes, shape " + java.util.Arrays.toString(shape) + " needs " + need);
