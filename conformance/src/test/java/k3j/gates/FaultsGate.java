@@ -481,15 +481,12 @@ class FaultsGate {
                     Files.createLink(link, model.resolve("model-00001-of-00002.safetensors"));
                     return new Hostile(run(model, d, "--out", link.toString()), ExitCode.USAGE, "an input of this command").survives(unchanged(model));
                 }),
-                hostile("--save-state and --history on one file", d -> {
-                    Path h = Files.writeString(d.resolve("h.jsonl"), "");
-                    Files.delete(h);
-                    return new Hostile(chat(d, "--save-state", h.toString(), "--history", h.toString()), ExitCode.USAGE, "is also named by");
-                }),
+                hostile("--save-state and --history on one file", d -> new Hostile(chat(d, "--save-state", d.resolve("h.jsonl").toString(), "--history",
+                        d.resolve("h.jsonl").toString()), ExitCode.USAGE, "(--save-state)", "it is --history")),
                 hostile("--out and --dump-logits on one file", d -> new Hostile(run(d, "--out", d.resolve("x").toString(), "--dump-logits", d.resolve("x").toString()),
                         ExitCode.USAGE, "is also named by --out")),
                 hostile("--out and --history on one file", d -> new Hostile(chat(d, "--out", d.resolve("h.jsonl").toString(), "--history", d.resolve("h.jsonl").toString()),
-                        ExitCode.USAGE, "is also named by --out")),
+                        ExitCode.USAGE, "(--out)", "it is --history")),
                 hostile("tokenize --output on a full disk keeps the previous output", d -> {
                     Path prev = Files.writeString(d.resolve("ids.txt"), "1,2,3\n");
                     Path text = Files.writeString(d.resolve("text.txt"), "hello world ".repeat(2000));
@@ -566,13 +563,13 @@ class FaultsGate {
                     return new Hostile(List.of("conform", Project.fixture("mini-k3-93").toString(), "--reference", dump.toString(), "--no-logits", "--layers", "40"),
                             ExitCode.RUNTIME, "layers.40.moe_idx[0][1] = 999999, but the model has").never("out of bounds");
                 }),
-                hostile("pack-trunk into /proc", d -> new Hostile(List.of("pack-trunk", Project.fixture("tiny-k3").toString(), "/proc/k3j-x"), ExitCode.RUNTIME,
+                hostile("pack-trunk into /proc", d -> new Hostile(List.of("pack-trunk", Project.fixture("mini-k3-93").toString(), "/proc/k3j-x"), ExitCode.RUNTIME,
                         "/proc/k3j-x")),
-                hostile("pack-trunk on a full disk", d -> new Hostile(List.of("pack-trunk", Project.fixture("tiny-k3").toString(), d.resolve("trunk").toString()),
+                hostile("pack-trunk on a full disk", d -> new Hostile(List.of("pack-trunk", Project.fixture("mini-k3-93").toString(), d.resolve("trunk").toString()),
                         ExitCode.RUNTIME, "File too large").limited(64)),
                 hostile("conform on a model with a missing shard", d -> {
                     Path mini = Tamper.copy(Project.fixture("mini-k3-93"), d.resolve("mini"));
-                    Files.delete(mini.resolve("model-00002-of-00002.safetensors"));
+                    Files.delete(mini.resolve("model-00003-of-00007.safetensors"));
                     return new Hostile(List.of("conform", mini.toString(), "--no-logits", "--layers", "40"), ExitCode.RUNTIME, "partial download")
                             .never("[reference mismatch]");
                 }),
@@ -694,7 +691,7 @@ class FaultsGate {
             throws IOException {
         Path p = d.resolve(name);
         replaceWithSpecial(p, fifo);
-        return new Hostile(args.of(p.toString()), ExitCode.USAGE, what, "not a regular file", flag);
+        return new Hostile(args.of(p.toString()), ExitCode.USAGE, what, flag).survives(stillSpecial(p));
     }
 
     private static Hostile huge(Path d, String name, Args args, String flag) throws IOException {

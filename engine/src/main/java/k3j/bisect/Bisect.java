@@ -27,14 +27,17 @@ public final class Bisect {
     }
 
     /**
-     * The diagnosis of one failing layer: its first failing stage, how far over budget, what explains it, and the
-     * candidates the search budget left untried (in fit order).
+     * The diagnosis of one failing layer: its first failing stage, how far over budget, the evidence and the family
+     * order it gave, what explains it, and the candidates left untried (in the order they would have run):
+     * {@code stoppedExplained} when the search stopped at a candidate that makes the whole layer conform, else
+     * because its share of the budget was spent (or nothing was left).
      */
     public record Diagnosis(int layer, String kind, Stage stage, double ratio, int tried, List<Explanation> explanations, long nanos,
-                            SearchBudget budget, List<Candidate> untried) {
+                            SearchBudget.Share budget, List<Candidate> untried, Evidence evidence, List<Candidate> triedCandidates, boolean stoppedExplained) {
         public Diagnosis {
             explanations = List.copyOf(explanations);
             untried = List.copyOf(untried);
+            triedCandidates = List.copyOf(triedCandidates);
         }
 
         public boolean explained() {
@@ -44,32 +47,31 @@ public final class Bisect {
         /** "L37 KDA attn_out 4.75e+04x budget: q_proj and k_proj are swapped", or "...: nothing explains it (...)". */
         public String summary() {
             String head = String.format(Locale.ROOT, "L%d %s %s %.3gx budget", layer, kind, stage.key, ratio);
-            String left = untried.isEmpty() ? "" : " [" + notTried() + "]";
-            if (explanations.isEmpty()) {
-                return head + ": nothing explains it (tried " + tried + " candidates: same-shape swaps, stored transposes, expert nibble flips, expert swaps)" + left;
-            }
+            String left = untried.isEmpty() || stoppedExplained ? "" : " [" + notTried() + "]";
+            if (explanations.isEmpty()) return head + ": nothing explains it (tried " + tried + " candidates: " + counts(triedCandidates) + ")" + left;
             return head + ": " + String.join("; or ", explanations.stream().map(Explanation::describe).toList()) + left;
+        }
+
+        /** "2 same-shape swaps, 6 stored transposes": what was tried, by family. */
+        public String triedByFamily() {
+            return tried == 0 ? "none" : counts(triedCandidates);
         }
 
         /** "budget of 20 candidates reached after 20 tried; not tried: 27,980 (27,952 expert swaps, 28 expert nibble flips); next would have been: ...". */
         public String notTried() {
             if (untried.isEmpty()) return "every candidate that reaches " + stage.key + " was tried";
-            java.util.Map<String, Integer> kinds = new java.util.LinkedHashMap<>();
-            for (Candidate c : untried) kinds.merge(kindOf(c), 1, Integer::sum);
-            List<String> parts = new ArrayList<>();
-            kinds.forEach((k, n) -> parts.add(String.format(Locale.ROOT, "%,d %s", n, k)));
-            return String.format(Locale.ROOT, "budget of %s reached after %d tried; not tried: %,d (%s); next would have been: %s", budget.describe(), tried,
-                    untried.size(), String.join(", ", parts), String.join("; ", untried.stream().limit(3).map(Candidate::describe).toList()));
+            String why = stoppedExplained ? "stopped at the first candidate that makes the whole layer conform"
+                    : "budget of " + budget.describe() + " reached after " + tried + " tried";
+            return String.format(Locale.ROOT, "%s; not tried: %,d (%s); next would have been: %s", why, untried.size(), counts(untried),
+                    String.join("; ", untried.stream().limit(3).map(Candidate::describe).toList()));
         }
 
-        private static String kindOf(Candidate c) {
-            return switch (c) {
-                case Candidate.Swap s -> "same-shape swaps";
-                case Candidate.Transpose t -> "stored transposes";
-                case Candidate.NibbleFlip f -> "expert nibble flips";
-                case Candidate.GateUpSwap g -> "expert w1/w3 swaps";
-                case Candidate.ExpertSwap x -> "expert swaps";
-            };
+        private static String counts(List<Candidate> cs) {
+            java.util.Map<Candidate.Family, Integer> kinds = new java.util.EnumMap<>(Candidate.Family.class);
+            for (Candidate c : cs) kinds.merge(c.family(), 1, Integer::sum);
+            List<String> parts = new ArrayList<>();
+            kinds.forEach((k, n) -> parts.add(String.format(Locale.ROOT, "%,d %s", n, k.plural)));
+            return String.join(", ", parts);
         }
     }
 
@@ -98,17 +100,23 @@ public final class Bisect {
     }
 
     /**
-     * Every checked layer and, when one fails, the diagnosis of the first; with the expert sweep, every swept
+     * Every checked layer and the diagnosis of every failing one, in layer order; with the expert sweep, every swept
      * MoE layer and, when every layer conforms but an expert does not, the diagnosis of the first failing expert.
      */
-    public record Report(List<LayerReport> layers, Diagnosis diagnosis, List<ExpertLayerReport> experts, ExpertDiagnosis expertDiagnosis) {
+    public record Report(List<LayerReport> layers, List<Diagnosis> diagnoses, List<ExpertLayerReport> experts, ExpertDiagnosis expertDiagnosis) {
         public Report {
             layers = List.copyOf(layers);
+            diagnoses = List.copyOf(diagnoses);
             experts = List.copyOf(experts);
         }
 
-        public Report(List<LayerReport> layers, Diagnosis diagnosis) {
-            this(layers, diagnosis, List.of(), null);
+        public Report(List<LayerReport> layers, List<Diagnosis> diagnoses) {
+            this(layers, diagnoses, List.of(), null);
+        }
+
+        /** The first failing layer's diagnosis, or null. */
+        public Diagnosis diagnosis() {
+            return diagnoses.isEmpty() ? null : diagnoses.getFirst();
         }
 
         public List<Integer> failing() {
@@ -120,13 +128,16 @@ public final class Bisect {
             return experts.stream().filter(e -> !e.conforms()).map(ExpertLayerReport::layer).toList();
         }
 
-        /** The line a report's summary carries: the first failing layer (or expert), stage and diagnosis, and how many fail. */
+        /** The line a report's summary carries: every failing layer's stage and diagnosis (or expert), and how many fail. */
         public String summary() {
             List<Integer> f = failing(), fe = failingExperts();
             String sweep = experts.isEmpty() ? "" : fe.isEmpty()
                     ? "; every expert of " + experts.size() + " MoE layers conforms (" + experts.stream().mapToInt(ExpertLayerReport::checked).sum() + " checked)"
                     : " [the experts of " + fe.size() + " of " + experts.size() + " MoE layers fail: " + fe + "]";
-            if (diagnosis != null) return diagnosis.summary() + " [" + f.size() + " of " + layers.size() + " layers fail: " + f + "]" + (fe.isEmpty() ? "" : sweep);
+            if (!diagnoses.isEmpty()) {
+                return String.join("; ", diagnoses.stream().map(Diagnosis::summary).toList()) + " [" + f.size() + " of " + layers.size() + " layers fail: " + f + "]"
+                        + (fe.isEmpty() ? "" : sweep);
+            }
             if (!f.isEmpty()) return "first failing layer " + layers.stream().filter(l -> !l.conforms()).findFirst().orElseThrow().message();
             if (expertDiagnosis != null) return expertDiagnosis.summary() + " [all " + layers.size() + " layers conform on the prompt]" + sweep;
             if (!fe.isEmpty()) return "all " + layers.size() + " layers conform on the prompt, but " + experts.stream().filter(e -> !e.conforms()).findFirst().orElseThrow().message();
@@ -134,7 +145,7 @@ public final class Bisect {
         }
     }
 
-    /** Checks {@code layers} in order and diagnoses the first failing one within the default budget. */
+    /** Checks {@code layers} in order and diagnoses every failing one within the default budget. */
     public static Report run(LayerConformance conformance, LayerRunner runner, List<Integer> layers) {
         return run(conformance, runner, layers, false, SearchBudget.DEFAULT);
     }
@@ -147,18 +158,37 @@ public final class Bisect {
         return run(conformance, runner, layers, experts, SearchBudget.DEFAULT);
     }
 
-    /** The same, the layer diagnosis within {@code budget}. */
+    /**
+     * The same, every failing layer diagnosed in layer order under one {@code budget}, shared fairly: each layer gets
+     * what is left divided by the layers still to diagnose ({@link SearchBudget#share}).
+     */
     public static Report run(LayerConformance conformance, LayerRunner runner, List<Integer> layers, boolean experts, SearchBudget budget) {
+        return run(conformance, runner, layers, experts, budget, d -> {});
+    }
+
+    /** The same, handing each layer's diagnosis to {@code diagnosed} as soon as it is made (a command prints it). */
+    public static Report run(LayerConformance conformance, LayerRunner runner, List<Integer> layers, boolean experts, SearchBudget budget,
+                             java.util.function.Consumer<Diagnosis> diagnosed) {
         List<LayerReport> checks = new ArrayList<>();
         for (int l : layers) checks.add(conformance.check(l));
-        LayerReport first = checks.stream().filter(c -> !c.conforms()).findFirst().orElse(null);
-        Diagnosis d = first == null ? null : diagnose(conformance, runner, first, budget);
-        if (!experts) return new Report(checks, d);
+        List<LayerReport> failing = checks.stream().filter(c -> !c.conforms()).toList();
+        List<Diagnosis> ds = new ArrayList<>();
+        int tried = 0;
+        long spent = 0;
+        for (int i = 0; i < failing.size(); i++) {
+            Diagnosis d = diagnose(conformance, runner, failing.get(i), budget.share(tried, spent, failing.size() - i));
+            if (d == null) continue;
+            tried += d.tried();
+            spent += d.nanos();
+            ds.add(d);
+            diagnosed.accept(d);
+        }
+        if (!experts) return new Report(checks, ds);
         Conformance c = conformance.conformance();
         List<ExpertLayerReport> sweep = c.moeLayers(layers).stream().map(c::experts).toList();
         ExpertReport firstExpert = sweep.stream().flatMap(s -> s.failing().stream()).filter(ExpertReport::ran).findFirst().orElse(null);
-        ExpertDiagnosis ed = first == null && firstExpert != null ? diagnose(c, runner, firstExpert) : null;
-        return new Report(checks, d, sweep, ed);
+        ExpertDiagnosis ed = failing.isEmpty() && firstExpert != null ? diagnose(c, runner, firstExpert) : null;
+        return new Report(checks, ds, sweep, ed);
     }
 
     /** Re-runs the failing expert's probes once per candidate of {@link Candidates#ofExpert}. */
@@ -169,10 +199,12 @@ public final class Bisect {
         List<Candidate> found = new ArrayList<>();
         List<Candidate> cands = Candidates.ofExpert(failing.expert(), pr.experts());
         for (Candidate cand : cands) {
-            Forward f = runner.forward(cand);
-            boolean ok = sweep.expert(f, pr, failing.expert()).conforms();
-            if (ok && cand instanceof Candidate.ExpertSwap s) ok = sweep.expert(f, pr, s.a() == failing.expert() ? s.b() : s.a()).conforms();
-            if (ok) found.add(cand);
+            try (java.lang.foreign.Arena scratch = java.lang.foreign.Arena.ofShared()) {
+                Forward f = runner.forward(cand, scratch);
+                boolean ok = sweep.expert(f, pr, failing.expert()).conforms();
+                if (ok && cand instanceof Candidate.ExpertSwap s) ok = sweep.expert(f, pr, s.a() == failing.expert() ? s.b() : s.a()).conforms();
+                if (ok) found.add(cand);
+            }
         }
         return new ExpertDiagnosis(failing.layer(), c.dump().layer(failing.layer()).kind(), failing.expert(), failing.failingProjections(), failing.worst(),
                 cands.size(), found, System.nanoTime() - t0);
@@ -204,14 +236,16 @@ public final class Bisect {
      * did not run at all (a missing tensor: the binder's message already names it) or no stage is over budget.
      */
     public static Diagnosis diagnose(LayerConformance conformance, LayerRunner runner, LayerReport failing) {
-        return diagnose(conformance, runner, failing, SearchBudget.DEFAULT);
+        return diagnose(conformance, runner, failing, SearchBudget.DEFAULT.whole());
     }
 
     /**
-     * {@link #diagnose(LayerConformance, LayerRunner, LayerReport)} trying the candidates in {@link Fit} order (those
-     * whose touched tokens cover the failing tokens first) until {@code budget} is spent; the rest are listed as untried.
+     * {@link #diagnose(LayerConformance, LayerRunner, LayerReport)} within {@code budget}: first the {@link Evidence}
+     * (the failing stage and tokens, routing, the routed experts on their sweep probes) orders the candidate families,
+     * then the candidates run in that order ({@link Fit} order within a family) until one makes the whole layer
+     * conform or the share is spent; the rest are listed as untried.
      */
-    public static Diagnosis diagnose(LayerConformance conformance, LayerRunner runner, LayerReport failing, SearchBudget budget) {
+    public static Diagnosis diagnose(LayerConformance conformance, LayerRunner runner, LayerReport failing, SearchBudget.Share budget) {
         if (failing.stages().isEmpty()) return null;
         Stage stage = Stage.firstFailing(failing);
         if (stage == null) return null;
@@ -223,12 +257,15 @@ public final class Bisect {
         double[] errors = Fit.tokenErrors(stage, failing, conformance.run(runner, layer), dump);
         boolean[] bad = new boolean[errors.length];
         for (int i = 0; i < bad.length; i++) bad[i] = !(errors[i] <= 1.0);
+        boolean routedReach = reaching.stream().anyMatch(c -> c.family().routed);
+        Evidence evidence = Evidence.of(conformance.conformance(), failing, stage, errors, routed, routedReach);
         String w = "layers." + layer + ".moe_weight";
-        List<Candidate> ordered = Fit.order(reaching, bad, routed, dump.has(w) ? dump.f32(w) : null, errors);
+        List<Candidate> ordered = evidence.order(Fit.order(reaching, bad, routed, dump.has(w) ? dump.f32(w) : null, errors));
         List<Explanation> found = new ArrayList<>();
         List<Candidate> untried = List.of();
+        boolean stopped = false;
         for (int n = 0; n < ordered.size(); n++) {
-            if (budget.exhausted(tried, System.nanoTime() - t0)) {
+            if (stopped || budget.exhausted(tried, System.nanoTime() - t0)) {
                 untried = ordered.subList(n, ordered.size());
                 break;
             }
@@ -237,7 +274,9 @@ public final class Bisect {
             LayerReport with = conformance.check(runner, layer, c);
             Stage first = Stage.firstFailing(with);
             if (first == null || first.ordinal() > stage.ordinal()) found.add(new Explanation(c, stage.ratio(with), first == null, first));
+            stopped = first == null;
         }
-        return new Diagnosis(layer, failing.kind(), stage, stage.ratio(failing), tried, found, System.nanoTime() - t0, budget, untried);
+        return new Diagnosis(layer, failing.kind(), stage, stage.ratio(failing), tried, found, System.nanoTime() - t0, budget, untried, evidence,
+                ordered.subList(0, tried), stopped);
     }
 }

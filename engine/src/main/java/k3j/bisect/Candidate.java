@@ -17,6 +17,45 @@ public sealed interface Candidate {
     /** The layer suffixes whose values this candidate changes (experts: {@code block_sparse_moe.experts.<M>.}). */
     List<String> touches();
 
+    /** The family this candidate belongs to (what the evidence ranks before any candidate runs). */
+    default Family family() {
+        return switch (this) {
+            case Swap s -> Family.SAME_SHAPE_SWAP;
+            case Transpose t -> Family.STORED_TRANSPOSE;
+            case NibbleFlip f -> Family.EXPERT_NIBBLE_FLIP;
+            case GateUpSwap g -> Family.EXPERT_W1_W3_SWAP;
+            case ExpertSwap x -> Family.EXPERT_SWAP;
+        };
+    }
+
+    /** The routed experts this candidate rewrites (empty for a dense tensor's). */
+    default List<Integer> experts() {
+        return switch (this) {
+            case NibbleFlip f -> List.of(f.expert());
+            case GateUpSwap g -> List.of(g.expert());
+            case ExpertSwap x -> List.of(x.a(), x.b());
+            case Swap s -> List.of();
+            case Transpose t -> List.of();
+        };
+    }
+
+    /** The kinds of mix-up bisect tries, dense first in table order; {@link Evidence} orders them per failing layer. */
+    enum Family {
+        SAME_SHAPE_SWAP("same-shape swaps", false),
+        STORED_TRANSPOSE("stored transposes", false),
+        EXPERT_NIBBLE_FLIP("expert nibble flips", true),
+        EXPERT_W1_W3_SWAP("expert w1/w3 swaps", true),
+        EXPERT_SWAP("expert swaps", true);
+
+        public final String plural;
+        public final boolean routed;
+
+        Family(String plural, boolean routed) {
+            this.plural = plural;
+            this.routed = routed;
+        }
+    }
+
     /** Whether re-running {@code stage} could see this candidate: it changes a tensor the stage reads. */
     default boolean reaches(Stage stage) {
         return touches().stream().anyMatch(stage::reads);

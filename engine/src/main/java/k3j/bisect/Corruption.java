@@ -93,44 +93,32 @@ public sealed interface Corruption {
         return "block_sparse_moe.experts." + expert + "." + p[0] + ".weight_" + p[1];
     }
 
-    /** Parses {@link #spec()}'s form; a malformed spec is an error quoting it. */
+    /** Parses {@link #spec()}'s form; a malformed spec is an error quoting it and naming the field that is wrong. */
     static Corruption parse(String spec) {
-        String[] p = spec.split(":");
-        try {
-            int layer = Integer.parseInt(p[1]);
-            switch (p[0]) {
-                case "swap" -> {
-                    String[] ab = p[2].split(",");
-                    if (p.length == 3 && ab.length == 2) return new Swap(layer, ab[0], ab[1]);
-                }
-                case "nibbles" -> {
-                    if (p.length == 3) return new NibbleFlip(layer, Integer.parseInt(p[2]));
-                }
-                case "fill" -> {
-                    if (p.length == 5) return new Fill(layer, p[2], Long.parseLong(p[3]), Float.parseFloat(p[4]));
-                }
-                case "scale" -> {
-                    if (p.length == 4) return new Scale(layer, p[2], Float.parseFloat(p[3]));
-                }
-                case "transpose" -> {
-                    if (p.length == 3) return new Transpose(layer, p[2]);
-                }
-                case "byte" -> {
-                    if (p.length == 6) return new ExpertByte(layer, Integer.parseInt(p[2]), p[3], Long.parseLong(p[4]), Integer.parseInt(p[5]));
-                }
-                case "row" -> {
-                    if (p.length == 5) return new ExpertRow(layer, Integer.parseInt(p[2]), p[3], Integer.parseInt(p[4]));
-                }
-                default -> {}
+        String[] p = spec.split(":", -1);
+        String form = FORMS.stream().filter(f -> f.startsWith(p[0] + ":")).findFirst().orElse(null);
+        if (form == null || p.length < 2) throw new BisectException("bad corruption '" + spec + "': expected one of " + String.join(" | ", FORMS));
+        if (p.length != form.split(":").length) throw new BisectException("bad corruption '" + spec + "': " + p[0] + " takes " + form);
+        SpecFields f = new SpecFields(spec, form.split(":"), p);
+        int layer = f.integer(1);
+        return switch (p[0]) {
+            case "swap" -> {
+                String[] ab = p[2].split(",");
+                if (ab.length != 2 || ab[0].isEmpty() || ab[1].isEmpty()) throw f.bad(2, "two tensor names separated by a comma");
+                yield new Swap(layer, ab[0], ab[1]);
             }
-        } catch (RuntimeException e) {
-            // falls through to the one message below
-        }
-        throw new BisectException("bad corruption '" + spec + "': expected one of " + String.join(" | ", FORMS));
+            case "nibbles" -> new NibbleFlip(layer, f.integer(2));
+            case "fill" -> new Fill(layer, p[2], f.whole(3), f.decimal(4));
+            case "scale" -> new Scale(layer, p[2], f.decimal(3));
+            case "transpose" -> new Transpose(layer, p[2]);
+            case "byte" -> new ExpertByte(layer, f.integer(2), p[3], f.whole(4), f.mask(5));
+            case "row" -> new ExpertRow(layer, f.integer(2), p[3], f.integer(4));
+            default -> throw new IllegalStateException(p[0]);
+        };
     }
 
     List<String> FORMS = List.of("swap:L:A,B", "nibbles:L:EXPERT", "fill:L:TENSOR:FROM:VALUE", "scale:L:TENSOR:FACTOR", "transpose:L:TENSOR",
-            "byte:L:EXPERT:w1_scale:INDEX:MASK", "row:L:EXPERT:w2:ROW");
+            "byte:L:EXPERT:PART:INDEX:MASK", "row:L:EXPERT:MATRIX:ROW");
 
     private static String fmt(float v) {
         return v == Math.rint(v) && Math.abs(v) < 1e6 ? String.valueOf((long) v) : String.format(Locale.ROOT, "%s", v);

@@ -14,7 +14,6 @@ import k3j.cache.ExpertPart;
 import k3j.cache.ExpertSource;
 import k3j.cache.ResidentExpert;
 import k3j.io.DType;
-import k3j.io.TensorInfo;
 import k3j.io.TensorReader;
 import k3j.kernels.Matrix;
 import k3j.kernels.WeightType;
@@ -23,7 +22,6 @@ import k3j.kernels.Workers;
 import k3j.model.Forward;
 import k3j.model.LayerBinding;
 import k3j.model.LayerStages;
-import k3j.model.LayerWeights;
 import k3j.model.Model;
 import k3j.model.TensorBinding;
 import k3j.model.WeightLoader;
@@ -31,8 +29,9 @@ import k3j.model.WeightLoader;
 /**
  * Runs one decoder layer of an opened model from given inputs, either as bound or with one {@link Candidate}
  * applied to its weights: the layer's tensors go through {@link WeightLoader#layer} (the one table that says
- * which tensor feeds which argument) with the candidate's substitutions; routed experts through an
- * {@link ExpertSource} that rewrites the candidate's experts. Nothing of the model is modified.
+ * which tensor feeds which argument) with the candidate's substitutions, bound again from the bytes the forward's
+ * layer source already holds; routed experts through an {@link ExpertSource} that rewrites the candidate's experts.
+ * Nothing of the model is modified, and nothing but one candidate's scratch is added to what the forward holds.
  */
 public final class LayerRunner implements AutoCloseable {
     private final Model model;
@@ -87,37 +86,54 @@ public final class LayerRunner implements AutoCloseable {
 
     /**
      * The layer with {@code c} applied and the MoE selection forced ({@code forcedRouting} null: the router selects).
-     * A candidate that rewrites experts only runs the bound layer (acquired from the forward's layer source, as the
-     * conformance does); one that renames or transposes a tensor binds the layer afresh from the checkpoint, in an
-     * arena released as soon as the layer has run (one layer's tensors at a time, never one set per candidate).
+     * A candidate that rewrites experts runs the bound layer (acquired from the forward's layer source, as the
+     * conformance does); one that renames or transposes a tensor binds the layer again from the bytes that source
+     * already holds (the resident mapping or the trunk slot). What a candidate adds — one matrix held transposed,
+     * or one expert read and rewritten — lives in an arena released as soon as the layer has run; {@link #scratchBytes}
+     * is its most, which the memory plan of a bisect counts.
      */
     public LayerStages run(int layer, Candidate c, float[] partialIn, List<float[]> snapshots, int tokens, int[] forcedRouting) {
-        Forward f = bound.withExperts(new RewrittenExperts(experts, c), false);
-        if (!(c instanceof Candidate.Swap || c instanceof Candidate.Transpose)) return f.runLayer(layer, partialIn, snapshots, tokens, forcedRouting);
-        try (Arena arena = Arena.ofShared()) {
-            LayerBinding b = model.binding().layers().get(layer);
-            LayerWeights lw = WeightLoader.layer(model.config(), layer, new Substituted(b, c, new WeightLoader(reader, arena), arena));
-            return f.runLayer(lw, partialIn, snapshots, tokens, forcedRouting);
+        try (Arena scratch = Arena.ofShared()) {
+            Forward f = forward(c, scratch);
+            if (!(c instanceof Candidate.Swap || c instanceof Candidate.Transpose)) return f.runLayer(layer, partialIn, snapshots, tokens, forcedRouting);
+            return f.runLayer(layer, t -> new Substituted(t, c, scratch), partialIn, snapshots, tokens, forcedRouting);
         }
     }
 
-    /** A forward whose routed experts have {@code c} applied (the expert sweep of a candidate); the layers are the bound forward's. */
-    public Forward forward(Candidate c) {
-        return bound.withExperts(new RewrittenExperts(experts, c), false);
+    /**
+     * A forward whose routed experts have {@code c} applied (the expert sweep of a candidate); the layers are the bound
+     * forward's. The rewritten experts live in {@code scratch}: use the forward only while it is open.
+     */
+    public Forward forward(Candidate c, Arena scratch) {
+        return bound.withExperts(new RewrittenExperts(experts, c, scratch), false);
+    }
+
+    /**
+     * The most a candidate adds while it runs: the largest dense matrix of a layer held transposed, or one routed
+     * expert's stored bytes read and a rewritten copy of them (a nibble flip, a w1/w3 swap).
+     */
+    public static long scratchBytes(k3j.model.ModelBinding b) {
+        long most = 0;
+        for (LayerBinding l : b.layers()) {
+            for (TensorBinding t : l.tensors().values()) {
+                long[] s = t.info().shape();
+                if (t.storage() == k3j.model.Storage.MATRIX && s.length == 2) most = Math.max(most, t.info().elementCount() * (t.info().dtype() == DType.BF16 ? 2 : 4));
+            }
+            for (ExpertLocation e : l.experts()) most = Math.max(most, 2 * e.length());
+        }
+        return most;
     }
 
     /** A layer's tensors by suffix with a swap or a transpose applied. */
-    private final class Substituted implements WeightLoader.LayerTensors {
-        private final LayerBinding b;
+    private static final class Substituted implements WeightLoader.LayerTensors {
+        private final WeightLoader.LayerTensors inner;
         private final Map<String, String> rename = new HashMap<>();
         private final String transposed;
-        private final WeightLoader loader;
-        private final Arena arena;
+        private final Arena scratch;
 
-        Substituted(LayerBinding b, Candidate c, WeightLoader loader, Arena arena) {
-            this.b = b;
-            this.loader = loader;
-            this.arena = arena;
+        Substituted(WeightLoader.LayerTensors inner, Candidate c, Arena scratch) {
+            this.inner = inner;
+            this.scratch = scratch;
             if (c instanceof Candidate.Swap s) {
                 rename.put(s.a(), s.b());
                 rename.put(s.b(), s.a());
@@ -127,49 +143,50 @@ public final class LayerRunner implements AutoCloseable {
 
         @Override
         public Matrix matrix(String suffix) {
-            TensorBinding t = b.tensor(rename.getOrDefault(suffix, suffix));
-            return suffix.equals(transposed) ? storedTransposed(t.info(), arena) : loader.matrix(t);
+            Matrix m = inner.matrix(rename.getOrDefault(suffix, suffix));
+            return suffix.equals(transposed) ? storedTransposed(m, scratch) : m;
         }
 
         @Override
         public float[] vector(String suffix, int take) {
-            float[] f = reader.readFloats(b.tensor(rename.getOrDefault(suffix, suffix)).info());
             if (suffix.equals(transposed)) throw new IllegalStateException(suffix + " is a vector; a transpose candidate needs a matrix");
-            return take < 0 ? f : Arrays.copyOf(f, take);
+            float[] f = inner.vector(rename.getOrDefault(suffix, suffix), take);
+            return take < 0 || f.length == take ? f : Arrays.copyOf(f, take);
         }
     }
 
-    /** The [r][c] matrix whose bytes hold the row-major [c][r] matrix: element (i, j) is stored at j·r + i. */
-    private Matrix storedTransposed(TensorInfo t, Arena arena) {
-        int r = Math.toIntExact(t.shape()[0]), c = Math.toIntExact(t.shape()[1]);
-        if (t.dtype() == DType.F16) {
-            float[] f = reader.readFloats(t), out = new float[f.length];
-            for (int i = 0; i < r; i++) for (int j = 0; j < c; j++) out[i * c + j] = f[j * r + i];
-            return Matrix.f32(out, r, c);
+    /**
+     * The [r][c] matrix whose bytes hold the row-major [c][r] matrix: element (i, j) is read at j·r + i of the bound
+     * matrix's bytes (the checkpoint's, or their F32 widening for F16).
+     */
+    static Matrix storedTransposed(Matrix m, Arena scratch) {
+        int r = m.rows(), c = m.cols();
+        MemorySegment src = m.data(), out = scratch.allocate(src.byteSize(), 64);
+        if (m.type() == WeightType.BF16) {
+            for (int i = 0; i < r; i++) for (int j = 0; j < c; j++) out.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, (long) i * c + j, src.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, (long) j * r + i));
+        } else if (m.type() == WeightType.F32) {
+            for (int i = 0; i < r; i++) for (int j = 0; j < c; j++) out.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, (long) i * c + j, src.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, (long) j * r + i));
+        } else {
+            throw new IllegalStateException("a stored transpose of a " + m.type() + " matrix");
         }
-        int size = t.dtype().size();
-        MemorySegment src = reader.read(t, arena);
-        byte[] out = new byte[Math.toIntExact(t.length())];
-        for (int i = 0; i < r; i++) {
-            for (int j = 0; j < c; j++) MemorySegment.copy(src, ValueLayout.JAVA_BYTE, (long) (j * r + i) * size, out, (i * c + j) * size, size);
-        }
-        return new Matrix(MemorySegment.ofArray(out), t.dtype() == DType.BF16 ? WeightType.BF16 : WeightType.F32, r, c);
+        return new Matrix(out, m.type(), r, c);
     }
 
     /**
      * The expert's bytes as stored in the checkpoint: what {@code inner} serves when it serves that form, else (an
-     * expert cache holds the kernel form) read afresh into memory the collector frees, one expert at a time.
+     * expert cache holds the kernel form) read afresh into {@code scratch}.
      */
-    private ResidentExpert stored(ExpertSource inner, int layer, int expert) throws ExpertLoadException {
+    private ResidentExpert stored(ExpertSource inner, int layer, int expert, Arena scratch) throws ExpertLoadException {
         ResidentExpert r = inner.get(layer, expert);
         if (r.form() == ExpertForm.STORED) return r;
         ExpertLocation loc = model.experts().locate(layer, expert);
-        MemorySegment bytes = Arena.ofAuto().allocate(loc.length(), 64);
+        MemorySegment bytes = scratch.allocate(loc.length(), 64);
         try {
             for (ExpertPart p : ExpertPart.values()) {
                 ExpertLocation.Extent e = loc.parts().get(p.ordinal());
-                MemorySegment.copy(reader.read(loc.file(), e.offset(), e.length(), "layer " + layer + " expert " + expert, Arena.ofAuto()), 0, bytes,
-                        loc.partOffset(p), e.length());
+                try (Arena part = Arena.ofConfined()) {
+                    MemorySegment.copy(reader.read(loc.file(), e.offset(), e.length(), "layer " + layer + " expert " + expert, part), 0, bytes, loc.partOffset(p), e.length());
+                }
             }
         } catch (k3j.io.CheckpointException e) {
             throw new ExpertLoadException(layer, expert, e.getMessage(), e);
@@ -181,10 +198,12 @@ public final class LayerRunner implements AutoCloseable {
     private final class RewrittenExperts implements ExpertSource {
         private final ExpertSource inner;
         private final Candidate c;
+        private final Arena scratch;
 
-        RewrittenExperts(ExpertSource inner, Candidate c) {
+        RewrittenExperts(ExpertSource inner, Candidate c, Arena scratch) {
             this.inner = inner;
             this.c = c;
+            this.scratch = scratch;
         }
 
         @Override
@@ -195,20 +214,20 @@ public final class LayerRunner implements AutoCloseable {
                     yield new ResidentExpert(layer, expert, other.bytes(), other.location(), other.form());
                 }
                 case Candidate.NibbleFlip n when expert == n.expert() -> {
-                    ResidentExpert r = stored(inner, layer, expert);
-                    byte[] copy = r.bytes().toArray(ValueLayout.JAVA_BYTE);
+                    ResidentExpert r = stored(inner, layer, expert, scratch);
+                    MemorySegment copy = scratch.allocate(r.bytes().byteSize(), 64).copyFrom(r.bytes());
                     for (ExpertPart p : n.parts()) {
-                        int from = Math.toIntExact(r.location().partOffset(p)), to = from + Math.toIntExact(r.location().partLength(p));
-                        for (int i = from; i < to; i++) copy[i] = Corruptions.flipNibbles(copy[i]);
+                        long from = r.location().partOffset(p), to = from + r.location().partLength(p);
+                        for (long i = from; i < to; i++) copy.set(ValueLayout.JAVA_BYTE, i, Corruptions.flipNibbles(copy.get(ValueLayout.JAVA_BYTE, i)));
                     }
-                    yield new ResidentExpert(layer, expert, MemorySegment.ofArray(copy), r.location());
+                    yield new ResidentExpert(layer, expert, copy, r.location());
                 }
                 case Candidate.GateUpSwap g when expert == g.expert() -> {
-                    ResidentExpert r = stored(inner, layer, expert);
-                    byte[] copy = r.bytes().toArray(ValueLayout.JAVA_BYTE);
+                    ResidentExpert r = stored(inner, layer, expert, scratch);
+                    MemorySegment copy = scratch.allocate(r.bytes().byteSize(), 64).copyFrom(r.bytes());
                     swap(copy, r, ExpertPart.W1_PACKED, ExpertPart.W3_PACKED);
                     swap(copy, r, ExpertPart.W1_SCALE, ExpertPart.W3_SCALE);
-                    yield new ResidentExpert(layer, expert, MemorySegment.ofArray(copy), r.location());
+                    yield new ResidentExpert(layer, expert, copy, r.location());
                 }
                 default -> inner.get(layer, expert);
             };
@@ -219,13 +238,12 @@ public final class LayerRunner implements AutoCloseable {
             return 0;
         }
 
-        private static void swap(byte[] b, ResidentExpert r, ExpertPart x, ExpertPart y) {
-            int a = Math.toIntExact(r.location().partOffset(x)), c = Math.toIntExact(r.location().partOffset(y));
-            int n = Math.toIntExact(r.location().partLength(x));
+        private static void swap(MemorySegment b, ResidentExpert r, ExpertPart x, ExpertPart y) {
+            long a = r.location().partOffset(x), c = r.location().partOffset(y), n = r.location().partLength(x);
             if (n != r.location().partLength(y)) throw new IllegalStateException(x + " and " + y + " differ in length");
-            byte[] t = java.util.Arrays.copyOfRange(b, a, a + n);
-            System.arraycopy(b, c, b, a, n);
-            System.arraycopy(t, 0, b, c, n);
+            byte[] t = b.asSlice(a, n).toArray(ValueLayout.JAVA_BYTE);
+            MemorySegment.copy(b, c, b, a, n);
+            MemorySegment.copy(MemorySegment.ofArray(t), 0, b, c, n);
         }
     }
 

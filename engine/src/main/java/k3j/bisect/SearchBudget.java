@@ -52,6 +52,37 @@ public record SearchBudget(int candidates, Duration time) {
         return candidates > 0 && tried >= candidates || time != null && nanos >= time.toNanos();
     }
 
+    /**
+     * One failing layer's share of this budget, fair across the layers still to diagnose: what is left after
+     * {@code tried} candidates in {@code nanos}, divided by {@code layersLeft} (a layer that stops early leaves the
+     * rest to the layers after it).
+     */
+    public Share share(int tried, long nanos, int layersLeft) {
+        int n = Math.max(1, layersLeft);
+        int c = candidates > 0 ? Math.max(0, (candidates - tried + n - 1) / n) : -1;
+        long t = time != null ? Math.max(0, (time.toNanos() - nanos) / n) : -1;
+        return new Share(this, c, t);
+    }
+
+    /** The whole budget as one layer's share. */
+    public Share whole() {
+        return share(0, 0, 1);
+    }
+
+    /** A layer's share: at most {@code candidates} (−1: no count limit) in {@code nanos} (−1: no time limit). */
+    public record Share(SearchBudget of, int candidates, long nanos) {
+        public boolean exhausted(int tried, long elapsed) {
+            return candidates >= 0 && tried >= candidates || nanos >= 0 && elapsed >= nanos;
+        }
+
+        /** "334 of 1000 candidates", "30 s of 90 s", or the whole budget's own description. */
+        public String describe() {
+            String whole = of.describe();
+            String mine = candidates >= 0 ? candidates + " candidates" : String.format(Locale.ROOT, "%.0f s", nanos / 1e9);
+            return mine.equals(whole) ? whole : mine + " of " + whole;
+        }
+    }
+
     public String describe() {
         return candidates > 0 ? candidates + " candidates" : String.format(Locale.ROOT, "%.0f s", time.toMillis() / 1000.0);
     }

@@ -24,17 +24,19 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code k3 bisect MODEL --reference DUMP}: runs the selected layers alone from the dump's inputs (k3j.conform),
- * names the first layer and stage over budget and diagnoses it: which mix-up of that layer's weights (a
- * same-shape swap, a stored transpose, an expert's nibble order, two experts swapped) makes the stage pass,
- * or that none does. The dump is checked against the model's shard headers (sizes, header sha256, config),
+ * {@code k3 bisect MODEL [--reference DUMP]}: runs the selected layers alone from the dump's inputs (k3j.conform),
+ * names every layer and stage over budget and diagnoses each in layer order under one shared budget: which
+ * mix-up of that layer's weights (a same-shape swap, a stored transpose, an expert's nibble order, two experts
+ * swapped) makes the stage pass, or that none does. The dump is found as {@code k3 conform} finds it, and the
+ * memory plan is conform's plus what a candidate adds. The dump is checked against the model's shard headers (sizes, header sha256, config),
  * as {@code k3 conform} does: a dump of other weights is refused; a copy whose DATA differs (a bad
  * conversion, a corrupted download) still matches, and that difference is what bisect finds.
  */
-@Command(name = "bisect", mixinStandardHelpOptions = true,
-        description = {"Per-layer conformance against a reference dump; names and diagnoses the first failing layer and stage.",
+@Command(name = "bisect", mixinStandardHelpOptions = true, version = K3.VERSION,
+        description = {"Per-layer conformance against a reference dump; names and diagnoses every failing layer and stage.",
                 "With --experts, when every layer conforms, a failing expert is the failing stage and is diagnosed."},
-        footer = "Exit codes: 0 every layer conforms, 1 a layer fails (or the model/dump cannot be read or do not match), 2 bad arguments.")
+        footer = {"The dump defaults to the one whose manifest matches the model's shards, searched as k3 conform searches.",
+                "Exit codes: 0 every layer conforms, 1 a layer fails (or the model/dump cannot be read or do not match), 2 bad arguments."})
 final class BisectCommand implements Callable<Integer> {
     @CommandLine.Mixin
     ModelFolder modelFolder;
@@ -45,8 +47,15 @@ final class BisectCommand implements Callable<Integer> {
     @CommandLine.Mixin
     MemoryOptions memory;
 
-    @CommandLine.ArgGroup(exclusive = false, multiplicity = "1")
+    @CommandLine.ArgGroup(exclusive = false)
     ReferenceOption reference;
+
+    @Option(names = "--dumps", paramLabel = "DIR", description = "another folder to search for the matching dump (repeatable)")
+    List<Path> dumps = new java.util.ArrayList<>();
+
+    @Option(names = "--json", paramLabel = "FILE", description = "write every failing layer's diagnosis (evidence, family order, candidates tried, "
+            + "what explains it, the untried count), the plan and the peak RSS as JSON")
+    Path json;
 
     @CommandLine.Mixin
     LayerScope scope;
@@ -59,11 +68,11 @@ final class BisectCommand implements Callable<Integer> {
     CommandLine.Model.CommandSpec spec;
 
     @Override
-    public Integer call() {
+    public Integer call() throws java.io.IOException {
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
         Path model = modelFolder.config().getParent();
-        Path dump = reference.dump;
-        if (!Files.exists(dump)) throw usage("no such reference dump: " + dump);
+        Path dump = ReferenceOption.of(reference);
+        if (dump != null && !Files.exists(dump)) throw usage("no such reference dump: " + dump);
         int workers = threads.count();
         k3j.bisect.SearchBudget searchBudget;
         try {
@@ -72,10 +81,12 @@ final class BisectCommand implements Callable<Integer> {
             throw usage(e.getMessage());
         }
         memory.validate();
+        scope.check(modelFolder.config());
         long t0 = System.nanoTime();
         PlannedConformance planned;
         try (Workers w = Workers.of(workers);
-             Conformance c = (planned = new PlannedConformance(memory, model, k3j.conform.ReferenceMatch.locate(model, dump, List.of()), w, false, out, err)).conformance) {
+             Conformance c = (planned = new PlannedConformance(memory, model, k3j.conform.ReferenceMatch.locate(model, dump, ReferenceSearch.dirs(dumps)), w, false, true,
+                     out, err)).conformance) {
             List<Integer> sel = scope.select(c.layerCount());
             if (c.model() == null) {
                 err.println("k3 bisect: " + c.bindFailure().getMessage());
@@ -85,18 +96,13 @@ final class BisectCommand implements Callable<Integer> {
             out.println("budget: " + c.budget().rule());
             Bisect.Report r;
             try (LayerRunner runner = LayerRunner.of(c, w)) {
-                r = Bisect.run(new LayerConformance(c), runner, sel, scope.experts, searchBudget);
+                r = Bisect.run(new LayerConformance(c), runner, sel, scope.experts, searchBudget, d -> {
+                    print(out, d);
+                    out.flush();
+                });
             }
             for (LayerReport l : r.layers()) if (!l.conforms()) out.println(l.line());
             out.printf(Locale.ROOT, "%d of %d layers conform%n", r.layers().size() - r.failing().size(), r.layers().size());
-            Bisect.Diagnosis d = r.diagnosis();
-            if (d != null) {
-                out.printf(Locale.ROOT, "diagnosis of L%d %s: %d candidates re-run in %.0f ms (budget %s, best-fitting first)%n", d.layer(), d.stage().key, d.tried(),
-                        d.nanos() / 1e6, d.budget().describe());
-                out.println("  " + d.notTried());
-                if (d.explained()) for (Bisect.Explanation e : d.explanations()) out.println("  L" + d.layer() + ": " + e.describe());
-                else out.println("  L" + d.layer() + ": nothing explains it");
-            }
             for (ExpertLayerReport l : r.experts()) if (!l.conforms()) out.println(l.line());
             if (scope.experts) out.printf(Locale.ROOT, "%d of %d MoE layers' experts conform%n", r.experts().size() - r.failingExperts().size(), r.experts().size());
             Bisect.ExpertDiagnosis ed = r.expertDiagnosis();
@@ -106,6 +112,7 @@ final class BisectCommand implements Callable<Integer> {
                 else out.println("  L" + ed.layer() + " expert " + ed.expert() + ": nothing explains it");
             }
             planned.report(out);
+            if (json != null) writeJson(r, planned);
             out.printf(Locale.ROOT, "VERDICT: %s (%.1f s)%n", r.summary(), (System.nanoTime() - t0) / 1e9);
             return r.failing().isEmpty() && r.failingExperts().isEmpty() ? ExitCode.OK : ExitCode.RUNTIME;
         } catch (k3j.plan.PlanRefused e) {
@@ -115,6 +122,74 @@ final class BisectCommand implements Callable<Integer> {
             err.println("k3 bisect: " + e.getMessage());
             return ExitCode.RUNTIME;
         }
+    }
+
+    /** One failing layer's diagnosis: the evidence, the family order it gave, what was tried, what explains it and what was not tried. */
+    private static void print(PrintWriter out, Bisect.Diagnosis d) {
+        out.printf(Locale.ROOT, "diagnosis of L%d %s: %d candidates re-run in %.0f ms (budget %s)%n", d.layer(), d.stage().key, d.tried(), d.nanos() / 1e6,
+                d.budget().describe());
+        out.println("  evidence: " + d.evidence().describe());
+        out.println("  family order: " + d.evidence().familyOrder());
+        out.println("  tried: " + d.triedByFamily());
+        if (d.explained()) for (Bisect.Explanation e : d.explanations()) out.println("  L" + d.layer() + ": " + e.describe());
+        else out.println("  L" + d.layer() + ": nothing explains it");
+        out.println("  " + d.notTried());
+    }
+
+    /** The diagnoses as JSON (the shape docs/formats.md names): one object per failing layer, the plan and the peak RSS. */
+    private void writeJson(Bisect.Report r, PlannedConformance planned) throws java.io.IOException {
+        var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
+        var root = mapper.createObjectNode();
+        root.put("verdict", r.summary());
+        var failing = root.putArray("failing_layers");
+        r.failing().forEach(failing::add);
+        var arr = root.putArray("diagnoses");
+        for (Bisect.Diagnosis d : r.diagnoses()) {
+            var o = arr.addObject();
+            o.put("layer", d.layer());
+            o.put("kind", d.kind());
+            o.put("stage", d.stage().key);
+            o.put("ratio_to_budget", d.ratio());
+            o.put("explained", d.explained());
+            var ex = o.putArray("explanations");
+            for (Bisect.Explanation e : d.explanations()) {
+                var x = ex.addObject();
+                x.put("candidate", e.candidate().describe());
+                x.put("family", e.candidate().family().plural);
+                x.put("layer_conforms", e.layerPasses());
+            }
+            o.put("summary", d.summary());
+            var ev = o.putObject("evidence");
+            ev.put("text", d.evidence().describe());
+            ev.put("failing_tokens", d.evidence().failingTokens().size());
+            ev.put("tokens", d.evidence().tokens());
+            ev.put("routing", d.evidence().routing());
+            ev.put("routed_experts", d.evidence().routed().size());
+            if (d.evidence().failingExperts() != null) {
+                var fe = ev.putArray("failing_experts");
+                d.evidence().failingExperts().forEach(fe::add);
+            }
+            var order = ev.putArray("family_order");
+            d.evidence().order().forEach(f -> order.add(f.plural));
+            ev.put("why", d.evidence().why());
+            o.put("tried", d.tried());
+            o.put("tried_by_family", d.triedByFamily());
+            o.put("untried", d.untried().size());
+            o.put("stopped_explained", d.stoppedExplained());
+            o.put("budget", d.budget().describe());
+            o.put("seconds", d.nanos() / 1e9);
+        }
+        k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
+        if (planned.plan != null) {
+            root.put("plan_total_bytes", planned.plan.total());
+            root.put("plan_bisect_scratch_bytes", planned.plan.bisect());
+        }
+        k3j.io.AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(root));
+        out(json);
+    }
+
+    private void out(Path p) {
+        spec.commandLine().getOut().println("json: " + p);
     }
 
     private CommandLine.ParameterException usage(String msg) {

@@ -20,7 +20,7 @@ import picocli.CommandLine.Parameters;
  * ratio to max |ref| against the logits budget, argmax, top-10 overlap, correlation) and the first rank at
  * which the two orders part.
  */
-@Command(name = "compare-logits", mixinStandardHelpOptions = true,
+@Command(name = "compare-logits", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = "Compare a logit file (--dump-logits raw float32, .npy, or a candidate dump) against a reference dump's logits at one position.",
         footer = {"Formats (docs/formats.md): exactly V raw little-endian float32 (the C engine's and k3j's --dump-logits: the last prompt position);",
                 ".npy '<f4' C order, [V] or [T, V]; a candidate dump directory (its logits [T, V]). Wrong length or a non-finite value is refused.",
@@ -80,6 +80,13 @@ final class CompareLogitsCommand implements Callable<Integer> {
         Finding fin = Finding.ofRatio(r.ratioToBudget());
         boolean ok = fin == Finding.CONFORMS && p.argmaxEqual();
         out.println(ok ? "VERDICT: CONFORMS" : "VERDICT: DOES NOT CONFORM " + (fin == Finding.CONFORMS ? Finding.ROUNDING_DRIFT : fin).tag());
+        if (fin == Finding.BINDING_ERROR) {
+            int[] prompt = ref.promptIds();
+            out.println("check the prompt first: logits this far apart are most often for another prompt or position. The reference's are for the "
+                    + prompt.length + " ids " + java.util.Arrays.stream(prompt).mapToObj(String::valueOf).collect(java.util.stream.Collectors.joining(","))
+                    + " at position " + pos + (position == null ? " (the last; --position N picks another row)" : "")
+                    + "; k3 MODEL --ids <those ids> --gen 1 --dump-logits FILE writes that vector");
+        }
         return ok ? ExitCode.OK : ExitCode.RUNTIME;
     }
 

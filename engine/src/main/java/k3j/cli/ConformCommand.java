@@ -32,7 +32,7 @@ import picocli.CommandLine.Option;
  * recompute and incremental) and greedy generation. {@code --verify-data} hashes every byte of the model
  * against the dump's sha256 list instead.
  */
-@Command(name = "conform", mixinStandardHelpOptions = true,
+@Command(name = "conform", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = "Per-layer conformance and logit parity of a checkpoint against its torch reference dump.",
         footer = {"The dump defaults to the one whose manifest matches the model's shards (names, sizes, header sha256),",
                 "searched in --dumps, ./reference-dumps, the repository's reference-dumps/, the model directory and next to it.",
@@ -112,6 +112,7 @@ final class ConformCommand implements Callable<Integer> {
         if (scope.experts && candidate != null) throw usage("--experts runs k3j's forward on a model; a candidate dump holds no expert outputs");
         if (candidate != null && memory.given()) throw usage("--trunk, --trunk-gb, --cache-gb and --preset plan k3j's forward: not with --candidate");
         memory.validate();
+        if (model != null) scope.check(modelFolder.config());
         long t0 = System.nanoTime();
         int failed = 0;
         PlannedConformance planned = null;

@@ -21,10 +21,10 @@ import picocli.CommandLine.Parameters;
  * files hard-linked, touched shards copied and patched; headers unchanged) for proving that per-layer
  * conformance and {@code k3 bisect} catch the corruption.
  */
-@Command(name = "corrupt", mixinStandardHelpOptions = true,
+@Command(name = "corrupt", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = "Write a corrupted copy of a model directory (data only, headers unchanged).",
         footer = {"SPEC: " + "swap:L:A,B | nibbles:L:EXPERT | fill:L:TENSOR:FROM:VALUE | scale:L:TENSOR:FACTOR | transpose:L:TENSOR",
-                "      | byte:L:EXPERT:PART:INDEX:MASK (PART w1_packed .. w3_scale; the byte XOR MASK) | row:L:EXPERT:w1|w2|w3:ROW (row ROW holds row ROW+1's packed bytes)",
+                "      | byte:L:EXPERT:PART:INDEX:MASK (PART w1_packed .. w3_scale; the byte XOR MASK, 1..255 as 16 or 0x10) | row:L:EXPERT:w1|w2|w3:ROW (row ROW holds row ROW+1's packed bytes)",
                 "  tensors by suffix after language_model.model.layers.<L>., e.g. swap:5:self_attn.q_proj.weight,self_attn.k_proj.weight",
                 "Exit codes: 0 written, 1 cannot read or write, 2 bad arguments."})
 final class CorruptCommand implements Callable<Integer> {

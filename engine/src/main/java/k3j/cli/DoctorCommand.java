@@ -32,7 +32,7 @@ import picocli.CommandLine.Parameters;
  * the O_DIRECT read bandwidth of the disk holding the model (or the packed trunk), and which preset fits
  * (docs/semantics.md §7.2). Reads, never writes, except a temporary file when there is nothing to read.
  */
-@Command(name = "doctor", mixinStandardHelpOptions = true,
+@Command(name = "doctor", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = "Check this machine for a run: cores, memory, JDK, Vector API, O_DIRECT disk bandwidth, the preset that fits.")
 final class DoctorCommand implements Callable<Integer> {
     @Parameters(index = "0", arity = "0..1", paramLabel = "MODEL", description = "the model directory (its largest shard is read)")

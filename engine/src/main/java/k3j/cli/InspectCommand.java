@@ -25,7 +25,7 @@ import picocli.CommandLine.Parameters;
  * malformed or partial, printing {@code k3 inspect: FILE: ... [rule]}; 2 ({@link ExitCode#USAGE}) when
  * PATH does not exist or is neither a directory, a .safetensors file nor a config (.json).
  */
-@Command(name = "inspect", mixinStandardHelpOptions = true,
+@Command(name = "inspect", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = "Validate and summarise a model directory, one .safetensors file or a config (.json).",
         footer = "Exit codes: 0 valid, 1 unreadable/invalid/partial checkpoint, 2 bad arguments.")
 final class InspectCommand implements Callable<Integer> {

@@ -5,7 +5,11 @@ import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
 import k3j.model.Assembly;
 import k3j.plan.Preset;
 import picocli.CommandLine;
@@ -17,11 +21,27 @@ import picocli.CommandLine.Command;
  */
 @Command(name = "k3",
         mixinStandardHelpOptions = true,
-        version = "k3 (k3j) 0.1.0",
-        description = "Kimi K3 inference in Java.",
-        subcommands = {RunCommand.class, InspectCommand.class, SimCacheCommand.class, PackTrunkCommand.class, DoctorCommand.class,
-                ConformCommand.class, CompareLogitsCommand.class, BisectCommand.class, CorruptCommand.class, TokenizeCommand.class})
+        version = K3.VERSION,
+        description = "Kimi K3 inference in Java.")
 public final class K3 implements Runnable {
+    /** What {@code --version} prints, on the root command and on every subcommand. */
+    public static final String VERSION = "k3 (k3j) 0.1.0";
+
+    /**
+     * The subcommands by name, in --help order. Picocli builds a command's model by reflection when it is added,
+     * and the whole tree cost more CPU at start-up than a short run's arithmetic; {@link #execute} therefore
+     * adds only the subcommand a line names (none for {@code --version}), and the whole tree only where the
+     * line needs it (--help, an unknown option, a suggestion).
+     */
+    static final Map<String, Class<?>> SUBCOMMANDS = subcommands(RunCommand.class, InspectCommand.class, SimCacheCommand.class,
+            PackTrunkCommand.class, DoctorCommand.class, ConformCommand.class, CompareLogitsCommand.class, BisectCommand.class,
+            CorruptCommand.class, TokenizeCommand.class);
+
+    private static Map<String, Class<?>> subcommands(Class<?>... classes) {
+        Map<String, Class<?>> byName = new LinkedHashMap<>();
+        for (Class<?> c : classes) byName.put(c.getAnnotation(Command.class).name(), c);
+        return Collections.unmodifiableMap(byName);
+    }
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -38,6 +58,18 @@ public final class K3 implements Runnable {
 
     /** The command line whose run interposes {@code intercepts} on its expert and trunk reads. */
     public static CommandLine commandLine(Assembly.Intercepts intercepts) {
+        return commandLine(intercepts, SUBCOMMANDS.keySet());
+    }
+
+    /** The subcommands a line needs: the one it names, none for a lone --version, all where usage or a suggestion may list them. */
+    static Set<String> needed(String... args) {
+        if (args.length > 0 && SUBCOMMANDS.containsKey(args[0])) return Set.of(args[0]);
+        if (args.length == 1 && (args[0].equals("--version") || args[0].equals("-V"))) return Set.of();
+        return SUBCOMMANDS.keySet();
+    }
+
+    /** The command line with only the {@code names} subcommands (a model built is a model paid for at start-up). */
+    static CommandLine commandLine(Assembly.Intercepts intercepts, Set<String> names) {
         CommandLine.IFactory defaults = CommandLine.defaultFactory();
         CommandLine cl = new CommandLine(new K3(), new CommandLine.IFactory() {
             @Override
@@ -46,9 +78,13 @@ public final class K3 implements Runnable {
                 return cls == RunCommand.class ? (K) new RunCommand(intercepts) : defaults.create(cls);
             }
         });
+        for (var e : SUBCOMMANDS.entrySet()) {
+            if (names.contains(e.getKey())) cl.addSubcommand(e.getKey(), e.getValue());
+        }
         cl.setParameterExceptionHandler((ex, args) -> {
             CommandLine c = ex.getCommandLine();
-            c.getErr().println("k3: " + ex.getMessage().strip().replaceFirst("^Error: ", ""));   // an argument group's message starts with "Error: "
+            String msg = ex instanceof CommandLine.UnmatchedArgumentException u ? unknownOptions(u, c) : null;
+            c.getErr().println("k3: " + (msg != null ? msg : ex.getMessage().strip().replaceFirst("^Error: ", "")));   // an argument group's message starts with "Error: "
             c.getErr().println("Try '" + c.getCommandSpec().qualifiedName() + " --help' for more information.");
             return ExitCode.USAGE;
         });
@@ -79,20 +115,17 @@ public final class K3 implements Runnable {
                 out.print(Preset.table());
                 return ExitCode.OK;
             }
-            CommandLine cl = commandLine(intercepts);
-            cl.setOut(out);
-            cl.setErr(err);
-            if (args.length > 0 && !args[0].startsWith("-") && !cl.getSubcommands().containsKey(args[0])) {
+            if (args.length > 0 && !args[0].startsWith("-") && !SUBCOMMANDS.containsKey(args[0])) {
                 if (looksLikeCommand(args[0])) {
-                    err.println("k3: unknown command '" + args[0] + "'" + didYouMean(args[0], cl) + " (and no model folder of that name)");
+                    err.println("k3: unknown command '" + args[0] + "'" + didYouMean(args[0]) + " (and no model folder of that name)");
                     err.println("Try 'k3 --help' for the commands.");
                     return ExitCode.USAGE;
                 }
-                String[] run = new String[args.length + 1];
-                run[0] = "run";
-                System.arraycopy(args, 0, run, 1, args.length);
-                args = run;
+                args = prepend("run", args);
             }
+            CommandLine cl = commandLine(intercepts, needed(args));
+            cl.setOut(out);
+            cl.setErr(err);
             return cl.execute(args);
         } finally {
             out.flush();
@@ -107,7 +140,7 @@ public final class K3 implements Runnable {
      */
     public static void checkArguments(String... args) {
         CommandLine cl = commandLine();
-        String[] a = args.length > 0 && !args[0].startsWith("-") && !cl.getSubcommands().containsKey(args[0]) ? prepend("run", args) : args;
+        String[] a = args.length > 0 && !args[0].startsWith("-") && !SUBCOMMANDS.containsKey(args[0]) ? prepend("run", args) : args;
         CommandLine.ParseResult r = cl.parseArgs(a);
         if (r.subcommand() != null && r.subcommand().commandSpec().userObject() instanceof RunCommand run
                 && !r.subcommand().isUsageHelpRequested() && !r.subcommand().isVersionHelpRequested()) {
@@ -132,8 +165,43 @@ public final class K3 implements Runnable {
         }
     }
 
-    private static String didYouMean(String word, CommandLine cl) {
-        return cl.getSubcommands().keySet().stream()
+    /**
+     * "Unknown option '--layer'; did you mean '--layers'?" for a line with unknown options, or null when nothing unmatched
+     * looks like an option (picocli's own message then). A word right after an unknown option is taken as its value, not
+     * listed as a second unknown argument; any other stray word is named as unexpected.
+     */
+    static String unknownOptions(CommandLine.UnmatchedArgumentException u, CommandLine c) {
+        java.util.List<String> options = new java.util.ArrayList<>(), stray = new java.util.ArrayList<>();
+        boolean afterOption = false;
+        for (String a : u.getUnmatched()) {
+            if (a.startsWith("-") && a.length() > 1 && !a.matches("-[0-9.].*")) {
+                options.add(a.contains("=") ? a.substring(0, a.indexOf('=')) : a);
+                afterOption = !a.contains("=");
+            } else if (afterOption) {
+                afterOption = false;
+            } else {
+                stray.add(a);
+            }
+        }
+        if (options.isEmpty()) return null;
+        java.util.Set<String> names = new java.util.TreeSet<>();
+        c.getCommandSpec().options().forEach(o -> names.addAll(Arrays.asList(o.names())));
+        StringBuilder m = new StringBuilder();
+        for (String o : options) {
+            if (!m.isEmpty()) m.append("; ");
+            m.append("Unknown option '").append(o).append("'").append(closest(o, names.stream().filter(n -> n.startsWith("--")).toList()));
+        }
+        if (!stray.isEmpty()) m.append("; unexpected argument(s) ").append(String.join(", ", stray.stream().map(a -> "'" + a + "'").toList()));
+        return m.toString();
+    }
+
+    private static String didYouMean(String word) {
+        return closest(word, SUBCOMMANDS.keySet());
+    }
+
+    /** "; did you mean 'X'?" for the nearest of {@code names} within a few edits of {@code word}, else "". */
+    private static String closest(String word, java.util.Collection<String> names) {
+        return names.stream()
                 .map(name -> new Object() { final String n = name; final int d = distance(word, name); })
                 .filter(c -> c.d <= Math.max(2, word.length() / 3))
                 .min(Comparator.comparingInt(c -> c.d))

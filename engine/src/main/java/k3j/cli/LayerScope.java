@@ -19,6 +19,14 @@ final class LayerScope {
     @Spec(Spec.Target.MIXEE)
     CommandSpec mixee;
 
+    /**
+     * Checks --layers against the model's config.json before anything is planned or loaded (a layer past the
+     * model's num_hidden_layers, or a malformed list, is refused here, not after the weights are read).
+     */
+    void check(java.nio.file.Path config) {
+        if (layers != null) select(k3j.config.ConfigReader.read(config).layerCount());
+    }
+
     /** The selected layers of a model of {@code layerCount} layers, or a usage error naming what is wrong with --layers. */
     List<Integer> select(int layerCount) {
         try {

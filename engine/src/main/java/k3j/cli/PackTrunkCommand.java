@@ -24,7 +24,7 @@ import picocli.CommandLine.Parameters;
  * when packed (or already packed from these weights), 1 when the checkpoint cannot be packed (a layer
  * spanning shards, a gap, an unreadable shard) or the copy fails, 2 on bad arguments.
  */
-@Command(name = "pack-trunk", mixinStandardHelpOptions = true,
+@Command(name = "pack-trunk", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = "Pack every layer's non-expert tensors into OUT/trunk.bin + OUT/trunk.json for streaming (--trunk OUT).",
         footer = "Exit codes: 0 packed, 1 cannot pack (the reason names the layer and bytes), 2 bad arguments.")
 final class PackTrunkCommand implements Callable<Integer> {

@@ -27,13 +27,18 @@ final class PlannedConformance {
      * @param incremental whether the KV cache of an incremental forward over the dump's ids is planned (logit parity)
      */
     PlannedConformance(MemoryOptions memory, Path model, ReferenceDump dump, Workers workers, boolean incremental, PrintWriter out, PrintWriter err) {
+        this(memory, model, dump, workers, incremental, false, out, err);
+    }
+
+    /** @param bisect whether the plan counts what a bisect candidate adds ({@link k3j.bisect.LayerRunner#scratchBytes}) */
+    PlannedConformance(MemoryOptions memory, Path model, ReferenceDump dump, Workers workers, boolean incremental, boolean bisect, PrintWriter out, PrintWriter err) {
         MemInfo mem = RunCommand.memInfo();
         MemoryOptions.Budgets budgets = memory.budgets(mem, out::println);
         if (budgets.presetName() != null) {
             out.printf(Locale.ROOT, "preset    : %s (trunk %.2f GB / expert cache %.2f GB)%n", budgets.presetName(), budgets.trunkGb(), budgets.cacheGb());
         }
         Residency r = memory.residency(budgets, true, s -> err.println("k3: note: " + s));
-        this.conformance = Conformance.open(model, dump, workers, r.planned(mem, dump.ids().length, incremental, p -> {
+        this.conformance = Conformance.open(model, dump, workers, r.planned(mem, dump.ids().length, incremental, a -> bisect ? k3j.bisect.LayerRunner.scratchBytes(a.binding()) : 0L, p -> {
             if (plan == null) plan = p;
             out.print(p.block(mem));
             out.flush();

@@ -58,7 +58,7 @@ import picocli.CommandLine.Option;
  * {@code --trunk DIR} the decoder layers are streamed from a packed trunk and the routed experts served by the
  * expert cache; the tokens and logits are bit-identical to the resident run.
  */
-@Command(name = "run", mixinStandardHelpOptions = true, version = "k3 (k3j) 0.1.0",
+@Command(name = "run", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = "Greedy generation: k3 <model_dir> --ids 1,2,3 [--gen N] [--incremental] [--trunk DIR [--preset NAME | --trunk-gb X --cache-gb Y]] ...",
         footer = "Exit codes: 0 success, 1 runtime failure (checkpoint, bind, trunk, forward, memory plan refused), 2 bad request, "
                 + "4 RUN INVALID (expert drops). Files (docs/files.md): every output is written whole or not at all, never onto a device, an input "
@@ -221,7 +221,7 @@ final class RunCommand implements Callable<Integer> {
         if (sources > 1) throw usage("--ids, --prompt and --prompt-file are mutually exclusive");
         if (ids == null && text.tok() == null) throw usage((text.chat ? "--chat" : prompt != null ? "--prompt" : "--prompt-file") + " needs --tok DIR (tiktoken.model + tokenizer_config.json)");
         if (text.chat && (ids != null || promptFile != null)) throw usage("--chat takes its messages from stdin or --prompt, not --ids or --prompt-file");
-        if (!text.chat && (text.system != null || text.history != null)) throw usage((text.system != null ? "--system" : "--history") + " needs --chat");
+        if (text.chatOnlyWithoutChat() != null) throw usage(text.chatOnlyWithoutChat() + " needs --chat (it applies only to a conversation; without --chat it would be ignored)");
         if ((text.saveState != null || text.loadState != null) && !incremental && !text.chat) {
             throw usage((text.saveState != null ? "--save-state" : "--load-state") + " needs --incremental (a state is what incremental decoding carries)");
         }

@@ -22,7 +22,7 @@ import picocli.CommandLine.Parameters;
  * {@code k3 sim-cache TRACE_DIR}: replays a {@code --dump-cache-trace} trace at several cache
  * sizes under LRU, S3-FIFO, Belady and pinned+LRU and prints the docs/semantics.md §9 table.
  */
-@Command(name = "sim-cache", mixinStandardHelpOptions = true,
+@Command(name = "sim-cache", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = "Replay an expert trace (written by --dump-cache-trace) at several cache sizes.")
 final class SimCacheCommand implements Callable<Integer> {
     static final double[] DEFAULT_GB = {8, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024, 1450};

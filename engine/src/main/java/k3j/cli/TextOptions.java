@@ -21,10 +21,10 @@ final class TextOptions {
     @Option(names = "--history", paramLabel = "FILE.jsonl", description = "chat: the conversation so far; saved after every turn (a missing file starts one)")
     Path history;
 
-    @Option(names = "--think", paramLabel = "on|off", defaultValue = "on", description = "chat: the thinking channel (default ${DEFAULT-VALUE})")
+    @Option(names = "--think", paramLabel = "on|off", description = "chat: the thinking channel (default on)")
     String think;
 
-    @Option(names = "--effort", paramLabel = "low|high|max", defaultValue = "max", description = "chat: thinking effort (default ${DEFAULT-VALUE})")
+    @Option(names = "--effort", paramLabel = "low|high|max", description = "chat: thinking effort (default max)")
     String effort;
 
     @Option(names = "--temperature", paramLabel = "T", description = "sampling temperature; 0 = greedy (default 0, and 1.0 in chat)")
@@ -50,8 +50,15 @@ final class TextOptions {
     }
 
     Thinking thinking() {
-        if (!think.equals("on") && !think.equals("off")) throw new IllegalArgumentException("--think must be on or off, got '" + think + "'");
-        return new Thinking(think.equals("on"), effort);
+        String t = think != null ? think : "on";
+        if (!t.equals("on") && !t.equals("off")) throw new IllegalArgumentException("--think must be on or off, got '" + t + "'");
+        return new Thinking(t.equals("on"), effort != null ? effort : "max");
+    }
+
+    /** The first chat-only flag given without --chat (it would change nothing), or null. */
+    String chatOnlyWithoutChat() {
+        if (chat) return null;
+        return system != null ? "--system" : history != null ? "--history" : think != null ? "--think" : effort != null ? "--effort" : null;
     }
 
     /** The --tok directory, or null. */

@@ -18,7 +18,7 @@ import picocli.CommandLine.Option;
  * {@code k3 tokenize --tok DIR}: text (stdin or --file, raw bytes) to ids on one line, comma-separated — the
  * form {@code --ids} takes; with {@code --decode}, ids to the exact bytes they stand for.
  */
-@Command(name = "tokenize", mixinStandardHelpOptions = true, version = "k3 (k3j) 0.1.0",
+@Command(name = "tokenize", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = "Encode text to token ids (or --decode ids to bytes) with a Kimi tokenizer directory.",
         footer = "Exit codes: 0 success, 1 unreadable or malformed tokenizer files, 2 bad arguments or ids.")
 final class TokenizeCommand implements Callable<Integer> {
@@ -56,6 +56,7 @@ final class TokenizeCommand implements Callable<Integer> {
         try {
             t = Tokenizer.load(tok.dir);
         } catch (TokenizerException e) {
+            if (!Files.isDirectory(tok.dir)) throw new CommandLine.ParameterException(spec.commandLine(), "--tok " + e.getMessage());   // a wrong path is bad usage
             err.println("k3 tokenize: " + e.getMessage());
             return ExitCode.RUNTIME;
         }

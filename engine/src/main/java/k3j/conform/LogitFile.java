@@ -45,6 +45,7 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
         }
         byte[] b;
         try {
+            if (!Files.exists(path, java.nio.file.LinkOption.NOFOLLOW_LINKS)) throw new LogitFileException("cannot read " + path + ": no such file");
             b = k3j.io.SafeFiles.readAll(path, maxBytes(vocab), "a logit file");
         } catch (IOException e) {
             throw new LogitFileException(k3j.io.SafeFiles.why(e));

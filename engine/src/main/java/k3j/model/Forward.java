@@ -73,7 +73,7 @@ public final class Forward {
      *                          forward may keep each expert's repacked MXFP4 form instead of repacking per call
      */
     public Forward(ModelWeights weights, ExpertSource experts, Workers workers, boolean expertsNeverEvict) {
-        this(weights, LayerSource.resident(weights.layers()), experts, workers, expertsNeverEvict);
+        this(weights, LayerSource.resident(weights.config(), weights.layers(), weights.layerTensors()), experts, workers, expertsNeverEvict);
     }
 
     /**
@@ -235,6 +235,17 @@ public final class Forward {
      */
     public LayerStages runLayer(int layer, float[] partialIn, List<float[]> snapshots, int tokens, int[] forcedRouting) {
         try (LayerSource.Held held = layers.acquire(layer)) {   // streamed: read and bound for this call, released after it
+            return runLayer(held.weights(), partialIn, snapshots, tokens, forcedRouting);
+        }
+    }
+
+    /**
+     * {@link #runLayer(int, float[], List, int, int[])} with the layer bound again through {@code rewrite} of its
+     * tensors by suffix, from the bytes the layer source already holds (bisect's swap and transpose candidates).
+     */
+    public LayerStages runLayer(int layer, java.util.function.UnaryOperator<WeightLoader.LayerTensors> rewrite, float[] partialIn, List<float[]> snapshots,
+                                int tokens, int[] forcedRouting) {
+        try (LayerSource.Held held = layers.acquire(layer, rewrite)) {
             return runLayer(held.weights(), partialIn, snapshots, tokens, forcedRouting);
         }
     }

@@ -119,8 +119,14 @@ public record Residency(Path trunk, TrunkStream.Options trunkOptions, long cache
      */
     public Consumer<Assembly> planned(MemInfo mem, int tokens, boolean incremental, Consumer<MemoryPlan> planned, Consumer<Assembly> opened,
                                       Consumer<String> notes) {
+        return planned(mem, tokens, incremental, a -> 0L, planned, opened, notes);
+    }
+
+    /** The same, with {@code extra} bytes of the opened assembly counted in the plan (a bisect's candidate scratch). */
+    public Consumer<Assembly> planned(MemInfo mem, int tokens, boolean incremental, java.util.function.ToLongFunction<Assembly> extra, Consumer<MemoryPlan> planned,
+                                      Consumer<Assembly> opened, Consumer<String> notes) {
         return a -> {
-            MemoryPlan p = plan(a, incremental, tokens, 0);
+            MemoryPlan p = plan(a, incremental, tokens, 0).withBisect(extra.applyAsLong(a));
             planned.accept(p);
             p.planRefusal(mem).ifPresent(r -> {
                 throw new PlanRefused(r);

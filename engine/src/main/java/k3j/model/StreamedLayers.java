@@ -2,6 +2,7 @@ package k3j.model;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import java.util.function.UnaryOperator;
 import k3j.config.ModelConfig;
 import k3j.io.DType;
 import k3j.io.Widen;
@@ -41,6 +42,11 @@ public final class StreamedLayers implements LayerSource {
 
     @Override
     public Held acquire(int layer) {
+        return acquire(layer, UnaryOperator.identity());
+    }
+
+    @Override
+    public Held acquire(int layer, UnaryOperator<WeightLoader.LayerTensors> rewrite) {
         LayerBytes bytes;
         try {
             bytes = trunk.acquire(layer);
@@ -51,7 +57,7 @@ public final class StreamedLayers implements LayerSource {
         long t0 = System.nanoTime();
         LayerWeights w;
         try {
-            w = bind(binding.config(), binding.layers().get(layer), bytes);
+            w = WeightLoader.layer(binding.config(), layer, rewrite.apply(tensors(binding.layers().get(layer), bytes)));
         } catch (RuntimeException e) {
             bytes.close();
             throw e instanceof ForwardException f ? f : new ForwardException("trunk bind failed at layer " + layer + ": " + e.getMessage());
@@ -70,8 +76,9 @@ public final class StreamedLayers implements LayerSource {
         };
     }
 
-    static LayerWeights bind(ModelConfig c, LayerBinding l, LayerBytes bytes) {
-        return WeightLoader.layer(c, l.index(), new WeightLoader.LayerTensors() {
+    /** The layer's tensors by suffix, bound from the run's bytes. */
+    static WeightLoader.LayerTensors tensors(LayerBinding l, LayerBytes bytes) {
+        return new WeightLoader.LayerTensors() {
             @Override
             public Matrix matrix(String suffix) {
                 TensorBinding t = l.tensor(suffix);
@@ -88,7 +95,7 @@ public final class StreamedLayers implements LayerSource {
                 float[] f = Widen.toFloats(t.info(), segment(t, bytes));
                 return f.length == t.take() ? f : Arrays.copyOf(f, Math.toIntExact(t.take()));
             }
-        });
+        };
     }
 
     /** The tensor's bytes in the run, after checking the trunk agrees with the checkpoint on dtype, shape and length. */

@@ -38,9 +38,17 @@ public final class WeightLoader {
     public ModelWeights load(ModelBinding b, boolean withLayers) {
         ModelConfig c = b.config();
         List<LayerWeights> layers = new ArrayList<>();
-        if (withLayers) for (LayerBinding l : b.layers()) layers.add(layer(c, l));
+        List<LayerTensors> tensors = new ArrayList<>();
+        if (withLayers) {
+            for (LayerBinding l : b.layers()) {
+                LayerTensors t = bound(l);
+                tensors.add(t);
+                layers.add(layer(c, l.index(), t));
+            }
+        }
         float[] outFold = AttnRes.fold(vector(b.tensor(Binder.OUTPUT_RES_NORM)), vector(b.tensor(Binder.OUTPUT_RES_PROJ)));
-        return new ModelWeights(c, matrix(b.tensor(Binder.EMBED)), layers, outFold, vector(b.tensor(Binder.FINAL_NORM)), matrix(b.tensor(Binder.LM_HEAD)));
+        return new ModelWeights(c, matrix(b.tensor(Binder.EMBED)), layers, outFold, vector(b.tensor(Binder.FINAL_NORM)), matrix(b.tensor(Binder.LM_HEAD)),
+                tensors);
     }
 
     /** Where a layer's tensors come from, by checkpoint suffix: a bound checkpoint or (gates) fixture arrays. */
@@ -72,18 +80,24 @@ public final class WeightLoader {
         }
     }
 
-    LayerWeights layer(ModelConfig c, LayerBinding l) {
-        return layer(c, l.index(), new LayerTensors() {
+    /**
+     * A layer's tensors mapped (or widened) on first use and kept: binding the layer again through them (a rename,
+     * bisect's candidates) hands out the same matrices and vectors, never a second mapping.
+     */
+    private LayerTensors bound(LayerBinding l) {
+        java.util.Map<String, Matrix> matrices = new java.util.concurrent.ConcurrentHashMap<>();
+        java.util.Map<String, float[]> vectors = new java.util.concurrent.ConcurrentHashMap<>();
+        return new LayerTensors() {
             @Override
             public Matrix matrix(String suffix) {
-                return WeightLoader.this.matrix(l.tensor(suffix));
+                return matrices.computeIfAbsent(suffix, s -> WeightLoader.this.matrix(l.tensor(s)));
             }
 
             @Override
             public float[] vector(String suffix, int take) {
-                return WeightLoader.this.vector(l.tensor(suffix));
+                return vectors.computeIfAbsent(suffix, s -> WeightLoader.this.vector(l.tensor(s)));
             }
-        });
+        };
     }
 
     /**

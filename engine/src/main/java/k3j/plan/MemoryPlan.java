@@ -20,9 +20,21 @@ import k3j.config.ModelConfig;
  * @param kvCache        the MLA KV cache (incremental decode only)
  * @param positions      Tm
  * @param jvm            the JVM's own footprint before the model is allocated (heap, metaspace, code, stacks)
+ * @param bisect         what a bisect candidate adds while it runs (one matrix held transposed, one expert
+ *                       rewritten); 0 for every other run
  */
 public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, boolean ultra, long expertCache,
-                         long recurrentState, long buffers, long kvCache, int positions, JvmFootprint jvm) {
+                         long recurrentState, long buffers, long kvCache, int positions, JvmFootprint jvm, long bisect) {
+
+    public MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, boolean ultra, long expertCache, long recurrentState, long buffers, long kvCache,
+                      int positions, JvmFootprint jvm) {
+        this(trunk, trunkStreamed, modelTables, ultra, expertCache, recurrentState, buffers, kvCache, positions, jvm, 0);
+    }
+
+    /** This plan with a bisect candidate's scratch counted. */
+    public MemoryPlan withBisect(long bytes) {
+        return new MemoryPlan(trunk, trunkStreamed, modelTables, ultra, expertCache, recurrentState, buffers, kvCache, positions, jvm, bytes);
+    }
 
     /** Exit codes of the two refusals (docs/semantics.md §7.9). */
     public static final int EXIT_PLAN = 1, EXIT_KV = 2;
@@ -70,7 +82,7 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
 
     /** The model's parts plus the JVM's own footprint: the figure to set against PEAK RSS. */
     public long total() {
-        return trunk + modelTables + expertCache + recurrentState + buffers + kvCache + jvm.bytes();
+        return trunk + modelTables + expertCache + recurrentState + buffers + kvCache + bisect + jvm.bytes();
     }
 
     /** The plan block, with the "available" line when MemAvailable is known. */
@@ -82,6 +94,7 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
         line(b, "recurrent state", recurrentState, "");
         line(b, "buffers", buffers, "");
         line(b, "KV cache", kvCache, "");
+        if (bisect > 0) line(b, "bisect scratch", bisect, " (one candidate: a matrix held transposed or an expert rewritten)");
         line(b, "JVM itself", jvm.bytes(), " " + jvm.detail());
         line(b, "TOTAL", total(), "");
         if (mem.availableBytes().isPresent()) line(b, "available", mem.availableBytes().getAsLong(), "");

@@ -25,6 +25,21 @@ class UsageTest {
     }
 
     @Test
+    void aLineBuildsOnlyTheSubcommandItNamesYetHelpListsThemAll() {
+        assertEquals(java.util.Set.of(), K3.needed("--version"));
+        assertEquals(java.util.Set.of("run"), K3.needed("run", "M", "--ids", "1"));
+        assertEquals(java.util.Set.of("sim-cache"), K3.needed("sim-cache", "--help"));
+        assertEquals(K3.SUBCOMMANDS.keySet(), K3.needed("--help"));
+        assertEquals(K3.SUBCOMMANDS.keySet(), K3.needed("--bogus"));
+        assertEquals(K3.SUBCOMMANDS.keySet(), K3.commandLine().getSubcommands().keySet());
+        CliRun help = k3("--help");
+        for (String sub : K3.SUBCOMMANDS.keySet()) assertTrue(help.out().contains("  " + sub + " "), sub + " missing from --help:\n" + help.out());
+        CliRun version = k3("--version");
+        assertEquals(ExitCode.OK, version.exit(), version.err());
+        assertEquals(K3.VERSION, version.out().strip());
+    }
+
+    @Test
     void anUnknownSubcommandIsNamedWithASuggestionAndExitsTwo() {
         CliRun typo = k3("inspct", "X");
         assertEquals(ExitCode.USAGE, typo.exit());
