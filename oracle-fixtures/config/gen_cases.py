@@ -291,6 +291,11 @@ CASES = [
     ("refuse_duplicate_key", TINY_FLAT, raw("a second hidden_size key first in the object",
                                             lambda t: t.replace("{", "{\n  \"hidden_size\": 64,", 1)),
      ("refuse", ["not valid JSON", "hidden_size"], {})),
+    ("refuse_trailing_text", TINY_FLAT, raw("a second object after the config", lambda t: t + "\n{\"hidden_size\": 64}\n"),
+     ("refuse", ["not valid JSON", "Trailing token"], {})),
+    ("refuse_root_linear_attn_config_beside_text_config", TINY_NESTED,
+     set_at(["linear_attn_config"], {"num_heads": 2, "head_dim": 20, "short_conv_kernel_size": 4, "full_attn_layers": [1]}),
+     ("refuse", ["linear_attn_config is at the root beside text_config.linear_attn_config", "silently ignored"], {})),
     ("refuse_root_is_array", TINY_FLAT, raw("the object wrapped in an array", lambda t: "[" + t + "]"),
      ("refuse", ["the root is not a JSON object: an array"], {})),
 ]

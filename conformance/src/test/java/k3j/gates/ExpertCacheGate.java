@@ -600,11 +600,15 @@ class ExpertCacheGate {
         return String.format(Locale.ROOT, "%.2f%%", 100.0 * hits / requests);
     }
 
-    /** The LRU or S3-FIFO cell of the row for {@code slots} in a sim-cache table. */
+    /** The LRU, S3-FIFO or WINDOW-LFU cell of the row for {@code slots} in a sim-cache table. */
     static String column(String table, int slots, CachePolicy p) {
         String row = table.lines().filter(l -> l.startsWith(slots + " slots")).findFirst()
                 .orElseThrow(() -> new AssertionError("no row for " + slots + " slots in\n" + table));
-        return row.trim().split("\\s+")[p == CachePolicy.LRU ? 3 : 4];
+        return row.trim().split("\\s+")[switch (p) {
+            case LRU -> 3;
+            case S3_FIFO -> 4;
+            case WINDOW_LFU -> 5;
+        }];
     }
 
     @Test

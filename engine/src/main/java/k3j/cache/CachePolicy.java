@@ -1,8 +1,8 @@
 package k3j.cache;
 
-/** The replacement policies (docs/semantics.md §6.3): S3-FIFO is the default, LRU the README's original. */
+/** The replacement policies (docs/semantics.md §6.3): S3-FIFO is the default, LRU the README's original, window-LFU the closest to Belady on a real trace. */
 public enum CachePolicy {
-    S3_FIFO("S3-FIFO"), LRU("LRU");
+    S3_FIFO("S3-FIFO"), LRU("LRU"), WINDOW_LFU("window-LFU");
 
     private final String label;
 
@@ -14,19 +14,22 @@ public enum CachePolicy {
         return label;
     }
 
-    ReplacementPolicy create(int slots) {
+    /** A policy for {@code slots} slots, {@code keys} distinct keys, {@code topK} experts per token (the protection ring). */
+    ReplacementPolicy create(int slots, int keys, int topK) {
         return switch (this) {
             case S3_FIFO -> new ReplacementPolicy.S3Fifo(slots);
             case LRU -> new ReplacementPolicy.Lru(slots);
+            case WINDOW_LFU -> new ReplacementPolicy.WindowLfu(slots, keys, topK);
         };
     }
 
-    /** {@code lru} or {@code s3-fifo} (any case, {@code _} for {@code -}). */
+    /** {@code lru}, {@code s3-fifo} or {@code window-lfu} (any case, {@code _} for {@code -}). */
     public static CachePolicy parse(String s) {
         return switch (s.trim().toLowerCase(java.util.Locale.ROOT).replace('_', '-')) {
             case "lru" -> LRU;
             case "s3-fifo", "s3fifo" -> S3_FIFO;
-            default -> throw new IllegalArgumentException("unknown cache policy '" + s + "' (lru or s3-fifo)");
+            case "window-lfu", "wlfu" -> WINDOW_LFU;
+            default -> throw new IllegalArgumentException("unknown cache policy '" + s + "' (lru, s3-fifo or window-lfu)");
         };
     }
 }

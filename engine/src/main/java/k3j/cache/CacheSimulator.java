@@ -189,13 +189,22 @@ public final class CacheSimulator {
         return hits;
     }
 
-    /** Hits of one capacity under all four policies. */
-    /** LRU and S3-FIFO count TRUE hits (hits − prefetch reads; plain hits when not batched). */
-    public record Row(String label, int slots, long lru, long s3fifo, long belady, long pinnedLru) {}
+    /** Hits of one capacity under the engine's policies and the two bounds; the engine's count TRUE hits (hits − prefetch reads; plain hits when not batched). */
+    public record Row(String label, int slots, long lru, long s3fifo, long windowLfu, long belady, long pinnedLru) {
+        /** The engine policy's hits. */
+        public long of(CachePolicy p) {
+            return switch (p) {
+                case LRU -> lru;
+                case S3_FIFO -> s3fifo;
+                case WINDOW_LFU -> windowLfu;
+            };
+        }
+    }
 
     public Row row(String label, int slots, int topK, boolean batched) {
         return new Row(label, slots, engine(CachePolicy.LRU, slots, topK, batched).trueHits(),
-                engine(CachePolicy.S3_FIFO, slots, topK, batched).trueHits(), belady(slots), pinnedLru(slots));
+                engine(CachePolicy.S3_FIFO, slots, topK, batched).trueHits(), engine(CachePolicy.WINDOW_LFU, slots, topK, batched).trueHits(),
+                belady(slots), pinnedLru(slots));
     }
 
 }

@@ -41,7 +41,7 @@ final class SlotTable {
         prefetched = new boolean[slots];
         ring = new int[protectedSlots];
         protectedCount = new int[slots];
-        this.policy = policy.create(slots);
+        this.policy = policy.create(slots, keys, protectedSlots);
     }
 
     int slots() {
@@ -109,7 +109,7 @@ final class SlotTable {
         prefetched[slot] = byPrefetch;
         inflight--;
         resident++;
-        policy.admitted(slot, key);
+        policy.admitted(slot, key, byPrefetch);
     }
 
     /** The read of {@code key} failed: the slot goes back to EMPTY, nothing is published. */

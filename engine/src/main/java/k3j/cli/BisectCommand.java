@@ -180,9 +180,9 @@ final class BisectCommand implements Callable<Integer> {
             o.put("seconds", d.nanos() / 1e9);
         }
         k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
-        if (planned.plan != null) {
-            root.put("plan_total_bytes", planned.plan.total());
-            root.put("plan_bisect_scratch_bytes", planned.plan.bisect());
+        if (planned.plan() != null) {
+            root.put("plan_total_bytes", planned.plan().total());
+            root.put("plan_bisect_scratch_bytes", planned.plan().bisect());
         }
         k3j.io.AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(root));
         out(json);

@@ -3,21 +3,14 @@ package k3j.cli;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.PrintWriter;
-import java.nio.file.Path;
-import java.util.Arrays;
-import java.util.HexFormat;
+import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicBoolean;
+import k3j.api.Chat;
 import k3j.chat.ChatException;
 import k3j.chat.Conversation;
 import k3j.chat.Display;
-import k3j.chat.History;
 import k3j.chat.Xtml;
-import k3j.model.DecodeState;
-import k3j.model.Forward;
-import k3j.state.Binding;
-import k3j.state.StateException;
-import k3j.state.StateFile;
 import org.jline.reader.EndOfFileException;
 import org.jline.reader.LineReader;
 import org.jline.reader.LineReaderBuilder;
@@ -32,45 +25,27 @@ import org.jline.terminal.TerminalBuilder;
  * stdout. After every turn the history ({@code --history}) and the state ({@code --save-state}) are saved.
  */
 final class ChatLoop {
-    private final Conversation conv;
+    private final Chat conv;
     private final Xtml xtml;
     private final TextOptions opt;
-    private final Binding binding;
     private final int maxNew;
     private final PrintStream out;
     private final PrintWriter err;
     private final AtomicBoolean stop = new AtomicBoolean();
 
-    private final int limit;
-    private final String limitSource;
-
-    /** {@code limit}: the positions the conversation may hold ({@code limitSource} names where the limit comes from). */
-    ChatLoop(Conversation conv, Xtml xtml, TextOptions opt, Binding binding, int maxNew, int limit, String limitSource, PrintStream out, PrintWriter err) {
-        this.limit = limit;
-        this.limitSource = limitSource;
-        conv.limitPositions(limit, limitSource);
+    ChatLoop(Chat conv, TextOptions opt, int maxNew, PrintStream out, PrintWriter err) {
         this.conv = conv;
-        this.xtml = xtml;
+        this.xtml = conv.xtml();
         this.opt = opt;
-        this.binding = binding;
         this.maxNew = maxNew;
         this.out = out;
         this.err = err;
     }
 
     /** Continues from {@code --load-state}, which must follow exactly the loaded history. */
-    void resume(Forward f) {
-        int n = StateFile.idCount(opt.loadState, limit - maxNew - 64, "a chat may still hold with --gen " + maxNew + " (" + limitSource + ")");
-        DecodeState st = f.newState(n + maxNew + 64);
-        StateFile.Loaded l = StateFile.load(opt.loadState, binding, st);
-        History h = conv.history();
-        if (!Arrays.equals(l.conversation(), h.sha256())) {
-            throw new StateException(opt.loadState + ": refusing the state: it follows another conversation than "
-                    + (opt.history != null ? opt.history : "this one") + " (history sha256 " + HexFormat.of().formatHex(l.conversation()).substring(0, 16)
-                    + "…, this history's " + h.sha256Hex().substring(0, 16) + "…)");
-        }
-        conv.resume(st, l.ids());
-        err.printf("k3: resumed %d positions from %s%n", st.cached(), opt.loadState);
+    void resume() {
+        int positions = conv.resume(opt.loadState, opt.history != null ? opt.history.toString() : "this one", maxNew + 64);
+        err.printf("k3: resumed %d positions from %s%n", positions, opt.loadState);
         err.flush();
     }
 
@@ -82,7 +57,7 @@ final class ChatLoop {
         while (true) {
             String line;
             try {
-                line = k3j.io.SafeFiles.readLine(in, History.MAX_LINE, "--chat (stdin)");
+                line = k3j.io.SafeFiles.readLine(in, k3j.chat.History.MAX_LINE, "--chat (stdin)");
             } catch (IOException e) {
                 err.println("k3: " + e.getMessage());
                 err.flush();
@@ -118,7 +93,7 @@ final class ChatLoop {
                     case "/save" -> {
                         if (opt.history == null) t.writer().println("(no --history file to save to)");
                         else {
-                            conv.history().save(opt.history);
+                            conv.saveHistory(opt.history);
                             t.writer().println("(saved " + opt.history + ")");
                         }
                     }
@@ -135,7 +110,7 @@ final class ChatLoop {
         Display display = new Display(xtml);
         Conversation.Reply r;
         try {
-            r = conv.turn(user, maxNew, id -> {
+            r = conv.reply(user, maxNew, id -> {
                 out.writeBytes(display.token(id));
                 out.flush();
             }, stop::get);
@@ -150,8 +125,8 @@ final class ChatLoop {
         if (r.problem() != null) err.println("k3: note: the reply is not a well-formed assistant turn (" + r.problem() + "); the history keeps its text");
         err.printf(Locale.ROOT, "k3: turn %d: fed %d ids in %.3f s, generated %d in %.3f s%s%n", conv.history().size() / 2, r.fed().length, r.prefillSeconds(),
                 r.generated().length, r.decodeSeconds(), conv.state() != null ? " (" + conv.state().cached() + " positions held)" : "");
-        if (opt.history != null) conv.history().save(opt.history);
-        if (opt.saveState != null) StateFile.save(opt.saveState, binding, conv.history().sha256(), conv.ids(), conv.state());
+        if (opt.history != null) conv.saveHistory(opt.history);
+        if (opt.saveState != null) conv.saveState(opt.saveState);
         err.flush();
         return ExitCode.OK;
     }

@@ -8,6 +8,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import k3j.api.Conform;
+import k3j.api.ConformReport;
 import k3j.conform.Charts;
 import k3j.io.AtomicWrite;
 import k3j.conform.ConformException;
@@ -115,54 +117,47 @@ final class ConformCommand implements Callable<Integer> {
         if (model != null) scope.check(modelFolder.config());
         long t0 = System.nanoTime();
         int failed = 0;
-        PlannedConformance planned = null;
-        try (Workers w = Workers.of(workers);
-             Conformance c = candidate != null ? Conformance.candidate(candidate, ReferenceOption.of(reference), search)
-                     : (planned = new PlannedConformance(memory, model, ReferenceMatch.locate(model, ReferenceOption.of(reference), search), w, !noLogits, out, err)).conformance) {
+        Conform.Options o = Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search).withLogits(!noLogits);
+        try (Conform judge = candidate != null ? Conform.candidate(candidate, o) : planned(model, o, out, err)) {
+            Conformance c = judge.conformance();
             List<Integer> sel = scope.select(c.layerCount());
             out.println(candidate != null ? "candidate : " + c.engine() : "model     : " + model);
             out.println("reference : " + c.dump().source() + " (" + c.tokens() + " ids)");
             out.println("budget    : " + c.budget().rule());
             if (c.bindFailure() != null) err.println("k3: " + c.bindFailure().getMessage());
             out.flush();
-            List<LayerReport> reports = new ArrayList<>();
-            int kda = 0, mla = 0;
-            double worstPassing = 0;
-            for (int layer : sel) {
-                LayerReport r = c.layer(layer);
-                reports.add(r);
+            List<LayerReport> layers = judge.layers(sel, r -> {
                 out.println(r.line());
                 out.flush();
-                if (r.conforms()) worstPassing = Math.max(worstPassing, r.worstRatioToBudget());
-                else failed++;
-                if (r.kind().startsWith("KDA")) kda++;
-                else mla++;
-            }
+            });
+            ConformReport report = judge.report(layers, (System.nanoTime() - t0) / 1e9);
+            failed = report.failing().size();
+            long kda = layers.stream().filter(r -> r.kind().startsWith("KDA")).count();
             out.println("=".repeat(78));
             out.printf(Locale.ROOT, "LAYERS %s   %d passed, %d failed   (%d KDA, %d MLA)   %.1f s total%n", LayerSelection.format(sel),
-                    sel.size() - failed, failed, kda, mla, (System.nanoTime() - t0) / 1e9);
-            out.printf(Locale.ROOT, "worst stage across all passing layers: %.3gx of its rounding budget%n", worstPassing);
+                    sel.size() - failed, failed, kda, layers.size() - kda, report.layerSeconds());
+            out.printf(Locale.ROOT, "worst stage across all passing layers: %.3gx of its rounding budget%n", report.worstPassing());
             for (Finding f : Finding.values()) {
-                List<Integer> found = reports.stream().filter(r -> r.finding() == f).map(LayerReport::layer).toList();
+                List<Integer> found = report.layersWith(f);
                 if (f != Finding.CONFORMS && !found.isEmpty()) {
                     out.printf(Locale.ROOT, "%-22s %d layer(s): %s%n", f.tag(), found.size(), LayerSelection.format(found));
                 }
             }
-            reports.stream().filter(r -> !r.conforms()).findFirst().ifPresent(r -> out.println("FIRST DIVERGENCE: " + r.name()
-                    + (r.firstDivergence() != null ? " " + r.firstDivergence() : "") + " " + r.finding().tag()));
+            LayerReport first = report.firstDivergence();
+            if (first != null) out.println("FIRST DIVERGENCE: " + first.name() + (first.firstDivergence() != null ? " " + first.firstDivergence() : "") + " " + first.finding().tag());
             out.println("=".repeat(78));
-            out.println(failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM");
-            if (scope.experts) failed += sweep(c, sel, out);
-            if (planned != null) planned.report(out);
+            out.println(report.verdict());
+            if (scope.experts) failed += sweep(judge, sel, out);
+            if (candidate == null) report(out, judge);
             else k3j.plan.MemInfo.peakRss().ifPresent(p -> out.println("PEAK RSS for the whole run: " + k3j.plan.Human.bytes(p)));
-            if (json != null) writeJson(reports, planned);
+            if (json != null) writeJson(layers, judge);
             if (chart != null) {
-                AtomicWrite.string(chart, "--chart", Charts.overview(reports, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
+                AtomicWrite.string(chart, "--chart", Charts.overview(layers, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
                 out.println("chart: " + chart);
             }
-            if (!noLogits && (candidate != null || c.forward() != null)) {
-                for (boolean incremental : new boolean[] {false, true}) failed += logits(out, () -> c.teacherForcing(incremental));
-                failed += greedy(out, c);
+            if (judge.hasLogits()) {
+                for (boolean incremental : new boolean[] {false, true}) failed += logits(out, judge.logits(incremental));
+                failed += greedy(out, judge.greedy());
             }
         } catch (k3j.plan.PlanRefused e) {
             err.println(e.getMessage());
@@ -175,60 +170,76 @@ final class ConformCommand implements Callable<Integer> {
         return failed == 0 ? ExitCode.OK : ExitCode.RUNTIME;
     }
 
+    /** The model under the memory flags' plan: the preset line, the plan block and what was opened printed as they come. */
+    private Conform planned(Path model, Conform.Options o, PrintWriter out, PrintWriter err) {
+        ReferenceDump dump = ReferenceMatch.locate(model, o.reference(), o.dumpDirs());
+        k3j.plan.MemInfo mem = RunCommand.memInfo();
+        MemoryOptions.Budgets budgets = memory.budgets(mem, out::println);
+        return Conform.model(model, dump, memory.plan(budgets), o.withMemory(mem).withReport(s -> {
+            out.print(s);
+            out.flush();
+        }, err::println));
+    }
+
+    /** The end-of-run lines: the expert cache's counters (when the experts went through it) and the peak RSS against the plan's TOTAL. */
+    static void report(PrintWriter out, Conform judge) {
+        var assembly = judge.assembly();
+        var plan = judge.plan();
+        if (assembly != null && assembly.cache() != null) {
+            var s = assembly.cache().totalStats();
+            out.printf(Locale.ROOT, "expert cache: %d requests, %d hits, %d misses, %d evictions, %s read%n", s.requests(), s.hits(), s.misses(), s.evictions(),
+                    k3j.plan.Human.bytes(s.bytesRead()));
+        }
+        k3j.plan.MemInfo.peakRss().ifPresent(p -> out.println("PEAK RSS for the whole run: " + k3j.plan.Human.bytes(p)
+                + (plan != null ? " (plan TOTAL " + k3j.plan.Human.bytes(plan.total()) + ")" : "")));
+    }
+
     /** The expert sweep of the selected MoE layers: one line per layer, every failing expert named; returns the failing layers. */
-    private static int sweep(Conformance c, List<Integer> sel, PrintWriter out) {
+    private static int sweep(Conform judge, List<Integer> sel, PrintWriter out) {
         out.println();
         out.println("===== EXPERT SWEEP (every routed expert on the dump's probes) =====");
-        out.println(c.expertSweep().describe());
+        out.println(judge.conformance().expertSweep().describe());
         long t0 = System.nanoTime();
-        int failed = 0, checked = 0, total = 0;
-        List<Integer> moe = c.moeLayers(sel);
-        for (int layer : moe) {
-            ExpertLayerReport r = c.experts(layer);
+        int[] checked = {0}, total = {0};
+        List<ExpertLayerReport> rs = judge.experts(sel, r -> {
             out.println(r.line());
             for (ExpertReport e : r.failing()) out.println("    " + e.message());
             out.flush();
-            checked += r.checked();
-            total += r.total();
-            if (!r.conforms()) failed++;
-        }
-        out.printf(Locale.ROOT, "EXPERTS %d of %d MoE layers conform; experts checked: %d of %d; %.1f s%n", moe.size() - failed, moe.size(), checked, total, (System.nanoTime() - t0) / 1e9);
+            checked[0] += r.checked();
+            total[0] += r.total();
+        });
+        long failed = rs.stream().filter(r -> !r.conforms()).count();
+        out.printf(Locale.ROOT, "EXPERTS %d of %d MoE layers conform; experts checked: %d of %d; %.1f s%n", rs.size() - failed, rs.size(), checked[0], total[0], (System.nanoTime() - t0) / 1e9);
         out.println(failed == 0 ? "VERDICT: EVERY EXPERT CONFORMS" : "VERDICT: EXPERTS OF " + failed + " LAYER(S) DO NOT CONFORM");
-        return failed;
+        return (int) failed;
     }
 
     /** One elementwise logit block; 1 when it does not conform (a candidate without logits: its missing stage). */
-    private static int logits(PrintWriter out, java.util.function.Supplier<LogitParity.Result> compare) {
+    private static int logits(PrintWriter out, ConformReport.Logits l) {
         out.println();
-        try {
-            LogitParity.Result p = compare.get();
-            out.println("===== ELEMENTWISE LOGIT COMPARISON (" + p.mode() + ") =====");
-            out.print(p.text());
-            return p.finding() == Finding.CONFORMS ? 0 : 1;
-        } catch (ConformException e) {
-            if (e.finding() != Finding.MISSING_STAGE) throw e;
+        if (l.result() == null) {
             out.println("===== ELEMENTWISE LOGIT COMPARISON =====");
-            out.println(e.getMessage());
+            out.println(l.missing());
             return 1;
         }
+        out.println("===== ELEMENTWISE LOGIT COMPARISON (" + l.result().mode() + ") =====");
+        out.print(l.result().text());
+        return l.conforms() ? 0 : 1;
     }
 
-    private static int greedy(PrintWriter out, Conformance c) {
+    private static int greedy(PrintWriter out, ConformReport.Greedy g) {
         out.println();
         out.println("===== GREEDY GENERATION (incremental) =====");
-        try {
-            LogitParity.Greedy g = c.greedy();
-            out.print(g.text());
-            return g.equal() ? 0 : 1;
-        } catch (ConformException e) {
-            if (e.finding() != Finding.MISSING_STAGE) throw e;
-            out.println(e.getMessage());
+        if (g.result() == null) {
+            out.println(g.missing());
             return 1;
         }
+        out.print(g.result().text());
+        return g.conforms() ? 0 : 1;
     }
 
     /** The --json report: per layer its finding, message, seconds and every stage's ratio to budget (doubles as computed). */
-    private void writeJson(List<LayerReport> reports, PlannedConformance planned) throws IOException {
+    private void writeJson(List<LayerReport> reports, Conform judge) throws IOException {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
         var root = mapper.createObjectNode();
         var arr = root.putArray("layers");
@@ -246,9 +257,9 @@ final class ConformCommand implements Callable<Integer> {
             if (r.routing() != null) o.put("routing_tokens_differing", r.routing().tokensDiffering());
         }
         k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
-        if (planned != null && planned.plan != null) {
+        if (judge.plan() != null) {
             var plan = root.putObject("plan");
-            var p = planned.plan;
+            var p = judge.plan();
             plan.put("total_bytes", p.total());
             plan.put("trunk_streamed", p.trunkStreamed());
             plan.put("trunk_bytes", p.trunk());
@@ -257,11 +268,11 @@ final class ConformCommand implements Callable<Integer> {
             plan.put("buffers_bytes", p.buffers() + p.recurrentState() + p.kvCache());
             plan.put("jvm_bytes", p.jvm().bytes());
             plan.put("jvm_heap_max_bytes", p.jvm().heapMax());
-            if (planned.assembly != null && planned.assembly.cache() != null) {
-                var s = planned.assembly.cache().totalStats();
+            if (judge.assembly() != null && judge.assembly().cache() != null) {
+                var s = judge.assembly().cache().totalStats();
                 var cache = root.putObject("expert_cache");
-                cache.put("slots", planned.assembly.cache().geometry().slots());
-                cache.put("slot_bytes", planned.assembly.cache().geometry().slotBytes());
+                cache.put("slots", judge.assembly().cache().geometry().slots());
+                cache.put("slot_bytes", judge.assembly().cache().geometry().slotBytes());
                 cache.put("requests", s.requests());
                 cache.put("misses", s.misses());
                 cache.put("evictions", s.evictions());

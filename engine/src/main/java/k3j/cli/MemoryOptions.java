@@ -2,12 +2,10 @@ package k3j.cli;
 
 import java.nio.file.Path;
 import java.util.List;
-import k3j.model.Residency;
 import k3j.plan.AutoBudget;
 import k3j.plan.MemInfo;
 import k3j.plan.Preset;
 import k3j.trunk.TrunkPlan;
-import k3j.trunk.TrunkStream;
 import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -142,11 +140,9 @@ final class MemoryOptions {
         return new Budgets(name, t, c, presetCache != null || cacheGb != null, named != null && named.ultra());
     }
 
-    /** How the runtime holds its weights under {@code b}: the trunk streamed from --trunk (else resident), the experts' cache budget. */
-    Residency residency(Budgets b, boolean verifyCrc, java.util.function.Consumer<String> notes) {
-        TrunkStream.Options opts = trunk == null ? null
-                : TrunkStream.Options.budget(b.trunkBytes()).withRing(ring()).withNotes(notes).withVerifyCrc(verifyCrc);
-        return new Residency(trunk, opts, b.cacheBytes(), b.cacheGiven(), b.ultra());
+    /** The plan of these flags under {@code b}. */
+    k3j.api.Plan plan(Budgets b) {
+        return new k3j.api.Plan(trunk, b.trunkGb(), b.cacheGb(), b.cacheGiven(), b.ultra(), ring(), b.presetName());
     }
 
     private static double pick(Double fromPreset, int presetAt, Double fromFlag, int flagAt, double dflt) {

@@ -67,8 +67,8 @@ final class PackTrunkCommand implements Callable<Integer> {
                 try {
                     TrunkManifest m = TrunkManifest.read(out);
                     m.checkSource(index);
-                    o.printf(Locale.ROOT, "%s already holds a trunk packed from these weights (%d layers, %.2f GB); --force repacks%n",
-                            out, m.layerCount(), m.fileSize() / 1e9);
+                    o.printf(Locale.ROOT, "%s already holds a trunk packed from these weights (%d layers, %s); --force repacks%n",
+                            out, m.layerCount(), Human.bytes(m.fileSize()));
                     return ExitCode.OK;
                 } catch (TrunkException stale) {
                     o.println("repacking: the trunk in " + out + " does not open against this checkpoint (" + stale.getMessage() + ")");
@@ -86,8 +86,8 @@ final class PackTrunkCommand implements Callable<Integer> {
             }
             TrunkManifest.Layer largest = layout.layers().getFirst();
             for (TrunkManifest.Layer l : layout.layers()) if (l.nbytes() > largest.nbytes()) largest = l;
-            o.printf(Locale.ROOT, "packing %d layers (%s<L>.*, routed experts excluded): %.2f GB, %s%n",
-                    layout.layers().size(), layout.prefix(), layout.fileSize() / 1e9,
+            o.printf(Locale.ROOT, "packing %d layers (%s<L>.*, routed experts excluded): %s, %s%n",
+                    layout.layers().size(), layout.prefix(), Human.bytes(layout.fileSize()),
                     layout.gathered() ? "some layers GATHERED tensor by tensor (not contiguous in the shards)" : "every layer one contiguous run in one shard");
             o.flush();
             long t1 = System.nanoTime();
@@ -95,8 +95,8 @@ final class PackTrunkCommand implements Callable<Integer> {
                     layout.layers().stream().mapToLong(TrunkManifest.Layer::nbytes).sum()),
                     s -> err.println("k3: note: " + s), null);
             double s = (System.nanoTime() - t1) / 1e9;
-            o.printf(Locale.ROOT, "wrote %s: %.2f GB across %d layers in %.1f s (%.0f MB/s), re-read and CRC-32C verified%n",
-                    m.bin(), m.fileSize() / 1e9, m.layerCount(), s, m.fileSize() / 1e6 / s);
+            o.printf(Locale.ROOT, "wrote %s: %s across %d layers in %.1f s (%s/s), re-read and CRC-32C verified%n",
+                    m.bin(), Human.bytes(m.fileSize()), m.layerCount(), s, Human.bytes(m.fileSize() / s));
             o.printf(Locale.ROOT, "largest layer run: %s (layer %d)  <- the streaming slot size%n", Human.bytes(largest.nbytes()), largest.layer());
             o.println("wrote " + m.json());
             return ExitCode.OK;

@@ -36,9 +36,6 @@ import k3j.model.CorruptWeightsException;
 import k3j.model.ExpertDropException;
 import k3j.model.Forward;
 import k3j.model.ForwardException;
-import k3j.model.Generation;
-import k3j.model.Residency;
-import k3j.model.Speculative;
 import k3j.model.StreamedTables;
 import k3j.plan.Human;
 import k3j.plan.MemInfo;
@@ -64,7 +61,7 @@ import picocli.CommandLine.Option;
                 + "4 RUN INVALID (expert drops). Files (docs/files.md): every output is written whole or not at all, never onto a device, an input "
                 + "or another output; every input must be a regular file within its size cap.")
 final class RunCommand implements Callable<Integer> {
-    static final int MAX_PROMPT = 32768, MAX_GEN = 4096, MAX_POSITIONS = 36864;
+    static final int MAX_PROMPT = 32768, MAX_GEN = 4096, MAX_POSITIONS = k3j.api.Engine.MAX_POSITIONS;
     /** Tests set this to pretend a machine size (bytes) for the refusals; unset = /proc/meminfo MemAvailable. */
     static final String MEM_AVAILABLE_PROPERTY = "k3.memAvailableBytes";
     private static final java.util.regex.Pattern ASCII_ID = java.util.regex.Pattern.compile("[0-9]{1,10}");
@@ -350,43 +347,23 @@ final class RunCommand implements Callable<Integer> {
             o.printf(Locale.ROOT, "  preset   : %s (trunk %.2f GB / expert cache %.2f GB)%n", budgets.presetName(), budgets.trunkGb(), budgets.cacheGb());
         }
         if (kvLine != null) o.println(kvLine);
-        // 8.-9. index, binding (once), sizes
-        long t0 = System.nanoTime();
-        Assembly rt;
-        try {
-            CheckpointIndex idx = CheckpointIndex.open(modelDir);
-            o.printf(Locale.ROOT, "indexed %d tensors from %d shards in %.2f s%n", idx.size(), idx.shards().size(), (System.nanoTime() - t0) / 1e9);
-            rt = Assembly.bind(idx, cfg, bound, intercepts);
-        } catch (CheckpointException | BindException e) {
+        // 8.-10. index, binding (once), sizes, the memory plan from the model's own sizes, loading
+        k3j.api.Plan plan = memory.plan(budgets);
+        k3j.api.Engine.Options opts = k3j.api.Engine.Options.DEFAULTS.withThreads(workers).withLayers(bound).withCodes(codes).withKernels(kernelPath)
+                .withTrunkCrc(!noTrunkCrc).withCacheTrace(dumpCacheTrace != null).withTokenizer(tokenizer).plannedFor(promptIds.length, gen, incremental)
+                .withMemory(mem).withIntercepts(intercepts).withReport(s -> {
+                    o.print(s);
+                    o.flush();
+                }, err::println);
+        int rc;
+        try (k3j.api.Engine engine = k3j.api.Engine.open(modelDir, cfg, plan, opts)) {
+            rc = generate(o, err, engine, promptIds);
+        } catch (k3j.plan.PlanRefused e) {
+            err.println(e.getMessage());
+            return e.refusal().exitCode();
+        } catch (k3j.api.Engine.OpenException e) {
             err.println("k3: " + e.getMessage());
             return ExitCode.RUNTIME;
-        }
-        int rc;
-        try (rt) {
-            long trunkOnDisk = rt.trunkBytes(), expertBytes = rt.expertBytes();
-            boolean useCache = memory.streamed() || budgets.cacheGiven() || dumpCacheTrace != null || expertBytes > budgets.cacheGb() * 1e9;
-            if (memory.streamed()) o.printf("trunk on disk : %s total (STREAMED from %s, not held in RAM)%n", Human.bytes(trunkOnDisk), memory.trunk);
-            else o.printf("trunk on disk : %s total (resident: bound from the shards)%n", Human.bytes(trunkOnDisk));
-            // 10. memory plan, from the model's own sizes: what the trunk plan and the cache will hold, not the budgets
-            long trunkPlanned;
-            try {
-                trunkPlanned = memory.streamed() ? TrunkStream.plan(TrunkManifest.read(memory.trunk), trunkOptions(rt, budgets, err)).totalBytes() : trunkOnDisk;
-            } catch (TrunkException e) {
-                err.println("k3: trunk: " + e.getMessage());
-                return ExitCode.RUNTIME;
-            }
-            MemoryPlan plan = MemoryPlan.of(cfg, memory.streamed(), trunkPlanned,
-                    useCache ? Residency.plannedCache(rt, budgets.cacheBytes(), codes) : Residency.residentExperts(rt, codes),
-                    budgets.ultra(), StreamedTables.DEFAULT_CHUNK_BYTES, incremental, promptIds.length, gen);
-            o.print(plan.block(mem));
-            var refused = plan.planRefusal(mem);
-            if (refused.isPresent()) {
-                err.println(refused.get().message());
-                return refused.get().exitCode();
-            }
-            o.flush();
-            KernelPath.set(kernelPath);
-            rc = run(o, err, rt, budgets, useCache, promptIds, workers);
         }
         if (rc != ExitCode.OK || dumpActivations == null) return rc;
         return ActivationDump.write(o, err, modelDir, activationsReference, dumpActivations, workers);
@@ -398,92 +375,30 @@ final class RunCommand implements Callable<Integer> {
         return MemInfo.read();
     }
 
-    /** Model, trunk, cache: opened through the assembly in that order, each failure named. */
-    /** How the trunk is streamed: the budget, the ring wanted, the layers walked. */
-    private TrunkStream.Options trunkOptions(Assembly rt, MemoryOptions.Budgets budgets, PrintWriter err) {
-        return TrunkStream.Options.budget(budgets.trunkBytes()).withRing(memory.ring()).withLayers(rt.layers())
-                .withNotes(s -> err.println("k3: note: " + s)).withVerifyCrc(!noTrunkCrc);
-    }
-
-    private int run(PrintWriter o, PrintWriter err, Assembly rt, MemoryOptions.Budgets budgets, boolean useCache, int[] promptIds, int workers)
-            throws IOException {
-        try {
-            rt.model(!memory.streamed());
-        } catch (CheckpointException | BindException e) {
-            err.println("k3: " + e.getMessage());
-            return ExitCode.RUNTIME;
-        }
-        CacheTrace trace = dumpCacheTrace != null ? new CacheTrace(rt.layers(), rt.config().expertCount()) : null;
-        if (memory.streamed()) {
-            try {
-                o.print(rt.streamTrunk(memory.trunk, trunkOptions(rt, budgets, err)).describe());
-            } catch (TrunkException | CheckpointException e) {
-                err.println("k3: trunk: " + e.getMessage());
-                return ExitCode.RUNTIME;
-            }
-        }
-        if (budgets.ultra()) {
-            StreamedTables t;
-            try {
-                t = rt.streamTables(StreamedTables.DEFAULT_CHUNK_BYTES);
-            } catch (CheckpointException | IllegalArgumentException e) {
-                err.println("k3: model tables: " + e.getMessage());
-                return ExitCode.RUNTIME;
-            }
-            o.printf(Locale.ROOT, "model tables: embed + lm_head STREAMED from the checkpoint (embedding rows on demand, the LM head in chunks of %d rows, %s)%n",
-                    t.chunkRows(), Human.bytes(t.chunkBytes()));
-        }
-        if (useCache) {
-            ExpertCache cache;
-            try {
-                cache = rt.cacheExperts(ExpertCache.Settings.fromEnvironment(budgets.cacheBytes(), rt.config().topK(), System.getenv()), codes, trace, err::println);
-            } catch (ExpertLoadException | IllegalArgumentException e) {
-                err.println("k3: expert cache: " + e.getMessage());
-                return ExitCode.RUNTIME;
-            }
-            o.printf(Locale.ROOT, "routed experts: %s on disk, served by a %s cache (%d slots of %s, %s)%n", Human.bytes(rt.expertBytes()),
-                    Human.bytes(cache.geometry().arenaBytes()), cache.geometry().slots(), Human.bytes(cache.geometry().slotBytes()), cache.form());
-        } else {
-            o.printf(Locale.ROOT, "routed experts: %s, resident once read, kept %s%n", Human.bytes(rt.expertBytes()), rt.kernelForm(codes));
-        }
-        MemInfo.peakRss().ifPresent(p -> o.printf("peak RSS after loading weights: %s  (the plan above is a forecast, this is measured)%n", Human.bytes(p)));
-        return generate(o, err, rt, trace, promptIds, workers);
-    }
-
-    private int generate(PrintWriter o, PrintWriter err, Assembly rt, CacheTrace trace, int[] promptIds, int workers) throws IOException {
+    private int generate(PrintWriter o, PrintWriter err, k3j.api.Engine engine, int[] promptIds) throws IOException {
         int rc = ExitCode.OK;
-        Generation g = null;
+        k3j.api.Generated g = null;
         String failure = null;
+        Assembly rt = engine.assembly();
+        Forward forward = engine.forward();
         ExpertCache cache = rt.cache();
         TrunkStream stream = rt.trunk();
         int bound = rt.layers();
-        try (Workers w = Workers.of(workers)) {
-            Forward forward = rt.forward(w);
-            forward.expertCodes(codes);
-            if (tfCheck) return teacherForcing(forward, promptIds, o, err);
-            k3j.state.Binding binding = text.saveState != null || text.loadState != null ? k3j.state.Binding.of(rt.config(), bound, rt.index()) : null;
-            if (text.chat) return chat(forward, binding, err);
-            int[] fed = promptIds, prior = new int[0];
-            k3j.model.DecodeState state = null;
+        try {
+            if (tfCheck) return teacherForcing(engine, promptIds, o, err);
+            if (text.chat) return chat(engine, err);
+            k3j.api.State from = null;
             if (incremental && text.loadState != null) {
                 try {
-                    ModelConfig c = rt.config();
-                    int room = Math.min(MAX_POSITIONS - promptIds.length - gen - 1, c.maxPositions() > 0 ? c.maxPositions() - promptIds.length - gen : Integer.MAX_VALUE);
-                    state = forward.newState(k3j.state.StateFile.idCount(text.loadState, room, "this run may still hold with its prompt and --gen "
-                            + gen + " (max_position_embeddings " + c.maxPositions() + ", at most " + MAX_POSITIONS + " in all)") + promptIds.length + gen + 1);
-                    int[] saved = k3j.state.StateFile.load(text.loadState, binding, state).ids();
-                    prior = java.util.Arrays.copyOf(saved, state.cached());
-                    fed = concat(java.util.Arrays.copyOfRange(saved, state.cached(), saved.length), promptIds);   // the saved run's last id was never fed
+                    from = engine.loadState(text.loadState, promptIds.length + gen + 1);
                 } catch (k3j.state.StateException e) {
                     err.println("k3: " + e.getMessage());
                     return ExitCode.USAGE;
                 }
-                o.printf("resumed %d positions from %s; this prompt continues them%n", state.cached(), text.loadState);
-            } else if (incremental) {
-                state = forward.newState(Generation.capacity(promptIds.length, gen));
+                o.printf("resumed %d positions from %s; this prompt continues them%n", from.positions(), text.loadState);
             }
-            k3j.sample.Sampler sampler = new k3j.sample.Sampler(session.sampling(), 0);
-            int fedLength = fed.length;
+            k3j.api.Settings settings = new k3j.api.Settings(session.sampling(), gen, false, incremental, specDraft);
+            int fedLength = (from != null ? from.pending().length : 0) + promptIds.length;
             StepTable table = new StepTable();
             long[] trunkReadBefore = {stream != null ? stream.stats().readNanos() : 0};
             double[] expertReadSeconds = {0};
@@ -492,7 +407,7 @@ final class RunCommand implements Callable<Integer> {
             o.println(StepTable.RULE);
             o.flush();
             try {
-                Generation.Progress progress = (step, id, secs) -> {
+                k3j.api.TokenListener progress = (step, id, secs) -> {
                     CacheStats cs = cache != null ? cache.stepStats() : CacheStats.ZERO;
                     if (cache != null && step < gen - 1) cache.resetStep();   // the last step's counters stay for the final-step report
                     long trunkRead = stream != null ? stream.stats().readNanos() : 0;
@@ -503,13 +418,11 @@ final class RunCommand implements Callable<Integer> {
                     o.println(table.add(new StepTable.Row(step, id, fedNow, secs, 100 * cs.hitRate(), cs.bytesRead(), io)));
                     o.flush();
                 };
-                if (specDraft > 0 && state != null) {
-                    Speculative.Result sr = Speculative.greedy(forward, fed, gen, specDraft, state, progress);
-                    g = sr.generation();
+                g = engine.generate(from, promptIds, settings, progress);
+                if (g.speculation() != null) {
+                    var sr = g.speculation();
                     o.printf(Locale.ROOT, "speculative (--spec %d): %d verifying forwards, %d ids drafted, %d accepted (%.1f%%)%n",
-                            Math.min(specDraft, Speculative.MAX_DRAFT), sr.verifications(), sr.drafted(), sr.accepted(), 100 * sr.acceptance());
-                } else {
-                    g = Generation.run(forward, fed, gen, state, (l, v) -> sampler.next(l, 0, v), false, progress);
+                            sr.draftLimit(), sr.verifications(), sr.drafted(), sr.accepted(), 100 * sr.acceptance());
                 }
             } catch (ExpertDropException | CorruptWeightsException e) {
                 failure = e.getMessage();
@@ -525,15 +438,15 @@ final class RunCommand implements Callable<Integer> {
             o.println(table.footer());
             if (g != null) {
                 StringBuilder sb = new StringBuilder();
-                for (int id : g.generated()) sb.append(sb.isEmpty() ? "" : ",").append(id);
+                for (int id : g.ids()) sb.append(sb.isEmpty() ? "" : ",").append(id);
                 o.println("generated ids: " + sb);
-                if (session.tokenizer() != null) o.println("generated text: " + text(g.generated()));
-                if (text.saveState != null && state != null) {
-                    k3j.state.StateFile.save(text.saveState, binding, new byte[32], concat(prior, concat(fed, g.generated())), state);
-                    o.printf("saved the state (%d positions) to %s%n", state.cached(), text.saveState);
+                if (g.text() != null) o.println("generated text: " + g.text());
+                if (text.saveState != null && g.state() != null) {
+                    engine.saveState(text.saveState, g.state());
+                    o.printf("saved the state (%d positions) to %s%n", g.state().positions(), text.saveState);
                 }
-                if (dumpLogits != null && !g.stepLogits().isEmpty()) {
-                    float[] l = g.stepLogits().get(0);
+                if (dumpLogits != null && g.firstLogits() != null) {
+                    float[] l = g.firstLogits();
                     ByteBuffer b = ByteBuffer.allocate(4 * l.length).order(ByteOrder.LITTLE_ENDIAN);
                     b.asFloatBuffer().put(l);
                     AtomicWrite.bytes(dumpLogits, "--dump-logits", b.array());
@@ -549,9 +462,9 @@ final class RunCommand implements Callable<Integer> {
             writeOut(g, promptIds, bound, forward.layersCompleted(), forward.expertDrops(),
                     total != null ? total.bytesRead() : rt.model().experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak, rt.tables());
             o.println("wrote " + out);
-            if (trace != null) {
+            if (engine.trace() != null) {
                 Files.createDirectories(dumpCacheTrace);
-                o.println(trace.write(dumpCacheTrace));
+                o.println(engine.trace().write(dumpCacheTrace));
             }
             double wall = table.seconds(), trunkSecs = ts != null ? ts.readNanos() / 1e9 : 0;
             o.printf(Locale.ROOT, "I/O share of wall clock: %.1f%%  (trunk %.2f s + experts %.2f s + model tables %.2f s of %.2f s)%n",
@@ -584,16 +497,11 @@ final class RunCommand implements Callable<Integer> {
         return rc;
     }
 
-    /** The chat loop over this run's forward pass. */
-    private int chat(Forward forward, k3j.state.Binding binding, PrintWriter err) throws IOException {
-        k3j.chat.Xtml x = new k3j.chat.Xtml(session.tokenizer());
-        k3j.chat.Conversation conv = new k3j.chat.Conversation(forward, x, session.thinking(), session.sampling(), session.history());
-        ModelConfig cfg = forward.weights().config();
-        boolean byConfig = cfg.maxPositions() > 0 && cfg.maxPositions() < MAX_POSITIONS - 1;
-        ChatLoop loop = new ChatLoop(conv, x, text, binding, gen, byConfig ? cfg.maxPositions() : MAX_POSITIONS - 1,
-                byConfig ? "positions of the config's max_position_embeddings" : "positions a run may hold", System.out, err);
+    /** The chat loop over this run's engine. */
+    private int chat(k3j.api.Engine engine, PrintWriter err) throws IOException {
+        ChatLoop loop = new ChatLoop(engine.chat(session.history(), session.thinking(), session.sampling()), text, gen, System.out, err);
         try {
-            if (text.loadState != null) loop.resume(forward);
+            if (text.loadState != null) loop.resume();
             return loop.run(prompt);
         } catch (k3j.state.StateException | k3j.chat.ChatException e) {
             err.println("k3: " + e.getMessage());
@@ -602,23 +510,11 @@ final class RunCommand implements Callable<Integer> {
         }
     }
 
-    /** Generated ids as text (bytes that are not UTF-8 shown as U+FFFD). */
-    private String text(int[] generated) {
-        int[] shown = java.util.Arrays.stream(generated).filter(id -> id < session.tokenizer().size()).toArray();
-        return new String(session.tokenizer().decode(shown), java.nio.charset.StandardCharsets.UTF_8);
-    }
-
-    private static int[] concat(int[] a, int[] b) {
-        int[] out = java.util.Arrays.copyOf(a, a.length + b.length);
-        System.arraycopy(b, 0, out, a.length, b.length);
-        return out;
-    }
-
     /** docs/semantics.md §7.1 --tf-check: argmax of every position against the next id, one forward over all ids. */
-    private int teacherForcing(Forward forward, int[] ids, PrintWriter o, PrintWriter err) throws IOException {
-        Forward.Result r;
+    private int teacherForcing(k3j.api.Engine engine, int[] ids, PrintWriter o, PrintWriter err) throws IOException {
+        k3j.api.Engine.Agreement r;
         try {
-            r = forward.full(ids, true, null);
+            r = engine.teacherForcing(ids);
         } catch (ExpertDropException | CorruptWeightsException e) {
             err.println("RUN INVALID: " + e.getMessage());
             return ExitCode.RUN_INVALID;
@@ -629,11 +525,8 @@ final class RunCommand implements Callable<Integer> {
             err.println("RUN INVALID: " + MappedShards.describeFault(null, e));
             return ExitCode.RUN_INVALID;
         }
-        int v = forward.weights().lmHead().rows(), positions = ids.length - 1, matches = 0;
-        for (int t = 0; t < positions; t++) if (k3j.kernels.Argmax.fast(r.logits(), t * v, v) == ids[t + 1]) matches++;
-        double agreement = (double) matches / positions;
-        o.printf(Locale.ROOT, "teacher forcing: %d/%d positions agree (%.4f)%n", matches, positions, agreement);
-        AtomicWrite.string(out, "--out", String.format(Locale.ROOT, "{\"tf_positions\":%d,\"tf_matches\":%d,\"tf_agreement\":%.4f}%n", positions, matches, agreement));
+        o.printf(Locale.ROOT, "teacher forcing: %d/%d positions agree (%.4f)%n", r.matches(), r.positions(), r.fraction());
+        AtomicWrite.string(out, "--out", String.format(Locale.ROOT, "{\"tf_positions\":%d,\"tf_matches\":%d,\"tf_agreement\":%.4f}%n", r.positions(), r.matches(), r.fraction()));
         o.println("wrote " + out);
         return ExitCode.OK;
     }
@@ -676,11 +569,11 @@ final class RunCommand implements Callable<Integer> {
         return l.stream().mapToInt(Integer::intValue).toArray();
     }
 
-    private void writeOut(Generation g, int[] promptIds, int bound, int completed, long drops, long expertBytes, long trunkBytes, long peak,
+    private void writeOut(k3j.api.Generated g, int[] promptIds, int bound, int completed, long drops, long expertBytes, long trunkBytes, long peak,
                           StreamedTables tables) throws IOException {
-        int[] generated = g == null ? new int[0] : g.generated();
+        int[] generated = g == null ? new int[0] : g.ids();
         double wall = g == null ? 0 : g.seconds();
-        String generatedText = session != null && session.tokenizer() != null && g != null ? text(generated) : null;
+        String generatedText = g != null ? g.text() : null;
         AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText, tables));
     }
 

@@ -20,7 +20,7 @@ import picocli.CommandLine.Parameters;
 
 /**
  * {@code k3 sim-cache TRACE_DIR}: replays a {@code --dump-cache-trace} trace at several cache
- * sizes under LRU, S3-FIFO, Belady and pinned+LRU and prints the docs/semantics.md §9 table.
+ * sizes under LRU, S3-FIFO, window-LFU, Belady and pinned+LRU and prints the docs/semantics.md §9 table.
  */
 @Command(name = "sim-cache", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = "Replay an expert trace (written by --dump-cache-trace) at several cache sizes.")
@@ -50,7 +50,7 @@ final class SimCacheCommand implements Callable<Integer> {
     Long expertBytes;
 
     @Option(names = "--disk-mbs", paramLabel = "MB/S", defaultValue = "1234",
-            description = "disk rate for SEC/TOK (default ${DEFAULT-VALUE}, the measured random-cold rate)")
+            description = "disk rate for TIME/TOK (default ${DEFAULT-VALUE}, the measured random-cold rate)")
     double diskMBps;
 
     @Option(names = "--top-k", paramLabel = "K",
@@ -152,12 +152,14 @@ final class SimCacheCommand implements Callable<Integer> {
                 else rows.add(sim.row(String.format(Locale.ROOT, "%s GB", trim(gb)), (int) Math.min(s, Integer.MAX_VALUE), topK, batched));
             }
         }
-        out.printf(Locale.ROOT, "%-9s %8s %9s %9s %9s %9s %12s %11s%n", "CACHE", "SLOTS", "LRU", "S3-FIFO", "BELADY", "PIN+LRU", "GB READ/TOK", "SEC/TOK");
-        out.println("-".repeat(86));
+        out.printf(Locale.ROOT, "%-9s %8s %9s %9s %10s %9s %9s %12s %11s%n", "CACHE", "SLOTS", "LRU", "S3-FIFO", "WINDOW-LFU", "BELADY", "PIN+LRU",
+                "READ/TOK", "TIME/TOK");
+        out.println("-".repeat(97));
         for (CacheSimulator.Row r : rows) {
             double gbPerTok = (n - r.s3fifo()) * (double) expertBytes / 1e9 / tokens;
-            out.printf(Locale.ROOT, "%-9s %8d %8.2f%% %8.2f%% %8.2f%% %8.2f%% %12.2f %11.2f%n", r.label(), r.slots(),
-                    pct(r.lru(), n), pct(r.s3fifo(), n), pct(r.belady(), n), pct(r.pinnedLru(), n), gbPerTok, gbPerTok * 1000 / diskMBps);
+            out.printf(Locale.ROOT, "%-9s %8d %8.2f%% %8.2f%% %9.2f%% %8.2f%% %8.2f%% %12s %11s%n", r.label(), r.slots(),
+                    pct(r.lru(), n), pct(r.s3fifo(), n), pct(r.windowLfu(), n), pct(r.belady(), n), pct(r.pinnedLru(), n),
+                    Human.bytes(gbPerTok * 1e9), Human.seconds(gbPerTok * 1000 / diskMBps));
         }
         if (skipped > 0) out.printf(Locale.ROOT, "(%d size(s) below top-k + 1 = %d slots skipped: the engine refuses them)%n", skipped, topK + 1);
         out.println();
@@ -165,14 +167,14 @@ final class SimCacheCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "%.2f%% hit rate for ANY policy at ANY size on this trace.%n", pct(n - sim.distinct(), n));
         out.printf(Locale.ROOT, "holding every expert this trace touched needs %s%n", Human.bytes(sim.distinct() * (double) expertBytes));
         out.printf(Locale.ROOT, "holding the whole pool needs %s%n", Human.bytes(poolExperts * (double) expertBytes));
-        out.printf(Locale.ROOT, "LRU and S3-FIFO replay the engine's policies, protection ring included (the last%n"
+        out.printf(Locale.ROOT, "LRU, S3-FIFO and WINDOW-LFU replay the engine's policies, protection ring included (the last%n"
                 + "min(top-k, 64, slots - 1) experts served are never evicted); at a live cache's slot count%n"
                 + "they equal its hits (without batch prefetch) or, with --batched, its TRUE resident hits%n"
                 + "(hits - prefetch reads, batch prefetch on).%n");
-        if (batched) out.printf(Locale.ROOT, "Columns LRU and S3-FIFO are TRUE hit rates: each layer's run of requests was prefetched first.%n");
+        if (batched) out.printf(Locale.ROOT, "Columns LRU, S3-FIFO and WINDOW-LFU are TRUE hit rates: each layer's run of requests was prefetched first.%n");
         out.printf(Locale.ROOT, "BELADY (with bypass) and PIN+LRU (the hottest slots/2 experts of THIS trace pinned) use%n"
                 + "future knowledge: they are bounds, not policies.%n"
-                + "GB READ/TOK counts S3-FIFO reads; a slot holds %s in the engine (expert + O_DIRECT pad).%n",
+                + "READ/TOK counts S3-FIFO reads (TIME/TOK: at --disk-mbs); a slot holds %s in the engine (expert + O_DIRECT pad).%n",
                 Human.bytes(CacheGeometry.slotBytes(expertBytes)));
         out.flush();
     }

@@ -180,6 +180,10 @@ public final class ConfigReader {
             problems.add("text_config has no linear_attn_config object (where the KDA geometry and the ONE-based layer map live;"
                     + " a flat-only reader would make every layer KDA)");
         }
+        if (nested && root.has("linear_attn_config")) {
+            problems.add("linear_attn_config is at the root beside text_config.linear_attn_config: the nested shape reads only text_config's,"
+                    + " so the root one would be silently ignored; keep one");
+        }
         candidates.put("root", root);
 
         // phase 1: presence and type of every field, all reported together, missing ones first in table order

@@ -33,6 +33,11 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
         return eps32 * Math.sqrt(w) * factor;
     }
 
+    /** eps32 · sqrt(width) · factor for a vector of {@code width} elements. */
+    public double ofWidth(int width) {
+        return eps32 * Math.sqrt(width) * factor;
+    }
+
     public int width(String stage) {
         Integer w = widths.get(stage);
         if (w == null) throw new ConformException(Finding.REFERENCE_MISMATCH, "the budget has no width for '" + stage + "' (" + source + ")");
@@ -92,7 +97,7 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
         }
     }
 
-    private static void looseness(double eps32, double factor, String source) {
+    static void looseness(double eps32, double factor, String source) {
         if (!(eps32 <= DEFAULT_EPS32 * (1 + 1e-9))) throw ReferenceDump.mismatch(source + ": manifest budget.eps32 = " + eps32 + " is looser than the harness's " + DEFAULT_EPS32);
         if (!(factor <= DEFAULT_FACTOR * (1 + 1e-9))) throw ReferenceDump.mismatch(source + ": manifest budget.factor = " + factor + " is looser than the harness's " + DEFAULT_FACTOR);
     }

@@ -3,6 +3,7 @@ package k3j.conform;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.file.Path;
 import java.util.List;
+import k3j.io.StrictJson;
 import k3j.model.LayerStages;
 
 /**
@@ -22,14 +23,30 @@ public final class CandidateDump {
 
     private CandidateDump(ReferenceDump files) {
         this.files = files;
-        String inputs = files.field("layer_inputs").asText();
+        JsonNode m = files.manifest();
+        String w = files.where();
+        String inputs = StrictJson.text(m, "layer_inputs", w, ReferenceDump::mismatch);
         if (!inputs.equals("reference")) {
             throw ReferenceDump.mismatch(files.source() + ": layer_inputs is '" + inputs + "'; a candidate's layers must be run alone from the reference's inputs ('reference')");
         }
-        files.field("engine", "name");
-        files.field("engine", "precision");
-        files.field("reference", "manifest_sha256");
-        if (!files.field("layers").isArray()) throw ReferenceDump.mismatch(files.source() + ": manifest layers is not a list");
+        JsonNode engine = StrictJson.object(m, "engine", w, ReferenceDump::mismatch);
+        StrictJson.text(engine, "name", w + " engine", ReferenceDump::mismatch);
+        StrictJson.text(engine, "precision", w + " engine", ReferenceDump::mismatch);
+        JsonNode reference = StrictJson.object(m, "reference", w, ReferenceDump::mismatch);
+        StrictJson.text(reference, "manifest_sha256", w + " reference", ReferenceDump::mismatch);
+        if (reference.has("dir")) StrictJson.text(reference, "dir", w + " reference", ReferenceDump::mismatch);
+        JsonNode layers = StrictJson.array(m, "layers", w, ReferenceDump::mismatch);
+        java.util.Set<Long> seen = new java.util.HashSet<>();
+        for (int i = 0; i < layers.size(); i++) {
+            JsonNode l = layers.get(i);
+            String lw = w + " layers[" + i + "]";
+            if (!l.isObject()) throw ReferenceDump.mismatch(lw + " is " + StrictJson.describe(l) + ", must be an object");
+            long index = StrictJson.integer(l, "index", lw, ReferenceDump::mismatch);
+            if (!seen.add(index)) throw ReferenceDump.mismatch(lw + ".index " + index + " is listed twice");
+            for (String k : List.of("mixer", "mlp", "error")) if (l.has(k)) StrictJson.text(l, k, lw, ReferenceDump::mismatch);
+        }
+        JsonNode notes = m.get("notes");
+        if (notes != null && notes.has("logits")) StrictJson.text(notes, "logits", w + " notes", ReferenceDump::mismatch);
     }
 
     /** Opens a candidate directory or a .tar.gz / .tar.xz of one. */

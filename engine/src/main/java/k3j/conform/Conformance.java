@@ -349,8 +349,10 @@ public final class Conformance implements AutoCloseable {
             }
             if (st.moeIdx() == null) missing.add("moe_idx");
             else {
-                routing = Routing.compare(want, st.moeIdx(), k, dump.has(p + "moe_choice") ? dump.f32(p + "moe_choice") : null,
-                        dump.has(p + "moe_choice") ? dump.shape(p + "moe_choice")[1] : 0, choiceTolerance(i));
+                float[] choice = dump.has(p + "moe_choice") ? dump.f32(p + "moe_choice") : null;
+                int experts = choice == null ? 0 : dump.shape(p + "moe_choice")[1];
+                if (choice != null) Routing.checkReference(want, choice, k, experts, dump.source() + ": layers." + i);
+                routing = Routing.compare(want, st.moeIdx(), k, choice, experts, choiceTolerance(i));
                 if (routing.onlyNearTies() && rerun != null) st = rerun.apply(want);
             }
         }
@@ -377,16 +379,53 @@ public final class Conformance implements AutoCloseable {
         return judge(i, info.kind(), metrics, routing, missing, secs(t0));
     }
 
+    /**
+     * A state after the call, judged as a ratio to max|ref| against the bound the harness derives: the budget rule at the
+     * hidden width (the states are built from projections of the hidden vector). The dump's {@code atol_layer} may
+     * tighten it and is refused when it would loosen it ({@link #tightened}).
+     */
     private StageMetric state(int layer, String name, float[] engine) {
         float[] ref = dump.f32("layers." + layer + "." + name);
-        double maxRef = StageMetric.absMax(ref), atol = dump.atol(layer, name, "atol_layer");
-        return StageMetric.of(name, ref.length, engine, ref, maxRef > 0 ? atol / maxRef : atol);
+        double maxRef = StageMetric.absMax(ref), derived = budget.ofWidth(hidden);
+        double ratioBound = maxRef > 0 ? tightened(layer, name, derived * maxRef) / maxRef : derived;
+        return StageMetric.of(name, ref.length, engine, ref, ratioBound);
     }
 
-    /** The near-tie score tolerance of layer {@code i}: the dump's moe_choice atol for a layer run alone, 0 when it has none. */
+    /**
+     * The near-tie score tolerance of layer {@code i}: the harness's bound on float32 drift of a selection score, the
+     * budget rule at width N times the layer's max|reference score|, tightened by the dump's moe_choice
+     * {@code atol_layer} when it states one (0, no near-tie rule, when the dump has no moe_choice atol at all).
+     */
     double choiceTolerance(int i) {
-        com.fasterxml.jackson.databind.JsonNode v = dump.manifest().path("tolerances").path("layers").path(i).path("stages").path("moe_choice").get("atol_layer");
-        return v != null && v.isNumber() ? v.doubleValue() : 0;
+        if (tolerance(i, "moe_choice", "atol_layer") == null) return 0;
+        String key = "layers." + i + ".moe_choice";
+        float[] choice = dump.f32(key);
+        double derived = budget.ofWidth(dump.shape(key)[1]) * StageMetric.absMax(choice);
+        return tightened(i, "moe_choice", derived);
+    }
+
+    /** The dump's tolerances.layers[i].stages.STAGE.KIND, or null when it states none (its JSON type is checked at open). */
+    private Double tolerance(int layer, String stage, String kind) {
+        com.fasterxml.jackson.databind.JsonNode v = dump.manifest().path("tolerances").path("layers").path(layer).path("stages").path(stage).get(kind);
+        return v == null || v.isNull() ? null : v.doubleValue();
+    }
+
+    /**
+     * A dump may tighten what the harness derives, never loosen it: the dump's atol_layer for {@code stage} when it is
+     * at most {@code derived}, {@code derived} when the dump states none, and a refusal naming the key when it is not a
+     * positive finite number or is looser (a dump saying 1e30 or -1 would pass any engine: -1 makes every ratio
+     * negative, and a negative ratio is under any budget).
+     */
+    private double tightened(int layer, String stage, double derived) {
+        Double atol = tolerance(layer, stage, "atol_layer");
+        if (atol == null) return derived;
+        String key = dump.source() + ": manifest tolerances.layers[" + layer + "].stages." + stage + ".atol_layer";
+        if (!(atol > 0) || !Double.isFinite(atol)) throw ReferenceDump.mismatch(key + " = " + atol + " is not a positive finite number");
+        if (atol > derived * (1 + 1e-9)) {
+            throw ReferenceDump.mismatch(String.format(Locale.ROOT, "%s = %.6g is looser than the harness's own bound %.6g (eps32 * sqrt(width) * factor * max|ref|);"
+                    + " a dump may only tighten a tolerance", key, atol, derived));
+        }
+        return atol;
     }
 
     /**

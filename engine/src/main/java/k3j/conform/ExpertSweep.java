@@ -33,22 +33,35 @@ public final class ExpertSweep {
         if (e == null || e.isNull()) {
             throw new ConformException(Finding.REFERENCE_MISMATCH, dump.source() + " holds no expert sweep (add one: dump_checkpoint.py MODEL --experts-only --out DUMP)");
         }
-        if (!e.path("complete").asBoolean(false)) {
+        if (!(e.path("complete").isBoolean() && e.path("complete").booleanValue())) {
             throw new ConformException(Finding.REFERENCE_MISMATCH, dump.source() + ": the expert sweep is incomplete (resume it: dump_checkpoint.py MODEL --experts-only --out DUMP)");
         }
         if (!PARTS.equals(strings(dump.field("experts", "parts")))) throw ReferenceDump.mismatch(dump.source() + ": experts.parts is not " + PARTS);
-        this.probes = dump.field("experts", "probes").asInt();
-        this.k = dump.field("experts", "sketch_k").asInt();
+        String w = dump.where() + " experts";
+        this.probes = (int) Math.min(Integer.MAX_VALUE, k3j.io.StrictJson.integer(e, "probes", w, ReferenceDump::mismatch));
+        this.k = (int) Math.min(Integer.MAX_VALUE, k3j.io.StrictJson.integer(e, "sketch_k", w, ReferenceDump::mismatch));
         int[] sl = dump.shape("experts.proj_latent"), si = dump.shape("experts.proj_inter");
         if (sl.length != 2 || si.length != 2 || sl[0] != k || si[0] != k) throw ReferenceDump.mismatch(dump.source() + ": the sketch projections are not [" + k + "][width]");
         this.latent = sl[1];
         this.inter = si[1];
         this.projLatent = dump.f32("experts.proj_latent");
         this.projInter = dump.f32("experts.proj_inter");
-        double eps = dump.field("experts", "budget", "eps32").asDouble(), factor = dump.field("experts", "budget", "factor").asDouble();
+        JsonNode b = k3j.io.StrictJson.object(e, "budget", w, ReferenceDump::mismatch);
+        double eps = k3j.io.StrictJson.number(b, "eps32", w + ".budget", ReferenceDump::mismatch), factor = k3j.io.StrictJson.number(b, "factor", w + ".budget", ReferenceDump::mismatch);
+        Budget.looseness(eps, factor, dump.source() + " (experts.budget)");
+        // a part's width is the length of the dot products behind it: Lt for W1 z and W3 z, I for W2 v and the output
+        JsonNode cfg = dump.field("config");
+        JsonNode text = cfg.has("text_config") ? cfg.get("text_config") : cfg;
         for (int j = 0; j < budget.length; j++) {
-            JsonNode p = dump.field("experts", "budget", "parts", PARTS.get(j));
-            int width = p.path("width").asInt();
+            JsonNode p = k3j.io.StrictJson.object(k3j.io.StrictJson.object(b, "parts", w + ".budget", ReferenceDump::mismatch), PARTS.get(j), w + ".budget.parts", ReferenceDump::mismatch);
+            String pw = w + ".budget.parts." + PARTS.get(j);
+            int width = k3j.io.StrictJson.int32(k3j.io.StrictJson.need(p, "width", pw, ReferenceDump::mismatch), pw + ".width", ReferenceDump::mismatch);
+            String widthKey = j < 2 ? "routed_expert_hidden_size" : "moe_intermediate_size";
+            JsonNode want = text.get(widthKey);
+            if (want == null || !want.isIntegralNumber() || want.intValue() != width) {
+                throw ReferenceDump.mismatch(pw + ".width = " + width + ", but the config's " + widthKey + " is " + want);
+            }
+            k3j.io.StrictJson.number(p, "budget", pw, ReferenceDump::mismatch);
             budget[j] = eps * Math.sqrt(width) * factor;
             if (Math.abs(p.path("budget").asDouble() - budget[j]) > 1e-9 * budget[j]) {
                 throw ReferenceDump.mismatch(dump.source() + ": experts.budget.parts." + PARTS.get(j) + ".budget is not eps32 * sqrt(width) * factor");

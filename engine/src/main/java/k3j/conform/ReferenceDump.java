@@ -1,7 +1,6 @@
 package k3j.conform;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.BufferedInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -18,6 +17,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import k3j.io.SafeFiles;
+import k3j.io.StrictJson;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
 import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
 import org.apache.commons.compress.compressors.gzip.GzipCompressorInputStream;
@@ -32,7 +32,6 @@ import org.apache.commons.compress.compressors.xz.XZCompressorInputStream;
  * <p>Every failure is a {@link ConformException} tagged {@link Finding#REFERENCE_MISMATCH}, naming the file.
  */
 public final class ReferenceDump {
-    private static final ObjectMapper JSON = new ObjectMapper();
     /** The manifest's {@code format} of a reference dump. */
     public static final String FORMAT = "k3ref-dump";
     /** Largest single array an archive may hold (one Java array). */
@@ -48,16 +47,109 @@ public final class ReferenceDump {
     private final String manifestSha256;
     private Map<String, byte[]> entries;
 
-    private ReferenceDump(Path source, boolean archive, String prefix, byte[] manifestBytes, String format) throws IOException {
+    private ReferenceDump(Path source, boolean archive, String prefix, byte[] manifestBytes, String format) {
         this.source = source;
         this.archive = archive;
         this.prefix = prefix;
-        this.manifest = JSON.readTree(manifestBytes);
-        this.manifestSha256 = sha256(manifestBytes);
-        if (!format.equals(manifest.path("format").asText()) || manifest.path("format_version").asInt() != 1) {
-            throw mismatch(source + ": not a " + format + " v1 (format '" + manifest.path("format").asText() + "', version "
-                    + manifest.path("format_version") + ")");
+        try {
+            this.manifest = StrictJson.read(manifestBytes);
+        } catch (IOException e) {
+            String why = e instanceof com.fasterxml.jackson.core.JacksonException j ? j.getOriginalMessage() : SafeFiles.why(e);
+            throw mismatch(source + ": manifest.json is not strict JSON (" + why + ")");
         }
+        this.manifestSha256 = sha256(manifestBytes);
+        if (manifest == null || !manifest.isObject()) throw mismatch(source + ": manifest.json is not a JSON object");
+        String got = StrictJson.text(manifest, "format", where(), ReferenceDump::mismatch);
+        long version = StrictJson.integer(manifest, "format_version", where(), ReferenceDump::mismatch);
+        if (!format.equals(got) || version != 1) throw mismatch(source + ": not a " + format + " v1 (format '" + got + "', version " + version + ")");
+        checkArrayTypes();
+        if (format.equals(FORMAT)) checkReferenceTypes();
+    }
+
+    /** "DUMP: manifest", how messages name the manifest's root. */
+    String where() {
+        return source + ": manifest";
+    }
+
+    /** Every array entry's members, by JSON type: {file, dtype: strings; shape: ints; sha256: string}. */
+    private void checkArrayTypes() {
+        JsonNode arrays = StrictJson.object(manifest, "arrays", where(), ReferenceDump::mismatch);
+        arrays.properties().forEach(en -> {
+            String w = where() + " arrays." + en.getKey();
+            JsonNode a = en.getValue();
+            if (!a.isObject()) throw mismatch(w + " is " + StrictJson.describe(a) + ", must be an object");
+            StrictJson.text(a, "file", w, ReferenceDump::mismatch);
+            StrictJson.text(a, "dtype", w, ReferenceDump::mismatch);
+            StrictJson.text(a, "sha256", w, ReferenceDump::mismatch);
+            for (int d : StrictJson.ints(a, "shape", w, ReferenceDump::mismatch)) if (d < 0) throw mismatch(w + ".shape has a negative dimension " + d);
+        });
+    }
+
+    /**
+     * A reference manifest's members, by JSON type, before anything reads them: the id lists, the layer table
+     * ({@code index}, {@code snapshots_*} integers, {@code boundary} a boolean, {@code mixer}/{@code mlp} strings),
+     * the config object, and every tolerance and budget figure a number. A value of another type ({@code "0"} for
+     * an integer, {@code 1} for a boolean) is refused naming its key; nothing is coerced.
+     */
+    private void checkReferenceTypes() {
+        String w = where();
+        for (String ids : List.of("prompt_ids", "generated_ids", "ids", "boundaries")) StrictJson.ints(manifest, ids, w, ReferenceDump::mismatch);
+        StrictJson.text(manifest, "layer_map", w, ReferenceDump::mismatch);
+        StrictJson.object(manifest, "config", w, ReferenceDump::mismatch);
+        JsonNode layers = StrictJson.array(manifest, "layers", w, ReferenceDump::mismatch);
+        for (int i = 0; i < layers.size(); i++) {
+            JsonNode l = layers.get(i);
+            String lw = w + " layers[" + i + "]";
+            if (!l.isObject()) throw mismatch(lw + " is " + StrictJson.describe(l) + ", must be an object");
+            if (StrictJson.integer(l, "index", lw, ReferenceDump::mismatch) != i) throw mismatch(lw + ".index is " + l.get("index") + ", must be " + i);
+            StrictJson.text(l, "mixer", lw, ReferenceDump::mismatch);
+            StrictJson.text(l, "mlp", lw, ReferenceDump::mismatch);
+            StrictJson.bool(l, "boundary", lw, ReferenceDump::mismatch);
+            for (String k : List.of("snapshots_attn", "snapshots_mlp")) {
+                long n = StrictJson.integer(l, k, lw, ReferenceDump::mismatch);
+                if (n < 0 || n > Integer.MAX_VALUE) throw mismatch(lw + "." + k + " = " + n + " is not a snapshot count");
+            }
+        }
+        JsonNode tol = manifest.get("tolerances");
+        if (tol != null) {
+            if (!tol.isObject()) throw mismatch(w + " tolerances is " + StrictJson.describe(tol) + ", must be an object");
+            for (String what : List.of("logits", "final_mix", "final_norm")) {
+                if (tol.has(what)) numbers(tol.get(what), w + " tolerances." + what);
+            }
+            JsonNode tl = tol.get("layers");
+            if (tl != null) {
+                if (!tl.isArray()) throw mismatch(w + " tolerances.layers is " + StrictJson.describe(tl) + ", must be a list");
+                for (int i = 0; i < tl.size(); i++) {
+                    String lw = w + " tolerances.layers[" + i + "]";
+                    if (StrictJson.integer(tl.get(i), "index", lw, ReferenceDump::mismatch) != i) throw mismatch(lw + ".index is not " + i);
+                    StrictJson.object(tl.get(i), "stages", lw, ReferenceDump::mismatch)
+                            .properties().forEach(s -> numbers(s.getValue(), lw + ".stages." + s.getKey()));
+                }
+            }
+        }
+        JsonNode budget = manifest.get("budget");
+        if (budget != null && !budget.isNull()) {
+            if (!budget.isObject()) throw mismatch(w + " budget is " + StrictJson.describe(budget) + ", must be an object");
+            StrictJson.number(budget, "eps32", w + " budget", ReferenceDump::mismatch);
+            StrictJson.number(budget, "factor", w + " budget", ReferenceDump::mismatch);
+            StrictJson.object(budget, "stages", w + " budget", ReferenceDump::mismatch).properties().forEach(s -> {
+                numbers(s.getValue(), w + " budget.stages." + s.getKey());
+                StrictJson.integer(s.getValue(), "width", w + " budget.stages." + s.getKey(), ReferenceDump::mismatch);
+            });
+            JsonNode logits = StrictJson.object(budget, "logits", w + " budget", ReferenceDump::mismatch);
+            numbers(logits, w + " budget.logits");
+            StrictJson.integer(logits, "width", w + " budget.logits", ReferenceDump::mismatch);
+        }
+    }
+
+    /** Every member of a tolerance entry is a finite number (the rule text aside). */
+    private static void numbers(JsonNode entry, String w) {
+        if (!entry.isObject()) throw mismatch(w + " is " + StrictJson.describe(entry) + ", must be an object");
+        entry.properties().forEach(en -> {
+            if (!en.getValue().isNumber() || !Double.isFinite(en.getValue().doubleValue())) {
+                throw mismatch(w + "." + en.getKey() + " is " + StrictJson.describe(en.getValue()) + ", must be a finite number");
+            }
+        });
     }
 
     /** Opens a dump directory or a {@code .tar.gz} / {@code .tgz} / {@code .tar.xz} archive of one. */
@@ -86,19 +178,29 @@ public final class ReferenceDump {
         } catch (IOException e) {
             throw mismatch(SafeFiles.why(e));
         }
+        // the whole archive is scanned: a second manifest.json (which `tar xf` would keep) is refused, not shadowed by the first
+        String found = null, prefix = null;
+        byte[] bytes = null;
         try (TarArchiveInputStream tar = tar(path)) {
             for (TarArchiveEntry en; (en = tar.getNextEntry()) != null; ) {
                 if (!en.isFile()) continue;
                 String name = strip(en.getName());
-                String prefix = manifestPrefix(name);
-                if (prefix == null) continue;
+                String p = manifestPrefix(name);
+                if (p == null) continue;
+                if (found != null) {
+                    throw mismatch(path + ": the archive holds two manifests (" + found + " and " + name + "); a dump archive holds exactly one");
+                }
                 if (en.getSize() > MAX_MANIFEST) throw mismatch(path + ": " + name + " is " + en.getSize() + " bytes, too large for a manifest");
-                return new ReferenceDump(path, true, prefix, tar.readNBytes((int) en.getSize()), format);
+                bytes = tar.readNBytes((int) en.getSize());
+                if (bytes.length != en.getSize()) throw mismatch(path + ": " + name + " ends after " + bytes.length + " of " + en.getSize() + " bytes: the archive is truncated");
+                found = name;
+                prefix = p;
             }
         } catch (IOException e) {
             throw mismatch("cannot read the archive " + path + ": " + SafeFiles.why(e));
         }
-        throw mismatch(path + ": no manifest.json at the archive root or under one top-level folder");
+        if (found == null) throw mismatch(path + ": no manifest.json at the archive root or under one top-level folder");
+        return new ReferenceDump(path, true, prefix, bytes, format);
     }
 
     /** A name a dump archive may have. */
@@ -154,14 +256,7 @@ public final class ReferenceDump {
 
     /** An int list of the manifest (prompt_ids, generated_ids, ids, boundaries). */
     public int[] ints(String name) {
-        JsonNode a = field(name);
-        if (!a.isArray()) throw mismatch(source + ": manifest " + name + " is not a list");
-        int[] v = new int[a.size()];
-        for (int i = 0; i < v.length; i++) {
-            if (!a.get(i).canConvertToInt()) throw mismatch(source + ": manifest " + name + "[" + i + "] is not an int");
-            v[i] = a.get(i).intValue();
-        }
-        return v;
+        return StrictJson.ints(manifest, name, where(), ReferenceDump::mismatch);
     }
 
     public int[] promptIds() {
@@ -206,19 +301,48 @@ public final class ReferenceDump {
         }
     }
 
-    /** A model-level tolerance: the manifest's {@code tolerances.<what>.atol}. */
+    /**
+     * How many budgets an end-to-end tolerance may span: drift accumulates over the layers of a whole-model run (up to
+     * ~20 budgets on the 93-layer oracle), but a tolerance at or past the line where the harness calls a difference a
+     * binding error ({@link Finding#BINDING_RATIO}) would accept one.
+     */
+    static final double E2E_BUDGETS = Finding.BINDING_RATIO;
+
+    /** A model-level tolerance: the manifest's {@code tolerances.<what>.atol} (whole-model runs), within the harness's bound. */
     public double atol(String what) {
         JsonNode t = manifest.path("tolerances").path(what).get("atol");
         if (t == null || !t.isNumber()) throw mismatch(source + ": manifest has no tolerances." + what + ".atol");
-        return t.doubleValue();
+        return bounded(t.doubleValue(), "tolerances." + what + ".atol", what, E2E_BUDGETS);
     }
 
-    /** A per-stage tolerance: {@code tolerances.layers[layer].stages.<stage>.<kind>} (kind atol_layer or atol_e2e). */
+    /**
+     * A per-stage tolerance: {@code tolerances.layers[layer].stages.<stage>.<kind>} (kind atol_layer or atol_e2e),
+     * within the harness's bound: a layer run alone may not loosen the budget rule, a whole-model run may not reach the
+     * binding-error line ({@link #E2E_BUDGETS}).
+     */
     public double atol(int layer, String stage, String kind) {
         JsonNode t = manifest.path("tolerances").path("layers").get(layer);
         JsonNode v = t == null ? null : t.path("stages").path(stage).get(kind);
-        if (v == null || !v.isNumber()) throw mismatch(source + ": manifest has no tolerances.layers[" + layer + "].stages." + stage + "." + kind);
-        return v.doubleValue();
+        String key = "tolerances.layers[" + layer + "].stages." + stage + "." + kind;
+        if (v == null || !v.isNumber()) throw mismatch(source + ": manifest has no " + key);
+        return bounded(v.doubleValue(), key, "layers." + layer + "." + stage, kind.equals("atol_layer") ? 1 : E2E_BUDGETS);
+    }
+
+    /**
+     * A dump's absolute tolerance for {@code array}, refused naming {@code key} unless it is positive, finite and at most
+     * {@code budgets} × the budget rule (eps32 · sqrt(width) · factor, the harness's constants or tighter ones) × max|array|.
+     * The width is the compared vector's length: the array's last dimension, the hidden size for a recurrent or cached state.
+     */
+    private double bounded(double atol, String key, String array, double budgets) {
+        if (!(atol > 0) || !Double.isFinite(atol)) throw mismatch(source + ": manifest " + key + " = " + atol + " is not a positive finite number");
+        boolean state = array.endsWith("_state") || array.endsWith(".mla_kv") || array.endsWith(".mla_rope");
+        int[] shape = shape(state ? "final_mix" : array);
+        double ceiling = budgets * budget().ofWidth(shape[shape.length - 1]) * StageMetric.absMax(f32(array));
+        if (atol > ceiling * (1 + 1e-9)) {
+            throw mismatch(String.format(Locale.ROOT, "%s: manifest %s = %.6g is looser than the harness's own bound %.6g (%s eps32 * sqrt(width) * factor * max|ref|);"
+                    + " a dump may only tighten a tolerance", source, key, atol, ceiling, budgets == 1 ? "" : (int) budgets + " x"));
+        }
+        return atol;
     }
 
     /** The rounding budget of this dump (its manifest's constants; the defaults when it states none). */
@@ -233,10 +357,7 @@ public final class ReferenceDump {
     }
 
     public int[] shape(String key) {
-        JsonNode s = array(key).path("shape");
-        int[] v = new int[s.size()];
-        for (int i = 0; i < v.length; i++) v[i] = s.get(i).intValue();
-        return v;
+        return StrictJson.ints(array(key), "shape", where() + " arrays." + key, ReferenceDump::mismatch);
     }
 
     public float[] f32(String key) {
@@ -319,7 +440,7 @@ public final class ReferenceDump {
                 if (en.getSize() > MAX_ENTRY) throw mismatch(source + ": " + name + " is " + en.getSize() + " bytes, too large");
                 byte[] b = tar.readNBytes((int) en.getSize());
                 if (b.length != en.getSize()) throw mismatch(source + ": " + name + " ends after " + b.length + " of " + en.getSize() + " bytes: the archive is truncated");
-                m.put(rest, b);
+                if (m.put(rest, b) != null) throw mismatch(source + ": the archive holds " + name + " twice; which copy is the dump's is ambiguous");
             }
         } catch (IOException e) {
             throw mismatch("cannot read the archive " + source + ": " + SafeFiles.why(e));

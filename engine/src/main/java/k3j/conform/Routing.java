@@ -76,6 +76,40 @@ public record Routing(int tokens, int topK, int tokensDiffering, List<String> ne
         return new Routing(tokens, topK, differ, near, first, rule ? tolerance : 0);
     }
 
+    /**
+     * Refuses a reference whose routing is not its own scores' selection: at every token, {@code moe_idx} must be
+     * K distinct experts of the N, in descending {@code moe_choice} order, none of the others scoring higher than
+     * the K-th. The near-tie rule reads score gaps from {@code moe_choice}; a choice array that does not rank the
+     * reference's own experts first could make any difference look like a tie.
+     */
+    public static void checkReference(int[] moeIdx, float[] choice, int topK, int experts, String where) {
+        int tokens = moeIdx.length / topK;
+        if (choice.length != (long) tokens * experts) throw mismatch(where + ".moe_choice holds " + choice.length + " scores, not " + tokens + " x " + experts);
+        boolean[] picked = new boolean[experts];
+        for (int t = 0; t < tokens; t++) {
+            java.util.Arrays.fill(picked, false);
+            int off = t * experts;
+            for (int j = 0; j < topK; j++) {
+                int e = moeIdx[t * topK + j];
+                if (e < 0 || e >= experts || picked[e]) throw mismatch(where + ".moe_idx at token " + t + " rank " + j + " is " + e + ": not one of " + experts + " distinct experts");
+                picked[e] = true;
+                if (j > 0 && !(choice[off + e] <= choice[off + moeIdx[t * topK + j - 1]])) {
+                    throw mismatch(where + ".moe_idx at token " + t + " ranks expert " + e + " below a lower-scoring one in its own moe_choice");
+                }
+            }
+            float kth = choice[off + moeIdx[t * topK + topK - 1]];
+            for (int e = 0; e < experts; e++) {
+                if (!picked[e] && !(choice[off + e] <= kth)) {
+                    throw mismatch(where + ": expert " + e + " scores higher at token " + t + " in moe_choice than the reference's own K-th pick in moe_idx");
+                }
+            }
+        }
+    }
+
+    private static ConformException mismatch(String message) {
+        return new ConformException(Finding.REFERENCE_MISMATCH, message);
+    }
+
     /** The near-tie explanation of one token's differing selection, or null when the rule refuses it. */
     static String nearTie(int t, int[] ref, int[] eng, float[] choice, int off, int experts, double tolerance) {
         if (Arrays.stream(eng).distinct().count() != eng.length) return null;

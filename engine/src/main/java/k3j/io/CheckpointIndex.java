@@ -283,8 +283,13 @@ public final class CheckpointIndex {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 throw new CheckpointException(Rule.BAD_INDEX, indexFile, null, "index is not a JSON object");
             }
+            java.util.Set<String> topKeys = new java.util.HashSet<>();
             while (p.nextToken() == JsonToken.FIELD_NAME) {
                 String key = p.currentName();
+                if (!topKeys.add(key)) {
+                    // a second weight_map (even an empty one) would be read as the first or the last depending on the reader
+                    throw new CheckpointException(Rule.BAD_INDEX, indexFile, null, "the index holds \"" + key + "\" twice; which one is the model's is ambiguous");
+                }
                 JsonToken v = p.nextToken();
                 if (!key.equals("weight_map")) {
                     p.skipChildren();   // "metadata" (total_size, ...) is informational

@@ -41,7 +41,7 @@ public final class StreamedTables implements AutoCloseable {
         if (chunkBytes < rowBytes) {
             throw new IllegalArgumentException("the LM-head chunk of " + chunkBytes + " bytes holds no row of " + rowBytes + " bytes");
         }
-        this.chunkRows = (int) Math.min(lmHead.rows, chunkBytes / rowBytes);
+        this.chunkRows = Math.toIntExact(k3j.plan.MemoryPlan.streamedChunk(chunkBytes, lmHead.rows, rowBytes) / rowBytes);   // what the plan counts
         this.chunk = new byte[Math.toIntExact(chunkRows * rowBytes)];
     }
 

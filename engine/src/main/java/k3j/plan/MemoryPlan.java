@@ -43,6 +43,14 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
      * @param trunkBytes     streamed: budget in bytes; resident: Σ layer bind bytes
      * @param ultraChunk     bytes of the bounded streaming chunk for embed/lm_head in ultra mode (pitfall 23)
      */
+    /**
+     * The LM-head chunk a streamed run actually holds: whole rows of {@code rowBytes}, at most {@code chunkBytes} and at
+     * most the head's {@code rows} (a small model's whole head is smaller than the 64 MiB chunk), as k3j.model.StreamedTables sizes it.
+     */
+    public static long streamedChunk(long chunkBytes, long rows, long rowBytes) {
+        return Math.max(1, Math.min(rows, chunkBytes / rowBytes)) * rowBytes;
+    }
+
     public static MemoryPlan of(ModelConfig c, boolean streamed, long trunkBytes, long cacheBytes, boolean ultra, long ultraChunk,
                                 boolean incremental, int promptTokens, int gen) {
         return of(c, streamed, trunkBytes, cacheBytes, ultra, ultraChunk, incremental, promptTokens, gen, JvmFootprint.measure());
@@ -53,7 +61,7 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
                                 boolean incremental, int promptTokens, int gen, JvmFootprint jvm) {
         long e = c.hiddenSize(), v = c.vocabSize();
         long tm = (long) promptTokens + gen + 1;
-        long tables = ultra ? ultraChunk + 2 * 4096 + 3 * e * 4 : 2 * v * e * 2 + 3 * e * 4;
+        long tables = ultra ? streamedChunk(ultraChunk, v, e * 2) + 2 * 4096 + 3 * e * 4 : 2 * v * e * 2 + 3 * e * 4;
         long p = c.kdaWidth(), d = c.kdaHeadDim(), k = c.shortConvKernel();
         long stateLayers = ultra && !incremental ? 1 : c.layerCount();
         long state = (p * d + 3 * p * (k - 1)) * 4 * stateLayers;

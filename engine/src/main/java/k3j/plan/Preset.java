@@ -7,12 +7,13 @@ import java.util.Locale;
  * GB of 1e9 bytes. {@code auto} is not a row here: {@link AutoBudget} computes it from this machine.
  */
 public enum Preset {
-    ULTRA(2.50, 0.31, true, "~3 GB planned: streamed model tables, one state slot. Slow."),
-    LAPTOP(3.00, 1.00, false, "8.2 GB peak RSS. The ordinary-path floor."),
-    DESKTOP(16.00, 10.00, false, "31.9 GB peak RSS."),
-    WORKSTATION(60.00, 30.00, false, "95.5 GB peak RSS; the expert cache starts to matter here."),
-    SERVER(110.00, 13.00, false, "~128 GB peak RSS; 90 of 93 trunk layers pinned. Fastest."),
-    MAX(110.00, 109.00, false, "~224 GB peak RSS; trunk pinned and a large expert cache.");
+    // each note's figure is the plan TOTAL of the released model under the budgets (MemoryPlanTest computes it), not a measurement
+    ULTRA(2.50, 0.31, true, "at most 3.0 GB planned for the released model: streamed model tables, one state slot. Slow."),
+    LAPTOP(3.00, 1.00, false, "at most 9.4 GB planned for the released model. The ordinary-path floor."),
+    DESKTOP(16.00, 10.00, false, "at most 31.4 GB planned for the released model."),
+    WORKSTATION(60.00, 30.00, false, "at most 95.4 GB planned for the released model; the expert cache starts to matter here."),
+    SERVER(110.00, 13.00, false, "at most 128.4 GB planned for the released model; 90 of 93 trunk layers pinned. Fastest."),
+    MAX(110.00, 109.00, false, "at most 224.4 GB planned for the released model; trunk pinned and a large expert cache.");
 
     public static final String AUTO = "auto";
     static final String AUTO_NOTE = "sizes both from this machine's free RAM, trunk-first. Recommended.";
@@ -64,7 +65,8 @@ public enum Preset {
             b.append(String.format(Locale.ROOT, "  %-12s %6.2f / %-6.2f  %s%n", p.id(), p.trunkGb, p.cacheGb, p.note));
         }
         b.append(String.format(Locale.ROOT, "  %-12s %6s / %-6s  %s%n", AUTO, "fit", "fit", AUTO_NOTE));
-        b.append("\nAll presets stream the trunk, so they need --trunk <packed_dir>.\n");
+        b.append("\nThe figures are plans (5 prompt ids, the JVM at 100 MB); a run prints its own plan first and its PEAK RSS at the end.\n");
+        b.append("All presets stream the trunk, so they need --trunk <packed_dir>.\n");
         b.append("Run k3 doctor to see which one this machine fits.\n");
         return b.toString();
     }

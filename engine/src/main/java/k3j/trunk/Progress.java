@@ -2,6 +2,7 @@ package k3j.trunk;
 
 import java.io.PrintStream;
 import java.util.Locale;
+import k3j.plan.Human;
 
 /**
  * A progress line for long copies. On a terminal: one line redrawn in place with a carriage return (at most
@@ -56,12 +57,12 @@ public final class Progress {
             int width = 30;
             int filled = totalBytes > 0 ? (int) (width * (double) bytes / totalBytes) : 0;
             String eta = rate > 0 && bytes < totalBytes ? String.format(Locale.ROOT, " ETA %.0f s", (totalBytes - bytes) / 1e6 / rate) : "";
-            out.printf(Locale.ROOT, "\r%s [%s%s] %d/%d, %.2f/%.2f GB, %.0f MB/s%s   ", verb, "#".repeat(filled), " ".repeat(width - filled),
-                    done, items, bytes / 1e9, totalBytes / 1e9, rate, eta);
+            out.printf(Locale.ROOT, "\r%s [%s%s] %d/%d, %s/%s, %s/s%s   ", verb, "#".repeat(filled), " ".repeat(width - filled),
+                    done, items, Human.bytes(bytes), Human.bytes(totalBytes), Human.bytes(rate * 1e6), eta);
             if (done == items) out.println();
             out.flush();
         } else if (done % every == 0 || done == items) {
-            out.printf(Locale.ROOT, "  %s %d/%d, %.2f GB, %.0f s (%.0f MB/s)%n", verb, done, items, bytes / 1e9, s, rate);
+            out.printf(Locale.ROOT, "  %s %d/%d, %s, %.1f s (%s/s)%n", verb, done, items, Human.bytes(bytes), s, Human.bytes(rate * 1e6));
         }
     }
 }

@@ -144,7 +144,7 @@ public final class TrunkPacker {
             }
             if (gap != 0) {
                 throw new TrunkException(ts.getFirst().file(), l, "is not contiguous: " + gap + " bytes of gap in its run [" + lo + ", " + hi
-                        + "); first gap " + firstGap + "; refusing (a gap would drag other bytes into the trunk)");
+                        + "); first gap " + firstGap + "; refusing (a gap would drag other bytes into the trunk; pack-trunk --gather packs such a layer tensor by tensor)");
             }
             Map<String, TrunkManifest.Tensor> tensors = new LinkedHashMap<>();
             for (TensorInfo t : ts) {

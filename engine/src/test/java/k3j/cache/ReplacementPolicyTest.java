@@ -80,4 +80,34 @@ class ReplacementPolicyTest {
             }
         }
     }
+
+    @Test
+    void windowLfuKeepsAStableSetOfALoopLargerThanTheCacheWhereLruKeepsNothing() {
+        // 20 keys in a loop through 10 slots: LRU evicts every key just before it comes back
+        int lru = 0, wlfu = 0;
+        SlotTable l = new SlotTable(10, 20, 1, CachePolicy.LRU), w = new SlotTable(10, 20, 1, CachePolicy.WINDOW_LFU);
+        for (int round = 0; round < 10; round++) {
+            for (int k = 0; k < 20; k++) {
+                if (access(l, k) && round >= 2) lru++;
+                if (access(w, k) && round >= 2) wlfu++;
+            }
+        }
+        assertEquals(0, lru);
+        // a window of 2 slots (a quarter of 10, rounded down) leaves 8 for a stable main part: 8 hits a round
+        assertEquals(8 * 8, wlfu, w.describePolicy());
+    }
+
+    @Test
+    void windowLfuCountsReuseEpisodesNotRepeatsInsideTheWindow() {
+        SlotTable t = new SlotTable(8, 300, 1, CachePolicy.WINDOW_LFU); // window: 2 slots
+        for (int k = 0; k < 6; k++) access(t, k);
+        for (int k = 0; k < 6; k++) assertTrue(access(t, k)); // a second episode each: 0..5 have 2
+        for (int i = 0; i < 10; i++) access(t, 100);            // ten requests but one episode
+        access(t, 200);
+        access(t, 201);
+        // a raw request count (10) would have 100 displace one of 0..5; its one episode does not
+        assertEquals(-1, t.residentSlot(100), t.describePolicy());
+        for (int k = 0; k < 6; k++) assertTrue(t.residentSlot(k) >= 0, "key " + k);
+        assertTrue(t.residentSlot(200) >= 0 && t.residentSlot(201) >= 0);
+    }
 }

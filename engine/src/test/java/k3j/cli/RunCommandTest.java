@@ -181,7 +181,7 @@ class RunCommandTest {
         }
         assertEquals(0, code);
         assertEquals(k3j.plan.Preset.table(), buf.toString());
-        assertTrue(buf.toString().contains("  laptop         3.00 / 1.00    8.2 GB peak RSS."), buf.toString());
+        assertTrue(buf.toString().contains("  laptop         3.00 / 1.00    at most 9.4 GB planned for the released model."), buf.toString());
         Run listed = run("--list-presets");
         assertEquals(0, listed.code());
         assertEquals(k3j.plan.Preset.table(), listed.out());

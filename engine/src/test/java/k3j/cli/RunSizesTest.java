@@ -24,7 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class RunSizesTest {
     static final String PROMPT = "250,17,101,3,199,64,128,42,7,230,88,155";
-    static final Pattern LINE = Pattern.compile("  (trunk \\(STREAMED\\)|expert cache    |TOTAL           |JVM itself      ) ([0-9.]+) (B|KB|MB|GB|TB)");
+    static final Pattern LINE = Pattern.compile("  (trunk \\(STREAMED\\)|expert cache    |TOTAL           |JVM itself      |embed \\+ lm_head ) ([0-9.]+) (B|KB|MB|GB|TB)");
 
     @TempDir
     static Path dir;
@@ -78,6 +78,27 @@ class RunSizesTest {
         assertFalse(r.out().contains("64.00 GB"), "no line quotes the default cache budget:\n" + r.out());
         assertFalse(r.out().contains("x 0.00 GB"), "ring slots in real units:\n" + r.out());
         assertTrue(r.out().matches("(?s).*ring \\d+ x [0-9.]+ (KB|MB).*"), r.out());
+    }
+
+    @Test
+    void ultraPlansTheLmHeadChunkItUsesSoItNeverPlansMoreThanLaptop() {
+        CliRun ultra = run(tiny.toString(), "--ids", PROMPT, "--gen", "1", "--trunk", trunk.toString(), "--preset", "ultra", "--out", dir.resolve("u.json").toString());
+        CliRun laptop = run(tiny.toString(), "--ids", PROMPT, "--gen", "1", "--trunk", trunk.toString(), "--preset", "laptop", "--out", dir.resolve("l.json").toString());
+        assertEquals(ExitCode.OK, ultra.exit(), ultra.out() + ultra.err());
+        assertEquals(ExitCode.OK, laptop.exit(), laptop.out() + laptop.err());
+        // the tiny head is a few KB: the streamed chunk is that, not the released model's 64 MiB
+        assertTrue(bytes(ultra.out(), "embed + lm_head") < 1e6, ultra.out());
+        assertTrue(bytes(ultra.out(), "TOTAL") - bytes(ultra.out(), "JVM itself") <= bytes(laptop.out(), "TOTAL") - bytes(laptop.out(), "JVM itself"),
+                "ultra's plan is the smallest:\n" + ultra.out() + "\n" + laptop.out());
+        assertFalse(ultra.out().contains("0.00 B") || laptop.out().contains("0.00 B"), "whole bytes as '0 B':\n" + ultra.out());
+    }
+
+    @Test
+    void packTrunkSpeaksInTheTrunksOwnUnits() {
+        CliRun r = k3("pack-trunk", tiny.toString(), dir.resolve("units-trunk").toString(), "--gather");
+        assertEquals(ExitCode.OK, r.exit(), r.out() + r.err());
+        assertFalse(r.out().contains("0.00 GB"), r.out());
+        assertTrue(r.out().matches("(?s).*packing \\d+ layers .*: [0-9.]+ (KB|MB), .*wrote .*: [0-9.]+ (KB|MB) across .*"), r.out());
     }
 
     @Test

@@ -55,6 +55,13 @@ class SizesFromTheModelTest {
         assertTrue(r.out().contains("about 2 token(s)"), r.out());
         assertTrue(r.out().lines().anyMatch(l -> l.startsWith(sizes.poolExperts() + " slots")), "the ladder ends at the whole pool: " + r.out());
         assertFalse(r.out().contains("82432"), "no trace of the released model's pool: " + r.out());
+        // a mini expert's reads per token are KB and their time ms or µs: no column of zeros
+        java.util.List<String> rows = r.out().lines().filter(l -> l.matches("\\d+ slots .*")).toList();
+        assertFalse(rows.isEmpty(), r.out());
+        for (String row : rows) {
+            assertTrue(row.matches(".* [0-9.]+ (B|KB|MB) +[0-9.]+ (s|ms|µs)$"), "READ/TOK and TIME/TOK in human units: " + row);
+            assertFalse(row.contains(" 0.00 "), row);
+        }
     }
 
     @Test

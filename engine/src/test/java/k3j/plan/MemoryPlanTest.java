@@ -28,7 +28,7 @@ class MemoryPlanTest {
         assertTrue(block.contains("  expert cache     6.00 GB\n"), block);
         assertTrue(block.contains("  recurrent state  626.25 MB\n"), block);
         assertTrue(block.contains("  buffers          6.68 MB\n"), block);
-        assertTrue(block.contains("  KV cache         0.00 B\n"), block);
+        assertTrue(block.contains("  KV cache         0 B\n"), block);
         assertTrue(block.contains("  JVM itself       100.00 MB (measured RSS; heap 64.00 MB committed, 20.00 MB in use, may grow to 6.00 GB; "
                 + "metaspace 15.00 MB; code cache 8.00 MB; 20 threads x 1.05 MB stack)\n"), block);
         assertTrue(block.contains("  TOTAL            27.43 GB\n"), "the README's 27.33 GB plus the JVM: " + block);
@@ -100,16 +100,27 @@ class MemoryPlanTest {
     }
 
     @Test
+    void everyPresetsFigureIsItsPlanForTheReleasedModelNotAMeasurement() {
+        // the plan of a resident-tables run under the preset's budgets (trunk and cache at most their budget), 5 prompt ids, 2 generated
+        java.util.List<String> wrong = new java.util.ArrayList<>();
+        for (Preset preset : Preset.values()) {
+            MemoryPlan p = MemoryPlan.of(K3, true, Math.round(preset.trunkGb() * 1e9), Math.round(preset.cacheGb() * 1e9), preset.ultra(),
+                    k3j.model.StreamedTables.DEFAULT_CHUNK_BYTES, false, 5, 2, JVM);
+            String planned = String.format(java.util.Locale.ROOT, "%.1f GB planned", p.total() / 1e9);
+            System.out.println(preset.id() + ": " + planned + " | " + preset.note());
+            if (!preset.note().startsWith("at most " + planned + " for the released model")) wrong.add(preset.id() + ": " + preset.note() + " vs " + planned);
+            if (preset.note().contains("peak RSS")) wrong.add(preset.id() + ": a preset's figure is a plan; measured peaks are in docs/measurements.md");
+        }
+        assertTrue(wrong.isEmpty(), String.join("\n", wrong));
+    }
+
+    @Test
     void presetTableIsTheReadmes() {
         String t = Preset.table();
         System.out.print(t);
         assertTrue(t.startsWith("presets (trunk / expert-cache, in GB):\n"
-                + "  ultra          2.50 / 0.31    ~3 GB planned: streamed model tables, one state slot. Slow.\n"
-                + "  laptop         3.00 / 1.00    8.2 GB peak RSS. The ordinary-path floor.\n"
-                + "  desktop       16.00 / 10.00   31.9 GB peak RSS.\n"
-                + "  workstation   60.00 / 30.00   95.5 GB peak RSS; the expert cache starts to matter here.\n"
-                + "  server       110.00 / 13.00   ~128 GB peak RSS; 90 of 93 trunk layers pinned. Fastest.\n"
-                + "  max          110.00 / 109.00  ~224 GB peak RSS; trunk pinned and a large expert cache.\n"), t);
+                + "  ultra          2.50 / 0.31    at most 3.0 GB planned for the released model: streamed model tables, one state slot. Slow.\n"
+                + "  laptop         3.00 / 1.00    at most 9.4 GB planned for the released model. The ordinary-path floor.\n"), t);
         assertTrue(t.contains("  auto"), t);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Preset.parse("huge"));
         assertTrue(e.getMessage().startsWith("unknown preset 'huge'\npresets"), e.getMessage());

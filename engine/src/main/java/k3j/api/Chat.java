@@ -1,0 +1,87 @@
+package k3j.api;
+
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.function.BooleanSupplier;
+import java.util.function.IntConsumer;
+import k3j.chat.Conversation;
+import k3j.chat.History;
+import k3j.chat.Thinking;
+import k3j.chat.Xtml;
+import k3j.model.DecodeState;
+import k3j.sample.Sampler;
+import k3j.state.StateException;
+import k3j.state.StateFile;
+
+/**
+ * A conversation with an engine's model (docs/semantics.md §8.4): each {@link #reply} feeds only what follows the
+ * last reply to the carried state; {@link #saveHistory} and {@link #saveState} write it, {@link #resume} continues
+ * a saved one, {@link #reset} starts over keeping only the system message.
+ */
+public final class Chat {
+    private final Engine engine;
+    private final Xtml xtml;
+    private final Conversation conversation;
+
+    Chat(Engine engine, History history, Thinking thinking, Sampler.Settings sampling) {
+        this.engine = engine;
+        this.xtml = new Xtml(engine.tokenizer());
+        this.conversation = new Conversation(engine.forward(), xtml, thinking, sampling, history)
+                .limitPositions(engine.maxPositions(), engine.maxPositionsSource());
+    }
+
+    public History history() {
+        return conversation.history();
+    }
+
+    /** The chat markup over the engine's tokenizer (for showing a reply as it streams). */
+    public Xtml xtml() {
+        return xtml;
+    }
+
+    /** The carried state, or null before the first reply. */
+    public DecodeState state() {
+        return conversation.state();
+    }
+
+    /**
+     * One user turn: up to {@code maxTokens} ids, each told to {@code shown} as it is chosen; the reply ends at the
+     * end of message or [EOS], at the limit, or when {@code cancelled} turns true.
+     */
+    public Conversation.Reply reply(String user, int maxTokens, IntConsumer shown, BooleanSupplier cancelled) {
+        return conversation.turn(user, maxTokens, shown, cancelled);
+    }
+
+    /** Forgets the carried state and keeps only the initial system message. */
+    public void reset() {
+        conversation.reset();
+    }
+
+    public void saveHistory(Path file) {
+        conversation.history().save(file);
+    }
+
+    /** Writes the carried state, tied to these weights and to this conversation's history. */
+    public void saveState(Path file) {
+        StateFile.save(file, engine.binding(), conversation.history().sha256(), conversation.ids(), conversation.state());
+    }
+
+    /**
+     * Continues from the state saved in {@code file}, which must follow exactly this conversation's history
+     * ({@code historyName} names it in the refusal); {@code room}: positions to hold beyond it before growing.
+     * Returns the positions resumed.
+     */
+    public int resume(Path file, String historyName, int room) {
+        DecodeState st = engine.forward().newState(StateFile.idCount(file, engine.maxPositions() - room, "a chat may still hold beside " + room
+                + " more (the " + engine.maxPositions() + " " + engine.maxPositionsSource() + ")") + room);
+        StateFile.Loaded l = StateFile.load(file, engine.binding(), st);
+        History h = conversation.history();
+        if (!Arrays.equals(l.conversation(), h.sha256())) {
+            throw new StateException(file + ": refusing the state: it follows another conversation than " + historyName + " (history sha256 "
+                    + HexFormat.of().formatHex(l.conversation()).substring(0, 16) + "…, this history's " + h.sha256Hex().substring(0, 16) + "…)");
+        }
+        conversation.resume(st, l.ids());
+        return st.cached();
+    }
+}

@@ -1,0 +1,234 @@
+package k3j.api;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+import java.util.function.ToLongFunction;
+import k3j.conform.ConformException;
+import k3j.conform.Conformance;
+import k3j.conform.ExpertLayerReport;
+import k3j.conform.Finding;
+import k3j.conform.LayerReport;
+import k3j.conform.ReferenceDump;
+import k3j.conform.ReferenceMatch;
+import k3j.kernels.Workers;
+import k3j.model.Assembly;
+import k3j.model.Residency;
+import k3j.plan.MemInfo;
+import k3j.plan.MemoryPlan;
+
+/**
+ * A model, or another engine's candidate dump, judged against its PyTorch reference dump: every selected layer
+ * run alone from the dump's own inputs and compared stage by stage against the rounding budget, the expert
+ * sweep, the logits at every position (full recompute and incremental) and greedy generation.
+ *
+ * <pre>{@code
+ * try (Conform c = Conform.model(Path.of("oracle-fixtures/mini-k3-93"), Plan.resident(), Conform.Options.DEFAULTS)) {
+ *     ConformReport r = c.report(c.all(), false);
+ *     System.out.println(r.verdict());
+ * }
+ * }</pre>
+ *
+ * A model is opened under a memory plan as {@link Engine} opens one (the plan's block goes to the report sink;
+ * {@link k3j.plan.PlanRefused} when it does not fit). The stages are separate calls so a caller can show each
+ * result as it comes; {@link #report} runs them all.
+ */
+public final class Conform implements AutoCloseable {
+    /**
+     * @param threads   worker threads of k3j's forward
+     * @param reference the reference dump, or null: the one whose manifest matches the model (or that the candidate names)
+     * @param dumpDirs  the folders searched for it (besides the model's own folder and the one next to it)
+     * @param logits    whether logit parity will run (its KV cache is planned)
+     * @param memory    the machine's memory the plan must fit (null: /proc/meminfo)
+     * @param report    where the preset line, the plan block and what was opened go
+     * @param scratch   bytes the plan counts beyond the forward's, from the bound model (a bisect candidate's scratch)
+     * @param notes     the trunk's and the cache's notes
+     */
+    public record Options(int threads, Path reference, List<Path> dumpDirs, boolean logits, MemInfo memory, ToLongFunction<Assembly> scratch,
+                          Consumer<String> report, Consumer<String> notes) {
+        public static final Options DEFAULTS = new Options(Runtime.getRuntime().availableProcessors(), null, List.of(Path.of("reference-dumps")), true, null,
+                a -> 0L, s -> {}, s -> {});
+
+        public Options {
+            dumpDirs = List.copyOf(dumpDirs);
+        }
+
+        public Options withThreads(int n) {
+            return new Options(n, reference, dumpDirs, logits, memory, scratch, report, notes);
+        }
+
+        public Options withReference(Path dump, List<Path> dirs) {
+            return new Options(threads, dump, dirs, logits, memory, scratch, report, notes);
+        }
+
+        public Options withLogits(boolean on) {
+            return new Options(threads, reference, dumpDirs, on, memory, scratch, report, notes);
+        }
+
+        public Options withMemory(MemInfo m) {
+            return new Options(threads, reference, dumpDirs, logits, m, scratch, report, notes);
+        }
+
+        public Options withScratch(ToLongFunction<Assembly> bytes) {
+            return new Options(threads, reference, dumpDirs, logits, memory, bytes, report, notes);
+        }
+
+        public Options withReport(Consumer<String> r, Consumer<String> n) {
+            return new Options(threads, reference, dumpDirs, logits, memory, scratch, r, n);
+        }
+    }
+
+    private final Conformance conformance;
+    private final Workers workers;   // owned: closed with this; null when shared or for a candidate
+    private final String subject;
+    private final boolean logits;
+    private MemoryPlan plan;
+    private Assembly assembly;
+
+    private Conform(java.util.function.Function<Conform, Conformance> open, Workers workers, String subject, boolean logits) {
+        this.workers = workers;
+        this.subject = subject;
+        this.logits = logits;
+        this.conformance = open.apply(this);
+    }
+
+    /** The model in {@code modelDir} under {@code plan}, against its matching reference dump. */
+    public static Conform model(Path modelDir, Plan plan, Options o) {
+        ReferenceDump dump = ReferenceMatch.locate(modelDir, o.reference(), o.dumpDirs());
+        return model(modelDir, dump, plan, o);
+    }
+
+    /** The model in {@code modelDir} under {@code plan}, against {@code dump} (already located). */
+    public static Conform model(Path modelDir, ReferenceDump dump, Plan plan, Options o) {
+        Workers w = Workers.of(o.threads());
+        try {
+            return model(modelDir, dump, plan, o, w, w);
+        } catch (RuntimeException | Error e) {
+            w.close();
+            throw e;
+        }
+    }
+
+    /** As {@link #model(Path, ReferenceDump, Plan, Options)} on the caller's {@code workers} (not closed with this). */
+    public static Conform model(Path modelDir, ReferenceDump dump, Plan plan, Options o, Workers workers) {
+        return model(modelDir, dump, plan, o, workers, null);
+    }
+
+    private static Conform model(Path modelDir, ReferenceDump dump, Plan plan, Options o, Workers w, Workers owned) {
+        MemInfo mem = o.memory() != null ? o.memory() : MemInfo.read();
+        if (plan.preset() != null) {
+            o.report().accept(String.format(java.util.Locale.ROOT, "preset    : %s (trunk %.2f GB / expert cache %.2f GB)%n", plan.preset(), plan.trunkGb(), plan.cacheGb()));
+        }
+        Residency r = plan.residency(true, o.notes());
+        return new Conform(self -> Conformance.open(modelDir, dump, w, r.planned(mem, dump.ids().length, o.logits(), o.scratch(), p -> {
+            if (self.plan == null) self.plan = p;
+            o.report().accept(p.block(mem));
+        }, a -> {
+            if (self.assembly == null) self.assembly = a;
+            o.report().accept(Residency.describe(a));
+        }, o.notes())), owned, modelDir.toString(), o.logits());
+    }
+
+    /** Another engine's candidate dump (docs/formats.md), against the reference it names (or {@code o.reference()}). */
+    public static Conform candidate(Path candidate, Options o) {
+        return new Conform(self -> Conformance.candidate(candidate, o.reference(), o.dumpDirs()), null, candidate.toString(), o.logits());
+    }
+
+    /** The opened conformance: its dump, budget, forward, and the per-layer calls. */
+    public Conformance conformance() {
+        return conformance;
+    }
+
+    /** The memory plan the model was opened under (null for a candidate, or when the model did not bind). */
+    public MemoryPlan plan() {
+        return plan;
+    }
+
+    /** What was opened for the model (the cache's counters); null for a candidate. */
+    public Assembly assembly() {
+        return assembly;
+    }
+
+    /** Every layer of the dump. */
+    public List<Integer> all() {
+        List<Integer> l = new ArrayList<>();
+        for (int i = 0; i < conformance.layerCount(); i++) l.add(i);
+        return l;
+    }
+
+    /** The selected layers, each report told to {@code each} as it is made. */
+    public List<LayerReport> layers(List<Integer> selection, Consumer<LayerReport> each) {
+        List<LayerReport> out = new ArrayList<>();
+        for (int layer : selection) {
+            LayerReport r = conformance.layer(layer);
+            out.add(r);
+            each.accept(r);
+        }
+        return out;
+    }
+
+    /** The expert sweep of the selected layers that have routed experts, each told to {@code each}. */
+    public List<ExpertLayerReport> experts(List<Integer> selection, Consumer<ExpertLayerReport> each) {
+        List<ExpertLayerReport> out = new ArrayList<>();
+        for (int layer : conformance.moeLayers(selection)) {
+            ExpertLayerReport r = conformance.experts(layer);
+            out.add(r);
+            each.accept(r);
+        }
+        return out;
+    }
+
+    /** Whether logits are compared: asked for, and there is something to compare (a candidate, or a model that bound). */
+    public boolean hasLogits() {
+        return logits && (conformance.candidateDump() != null || conformance.forward() != null);
+    }
+
+    /** The elementwise logit comparison at every position ({@code incremental}: the KV-cache path). */
+    public ConformReport.Logits logits(boolean incremental) {
+        try {
+            return new ConformReport.Logits(conformance.teacherForcing(incremental), null);
+        } catch (ConformException e) {
+            if (e.finding() != Finding.MISSING_STAGE) throw e;
+            return new ConformReport.Logits(null, e.getMessage());
+        }
+    }
+
+    /** Greedy generation against the reference's ids. */
+    public ConformReport.Greedy greedy() {
+        try {
+            return new ConformReport.Greedy(conformance.greedy(), null);
+        } catch (ConformException e) {
+            if (e.finding() != Finding.MISSING_STAGE) throw e;
+            return new ConformReport.Greedy(null, e.getMessage());
+        }
+    }
+
+    /** The report of the layers alone (the seconds they took), before the sweep and the logits. */
+    public ConformReport report(List<LayerReport> layers, double seconds) {
+        return new ConformReport(subject, conformance.dump().source().toString(), conformance.budget().rule(), layers, seconds, List.of(), List.of(), null);
+    }
+
+    /** Every stage: the selected layers, the expert sweep when {@code experts}, then the logits and greedy generation when there is a forward. */
+    public ConformReport report(List<Integer> selection, boolean experts) {
+        long t0 = System.nanoTime();
+        List<LayerReport> layers = layers(selection, r -> {});
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        List<ExpertLayerReport> sweep = experts ? experts(selection, r -> {}) : List.of();
+        List<ConformReport.Logits> logits = new ArrayList<>();
+        ConformReport.Greedy greedy = null;
+        if (hasLogits()) {
+            logits.add(logits(false));
+            logits.add(logits(true));
+            greedy = greedy();
+        }
+        return new ConformReport(subject, conformance.dump().source().toString(), conformance.budget().rule(), layers, seconds, sweep, logits, greedy);
+    }
+
+    @Override
+    public void close() {
+        try (conformance) {
+            if (workers != null) workers.close();
+        }
+    }
+}

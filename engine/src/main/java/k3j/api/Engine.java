@@ -1,0 +1,422 @@
+package k3j.api;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.function.Consumer;
+import java.util.function.IntPredicate;
+import k3j.cache.CacheTrace;
+import k3j.cache.ExpertCache;
+import k3j.cache.ExpertLoadException;
+import k3j.config.ConfigReader;
+import k3j.config.ModelConfig;
+import k3j.io.CheckpointException;
+import k3j.io.CheckpointIndex;
+import k3j.kernels.Argmax;
+import k3j.kernels.KernelPath;
+import k3j.kernels.Mxfp4;
+import k3j.kernels.Workers;
+import k3j.model.Assembly;
+import k3j.model.BindException;
+import k3j.model.DecodeState;
+import k3j.model.Forward;
+import k3j.model.Generation;
+import k3j.model.Residency;
+import k3j.model.Speculative;
+import k3j.model.StreamedTables;
+import k3j.plan.Human;
+import k3j.plan.MemInfo;
+import k3j.plan.MemoryPlan;
+import k3j.plan.PlanRefused;
+import k3j.sample.Sampler;
+import k3j.state.Binding;
+import k3j.state.StateFile;
+import k3j.tokenizer.Tokenizer;
+import k3j.trunk.TrunkException;
+import k3j.trunk.TrunkManifest;
+import k3j.trunk.TrunkStream;
+
+/**
+ * A model opened under a memory plan, ready to generate: checkpoint index → binding → memory plan (refused with
+ * {@link PlanRefused} before anything large is allocated when it does not fit) → the model, the streamed trunk,
+ * the streamed tables and the expert cache the plan asks for → a forward on {@code threads} workers.
+ *
+ * <pre>{@code
+ * try (Engine k3 = Engine.open(Path.of("oracle-fixtures/tiny-k3"), Plan.resident())) {
+ *     Generated g = k3.generate("hello", Settings.greedy(8), TokenListener.NONE);
+ *     System.out.println(g.text());
+ * }
+ * }</pre>
+ *
+ * What it does along the way (the index, the plan block, what was opened) goes to {@link Options#report()}, one
+ * piece of text at a time, as {@code k3 run} prints it.
+ */
+public final class Engine implements AutoCloseable {
+    /** The end-of-sequence token of the K3 tokenizer. */
+    public static final String EOS = "[EOS]";
+
+    /**
+     * How to open: worker threads, the layers to bind (-1: all), the experts' kernel form, the kernel path, the
+     * trunk's CRC check, an expert-trace recorder, the tokenizer (null: none),
+     * the positions the plan is made for, the machine's memory, I/O intercepts (tests), the report and note sinks.
+     */
+    public record Options(int threads, int layers, Mxfp4.Codes codes, KernelPath.Mode kernels, boolean trunkCrc, boolean cacheTrace, Tokenizer tokenizer,
+                          int plannedPrompt, int plannedTokens, boolean plannedIncremental, MemInfo memory, Assembly.Intercepts intercepts,
+                          Consumer<String> report, Consumer<String> notes) {
+        public static final Options DEFAULTS = new Options(Runtime.getRuntime().availableProcessors(), -1, Mxfp4.Codes.NIBBLES, KernelPath.Mode.ADAPTIVE,
+                true, false, null, 512, 512, true, null, Assembly.Intercepts.NONE, s -> {}, s -> {});
+
+        public Options withThreads(int n) {
+            return new Options(n, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, report, notes);
+        }
+
+        public Options withLayers(int n) {
+            return new Options(threads, n, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, report, notes);
+        }
+
+        public Options withCodes(Mxfp4.Codes c) {
+            return new Options(threads, layers, c, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, report, notes);
+        }
+
+        public Options withKernels(KernelPath.Mode k) {
+            return new Options(threads, layers, codes, k, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, report, notes);
+        }
+
+        public Options withTrunkCrc(boolean on) {
+            return new Options(threads, layers, codes, kernels, on, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, report, notes);
+        }
+
+        public Options withCacheTrace(boolean on) {
+            return new Options(threads, layers, codes, kernels, trunkCrc, on, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, report, notes);
+        }
+
+        /** The tokenizer in {@code dir} (tiktoken.model + tokenizer_config.json). */
+        public Options withTokenizer(Path dir) {
+            return withTokenizer(Tokenizer.load(dir));
+        }
+
+        public Options withTokenizer(Tokenizer t) {
+            return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, t, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, report, notes);
+        }
+
+        /** The plan is made for {@code prompt} + {@code tokens} positions, with a KV cache when {@code incremental}. */
+        public Options plannedFor(int prompt, int tokens, boolean incremental) {
+            return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, prompt, tokens, incremental, memory, intercepts, report, notes);
+        }
+
+        /** The machine's memory the plan must fit (null: read /proc/meminfo). */
+        public Options withMemory(MemInfo m) {
+            return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, m, intercepts, report, notes);
+        }
+
+        public Options withIntercepts(Assembly.Intercepts i) {
+            return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, i, report, notes);
+        }
+
+        /** Where the open's report goes (the index, the plan block, what was opened), and the notes of the trunk and the cache. */
+        public Options withReport(Consumer<String> r, Consumer<String> n) {
+            return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, r, n);
+        }
+    }
+
+    /** Opening failed at a named stage (index, binding, trunk, model tables, expert cache); the message says what and where. */
+    public static final class OpenException extends RuntimeException {
+        OpenException(String stage, Exception cause) {
+            super((stage.isEmpty() ? "" : stage + ": ") + cause.getMessage(), cause);
+        }
+    }
+
+    /** Teacher forcing: at how many of the positions the argmax is the next id. */
+    public record Agreement(int positions, int matches) {
+        public double fraction() {
+            return (double) matches / positions;
+        }
+    }
+
+    private final Assembly assembly;
+    private final MemoryPlan plan;
+    private final Tokenizer tokenizer;
+    private final CacheTrace trace;
+    private final Workers workers;
+    private final Forward forward;
+    private Engine(Assembly assembly, MemoryPlan plan, Tokenizer tokenizer, CacheTrace trace, Workers workers, Mxfp4.Codes codes) {
+        this.assembly = assembly;
+        this.plan = plan;
+        this.tokenizer = tokenizer;
+        this.trace = trace;
+        this.workers = workers;
+        this.forward = assembly.forward(workers);
+        forward.expertCodes(codes);
+    }
+
+    /** The model in {@code modelDir} (its config.json, and its tokenizer when it has one) under {@code plan}, with the default options. */
+    public static Engine open(Path modelDir, Plan plan) {
+        boolean tok = java.nio.file.Files.isRegularFile(modelDir.resolve(Tokenizer.RANKS_FILE));
+        return open(modelDir, plan, tok ? Options.DEFAULTS.withTokenizer(modelDir) : Options.DEFAULTS);
+    }
+
+    public static Engine open(Path modelDir, Plan plan, Options options) {
+        return open(modelDir, ConfigReader.read(modelDir.resolve("config.json")), plan, options);
+    }
+
+    /** The model in {@code modelDir} described by {@code config} under {@code plan}. */
+    public static Engine open(Path modelDir, ModelConfig config, Plan plan, Options o) {
+        MemInfo mem = o.memory() != null ? o.memory() : MemInfo.read();
+        long t0 = System.nanoTime();
+        Assembly rt;
+        try {
+            CheckpointIndex idx = CheckpointIndex.open(modelDir);
+            o.report().accept(String.format(Locale.ROOT, "indexed %d tensors from %d shards in %.2f s%n", idx.size(), idx.shards().size(), (System.nanoTime() - t0) / 1e9));
+            rt = Assembly.bind(idx, config, o.layers(), o.intercepts());
+        } catch (CheckpointException | BindException e) {
+            throw new OpenException("", e);
+        }
+        try {
+            MemoryPlan p = plan(rt, plan, o, mem);
+            KernelPath.set(o.kernels());
+            CacheTrace trace = load(rt, plan, o);
+            return new Engine(rt, p, o.tokenizer(), trace, Workers.of(o.threads()), o.codes());
+        } catch (RuntimeException | Error e) {
+            rt.close();
+            throw e;
+        }
+    }
+
+    /** Whether the routed experts go through the cache: streamed, asked for, traced, or more than the budget holds. */
+    private static boolean cached(Assembly rt, Plan plan, Options o) {
+        return plan.streamed() || plan.cacheGiven() || o.cacheTrace() || rt.expertBytes() > plan.cacheGb() * 1e9;
+    }
+
+    private static TrunkStream.Options trunkOptions(Assembly rt, Plan plan, Options o) {
+        return TrunkStream.Options.budget(plan.trunkBytes()).withRing(plan.ring()).withLayers(rt.layers())
+                .withNotes(s -> o.notes().accept("k3: note: " + s)).withVerifyCrc(o.trunkCrc());
+    }
+
+    /** The memory plan from the model's own sizes (what the trunk plan and the cache will hold, not the budgets), refused when it does not fit. */
+    private static MemoryPlan plan(Assembly rt, Plan plan, Options o, MemInfo mem) {
+        long trunkOnDisk = rt.trunkBytes();
+        if (plan.streamed()) o.report().accept(String.format("trunk on disk : %s total (STREAMED from %s, not held in RAM)%n", Human.bytes(trunkOnDisk), plan.trunk()));
+        else o.report().accept(String.format("trunk on disk : %s total (resident: bound from the shards)%n", Human.bytes(trunkOnDisk)));
+        long trunkPlanned;
+        try {
+            trunkPlanned = plan.streamed() ? TrunkStream.plan(TrunkManifest.read(plan.trunk()), trunkOptions(rt, plan, o)).totalBytes() : trunkOnDisk;
+        } catch (TrunkException e) {
+            throw new OpenException("trunk", e);
+        }
+        MemoryPlan p = MemoryPlan.of(rt.config(), plan.streamed(), trunkPlanned,
+                cached(rt, plan, o) ? Residency.plannedCache(rt, plan.cacheBytes(), o.codes()) : Residency.residentExperts(rt, o.codes()),
+                plan.ultra(), StreamedTables.DEFAULT_CHUNK_BYTES, o.plannedIncremental(), o.plannedPrompt(), o.plannedTokens());
+        o.report().accept(p.block(mem));
+        p.planRefusal(mem).ifPresent(r -> {
+            throw new PlanRefused(r);
+        });
+        return p;
+    }
+
+    /** Model, trunk, tables, cache: opened through the assembly in that order, each failure named. */
+    private static CacheTrace load(Assembly rt, Plan plan, Options o) {
+        Consumer<String> report = o.report();
+        try {
+            rt.model(!plan.streamed());
+        } catch (CheckpointException | BindException e) {
+            throw new OpenException("", e);
+        }
+        CacheTrace trace = o.cacheTrace() ? new CacheTrace(rt.layers(), rt.config().expertCount()) : null;
+        if (plan.streamed()) {
+            try {
+                report.accept(rt.streamTrunk(plan.trunk(), trunkOptions(rt, plan, o)).describe());
+            } catch (TrunkException | CheckpointException e) {
+                throw new OpenException("trunk", e);
+            }
+        }
+        if (plan.ultra()) {
+            StreamedTables t;
+            try {
+                t = rt.streamTables(StreamedTables.DEFAULT_CHUNK_BYTES);
+            } catch (CheckpointException | IllegalArgumentException e) {
+                throw new OpenException("model tables", e);
+            }
+            report.accept(String.format(Locale.ROOT, "model tables: embed + lm_head STREAMED from the checkpoint (embedding rows on demand, the LM head in chunks of %d rows, %s)%n",
+                    t.chunkRows(), Human.bytes(t.chunkBytes())));
+        }
+        if (cached(rt, plan, o)) {
+            ExpertCache cache;
+            try {
+                cache = rt.cacheExperts(ExpertCache.Settings.fromEnvironment(plan.cacheBytes(), rt.config().topK(), System.getenv()), o.codes(), trace, o.notes());
+            } catch (ExpertLoadException | IllegalArgumentException e) {
+                throw new OpenException("expert cache", e);
+            }
+            report.accept(String.format(Locale.ROOT, "routed experts: %s on disk, served by a %s cache (%d slots of %s, %s)%n", Human.bytes(rt.expertBytes()),
+                    Human.bytes(cache.geometry().arenaBytes()), cache.geometry().slots(), Human.bytes(cache.geometry().slotBytes()), cache.form()));
+        } else {
+            report.accept(String.format(Locale.ROOT, "routed experts: %s, resident once read, kept %s%n", Human.bytes(rt.expertBytes()), rt.kernelForm(o.codes())));
+        }
+        MemInfo.peakRss().ifPresent(p -> report.accept(String.format("peak RSS after loading weights: %s  (the plan above is a forecast, this is measured)%n", Human.bytes(p))));
+        return trace;
+    }
+
+    /** What was opened: the binding, the model, the trunk stream, the expert cache, the streamed tables (their counters). */
+    public Assembly assembly() {
+        return assembly;
+    }
+
+    /** The memory plan the engine was opened under. */
+    public MemoryPlan plan() {
+        return plan;
+    }
+
+    public ModelConfig config() {
+        return assembly.config();
+    }
+
+    /** The forward pass (its layer and expert-drop counters). */
+    public Forward forward() {
+        return forward;
+    }
+
+    /** The tokenizer, or null when none was given and the model folder has none. */
+    public Tokenizer tokenizer() {
+        return tokenizer;
+    }
+
+    /** The expert trace being recorded, or null. */
+    public CacheTrace trace() {
+        return trace;
+    }
+
+    /** The id of the end-of-sequence token, or -1 without a tokenizer. */
+    public int eos() {
+        return tokenizer == null ? -1 : tokenizer.addedId(EOS).orElse(-1);
+    }
+
+    /** {@code text} as ids (added tokens such as {@code <|end_of_msg|>} recognised). */
+    public int[] encode(String text) {
+        return encode(text.getBytes(StandardCharsets.UTF_8));
+    }
+
+    public int[] encode(byte[] text) {
+        return requireTokenizer().encode(text, true);
+    }
+
+    /** Ids as text (ids past the tokenizer's table dropped, bytes that are not UTF-8 shown as U+FFFD). */
+    public String decode(int[] ids) {
+        Tokenizer t = requireTokenizer();
+        int[] shown = Arrays.stream(ids).filter(id -> id < t.size()).toArray();
+        return new String(t.decode(shown), StandardCharsets.UTF_8);
+    }
+
+    private Tokenizer requireTokenizer() {
+        if (tokenizer == null) throw new IllegalStateException("no tokenizer: open with Options.withTokenizer(DIR)");
+        return tokenizer;
+    }
+
+    /** Generates after the text {@code prompt}. */
+    public Generated generate(String prompt, Settings s, TokenListener listener) {
+        return generate(null, encode(prompt), s, listener);
+    }
+
+    /** Generates after the ids {@code prompt}. */
+    public Generated generate(int[] prompt, Settings s, TokenListener listener) {
+        return generate(null, prompt, s, listener);
+    }
+
+    /**
+     * Generates after {@code prompt}, continuing {@code from} (a state loaded or returned earlier; null: a fresh
+     * start, incremental or full recompute as {@code s} says). The forward's failures propagate: an
+     * {@link k3j.model.ExpertDropException} or {@link k3j.model.CorruptWeightsException} makes the run invalid.
+     */
+    public Generated generate(State from, int[] prompt, Settings s, TokenListener listener) {
+        if (prompt.length == 0) throw new IllegalArgumentException("no prompt ids");
+        int[] fed = prompt, prior = new int[0];
+        DecodeState state = null;
+        if (from != null) {
+            state = from.decode();
+            prior = Arrays.copyOf(from.ids(), state.cached());
+            fed = concat(from.pending(), prompt);   // the last id of the run saved was never fed
+        } else if (s.incremental()) {
+            state = forward.newState(Generation.capacity(prompt.length, s.maxTokens()));
+        }
+        int eos = s.stopAtEos() ? eos() : -1;
+        IntPredicate stop = id -> eos >= 0 && id == eos;
+        Generation g;
+        Generated.Speculation spec = null;
+        if (s.speculative() > 0) {
+            if (state == null) throw new IllegalArgumentException("speculative decoding needs an incremental state");
+            Speculative.Result r = Speculative.greedy(forward, fed, s.maxTokens(), s.speculative(), state, Speculative.NGRAM, listener::token);
+            g = r.generation();
+            spec = new Generated.Speculation(Math.min(s.speculative(), Speculative.MAX_DRAFT), r.verifications(), r.drafted(), r.accepted());
+        } else {
+            Sampler sampler = new Sampler(s.sampling(), 0);
+            g = Generation.run(forward, fed, s.maxTokens(), state, (l, v) -> sampler.next(l, 0, v), false, listener::token);
+        }
+        int[] ids = g.generated();
+        Generated.Stop why = ids.length > 0 && stop.test(ids[ids.length - 1]) ? Generated.Stop.END_OF_SEQUENCE : Generated.Stop.MAX_TOKENS;
+        State after = state == null ? null : new State(concat(prior, concat(fed, ids)), state);
+        return new Generated(prompt.clone(), ids, tokenizer != null ? decode(ids) : null, why, g.stepSeconds(),
+                g.stepLogits().isEmpty() ? null : g.stepLogits().get(0), after, spec);
+    }
+
+    /** Writes {@code state} to {@code file} (bound to these weights: refused when loaded into others). */
+    public void saveState(Path file, State state) {
+        StateFile.save(file, binding(), new byte[32], state.ids(), state.decode());
+    }
+
+    /** The most positions a run or a chat holds in all, whatever the config says. */
+    public static final int MAX_POSITIONS = 36864;
+
+    /** The positions this model may hold: the config's max_position_embeddings when it gives one, at most {@link #MAX_POSITIONS}. */
+    public int maxPositions() {
+        int c = config().maxPositions();
+        return c > 0 ? Math.min(c, MAX_POSITIONS) : MAX_POSITIONS;
+    }
+
+    /** Where {@link #maxPositions} comes from, for refusals. */
+    public String maxPositionsSource() {
+        int c = config().maxPositions();
+        return c > 0 && c <= MAX_POSITIONS ? "positions of the config's max_position_embeddings" : "positions a run may hold";
+    }
+
+    /**
+     * The state saved in {@code file}, with room for {@code room} more positions. Refused ({@link k3j.state.StateException}) for other
+     * weights, and before anything is sized from its header when its ids and the room pass {@link #maxPositions}.
+     */
+    public State loadState(Path file, int room) {
+        DecodeState st = forward.newState(StateFile.idCount(file, maxPositions() - room, "this model may still hold beside " + room + " more (the "
+                + maxPositions() + " " + maxPositionsSource() + ")") + room);
+        int[] ids = StateFile.load(file, binding(), st).ids();
+        return new State(ids, st);
+    }
+
+    /** The binding a state file is tied to: the architecture and the checkpoint's weights. */
+    Binding binding() {
+        return Binding.of(assembly.config(), assembly.layers(), assembly.index());
+    }
+
+    /** Teacher forcing over {@code ids} in one forward: the argmax at every position against the next id. */
+    public Agreement teacherForcing(int[] ids) {
+        if (ids.length < 2) throw new IllegalArgumentException("teacher forcing needs at least 2 ids");
+        Forward.Result r = forward.full(ids, true, null);
+        int v = forward.weights().lmHead().rows(), positions = ids.length - 1, matches = 0;
+        for (int t = 0; t < positions; t++) if (Argmax.fast(r.logits(), t * v, v) == ids[t + 1]) matches++;
+        return new Agreement(positions, matches);
+    }
+
+    /** A chat over this engine (needs a tokenizer with the K3 chat markers). */
+    public Chat chat(k3j.chat.History history, k3j.chat.Thinking thinking, Sampler.Settings sampling) {
+        return new Chat(this, history, thinking, sampling);
+    }
+
+    static int[] concat(int[] a, int[] b) {
+        int[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
+    @Override
+    public void close() {
+        try (assembly) {
+            workers.close();
+        }
+    }
+}

@@ -1,0 +1,24 @@
+package k3j.api;
+
+/**
+ * One generation: the prompt as given, the generated ids, their text (null without a tokenizer), why it stopped,
+ * the seconds of each step, the logits that chose the first id, the state after it (incremental runs; null for
+ * full recompute) and what speculation did (null without it).
+ */
+public record Generated(int[] prompt, int[] ids, String text, Stop stop, double[] stepSeconds, float[] firstLogits, State state, Speculation speculation) {
+    /** Why a generation ended. */
+    public enum Stop { MAX_TOKENS, END_OF_SEQUENCE }
+
+    /** Speculative decoding's counts: verifying forwards, ids drafted, drafts accepted. */
+    public record Speculation(int draftLimit, int verifications, int drafted, int accepted) {
+        public double acceptance() {
+            return drafted == 0 ? 0.0 : (double) accepted / drafted;
+        }
+    }
+
+    public double seconds() {
+        double s = 0;
+        for (double x : stepSeconds) s += x;
+        return s;
+    }
+}
