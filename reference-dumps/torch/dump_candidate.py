@@ -2,7 +2,7 @@
 """Candidate dumps from the torch reference (format: reference-dumps/FORMAT.md §9).
 
   /usr/bin/python3 reference-dumps/torch/dump_candidate.py REFERENCE_DUMP --out DIR
-      [--model MODEL_DIR] [--mutant NAME | --all-mutants] [--dtype float32|float64]
+      [--model MODEL_DIR] [--mutant NAME | --all-mutants] [--dtype float32|float64] [--lossy bf16|int8|int4]
 
 A candidate is what an engine computes: every layer run ALONE from the reference dump's own inputs
 (FORMAT.md §6), its teacher-forced logits over the reference's ids and its greedy ids. This script
@@ -15,6 +15,14 @@ mutant, both in float64; model-level mutants act on the logits, bind-level ones 
 that cannot bind. --all-mutants writes DIR/float32 and DIR/<mutant> for every mutant (the mutants
 without incremental logits and greedy ids: their full-recompute logits already fail), and beside them logits-float32.npy
 ([T, V]) and logits-<mutant>.npy (the last prompt row) for k3 compare-logits.
+
+--lossy writes a quantised port, for the graded verdicts (k3 conform --candidate --lossy): every 2-D trunk
+matrix (not the routed experts, already MXFP4; not the router or the short convolutions, which ports keep
+exact) fake-quantised symmetrically per group of 32 inputs to int8 or int4 (absmax scale, round to nearest),
+or, for bf16, every such matrix and every matmul's input and output rounded to bfloat16. --all-mutants
+also writes the lossy ladder DIR/bf16, DIR/int8, DIR/int4, an int4 port that also has a binding
+mutant (DIR/int4-misbound: layer 45's o_proj bound from layer 46), and one-file copies (reference-dumps/candidate_file.py) of a few
+candidates: DIR/<name>.safetensors and DIR/<name>.npz.
 """
 from __future__ import annotations
 
@@ -31,6 +39,9 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from dump_checkpoint import Writer, rel, repo_root  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import candidate_file  # noqa: E402
 from k3ref import ops  # noqa: E402
 from k3ref.model import Model, greedy  # noqa: E402
 
@@ -39,6 +50,65 @@ FORMAT_VERSION = 1
 STAGES = ["attn_in", "attn_norm", "attn_out", "partial_attn", "mlp_in", "mlp_norm", "mlp_out", "partial_out"]
 MOE = ["moe_idx", "moe_weight"]
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+LOSSY = {"bf16": "trunk matrices and matmul activations in bfloat16",
+         "int8": "trunk matrices int8, symmetric per group of 32",
+         "int4": "trunk matrices int4, symmetric per group of 32"}
+GROUP = 32
+ONE_FILE = ["float32", "mla_lora_config_eps", "layer_map_zero_based", "int4"]  # --all-mutants: also as .safetensors / .npz
+
+
+def fake_quant(w, bits):
+    """w rounded to a symmetric grid of 2^(bits-1)-1 steps per group of GROUP inputs (absmax scale; the last group may be short)."""
+    q = 2 ** (bits - 1) - 1
+    out = torch.empty_like(w)
+    for lo in range(0, w.shape[-1], GROUP):
+        g = w[..., lo:lo + GROUP]
+        s = g.abs().amax(dim=-1, keepdim=True) / q
+        s = torch.where(s == 0, torch.ones_like(s), s)
+        out[..., lo:lo + GROUP] = torch.clamp(torch.round(g / s), -q, q) * s
+    return out
+
+
+def bf16(t):
+    return t.to(torch.bfloat16).to(t.dtype)
+
+
+# a binding mutant of ONE layer: its attention output projection bound from the next layer of the same kind
+# (what a port's tensor-name mapping off by one layer does); layer 45 is a KDA layer in the middle of the stack
+MISBOUND = {"layer": 45, "from": 46, "tensor": "self_attn.o_proj.weight"}
+
+
+class LossyModel(Model):
+    """The reference with its trunk matrices quantised (a GGUF / MLX / int4 port, simulated in float32)."""
+
+    def __init__(self, model_dir, dtype, mut, lossy, misbound=False):
+        super().__init__(model_dir, dtype, mut=mut)
+        self.lossy = lossy
+        self.misbound = misbound
+
+    def layer(self, i):
+        W = super().layer(i)
+        if self.misbound and i == MISBOUND["layer"]:
+            W = dict(W)
+            W[MISBOUND["tensor"]] = super().layer(MISBOUND["from"])[MISBOUND["tensor"]]
+        return W
+
+    def _get(self, name):
+        t = super()._get(name)
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.dim() != 2 or name.endswith("gate.weight") or "conv1d" in name:
+            return t
+        return bf16(t) if self.lossy == "bf16" else fake_quant(t, 8 if self.lossy == "int8" else 4)
+
+
+class Bf16Activations:
+    """Every matmul's input and output rounded to bfloat16 (ops.linear is the one matmul of the reference)."""
+
+    def __enter__(self):
+        self.linear = ops.linear
+        ops.linear = lambda x, w: bf16(self.linear(bf16(x), w))
+
+    def __exit__(self, *exc):
+        ops.linear = self.linear
 
 
 class Reference:
@@ -104,10 +174,18 @@ def acts_at(ref, model_dir, mutant, clean):
     return None
 
 
-def write(ref, out_dir, dtype_name, mutant=None, clean=None, greedy_ids=True, log=print):
+def write(ref, out_dir, dtype_name, mutant=None, clean=None, greedy_ids=True, log=print, lossy=None, misbound=False):
+    if lossy == "bf16":
+        with Bf16Activations():
+            return _write(ref, out_dir, dtype_name, mutant, clean, greedy_ids, log, lossy, misbound)
+    return _write(ref, out_dir, dtype_name, mutant, clean, greedy_ids, log, lossy, misbound)
+
+
+def _write(ref, out_dir, dtype_name, mutant, clean, greedy_ids, log, lossy, misbound):
     dtype = DTYPES[dtype_name]
     model_dir = ref.model_dir()
-    model = Model(model_dir, dtype, mut={mutant} if mutant else ())
+    mut = {mutant} if mutant else ()
+    model = LossyModel(model_dir, dtype, mut, lossy, misbound) if lossy else Model(model_dir, dtype, mut=mut)
     w = Writer(out_dir)
     layers = []
     for i, rec in sorted(run_layers(ref, model, dtype).items()):
@@ -135,8 +213,8 @@ def write(ref, out_dir, dtype_name, mutant=None, clean=None, greedy_ids=True, lo
     manifest = {
         "format": "k3-candidate",
         "format_version": FORMAT_VERSION,
-        "engine": {"name": "k3ref (reference-dumps/torch)" + (f", mutant {mutant}" if mutant else ""),
-                   "precision": dtype_name,
+        "engine": {"name": "k3ref (reference-dumps/torch)" + (f", {LOSSY[lossy]}" if lossy else "") + (f", mutant {mutant}" if mutant else ""),
+                   "precision": lossy or dtype_name,
                    "generator": {"script": "reference-dumps/torch/dump_candidate.py", "torch": torch.__version__,
                                  "numpy": np.__version__, "python": platform.python_version()}},
         "reference": {"dir": rel(ref.dir), "manifest_sha256": ref.sha256, "ids": ids,
@@ -147,6 +225,10 @@ def write(ref, out_dir, dtype_name, mutant=None, clean=None, greedy_ids=True, lo
     }
     if notes:
         manifest["notes"] = notes
+    if misbound:
+        manifest["mutant"] = {"name": "o_proj_misbound", "wrong": f"layer {MISBOUND['layer']}'s {MISBOUND['tensor']} is layer {MISBOUND['from']}'s",
+                              "rule": "docs/semantics.md: every layer binds its own tensors", "acts_at": {"layer": MISBOUND["layer"], "stage": "attn_out"}}
+        manifest["engine"]["name"] += f", layer {MISBOUND['layer']} o_proj bound from layer {MISBOUND['from']}"
     if mutant:
         what, where = ops.MUTANTS[mutant]
         manifest["mutant"] = {"name": mutant, "wrong": what, "rule": where, "acts_at": acts_at(ref, model_dir, mutant, clean or Model(model_dir, torch.float64))}
@@ -175,6 +257,7 @@ def main():
     ap.add_argument("--mutant", choices=sorted(ops.MUTANTS))
     ap.add_argument("--all-mutants", action="store_true", help="DIR/float32 and DIR/<name> for every mutant")
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    ap.add_argument("--lossy", choices=sorted(LOSSY), help="a quantised port: the trunk's matrices in this precision")
     a = ap.parse_args()
     torch.set_num_threads(1)
     ref = Reference(a.reference)
@@ -185,8 +268,15 @@ def main():
         for name in ops.MUTANTS:
             write(ref, os.path.join(a.out, name), a.dtype, name, clean, greedy_ids=False)
             npy(os.path.join(a.out, name), os.path.join(a.out, f"logits-{name}.npy"), row=len(ref.m["prompt_ids"]) - 1)
+        for lossy in LOSSY:  # the lossy ladder, and an int4 port that is also wrong
+            write(ref, os.path.join(a.out, lossy), a.dtype, greedy_ids=False, lossy=lossy)
+        write(ref, os.path.join(a.out, "int4-misbound"), a.dtype, greedy_ids=False, lossy="int4", misbound=True)
+        npy(os.path.join(a.out, "int4"), os.path.join(a.out, "logits-int4.npy"))
+        for name in ONE_FILE:
+            for ext in ("safetensors", "npz"):
+                candidate_file.from_folder(os.path.join(a.out, name), os.path.join(a.out, f"{name}.{ext}"))
     else:
-        write(ref, a.out, a.dtype, a.mutant)
+        write(ref, a.out, a.dtype, a.mutant, lossy=a.lossy)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import k3j.conform.ExpertSweep;
 import k3j.harness.CheckpointUnderTest;
 import k3j.harness.ExpertSweeps;
 import k3j.harness.Evidence;
+import k3j.harness.ReportPart;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Tag;
@@ -44,7 +45,7 @@ class ExpertConformanceGate {
     record LayerCase(int layer, String kind) {
         @Override
         public String toString() {
-            return "L" + layer + " " + kind + " experts";
+            return Evidence.layer(layer) + " " + kind + " experts";
         }
     }
 
@@ -60,8 +61,7 @@ class ExpertConformanceGate {
     @Order(1)
     void everyExpertOfTheLayerMatchesItsSketch(LayerCase lc) {
         Evidence.caseName(lc.toString());
-        Allure.feature("experts");
-        Allure.story("L" + lc.layer());
+        Evidence.part(ReportPart.EXPERTS);
         Conformance c = CheckpointUnderTest.open();
         ExpertSweep sweep = c.expertSweep();
         ExpertLayerReport r = c.experts(lc.layer());
@@ -71,6 +71,7 @@ class ExpertConformanceGate {
         String diagnosis = !r.conforms() && !r.failing().isEmpty() && c.model() != null
                 ? Bisect.expertDiagnosisLine(c, r.failing().getFirst(), CheckpointUnderTest.workers()) : null;
         ExpertSweeps.evidence(r, sweep, diagnosis);
+        Allure.feature(Evidence.verdictGroup(r.conforms()));
         if (!r.conforms()) fail(r.message() + (diagnosis == null ? "" : "; bisect: " + diagnosis));
     }
 
@@ -78,7 +79,7 @@ class ExpertConformanceGate {
     @Order(2)
     void overviewOfEveryExpert() {
         Evidence.caseName("experts overview: layers " + k3j.conform.LayerSelection.format(CheckpointUnderTest.selected()));
-        Allure.feature("overview");
+        Evidence.part(ReportPart.EXPERTS);
         Conformance c = CheckpointUnderTest.open();
         if (c.candidateDump() != null) fail(k3j.conform.Finding.MISSING_STAGE.tag() + " " + c.engine() + ": a candidate dump holds no expert outputs; the expert sweep judges k3j's forward on the model");
         List<ExpertLayerReport> all = new ArrayList<>();

@@ -13,6 +13,7 @@ import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.conform.KnownAnswer;
 import k3j.harness.Evidence;
+import k3j.harness.ReportPart;
 import k3j.harness.Project;
 import k3j.kernels.Workers;
 import k3j.model.Generation;
@@ -35,6 +36,7 @@ import org.junit.jupiter.api.Test;
 class KnownAnswerGate {
     @Test
     void theReleasedModelContinuesTheCapitalOfFranceWithThePublishedIds() throws Exception {
+        Evidence.part(ReportPart.MODEL);
         String m = Project.property("k3.model");
         if (m.isEmpty()) fail("gate data missing: -Dk3.model is not set (mvn verify -Pcheckpoint -Dk3.model=DIR)");
         Path dir = Project.root().resolve(m);

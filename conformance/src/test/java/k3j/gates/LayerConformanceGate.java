@@ -22,6 +22,7 @@ import k3j.conform.StageMetric;
 import k3j.harness.CheckpointUnderTest;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
+import k3j.harness.ReportPart;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Tag;
@@ -58,7 +59,7 @@ class LayerConformanceGate {
     @Order(0)
     void theReferenceDumpMatchesTheModel() {
         Evidence.caseName("the reference dump matches the model");
-        Allure.feature("reference");
+        Evidence.part(ReportPart.MODEL);
         Conformance c = CheckpointUnderTest.open();
         Evidence.parameter(c.candidateDump() != null ? "candidate" : "model", c.candidateDump() != null ? c.engine() : c.modelDir().toString());
         Evidence.parameter("reference", c.dump().source().toString());
@@ -68,11 +69,11 @@ class LayerConformanceGate {
         if (c.bindFailure() != null) fail(Finding.MISSING_TENSOR.tag() + " " + c.bindFailure().getMessage());
     }
 
-    /** One layer case: its display name is the report's case name, "L37 MLA". */
+    /** One layer case: its display name is the report's case name, "L37 MLA" (and "L 5 KDA", see {@link Evidence#layer}). */
     record LayerCase(int layer, String kind) {
         @Override
         public String toString() {
-            return "L" + layer + " " + kind;
+            return Evidence.layer(layer) + " " + kind;
         }
     }
 
@@ -81,30 +82,65 @@ class LayerConformanceGate {
     @Order(1)
     void layerConformsFromTheReferencesOwnInputs(LayerCase lc) {
         Evidence.caseName(lc.toString());
+        Evidence.part(ReportPart.LAYERS);
         int layer = lc.layer();
         Conformance c = CheckpointUnderTest.open();
-        String kind = lc.kind();
-        Allure.feature(kind.endsWith("dense") ? "dense" : kind);
-        Allure.story("L" + layer);
         LayerReport r = c.layer(layer);
         synchronized (reports) {
             reports.put(layer, r);
         }
-        StageMetric w = r.worst();
-        Evidence.parameter("verdict", r.conforms() ? "conforms" : r.finding().tag());
-        Evidence.parameter("worst stage", w == null ? "not run" : w.stage() + " " + Evidence.format(w.ratioToBudget()) + "x budget");
-        Evidence.parameter("layer", layer);
-        Evidence.parameter("kind", kind);
-        if (r.routing() != null) Evidence.parameter("routing", r.routing().equal() ? "equal (" + r.routing().tokens() + " tokens x top-" + r.routing().topK() + ")"
-                : "differs on " + r.routing().tokensDiffering() + "/" + r.routing().tokens() + " tokens");
-        for (StageMetric m : r.stages()) Allure.parameter(m.stage(), Evidence.format(m.ratioToBudget()) + "x budget");
+        // the page opens with the evidence: the failure box holds the verdict, bisect's diagnosis and the stage table;
+        // one label (the worst ratio, which the report's trend compares run to run) and no parameters
+        Allure.label(WORST_LABEL, Evidence.format(r.worstRatioToBudget()));
+        Allure.feature(Evidence.verdictGroup(r.conforms()));
         String diagnosis = r.conforms() ? null : diagnosis(c, r);
-        if (diagnosis != null) Evidence.parameter("bisect", diagnosis);
         Allure.description(description(r, c.budget(), diagnosis));
-        Evidence.json("stage metrics", metrics(r, c));
+        Evidence.json("stage metrics", metrics(r, c, diagnosis));
         Evidence.text("verdict", r.line());
         if (diagnosis != null) Evidence.text("bisect", diagnosis);
-        if (!r.conforms()) fail(r.message() + (diagnosis == null ? "" : "; bisect: " + diagnosis));
+        if (!r.conforms()) fail(failure(r, diagnosis));
+    }
+
+    /** The report's label holding a layer's worst ratio to budget (kept in the report's history for the trend). */
+    static final String WORST_LABEL = "worst ratio to budget";
+
+    /** The first stage over budget in the order computed ({@link LayerReport#firstDivergence}, else the first state stage over it). */
+    static String firstOverBudget(LayerReport r) {
+        String first = r.firstDivergence();
+        if (first != null) return first;
+        return r.stages().stream().filter(m -> !(m.ratioToBudget() <= 1)).map(StageMetric::stage).findFirst().orElse(null);
+    }
+
+    /**
+     * A failing layer's message, read top down: the verdict with the first stage over budget and the worst, bisect's
+     * diagnosis, then the whole stage table (state stages included) and the detail of the comparison.
+     */
+    static String failure(LayerReport r, String diagnosis) {
+        StringBuilder sb = new StringBuilder(r.finding().tag()).append(' ').append(Evidence.layer(r.layer())).append(' ').append(r.kind()).append(" does not conform");
+        String first = firstOverBudget(r);
+        StageMetric w = r.worst();
+        if (first != null) sb.append(": first over budget ").append(first).append(ratioOf(r, first));
+        if (w != null && !w.stage().equals(first)) sb.append(", worst ").append(w.stage()).append(' ').append(Evidence.format(w.ratioToBudget())).append("x budget");
+        if (r.routing() != null && !r.routing().equal()) sb.append(", routing differs on ").append(r.routing().tokensDiffering()).append('/').append(r.routing().tokens()).append(" tokens");
+        if (diagnosis != null) sb.append("\nbisect: ").append(diagnosis);
+        if (!r.stages().isEmpty()) sb.append("\n\n").append(stageTable(r));
+        return sb.append("\n").append(r.message()).toString();
+    }
+
+    private static String ratioOf(LayerReport r, String stage) {
+        return r.stages().stream().filter(m -> m.stage().equals(stage)).findFirst().map(m -> " " + Evidence.format(m.ratioToBudget()) + "x budget").orElse("");
+    }
+
+    /** Every compared stage, one a line, over-budget ones marked. */
+    static String stageTable(LayerReport r) {
+        int w = Math.max(5, r.stages().stream().mapToInt(m -> m.stage().length()).max().orElse(5));
+        StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "%-" + w + "s  %12s  %10s  %10s%n", "stage", "ratio/budget", "max|diff|", "max|ref|"));
+        for (StageMetric m : r.stages()) {
+            sb.append(String.format(Locale.ROOT, "%-" + w + "s  %12s  %10.3g  %10.3g  %s%n", m.stage(), Evidence.format(m.ratioToBudget()), m.maxAbsDiff(), m.maxAbsRef(),
+                    m.ratioToBudget() <= 1 ? "ok" : "OVER BUDGET"));
+        }
+        if (r.routing() != null) sb.append("routing: ").append(r.routing().equal() ? "equal (" + r.routing().tokens() + " tokens x top-" + r.routing().topK() + ")" : "differs, " + r.routing().first()).append('\n');
+        return sb.toString();
     }
 
     /** bisect's diagnosis of a failing layer, or what it could not find; computed once per layer. */
@@ -131,8 +167,7 @@ class LayerConformanceGate {
         String selection = "layers " + LayerSelection.format(CheckpointUnderTest.selected());
         // one overview per -Dk3.layers shard: the selection in the name keeps merged shards apart
         Evidence.caseName("overview: " + selection + " x stages");
-        Allure.parameter("selection", selection);
-        Allure.feature("overview");
+        Evidence.part(ReportPart.LAYERS);
         Conformance c = CheckpointUnderTest.open();
         List<LayerReport> all = new ArrayList<>();
         for (int l : CheckpointUnderTest.selected()) {
@@ -184,10 +219,11 @@ class LayerConformanceGate {
      */
     static String description(LayerReport r, Budget b, String diagnosis) {
         StringBuilder sb = new StringBuilder();
-        sb.append("**").append(r.conforms() ? "Conforms" : r.message()).append("**\n\n");
+        sb.append("**").append(r.conforms() ? "Conforms" : r.finding().tag() + " does not conform").append("**");
+        StageMetric w = r.worst();
+        if (w != null) sb.append(": worst stage ").append(w.stage()).append(' ').append(Evidence.format(w.ratioToBudget())).append("x budget");
+        sb.append("\n\n");
         if (diagnosis != null) sb.append("**bisect:** ").append(diagnosis).append("\n\n");
-        sb.append("Layer run alone from the reference dump's own inputs. ratio = max|engine - ref| / max|ref|; budget = ")
-                .append(Evidence.format(b.eps32())).append(" x sqrt(width) x ").append(Evidence.format(b.factor())).append(" (").append(b.source()).append(").\n\n");
         sb.append("| stage | ratio / budget | | max abs diff | max abs ref |\n|---|---:|---|---:|---:|\n");
         for (StageMetric m : r.stages()) {
             boolean over = !(m.ratioToBudget() <= 1);
@@ -196,10 +232,13 @@ class LayerConformanceGate {
                     over ? "**✗ OVER BUDGET**" : "ok", m.maxAbsDiff(), m.maxAbsRef()));
         }
         if (r.routing() != null) sb.append("\nRouting: ").append(r.routing().equal() ? "equal" : "differs, " + r.routing().first()).append('\n');
+        sb.append("\nLayer run alone from the reference dump's own inputs. ratio = max|engine - ref| / max|ref|; budget = ")
+                .append(Evidence.format(b.eps32())).append(" x sqrt(width) x ").append(Evidence.format(b.factor())).append(" (").append(b.source()).append(").\n");
         return sb.toString();
     }
 
-    static Map<String, Object> metrics(LayerReport r, Conformance c) {
+    /** The layer's numbers for the report's first screen and trend (and anyone reading the results folder). */
+    static Map<String, Object> metrics(LayerReport r, Conformance c, String diagnosis) {
         Budget b = c.budget();
         com.fasterxml.jackson.databind.JsonNode tol = c.dump().manifest().path("tolerances").path("layers").path(r.layer()).path("stages");
         Map<String, Object> m = new LinkedHashMap<>();
@@ -207,6 +246,9 @@ class LayerConformanceGate {
         m.put("kind", r.kind());
         m.put("finding", r.finding().name());
         m.put("message", r.message());
+        m.put("first_over_budget", firstOverBudget(r));
+        m.put("worst_ratio_to_budget", r.worstRatioToBudget());
+        m.put("diagnosis", diagnosis);
         m.put("seconds", r.seconds());
         m.put("budget_rule", b.rule());
         List<Map<String, Object>> stages = new ArrayList<>();

@@ -12,6 +12,7 @@ import k3j.conform.Finding;
 import k3j.conform.LogitParity;
 import k3j.harness.CheckpointUnderTest;
 import k3j.harness.Evidence;
+import k3j.harness.ReportPart;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -45,8 +46,7 @@ class LogitParityGate {
     @Test
     @DisplayName("greedy generation (incremental) gives the reference ids")
     void greedyGenerationGivesTheReferenceIds() {
-        Allure.feature("logit parity");
-        Allure.story("greedy generation");
+        Evidence.part(ReportPart.LOGITS);
         Conformance c = CheckpointUnderTest.open();
         LogitParity.Greedy g = c.greedy();
         Evidence.parameter("generated ids equal", g.equal() ? g.reference().length + "/" + g.reference().length : "first divergence at step " + g.firstDivergence());
@@ -61,8 +61,7 @@ class LogitParityGate {
     }
 
     private static LogitParity.Result parity(boolean incremental) {
-        Allure.feature("logit parity");
-        Allure.story(incremental ? "incremental" : "full recompute");
+        Evidence.part(ReportPart.LOGITS);
         Conformance c = CheckpointUnderTest.open();
         long t0 = System.nanoTime();
         float[] engine = c.engineLogits(incremental);

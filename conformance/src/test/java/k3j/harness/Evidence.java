@@ -21,6 +21,24 @@ public final class Evidence {
         return String.format(Locale.ROOT, "%.3g", ratio);
     }
 
+    /** The case's group in the report (its first level); a case without one lands under the engine gates or the harness's own tests. */
+    public static void part(ReportPart part) {
+        Allure.label(ReportPart.LABEL, part.title);
+    }
+
+    /**
+     * "L 5" and "L37": a layer's name padded with a figure space (as wide as a digit) to two digits, so the
+     * report's name order is the layers' numeric order (L 2 before L10) and the numbers line up.
+     */
+    public static String layer(int layer) {
+        return layer < 10 ? "L\u2007" + layer : "L" + layer;
+    }
+
+    /** The group of a case inside its part: "failing" ones come before "passing" ones in the report's name order. */
+    public static String verdictGroup(boolean passes) {
+        return passes ? "passing" : "failing";
+    }
+
     public static void json(String name, Object value) {
         try {
             Allure.addAttachment(name, "application/json", JSON.writeValueAsString(value), ".json");

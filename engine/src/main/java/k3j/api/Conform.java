@@ -194,6 +194,11 @@ public final class Conform implements AutoCloseable {
         }
     }
 
+    /** The graded verdict of a lossy port (--lossy): NMSE and cosine per layer and stage, KL per position of each logits array held. */
+    public k3j.conform.LossyReport lossy(List<Integer> selection) {
+        return k3j.conform.LossyReport.of(conformance, selection, logits);
+    }
+
     /** Greedy generation against the reference's ids. */
     public ConformReport.Greedy greedy() {
         try {

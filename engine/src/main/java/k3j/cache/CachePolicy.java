@@ -1,6 +1,6 @@
 package k3j.cache;
 
-/** The replacement policies (docs/semantics.md §6.3): S3-FIFO is the default, LRU the README's original, window-LFU the closest to Belady on a real trace. */
+/** The replacement policies (docs/semantics.md §6.3): window-LFU is the default (the closest to Belady on a real trace), S3-FIFO the previous one, LRU the README's original. */
 public enum CachePolicy {
     S3_FIFO("S3-FIFO"), LRU("LRU"), WINDOW_LFU("window-LFU");
 

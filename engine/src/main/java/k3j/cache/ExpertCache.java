@@ -34,7 +34,7 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
     /**
      * @param budgetBytes  arena budget; nslot = floor(budget / slot) must be ≥ topK + 1
      * @param topK         experts per token per layer (sets the refusal floor and the protection ring)
-     * @param policy       S3-FIFO (default) or LRU
+     * @param policy       window-LFU (default), S3-FIFO or LRU
      * @param readMode     O_DIRECT (default) or buffered
      * @param prefetch     whether getMany reads (off = K3_NOPREFETCH)
      * @param readThreads  size of the fixed read pool used by getMany
@@ -48,10 +48,10 @@ public final class ExpertCache implements ExpertSource, AutoCloseable {
         }
 
         public static Settings of(long budgetBytes, int topK) {
-            return new Settings(budgetBytes, topK, CachePolicy.S3_FIFO, ReadMode.DIRECT, true, 4, true);
+            return new Settings(budgetBytes, topK, CachePolicy.WINDOW_LFU, ReadMode.DIRECT, true, 4, true);
         }
 
-        /** The defaults as docs/semantics.md §7.10 lets the environment change them: K3_CACHE_POLICY=lru, K3_NOPREFETCH. */
+        /** The defaults as docs/semantics.md §7.10 lets the environment change them: K3_CACHE_POLICY=lru|s3-fifo, K3_NOPREFETCH. */
         public static Settings fromEnvironment(long budgetBytes, int topK, Map<String, String> env) {
             Settings s = of(budgetBytes, topK);
             String policy = env.getOrDefault("K3_CACHE_POLICY", "");

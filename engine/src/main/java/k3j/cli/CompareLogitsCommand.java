@@ -1,93 +1,247 @@
 package k3j.cli;
 
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
+import k3j.config.ConfigException;
+import k3j.config.ConfigReader;
+import k3j.config.ModelConfig;
+import k3j.conform.Budget;
 import k3j.conform.ConformException;
 import k3j.conform.Finding;
 import k3j.conform.LogitFile;
 import k3j.conform.LogitParity;
+import k3j.conform.LossyLogits;
 import k3j.conform.ReferenceDump;
+import k3j.io.AtomicWrite;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * {@code k3 compare-logits FILE --reference DUMP [--position N]}: one engine's logits at one position against
- * the reference dump's teacher-forced row, with the figures of the per-position comparison (max |diff|, its
- * ratio to max |ref| against the logits budget, argmax, top-10 overlap, correlation) and the first rank at
- * which the two orders part.
+ * {@code k3 compare-logits FILE --reference REF [--config CONFIG.json | --model DIR] [--position N] [--lossy]}: one
+ * engine's logits against the reference's, at one position or at every position both hold. REF is a reference dump
+ * (its budget, ids and positions) or a plain logit vector (raw float32 [V], .npy [V] or [T, V]) whose vocabulary and
+ * budget come from the config. By the float32 budget: max |diff|, its ratio to max |ref| against the logits budget,
+ * argmax, top-10 overlap, correlation, the first rank at which the orders part. With {@code --lossy}: the KL-divergence
+ * grading of {@link LossyLogits}, judged by {@code --max-kl} / {@code --min-top1}.
  */
 @Command(name = "compare-logits", mixinStandardHelpOptions = true, version = K3.VERSION,
-        description = "Compare a logit file (--dump-logits raw float32, .npy, or a candidate dump) against a reference dump's logits at one position.",
+        description = "Compare a logit file (--dump-logits raw float32, .npy, or a candidate dump) against a reference's logits: a reference dump, "
+                + "or a plain logit vector with --config/--model.",
         footer = {"Formats (docs/formats.md): exactly V raw little-endian float32 (the C engine's and k3j's --dump-logits: the last prompt position);",
-                ".npy '<f4' C order, [V] or [T, V]; a candidate dump directory (its logits [T, V]). Wrong length or a non-finite value is refused.",
-                "Exit codes: 0 within budget and the same argmax, 1 not, 2 bad usage or a refused file."})
+                ".npy '<f4' C order, [V] or [T, V]; a candidate dump (its logits [T, V]). Wrong length or a non-finite value is refused.",
+                "Without a dump (REF a raw or .npy vector): V and the budget come from the config (eps32 1.2e-7 * sqrt(V) * 50); the rows are",
+                "compared as they are. NOT checked then: the prompt (a plain vector does not say which ids it followed), any layer, the greedy",
+                "ids, which weights the reference was made from; a dump checks its own budget constants and gives each row its position and id.",
+                "--lossy: KL(ref||cand) of the softmax per position, same top-1, dp of the reference's top token, its rank; mean/median/p99/max",
+                "KL, %% same top-1, RMS dp (llama.cpp's KL-divergence convention); exit by --max-kl (mean KL, nats) and --min-top1 (percent).",
+                "Exit codes: 0 within budget and the same argmax (--lossy: within the thresholds, or no threshold given), 1 not,",
+                "2 bad usage or a refused file."})
 final class CompareLogitsCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "FILE", description = "the engine's logits")
     Path file;
 
-    @CommandLine.ArgGroup(exclusive = false, multiplicity = "1")
-    ReferenceOption reference;
+    @Option(names = "--reference", required = true, paramLabel = "REF",
+            description = "the reference: a dump (folder, .tar.gz, .tar.xz), or a plain logit vector (raw float32 [V], .npy [V] or [T, V]) with --config or --model")
+    Path reference;
 
-    @Option(names = "--position", paramLabel = "N", description = "the position the file's vector (or the row of a [T, V] file) is for; "
-            + "default the last prompt position (what --dump-logits writes)")
+    @CommandLine.ArgGroup(exclusive = true)
+    Shape shape;
+
+    static final class Shape {
+        @Option(names = "--config", paramLabel = "CONFIG.json", description = "the model's config.json: V and the logits budget for a plain reference vector")
+        Path config;
+
+        @Option(names = "--model", paramLabel = "DIR", description = "the model folder: its config.json, as --config")
+        Path model;
+
+        Path configFile() {
+            return config != null ? config : model.resolve("config.json");
+        }
+    }
+
+    @Option(names = "--position", paramLabel = "N", description = "the position the file's vector is for (or the row of [T, V] files to compare); "
+            + "default: every row when FILE holds as many rows as the reference, else the last prompt position of a dump")
     Integer position;
+
+    @CommandLine.Mixin
+    LossyOptions lossy;
+
+    @Option(names = "--json", paramLabel = "FILE", description = "write the figures (and with --lossy the whole per-position table) as JSON")
+    Path json;
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    @Override
-    public Integer call() {
-        PrintWriter out = spec.commandLine().getOut();
-        ReferenceDump ref;
-        try {
-            ref = ReferenceDump.open(reference.dump);
-        } catch (ConformException e) {
-            throw usage(e.getMessage());
+    /** The reference rows and what they are. */
+    private record Reference(String what, int vocab, int rows, float[] logits, int[] ids, int promptLength, Budget budget) {
+        boolean dump() {
+            return ids != null;
         }
-        int[] ids = ref.ids();
-        int t = ids.length, v = ref.shape("logits")[1];
-        int pos = position != null ? position : ref.promptIds().length - 1;
-        if (pos < 0 || pos >= t) throw usage("--position " + pos + " is outside the reference's 0.." + (t - 1));
+    }
+
+    @Override
+    public Integer call() throws IOException {
+        PrintWriter out = spec.commandLine().getOut();
+        lossy.validate(spec.commandLine());
+        Double maxKl = lossy.maxKl, minTop1 = lossy.minTop1;
+        Reference ref = reference();
+        if (position != null && ref.dump() && (position < 0 || position >= ref.rows())) {
+            throw usage("--position " + position + " is outside the reference's 0.." + (ref.rows() - 1));
+        }
         LogitFile f;
         try {
-            f = LogitFile.read(file, v);
+            f = LogitFile.read(file, ref.vocab());
         } catch (LogitFile.LogitFileException | ConformException e) {
             throw usage("refused: " + e.getMessage());
         }
-        if (f.rows() != 1 && f.rows() != t) {
-            throw usage("refused: " + file + " holds " + f.rows() + " rows; the reference has " + t + " positions (a file holds one vector or all of them)");
+        int v = ref.vocab();
+        // which rows: one position, or every row both files hold
+        int first, rows;
+        float[] got, want;
+        if (position == null && f.rows() == ref.rows()) {
+            first = 0;
+            rows = ref.rows();
+            got = f.values();
+            want = ref.logits();
+        } else {
+            int pos;
+            if (position != null) pos = position;
+            else if (ref.dump()) pos = ref.promptLength() - 1;
+            else throw usage("the reference " + reference + " holds " + ref.rows() + " rows and " + file + " " + f.rows() + ": say which position with --position");
+            int span = Math.max(ref.rows(), f.rows());
+            if (pos < 0 || pos >= span) throw usage("--position " + pos + " is outside the reference's 0.." + (span - 1));
+            if (f.rows() != 1 && ref.rows() != 1 && f.rows() != ref.rows()) {
+                throw usage("refused: " + file + " holds " + f.rows() + " rows; the reference has " + ref.rows() + " positions (a file holds one vector or all of them)");
+            }
+            first = pos;
+            rows = 1;
+            got = f.rows() == 1 ? f.values() : f.row(pos);
+            int r = ref.rows() == 1 ? 0 : pos;   // a plain one-vector reference is the position the user names
+            want = Arrays.copyOfRange(ref.logits(), r * v, (r + 1) * v);
         }
-        float[] got = f.rows() == 1 ? f.values() : f.row(pos);
-        float[] want = java.util.Arrays.copyOfRange(ref.f32("logits"), pos * v, (pos + 1) * v);
-        LogitParity.Result r = LogitParity.compare("compare-logits", got, want, new int[] {ids[pos]}, 1, v, ref.budget());
-        LogitParity.Position p = r.positions().getFirst();
-        int rank = LogitParity.firstDifferingRank(got, want);
+        int[] ids = new int[rows];
+        int promptLength = rows + 1;   // no generated span to check unless the dump's ids say which rows produced its greedy ids
+        if (ref.dump()) {
+            ids = Arrays.copyOfRange(ref.ids(), first, first + rows);   // a dump's rows are its positions
+            if (rows == ref.rows()) promptLength = ref.promptLength();
+        } else {
+            Arrays.fill(ids, -1);
+        }
+        LogitParity.Result r = LogitParity.compare("compare-logits", got, want, ids, promptLength, v, ref.budget());
         out.println("file                  : " + file + " (" + f.format() + ")");
-        out.println("reference             : " + ref.source() + ", position " + pos + " (after id " + ids[pos] + "; prompt " + ref.promptIds().length + " ids)");
+        out.println("reference             : " + ref.what() + (rows == 1 ? ", position " + first + (ref.dump() ? " (after id " + ids[0] + "; prompt " + ref.promptLength() + " ids)" : "")
+                : ", all " + rows + " positions"));
+        if (!ref.dump()) out.println("not checked           : the prompt, the layers, the greedy ids (a plain reference vector says nothing of them)");
         out.printf(Locale.ROOT, "vocab                 : %d%n", v);
-        out.printf(Locale.ROOT, "max |diff|            : %.6e%n", r.maxAbsDiff());
-        out.printf(Locale.ROOT, "relative to max|ref|  : %.6e   (budget %.2e, %.3gx budget)%n", r.relToMaxRef(), r.budget(), r.ratioToBudget());
-        out.printf(Locale.ROOT, "mean |diff|           : %.6e%n", r.meanAbsDiff());
-        out.printf(Locale.ROOT, "argmax                : engine %d (%.6f), reference %d (%.6f)%s%n", p.engineArgmax(), got[p.engineArgmax()],
-                p.referenceArgmax(), want[p.referenceArgmax()], p.argmaxEqual() ? "" : "   <- differs");
-        out.printf(Locale.ROOT, "top-10 overlap        : %d/10%n", p.top10Overlap());
-        out.printf(Locale.ROOT, "correlation           : %.9f%n", r.correlation());
-        out.println("first differing rank  : " + (rank < 0 ? "none (the same order over all " + v + " ids)" : rank + " (0 = the argmax)"));
-        Finding fin = Finding.ofRatio(r.ratioToBudget());
-        boolean ok = fin == Finding.CONFORMS && p.argmaxEqual();
-        out.println(ok ? "VERDICT: CONFORMS" : "VERDICT: DOES NOT CONFORM " + (fin == Finding.CONFORMS ? Finding.ROUNDING_DRIFT : fin).tag());
-        if (fin == Finding.BINDING_ERROR) {
-            int[] prompt = ref.promptIds();
-            out.println("check the prompt first: logits this far apart are most often for another prompt or position. The reference's are for the "
-                    + prompt.length + " ids " + java.util.Arrays.stream(prompt).mapToObj(String::valueOf).collect(java.util.stream.Collectors.joining(","))
-                    + " at position " + pos + (position == null ? " (the last; --position N picks another row)" : "")
-                    + "; k3 MODEL --ids <those ids> --gen 1 --dump-logits FILE writes that vector");
+        Map<String, Object> report = new LinkedHashMap<>();
+        report.put("file", file.toString());
+        report.put("file_format", f.format());
+        report.put("reference", ref.what());
+        report.put("reference_is_dump", ref.dump());
+        report.put("first_position", first);
+        report.put("positions", rows);
+        report.put("vocab", v);
+        report.put("max_abs_diff", r.maxAbsDiff());
+        report.put("ratio_to_budget", r.ratioToBudget());
+        report.put("budget", r.budget());
+        report.put("argmax_equal", r.argmaxEqual());
+        int exit;
+        if (lossy.on) {
+            LossyLogits l = LossyLogits.grade(got, want, rows, v, first);
+            out.printf(Locale.ROOT, "float32 budget        : %.3gx (not the verdict: a lossy port is graded)%n", r.ratioToBudget());
+            out.print(l.text());
+            Boolean pass = l.passes(maxKl, minTop1);
+            out.println(k3j.conform.LossyReport.verdict(pass, maxKl, minTop1));
+            report.put("lossy", l.json());
+            if (maxKl != null) report.put("max_kl", maxKl);
+            if (minTop1 != null) report.put("min_top1_percent", minTop1);
+            report.put("verdict", pass == null ? "graded" : pass ? "within" : "outside");
+            exit = pass == null || pass ? ExitCode.OK : ExitCode.RUNTIME;
+        } else {
+            Finding fin = r.finding();
+            boolean ok = fin == Finding.CONFORMS && r.argmaxEqual() == rows;
+            if (rows == 1) {
+                LogitParity.Position p = r.positions().getFirst();
+                int rank = LogitParity.firstDifferingRank(got, want);
+                out.printf(Locale.ROOT, "max |diff|            : %.6e%n", r.maxAbsDiff());
+                out.printf(Locale.ROOT, "relative to max|ref|  : %.6e   (budget %.2e, %.3gx budget)%n", r.relToMaxRef(), r.budget(), r.ratioToBudget());
+                out.printf(Locale.ROOT, "mean |diff|           : %.6e%n", r.meanAbsDiff());
+                out.printf(Locale.ROOT, "argmax                : engine %d (%.6f), reference %d (%.6f)%s%n", p.engineArgmax(), got[p.engineArgmax()],
+                        p.referenceArgmax(), want[p.referenceArgmax()], p.argmaxEqual() ? "" : "   <- differs");
+                out.printf(Locale.ROOT, "top-10 overlap        : %d/10%n", p.top10Overlap());
+                out.printf(Locale.ROOT, "correlation           : %.9f%n", r.correlation());
+                out.println("first differing rank  : " + (rank < 0 ? "none (the same order over all " + v + " ids)" : rank + " (0 = the argmax)"));
+            } else {
+                out.print(r.text());
+            }
+            out.println("budget                : " + ref.budget().source());
+            out.println(ok ? "VERDICT: CONFORMS" : "VERDICT: DOES NOT CONFORM " + (fin == Finding.CONFORMS ? Finding.ROUNDING_DRIFT : fin).tag());
+            if (fin == Finding.BINDING_ERROR && ref.dump() && rows == 1) {
+                int[] prompt = Arrays.copyOf(ref.ids(), ref.promptLength());
+                out.println("check the prompt first: logits this far apart are most often for another prompt or position. The reference's are for the "
+                        + prompt.length + " ids " + Arrays.stream(prompt).mapToObj(String::valueOf).collect(java.util.stream.Collectors.joining(","))
+                        + " at position " + first + (position == null ? " (the last; --position N picks another row)" : "")
+                        + "; k3 MODEL --ids <those ids> --gen 1 --dump-logits FILE writes that vector");
+            }
+            report.put("verdict", ok ? "conforms" : "does not conform");
+            exit = ok ? ExitCode.OK : ExitCode.RUNTIME;
         }
-        return ok ? ExitCode.OK : ExitCode.RUNTIME;
+        if (json != null) {
+            AtomicWrite.string(json, "--json", new com.fasterxml.jackson.databind.ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(report));
+            out.println("json: " + json);
+        }
+        return exit;
+    }
+
+    /** A dump (its budget and ids), or a plain vector read for the config's vocabulary. */
+    private Reference reference() {
+        boolean isDump = Files.isDirectory(reference) || ReferenceDump.isArchiveName(reference);
+        ModelConfig config = null;
+        if (shape != null) {
+            try {
+                config = ConfigReader.read(shape.configFile());
+            } catch (ConfigException e) {
+                throw usage(e.getMessage());
+            }
+        }
+        if (isDump) {
+            ReferenceDump d;
+            try {
+                d = ReferenceDump.open(reference);
+                int v = d.shape("logits")[1];
+                if (config != null && config.vocabSize() != v) {
+                    throw usage("the dump " + reference + " holds logits of V = " + v + ", the config " + shape.configFile() + " says vocab_size " + config.vocabSize());
+                }
+                int[] ids = d.ids();
+                float[] logits = d.f32("logits");
+                if (logits.length != (long) ids.length * v) throw usage("refused: the dump's logits hold " + logits.length + " floats, " + ids.length + " x " + v + " expected");
+                return new Reference(d.source() + " (reference dump)", v, ids.length, logits, ids, d.promptIds().length, d.budget());
+            } catch (ConformException e) {
+                throw usage(e.getMessage());
+            }
+        }
+        if (config == null) {
+            throw usage(reference + " is not a reference dump: a plain logit vector needs --config CONFIG.json or --model DIR (its vocab_size and the logits budget)");
+        }
+        int v = config.vocabSize();
+        LogitFile r;
+        try {
+            r = LogitFile.read(reference, v);
+        } catch (LogitFile.LogitFileException | ConformException e) {
+            throw usage("refused reference: " + e.getMessage());
+        }
+        Budget b = new Budget(Budget.DEFAULT_EPS32, Budget.DEFAULT_FACTOR, Map.of("logits", v),
+                "the default constants at the config's width V = " + v + " (" + shape.configFile() + "; no dump)");
+        return new Reference(reference + " (" + r.format() + ", plain: no dump)", v, r.rows(), r.values(), null, 0, b);
     }
 
     private CommandLine.ParameterException usage(String msg) {

@@ -59,6 +59,9 @@ final class ConformCommand implements Callable<Integer> {
     @CommandLine.Mixin
     LayerScope scope;
 
+    @CommandLine.Mixin
+    LossyOptions lossy;
+
     @Option(names = "--dumps", paramLabel = "DIR", description = "another folder to search for the matching dump (repeatable)")
     List<Path> dumps = new ArrayList<>();
 
@@ -115,6 +118,8 @@ final class ConformCommand implements Callable<Integer> {
         if (candidate != null && memory.given()) throw usage("--trunk, --trunk-gb, --cache-gb and --preset plan k3j's forward: not with --candidate");
         memory.validate();
         if (model != null) scope.check(modelFolder.config());
+        lossy.validate(spec.commandLine());
+        if (lossy.on && scope.experts) throw usage("--lossy grades layers and logits; --experts judges experts by the float32 budget: not together");
         long t0 = System.nanoTime();
         int failed = 0;
         Conform.Options o = Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search).withLogits(!noLogits);
@@ -126,6 +131,7 @@ final class ConformCommand implements Callable<Integer> {
             out.println("budget    : " + c.budget().rule());
             if (c.bindFailure() != null) err.println("k3: " + c.bindFailure().getMessage());
             out.flush();
+            if (lossy.on) return graded(judge, sel, out);
             List<LayerReport> layers = judge.layers(sel, r -> {
                 out.println(r.line());
                 out.flush();
@@ -168,6 +174,18 @@ final class ConformCommand implements Callable<Integer> {
         }
         out.printf(Locale.ROOT, "wall time %.1f s%n", (System.nanoTime() - t0) / 1e9);
         return failed == 0 ? ExitCode.OK : ExitCode.RUNTIME;
+    }
+
+    /** --lossy: the graded table of layers and logits, the exit by the thresholds; --json holds the whole table. */
+    private int graded(Conform judge, List<Integer> sel, PrintWriter out) throws IOException {
+        k3j.conform.LossyReport r = judge.lossy(sel);
+        out.print(r.text(lossy.maxKl, lossy.minTop1));
+        if (json != null) {
+            var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
+            AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(java.util.Map.of("lossy", r.json(lossy.maxKl, lossy.minTop1))));
+        }
+        Boolean pass = r.passes(lossy.maxKl, lossy.minTop1);
+        return pass == null || pass ? ExitCode.OK : ExitCode.RUNTIME;
     }
 
     /** The model under the memory flags' plan: the preset line, the plan block and what was opened printed as they come. */

@@ -67,6 +67,7 @@ final class DoctorCommand implements Callable<Integer> {
                 mem.availableBytes().isPresent() ? Human.bytes(mem.availableBytes().getAsLong()) : "unknown");
         out.printf(Locale.ROOT, "  JDK          : %s %s (%s)%n", System.getProperty("java.vendor"), Runtime.version(), System.getProperty("java.home"));
         out.println("  Vector API   : " + vectorApi());
+        out.println("  FMA          : " + fmaSupport(System.getProperty("os.arch"), cpuFlags()));
         disk(out);
         ModelSizes sizes = null;
         if (model != null) {
@@ -198,6 +199,32 @@ final class DoctorCommand implements Callable<Integer> {
         } catch (IOException | RuntimeException e) {
             return "";
         }
+    }
+
+    /** The first "flags" line of /proc/cpuinfo, space-padded, or "" where there is none. */
+    private static String cpuFlags() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
+                if (line.startsWith("flags")) return " " + line.substring(line.indexOf(':') + 1).trim() + " ";
+            }
+        } catch (IOException | RuntimeException e) {
+            // no /proc: said below
+        }
+        return "";
+    }
+
+    /**
+     * Whether the cores multiply-add in hardware. The kernels' Vector API paths accumulate in double with fma
+     * (exact there: docs/fp-contract.md §1.2); without hardware FMA the JVM emulates it, many times slower.
+     */
+    static String fmaSupport(String arch, String flags) {
+        return switch (arch) {
+            case "amd64", "x86_64" -> flags.isEmpty() ? "unknown (no cpu flags to read)"
+                    : flags.contains(" fma ") ? "hardware"
+                    : "ABSENT: the Vector API kernels' fma is then emulated in software, many times slower; run with --kernels scalar (same bits)";
+            case "aarch64" -> "hardware (every AArch64 core has it)";
+            default -> "unknown on " + arch;
+        };
     }
 
     private static String vectorApi() {

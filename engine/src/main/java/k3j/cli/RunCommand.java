@@ -203,7 +203,9 @@ final class RunCommand implements Callable<Integer> {
                 f.file(dumpCacheTrace.resolve(CacheTrace.HIST_FILE), "--dump-cache-trace");
             }
         }
-        f.folder(dumpActivations, "--dump-activations");
+        String name = dumpActivations == null || dumpActivations.getFileName() == null ? "" : dumpActivations.getFileName().toString().toLowerCase(Locale.ROOT);
+        if (name.endsWith(".safetensors") || name.endsWith(".npz")) f.file(dumpActivations, "--dump-activations");   // a one-file candidate
+        else f.folder(dumpActivations, "--dump-activations");
         return f;
     }
 

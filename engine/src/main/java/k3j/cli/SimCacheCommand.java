@@ -156,7 +156,7 @@ final class SimCacheCommand implements Callable<Integer> {
                 "READ/TOK", "TIME/TOK");
         out.println("-".repeat(97));
         for (CacheSimulator.Row r : rows) {
-            double gbPerTok = (n - r.s3fifo()) * (double) expertBytes / 1e9 / tokens;
+            double gbPerTok = (n - r.windowLfu()) * (double) expertBytes / 1e9 / tokens;
             out.printf(Locale.ROOT, "%-9s %8d %8.2f%% %8.2f%% %9.2f%% %8.2f%% %8.2f%% %12s %11s%n", r.label(), r.slots(),
                     pct(r.lru(), n), pct(r.s3fifo(), n), pct(r.windowLfu(), n), pct(r.belady(), n), pct(r.pinnedLru(), n),
                     Human.bytes(gbPerTok * 1e9), Human.seconds(gbPerTok * 1000 / diskMBps));
@@ -174,7 +174,7 @@ final class SimCacheCommand implements Callable<Integer> {
         if (batched) out.printf(Locale.ROOT, "Columns LRU, S3-FIFO and WINDOW-LFU are TRUE hit rates: each layer's run of requests was prefetched first.%n");
         out.printf(Locale.ROOT, "BELADY (with bypass) and PIN+LRU (the hottest slots/2 experts of THIS trace pinned) use%n"
                 + "future knowledge: they are bounds, not policies.%n"
-                + "READ/TOK counts S3-FIFO reads (TIME/TOK: at --disk-mbs); a slot holds %s in the engine (expert + O_DIRECT pad).%n",
+                + "READ/TOK counts window-LFU reads, the default policy (TIME/TOK: at --disk-mbs); a slot holds %s in the engine (expert + O_DIRECT pad).%n",
                 Human.bytes(CacheGeometry.slotBytes(expertBytes)));
         out.flush();
     }

@@ -78,6 +78,69 @@ public final class CandidateDump {
             throw ReferenceDump.mismatch("the candidate " + source() + " was made from the reference with manifest sha256 " + referenceSha256()
                     + " (" + files.manifest().path("reference").path("dir").asText("?") + "), not from " + reference.source() + " (" + reference.manifestSha256() + ")");
         }
+        checkArrays(reference);
+    }
+
+    private static final java.util.regex.Pattern LAYER_KEY = java.util.regex.Pattern.compile("layers\\.(0|[1-9][0-9]{0,5})\\.([a-z_]+)");
+    private static final java.util.Set<String> STATES = java.util.Set.of("kda_state", "q_conv_state", "k_conv_state", "v_conv_state");
+
+    /**
+     * Every array the candidate holds is a candidate key of FORMAT.md §9 with the reference's dtype and shape for
+     * that key (the KDA states: the same length in any shape; logits: the reference's [T, V]; greedy_ids: [G]), so
+     * a shape error is refused before any verdict, in a folder or a one-file candidate alike.
+     */
+    private void checkArrays(ReferenceDump reference) {
+        List<String> problems = new java.util.ArrayList<>();
+        java.util.Set<String> stages = new java.util.HashSet<>(Stage.NAMES);
+        stages.add("moe_idx");
+        stages.add(Stage.MOE_WEIGHT);
+        files.manifest().path("arrays").properties().forEach(en -> {
+            String key = en.getKey();
+            String refKey;
+            boolean anyShape = false;
+            long[] want;
+            String dtype = "F32";
+            if (key.equals("logits") || key.equals("logits_incremental")) {
+                refKey = "logits";
+            } else if (key.equals("greedy_ids")) {
+                refKey = null;
+                dtype = "I32";
+            } else {
+                java.util.regex.Matcher m = LAYER_KEY.matcher(key);
+                if (!m.matches() || !(stages.contains(m.group(2)) || STATES.contains(m.group(2)))) {
+                    problems.add("'" + key + "' is not a candidate array (reference-dumps/FORMAT.md section 9)");
+                    return;
+                }
+                refKey = key;
+                anyShape = STATES.contains(m.group(2));
+                if (m.group(2).equals("moe_idx")) dtype = "I32";
+            }
+            if (refKey != null && !reference.has(refKey)) {
+                problems.add("'" + key + "': the reference has no such array (another layer kind, or a layer it does not have)");
+                return;
+            }
+            want = refKey == null ? new long[] {reference.generatedIds().length} : java.util.Arrays.stream(reference.shape(refKey)).asLongStream().toArray();
+            JsonNode a = en.getValue();
+            if (!dtype.equals(a.path("dtype").asText())) problems.add("'" + key + "' is " + a.path("dtype") + ", expected " + dtype);
+            JsonNode shape = a.path("shape");
+            long[] got = new long[shape.size()];
+            for (int i = 0; i < got.length; i++) got[i] = shape.get(i).isIntegralNumber() ? shape.get(i).asLong() : -1;
+            boolean ok = anyShape ? count(got) == count(want) : java.util.Arrays.equals(got, want);
+            if (!ok) problems.add("'" + key + "' has shape " + shape + ", the reference's is " + java.util.Arrays.toString(want) + (anyShape ? " (any shape of that length)" : ""));
+        });
+        if (!problems.isEmpty()) {
+            throw ReferenceDump.mismatch(source() + ": the candidate's arrays do not fit the reference (" + problems.size() + " problem(s)): "
+                    + String.join("; ", problems.subList(0, Math.min(8, problems.size()))));
+        }
+    }
+
+    private static long count(long[] shape) {
+        long n = 1;
+        for (long d : shape) {
+            if (d < 0) return -1;
+            n *= d;
+        }
+        return n;
     }
 
     /** The layers the candidate lists (its manifest.layers[]). */

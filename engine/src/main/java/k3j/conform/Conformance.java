@@ -555,7 +555,7 @@ public final class Conformance implements AutoCloseable {
         requireModel();
         int[] prompt = dump.promptIds(), want = dump.generatedIds();
         Generation g = Generation.greedy(forward, prompt, want.length, true);
-        return LogitParity.greedy(g.generated(), g.stepLogits(), want, dump.f32("logits"), prompt.length, config.vocabSize());
+        return greedy(g.generated(), g.stepLogits());
     }
 
     private LogitParity.Greedy candidateGreedy() {
@@ -569,7 +569,11 @@ public final class Conformance implements AutoCloseable {
         for (int g = 0; logits != null && g < want.length && (prompt.length + g) * v <= logits.length; g++) {
             steps.add(Arrays.copyOfRange(logits, (prompt.length - 1 + g) * v, (prompt.length + g) * v));
         }
-        return LogitParity.greedy(got, steps, want, dump.f32("logits"), prompt.length, v);
+        return greedy(got, steps);
+    }
+
+    private LogitParity.Greedy greedy(int[] got, List<float[]> steps) {
+        return LogitParity.greedy(dump, got, steps);
     }
 
     private void requireModel() {

@@ -3,12 +3,9 @@ package k3j.conform;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * Logits another engine wrote, read for {@code k3 compare-logits} (docs/formats.md): the C engine's and k3j's
@@ -36,13 +33,12 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
         return Math.min(Integer.MAX_VALUE - 16, 4L * vocab * MAX_ROWS + 65536);
     }
 
-    private static final byte[] NPY_MAGIC = {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y'};
-
     /** Reads {@code path} for a model of {@code vocab} logits. */
     public static LogitFile read(Path path, int vocab) {
         if (Files.isDirectory(path) || path.getFileName().toString().equals("manifest.json")) {
             return candidate(Files.isDirectory(path) ? path : path.toAbsolutePath().getParent(), vocab);
         }
+        if (CandidateFile.isOneFile(path)) return candidate(path, vocab);
         byte[] b;
         try {
             if (!Files.exists(path, java.nio.file.LinkOption.NOFOLLOW_LINKS)) throw new LogitFileException("cannot read " + path + ": no such file");
@@ -50,8 +46,7 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
         } catch (IOException e) {
             throw new LogitFileException(k3j.io.SafeFiles.why(e));
         }
-        boolean npy = b.length >= NPY_MAGIC.length && java.util.Arrays.equals(b, 0, NPY_MAGIC.length, NPY_MAGIC, 0, NPY_MAGIC.length);
-        if (npy) return npy(path, b, vocab);
+        if (k3j.io.Npy.hasMagic(b)) return npy(path, b, vocab);
         if (path.getFileName().toString().toLowerCase(Locale.ROOT).endsWith(".npy")) throw new LogitFileException(path + ": named .npy but has no NumPy magic");
         if (b.length != 4L * vocab) {
             throw new LogitFileException(path + " is " + b.length + " bytes; a raw logit file (--dump-logits) holds exactly V = " + vocab
@@ -68,53 +63,22 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
         return checked(new LogitFile(dir, "candidate dump (" + c.engine() + ")", v.length / vocab, vocab, v));
     }
 
-    /** NumPy format versions 1 and 2: '<f4', fortran_order False, shape (V,) or (rows, V); anything else is refused. */
+    /** A .npy ('<f4', C order) of shape (V,) or (rows, V); anything else is refused. */
     static LogitFile npy(Path path, byte[] b, int vocab) {
-        if (b.length < 10) throw new LogitFileException(path + ": truncated .npy header");
-        int major = b[6] & 0xff;
-        ByteBuffer bb = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
-        int headerLen, start;
-        if (major == 1) {
-            headerLen = bb.getShort(8) & 0xffff;
-            start = 10;
-        } else if (major == 2) {
-            if (b.length < 12) throw new LogitFileException(path + ": truncated .npy header");
-            long len = bb.getInt(8) & 0xffffffffL;
-            if (len > b.length) throw new LogitFileException(path + ": .npy header length " + len + " exceeds the file");
-            headerLen = (int) len;
-            start = 12;
-        } else {
-            throw new LogitFileException(path + ": .npy format version " + major + "." + (b[7] & 0xff) + " (only 1.x and 2.x are read)");
+        k3j.io.Npy a;
+        try {
+            a = k3j.io.Npy.parse(b, path.toString());
+        } catch (k3j.io.Npy.NpyException e) {
+            throw new LogitFileException(e.getMessage());
         }
-        if (start + headerLen > b.length) throw new LogitFileException(path + ": .npy header runs past the end of the file");
-        String h = new String(b, start, headerLen, major == 1 ? StandardCharsets.ISO_8859_1 : StandardCharsets.UTF_8);
-        String descr = field(h, "descr", "'([^']*)'", path);
-        if (!descr.equals("<f4")) throw new LogitFileException(path + ": dtype '" + descr + "'; only little-endian float32 ('<f4') is read");
-        if (!field(h, "fortran_order", "(True|False)", path).equals("False")) throw new LogitFileException(path + ": Fortran order; only C order is read");
-        String[] dims = field(h, "shape", "\\(([^)]*)\\)", path).replace(" ", "").split(",");
-        long[] shape = java.util.Arrays.stream(dims).filter(d -> !d.isEmpty()).mapToLong(d -> {
-            try {
-                return Long.parseLong(d);
-            } catch (NumberFormatException e) {
-                throw new LogitFileException(path + ": .npy shape entry '" + d + "'");
-            }
-        }).toArray();
+        long[] shape = a.shape();
+        if (!a.descr().equals("<f4")) throw new LogitFileException(path + ": dtype '" + a.descr() + "'; only little-endian float32 ('<f4') is read");
         if (shape.length < 1 || shape.length > 2) throw new LogitFileException(path + ": .npy shape " + java.util.Arrays.toString(shape) + "; logits are [V] or [rows, V]");
         long v = shape[shape.length - 1], rows = shape.length == 2 ? shape[0] : 1;
         if (v != vocab) throw new LogitFileException(path + ": last dimension " + v + ", the model's vocabulary is V = " + vocab);
         if (rows < 1) throw new LogitFileException(path + ": .npy holds no row");
         if (rows > MAX_ROWS) throw new LogitFileException(path + ": .npy shape " + java.util.Arrays.toString(shape) + " declares " + rows + " rows, more than " + MAX_ROWS + " positions");
-        long need = rows * v * 4;
-        long data = b.length - start - headerLen;
-        if (data != need) throw new LogitFileException(path + ": .npy data is " + data + " bytes, shape " + java.util.Arrays.toString(shape) + " needs " + need);
-        ByteBuffer body = ByteBuffer.wrap(b, start + headerLen, (int) need).slice();
-        return checked(new LogitFile(path, ".npy " + java.util.Arrays.toString(shape), (int) rows, vocab, floats(body, (int) (rows * v))));
-    }
-
-    private static String field(String header, String key, String valuePattern, Path path) {
-        Matcher m = Pattern.compile("'" + key + "'\\s*:\\s*" + valuePattern).matcher(header);
-        if (!m.find()) throw new LogitFileException(path + ": .npy header has no '" + key + "': " + header.strip());
-        return m.group(1);
+        return checked(new LogitFile(path, ".npy " + java.util.Arrays.toString(shape), (int) rows, vocab, floats(a.data(), (int) (rows * v))));
     }
 
     private static float[] floats(ByteBuffer b, int n) {

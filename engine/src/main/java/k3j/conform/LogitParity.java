@@ -78,16 +78,29 @@ public final class LogitParity {
      * @param firstDivergence the first generated step where the engine's id differs, or −1
      * @param engineTop5      the engine's top-5 at that step (empty when none)
      * @param referenceTop5   the reference's top-5 at that step (teacher-forced row NP−1+step)
+     * @param margin          the reference's top-1 − top-2 logit at that step (its float64 value when the dump records it), NaN when equal
+     * @param bound           how far an engine within the logits' rounding bound can move that margin, NaN when equal
      */
-    public record Greedy(int[] engine, int[] reference, int firstDivergence, List<Candidate> engineTop5, List<Candidate> referenceTop5) {
+    public record Greedy(int[] engine, int[] reference, int firstDivergence, List<Candidate> engineTop5, List<Candidate> referenceTop5,
+            double margin, double bound) {
         public boolean equal() {
             return firstDivergence < 0;
+        }
+
+        /** The ids part where the reference's own top-2 are within the rounding bound: a float32 engine may pick either. */
+        public boolean nearTie() {
+            return !equal() && margin <= bound;
         }
 
         public String text() {
             String s = "engine    : " + Arrays.toString(engine) + "\nreference : " + Arrays.toString(reference) + "\n";
             if (equal()) return s + "all " + reference.length + " generated ids equal\n";
-            return s + "first divergence at generated step " + firstDivergence + "\n  engine top-5    : " + engineTop5 + "\n  reference top-5 : " + referenceTop5 + "\n";
+            String why = nearTie()
+                    ? String.format(Locale.ROOT, "%s the reference's top-1/top-2 margin %.4g is within the rounding bound %.4g: either id is a correct float32 result",
+                            Finding.NEAR_TIE.tag(), margin, bound)
+                    : String.format(Locale.ROOT, "[real divergence] the reference's top-1/top-2 margin %.4g is %.3gx the rounding bound %.4g", margin, margin / bound, bound);
+            return s + "first divergence at generated step " + firstDivergence + ": " + why + "\n  engine top-5    : " + engineTop5
+                    + "\n  reference top-5 : " + referenceTop5 + "\n";
         }
     }
 
@@ -139,8 +152,14 @@ public final class LogitParity {
                 List.copyOf(spanWrong), List.copyOf(positions), refFinite, engineFinite);
     }
 
-    /** Greedy ids against the reference's, and at the first divergence both top-5 lists. */
-    public static Greedy greedy(int[] engine, List<float[]> stepLogits, int[] reference, float[] referenceLogits, int promptLength, int vocab) {
+    /**
+     * Greedy ids against the reference's, and at the first divergence both top-5 lists and whether the reference was
+     * at a near-tie there: its top-1 − top-2 margin ({@code margins64[step]}, the float64 margins of the dump, or the
+     * stored row's when null) against the rounding bound 2 · max(logitAtol, budget · max|ref row|), the most an
+     * engine within the logits' tolerance can move the gap between two logits.
+     */
+    public static Greedy greedy(int[] engine, List<float[]> stepLogits, int[] reference, float[] referenceLogits, int promptLength, int vocab,
+                                double[] margins64, double logitAtol, double budget) {
         int first = -1;
         for (int g = 0; g < reference.length; g++) {
             if (g >= engine.length || engine[g] != reference[g]) {
@@ -148,10 +167,28 @@ public final class LogitParity {
                 break;
             }
         }
-        if (first < 0) return new Greedy(engine, reference, -1, List.of(), List.of());
+        if (first < 0) return new Greedy(engine, reference, -1, List.of(), List.of(), Double.NaN, Double.NaN);
         List<Candidate> e = first < stepLogits.size() ? candidates(stepLogits.get(first), 0, vocab, 5) : List.of();
-        List<Candidate> r = candidates(referenceLogits, (promptLength - 1 + first) * vocab, vocab, 5);
-        return new Greedy(engine, reference, first, e, r);
+        int off = (promptLength - 1 + first) * vocab;
+        List<Candidate> r = candidates(referenceLogits, off, vocab, 5);
+        double margin = margins64 != null && first < margins64.length ? margins64[first] : (double) r.get(0).logit() - r.get(1).logit();
+        double maxRef = 0;
+        for (int j = off; j < off + vocab; j++) maxRef = Math.max(maxRef, Math.abs(referenceLogits[j]));
+        double bound = 2 * Math.max(logitAtol, budget * maxRef);
+        return new Greedy(engine, reference, first, e, r, margin, bound);
+    }
+
+    /** An engine's greedy ids against {@code dump}'s, with the near-tie rule from the dump's float64 margins and its logit tolerance. */
+    public static Greedy greedy(ReferenceDump dump, int[] engine, List<float[]> stepLogits) {
+        com.fasterxml.jackson.databind.JsonNode m = dump.manifest().path("robustness").path("greedy_top2_margins");
+        double[] margins = null;
+        if (m.isArray()) {
+            margins = new double[m.size()];
+            for (int i = 0; i < margins.length; i++) margins[i] = m.get(i).isNumber() ? m.get(i).doubleValue() : Double.NaN;
+        }
+        com.fasterxml.jackson.databind.JsonNode atol = dump.manifest().path("tolerances").path("logits").path("atol");
+        return greedy(engine, stepLogits, dump.generatedIds(), dump.f32("logits"), dump.promptIds().length, dump.shape("logits")[1], margins,
+                atol.isNumber() ? atol.doubleValue() : 0, dump.budget().of("logits"));
     }
 
     /**

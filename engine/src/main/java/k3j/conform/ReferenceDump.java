@@ -48,11 +48,23 @@ public final class ReferenceDump {
     private Map<String, byte[]> entries;
 
     private ReferenceDump(Path source, boolean archive, String prefix, byte[] manifestBytes, String format) {
+        this(source, archive, prefix, manifestBytes, format, null);
+    }
+
+    /** {@code table}: the arrays of a one-file candidate ({@link CandidateFile}), which its manifest must not list itself. */
+    private ReferenceDump(Path source, boolean archive, String prefix, byte[] manifestBytes, String format,
+                          com.fasterxml.jackson.databind.node.ObjectNode table) {
         this.source = source;
         this.archive = archive;
         this.prefix = prefix;
         try {
-            this.manifest = StrictJson.read(manifestBytes);
+            JsonNode m = StrictJson.read(manifestBytes);
+            if (table != null) {
+                if (!(m instanceof com.fasterxml.jackson.databind.node.ObjectNode o)) throw mismatch(source + ": manifest.json is not a JSON object");
+                if (o.has("arrays")) throw mismatch(source + ": a one-file candidate's arrays are its tensors: its manifest must not list 'arrays'");
+                o.set("arrays", table);
+            }
+            this.manifest = m;
         } catch (IOException e) {
             String why = e instanceof com.fasterxml.jackson.core.JacksonException j ? j.getOriginalMessage() : SafeFiles.why(e);
             throw mismatch(source + ": manifest.json is not strict JSON (" + why + ")");
@@ -171,6 +183,13 @@ public final class ReferenceDump {
             } catch (IOException e) {
                 throw mismatch("cannot read " + m + ": " + SafeFiles.why(e));
             }
+        }
+        if (CandidateFile.isOneFile(path)) {
+            if (!format.equals(CandidateDump.FORMAT)) throw mismatch(path + ": a reference dump is a folder, .tar.gz or .tar.xz; only a candidate may be one .safetensors or .npz file");
+            CandidateFile.Contents c = CandidateFile.read(path);
+            ReferenceDump d = new ReferenceDump(path, true, "", c.manifest(), format, CandidateFile.table(c));
+            d.entries = CandidateFile.entries(c);
+            return d;
         }
         if (!isArchiveName(path)) throw mismatch(path + " is neither a dump directory nor a .tar.gz / .tar.xz archive");
         try {

@@ -64,6 +64,19 @@ public final class AtomicWrite {
      * {@code replaceable} accepts (a previous output of the same kind); anything else is refused, untouched.
      */
     public static void folder(Path target, String what, java.util.function.Predicate<Path> replaceable, AtomicFile.FolderContent content) throws IOException {
+        checkFolder(target, what, replaceable);
+        boolean interrupted = Thread.interrupted();
+        try {
+            AtomicFile.replaceFolder(target, content);
+        } catch (IOException e) {
+            throw new IOException("cannot write " + target + " (" + what + "): " + SafeFiles.why(e), e);
+        } finally {
+            if (interrupted) Thread.currentThread().interrupt();
+        }
+    }
+
+    /** The checks of {@link #folder} alone, for a command to make before any work. */
+    public static void checkFolder(Path target, String what, java.util.function.Predicate<Path> replaceable) throws IOException {
         Outputs.checkFolder(target, what);
         if (Files.isDirectory(target)) {
             boolean empty;
@@ -73,14 +86,6 @@ public final class AtomicWrite {
             if (!empty && !replaceable.test(target)) {
                 throw new IOException("cannot write " + target + " (" + what + "): it is a folder that holds other files; name an empty or new folder");
             }
-        }
-        boolean interrupted = Thread.interrupted();
-        try {
-            AtomicFile.replaceFolder(target, content);
-        } catch (IOException e) {
-            throw new IOException("cannot write " + target + " (" + what + "): " + SafeFiles.why(e), e);
-        } finally {
-            if (interrupted) Thread.currentThread().interrupt();
         }
     }
 

@@ -106,7 +106,7 @@ class ExpertCacheTest {
             assertEquals(1.0, s.trueHitRate(), "pitfall 17: a hit on a prefetch from the previous step is a TRUE hit in this one");
             assertEquals(3, cache.totalStats().hits());
             String report = cache.report(false);
-            assertTrue(report.startsWith("cache [final step]\n  policy       : S3-FIFO (small/main/ghost)\n"), report);
+            assertTrue(report.startsWith("cache [final step]\n  policy       : window-LFU\n"), report);
             assertTrue(report.contains("  requests     : 1  hits 1 (100.00%)  misses 0  evictions 0\n"), report);
         }
     }

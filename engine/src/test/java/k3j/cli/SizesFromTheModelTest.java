@@ -85,4 +85,15 @@ class SizesFromTheModelTest {
         assertEquals(ExitCode.OK, none.exit(), none.err());
         assertTrue(none.out().contains("no MODEL given, so its sizes are assumed"), none.out());
     }
+
+    @Test
+    void doctorSaysWhenTheCoresHaveNoHardwareFma() {
+        assertEquals("hardware", DoctorCommand.fmaSupport("amd64", " sse2 avx2 fma avx512f "));
+        String absent = DoctorCommand.fmaSupport("amd64", " sse2 avx avx2 ");
+        assertTrue(absent.startsWith("ABSENT") && absent.contains("--kernels scalar"), absent);
+        assertTrue(DoctorCommand.fmaSupport("aarch64", "").startsWith("hardware"));
+        assertTrue(DoctorCommand.fmaSupport("amd64", "").startsWith("unknown"));
+        CliRun r = k3("doctor", "--read-mb", "1");
+        assertTrue(r.out().contains("  FMA          : "), r.out());
+    }
 }

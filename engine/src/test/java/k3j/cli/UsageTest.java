@@ -106,7 +106,7 @@ class UsageTest {
         Path shortFile = java.nio.file.Files.write(dir.resolve("short.bin"), new byte[12]);
         assertShortUsageError(k3("compare-logits", shortFile.toString(), "--reference", dump.toString()), "compare-logits", "k3: refused: ");
         assertShortUsageError(k3("compare-logits", shortFile.toString(), "--reference", dir.resolve("nowhere").toString()), "compare-logits", "k3: ");
-        assertShortUsageError(k3("compare-logits", shortFile.toString()), "compare-logits", "k3: Missing required argument(s): --reference=DUMP");
+        assertShortUsageError(k3("compare-logits", shortFile.toString()), "compare-logits", "k3: Missing required option: '--reference=REF'");
         assertShortUsageError(k3("compare-logits", shortFile.toString(), "--reference", dump.toString(), "--position", "100000"), "compare-logits",
                 "k3: --position 100000 is outside the reference's 0..");
     }

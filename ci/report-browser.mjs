@@ -1,0 +1,197 @@
+// The report, checked in a real browser (Debian's headless Chromium, driven by playwright-core): for each report
+// given, at 1400x900 and without scrolling, the verdict and the first divergence are on screen, the layers are in
+// numeric order (L2 before L10) with the failing ones first, a failing layer's page shows its whole stage table,
+// and the single file beside the folder opens from file:// with the same first screen.
+//   node report-browser.mjs [--shots DIR] [--worse LAYER] EXPECTED=REPORT_DIR ...
+//     EXPECTED is the verdict the report must show: "fail" (DOES NOT CONFORM) or "pass" (CONFORMS);
+//     REPORT_DIR is ci/report's folder (REPORT_DIR.html is its single file); --worse LAYER: a failing report's trend
+//     (against the previous run in its history) marks that layer as worse. Exit 1 when any property is broken.
+import { createReadStream, existsSync, mkdirSync, statSync } from "node:fs";
+import { createServer } from "node:http";
+import { extname, join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { chromium } from "playwright-core";
+
+const VIEW = { width: 1400, height: 900 };
+const VERDICT = { fail: "DOES NOT CONFORM", pass: "CONFORMS" };
+const args = process.argv.slice(2);
+let shots = null, worse = null;
+const reports = [];
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === "--shots") shots = resolve(args[++i]);
+  else if (args[i] === "--worse") worse = args[++i];
+  else {
+    const [expect, dir] = args[i].split("=");
+    if (!VERDICT[expect] || !dir) usage();
+    reports.push({ expect, dir: resolve(dir) });
+  }
+}
+if (reports.length === 0) usage();
+function usage() {
+  console.error("usage: report-browser.mjs [--shots DIR] fail=REPORT_DIR pass=REPORT_DIR ...");
+  process.exit(2);
+}
+if (shots) mkdirSync(shots, { recursive: true });
+
+let failures = 0;
+const check = (ok, what) => {
+  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
+  if (!ok) failures++;
+  return ok;
+};
+
+/** The folder report over HTTP (its data files load by fetch, which file:// forbids). */
+function serve(dir) {
+  const types = { ".html": "text/html", ".js": "text/javascript", ".json": "application/json", ".css": "text/css", ".svg": "image/svg+xml", ".txt": "text/plain" };
+  const server = createServer((req, res) => {
+    const path = join(dir, decodeURIComponent(new URL(req.url, "http://x").pathname));
+    if (!path.startsWith(dir) || !existsSync(path) || !statSync(path).isFile()) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { "content-type": types[extname(path)] ?? "application/octet-stream" });
+    createReadStream(path).pipe(res);
+  });
+  return new Promise((ok) => server.listen(0, "127.0.0.1", () => ok(server)));
+}
+
+/** Whether the element lies wholly inside the viewport as the page opened (no scrolling). */
+async function onScreen(page, locator) {
+  if ((await locator.count()) === 0) return false;
+  const box = await locator.first().boundingBox();
+  const scrollY = await page.evaluate(() => window.scrollY);
+  return box !== null && scrollY === 0 && box.y >= 0 && box.y + box.height <= VIEW.height && box.x >= 0 && box.x + box.width <= VIEW.width;
+}
+
+const text = (s) => s.replaceAll("\u2007", "").replace(/\s+/g, " ").trim();
+
+async function firstScreen(page, r, where) {
+  await page.locator("[data-testid=tree-section-title]").first().waitFor({ timeout: 120000 });
+  await page.waitForTimeout(1500); // the tree settles (Allure may focus and scroll to a case)
+  const verdict = page.locator("[data-k3-verdict]");
+  check((await verdict.count()) === 1 && text(await verdict.innerText()) === VERDICT[r.expect], `${where}: the verdict reads ${VERDICT[r.expect]}`);
+  check(await onScreen(page, verdict), `${where}: the verdict is visible without scrolling at ${VIEW.width}x${VIEW.height}`);
+  const first = page.locator("[data-k3-first-divergence]");
+  check(await onScreen(page, first), `${where}: the first divergence is visible without scrolling`);
+  if (r.expect === "fail" && worse !== null) {
+    const trend = page.locator("[data-k3-trend]");
+    check(await onScreen(page, trend) && new RegExp(`\\b${worse} `).test(text(await trend.locator("xpath=..").innerText())), `${where}: the trend marks ${worse} as worse than in the previous run`);
+  }
+  if (r.expect === "fail") check(/L\d+ .* stage \S+ · \[[^\]]+\]/.test(text(await first.innerText())), `${where}: the first divergence names layer, stage and category: "${text(await first.innerText())}"`);
+  const percentages = await page.evaluate(({ h }) => [...document.querySelectorAll("body *")]
+    .filter((e) => e.children.length === 0 && /^\s*\d+(\.\d+)?\s*%\s*$/.test(e.textContent))
+    .filter((e) => { const b = e.getBoundingClientRect(); return b.width > 0 && b.height > 0 && b.top < h && getComputedStyle(e).visibility !== "hidden"; })
+    .map((e) => e.textContent.trim()), { h: VIEW.height });
+  check(percentages.length === 0, `${where}: no percentage on the first screen${percentages.length ? ": " + percentages.join(", ") : ""}`);
+}
+
+/** Every case title of the tree in the order shown, after opening the groups whose title matches {@code open}. */
+async function treeTitles(page, open) {
+  const done = new Set();
+  for (let round = 0; round < 20; round++) {
+    const titles = page.locator("[data-testid=tree-section-title]");
+    let clicked = false;
+    for (let i = 0; i < (await titles.count()); i++) {
+      const title = titles.nth(i);
+      const name = text(await title.innerText());
+      if (!open.test(name) || done.has(name)) continue;
+      done.add(name);
+      // a group: its header row (tree-section) and, once opened, its children beside it in one wrapper
+      const header = title.locator("xpath=ancestor::*[@data-testid='tree-section'][1]");
+      if ((await header.locator("xpath=..").locator("[data-testid=tree-leaf]").count()) === 0) {
+        await header.locator("[data-testid=tree-arrow]").first().click();
+        await page.waitForTimeout(300);
+        clicked = true;
+        break;
+      }
+    }
+    if (!clicked) break;
+  }
+  return (await page.locator("[data-testid=tree-leaf-title]").allInnerTexts()).map(text);
+}
+
+async function layerOrder(page, r) {
+  const names = await treeTitles(page, /^(2 · layers|failing|passing)$/);
+  if (process.env.K3_DEBUG) console.log(names.slice(0, 30));
+  const layers = names.filter((x) => /^L\d+ /.test(x) && !/experts/.test(x));
+  const at = (n) => layers.findIndex((x) => new RegExp(`^L${n} `).test(x));
+  const l2 = at(2), l10 = at(10);
+  check(l2 >= 0 && l10 >= 0 && l2 < l10, `the layers' tree lists L2 (at ${l2}) before L10 (at ${l10})`);
+  const parts = (await page.locator("[data-testid=tree-section-title]").allInnerTexts()).map(text).filter((t) => /^\d · /.test(t));
+  check(parts.join("|") === [...parts].sort().join("|"), `the parts follow cause to symptom: ${parts.join(", ")}`);
+  if (r.expect === "fail") {
+    const failing = await page.locator("[data-testid=tree-leaf]").filter({ has: page.locator("[data-testid=tree-leaf-status-failed]") }).allInnerTexts();
+    const firstFailing = failing.map(text).map((t) => t.replace(/^\d+\s*/, "")).find((x) => /^L\d+ /.test(x) && !/experts/.test(x));
+    check(firstFailing !== undefined && at(Number(/^L(\d+)/.exec(firstFailing)[1])) === 0, `a failing layer (${firstFailing}) comes first among the layers`);
+  }
+}
+
+async function failingLayerPage(page, r, where) {
+  await page.locator("[data-k3-first-divergence] a").first().click();
+  await page.getByText(/stage\s+ratio\/budget/).first().waitFor({ timeout: 60000 });
+  await page.waitForTimeout(800);
+  // the whole table, from its header line to its last row (every stage, then the routing line), as the page opened
+  const box = await page.evaluate(() => {
+    const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      const t = n.data, at = t.search(/stage\s+ratio\/budget/);
+      if (at < 0) continue;
+      const end = t.indexOf("\n\n", at);
+      const range = document.createRange();
+      range.setStart(n, at);
+      range.setEnd(n, end < 0 ? t.length : end);
+      const b = range.getBoundingClientRect();
+      return { top: b.top, bottom: b.bottom, rows: t.slice(at, end < 0 ? t.length : end).split("\n").length, scrollY: window.scrollY };
+    }
+    return null;
+  });
+  check(box !== null && box.scrollY === 0 && box.top >= 0 && box.bottom <= VIEW.height,
+    `${where}: the failing layer's stage table (${box?.rows} lines) is visible without scrolling (${box ? Math.round(box.top) + "-" + Math.round(box.bottom) : "no table"} px of ${VIEW.height})`);
+  if (shots) await page.screenshot({ path: join(shots, `${r.expect}-layer.png`) });
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.K3_CHROMIUM ?? "/usr/bin/chromium",
+  // headless (playwright's default) with a fresh profile of its own per launch
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+try {
+  for (const r of reports) {
+    console.log(`== ${r.expect}: ${r.dir}`);
+    try {
+      await checkReport(r);
+    } catch (e) {
+      check(false, `${r.expect}: ${e.message.split("\n")[0]}`);
+    }
+  }
+} finally {
+  await browser.close();
+}
+console.log(failures === 0 ? "report-browser: every property holds" : `report-browser: ${failures} properties broken`);
+process.exit(failures === 0 ? 0 : 1);
+
+async function checkReport(r) {
+  {
+    const server = await serve(r.dir);
+    const url = `http://127.0.0.1:${server.address().port}/index.html`;
+    const context = await browser.newContext({ viewport: VIEW });
+    const page = await context.newPage();
+    await page.goto(url);
+    await firstScreen(page, r, "folder report");
+    if (shots) await page.screenshot({ path: join(shots, `${r.expect}-overview.png`) });
+    await layerOrder(page, r);
+    if (r.expect === "fail") await failingLayerPage(page, r, "folder report");
+    await context.close();
+    server.close();
+
+    const single = `${r.dir}.html`;
+    if (check(existsSync(single), `the single-file report ${single} sits beside the folder`)) {
+      const c2 = await browser.newContext({ viewport: VIEW });
+      const p2 = await c2.newPage();
+      await p2.goto(pathToFileURL(single).href);
+      await firstScreen(p2, r, "single file from file://");
+      if (shots) await p2.screenshot({ path: join(shots, `${r.expect}-single-file.png`) });
+      await c2.close();
+    }
+  }
+}

@@ -1,0 +1,243 @@
+// The report's first screen, from the results themselves: the verdict (CONFORMS / DOES NOT CONFORM), where the
+// model first departs from the reference (layer, stage, category, ratio), bisect's diagnosis of it, the counts of
+// each part, the trend against the previous run and what the harness catches. ci/report runs it twice:
+//   node report-story.mjs prepare RESULTS STORY.json [HISTORY.jsonl]
+//       reads the merged results folder (and the previous run from Allure's history), writes STORY.json and links
+//       each failing logits case to the first divergence
+//   node report-story.mjs inject STORY.json INDEX.html...
+//       puts the story above Allure's own page in each report file (the folder's and the single file)
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+// the parts of the report (the harness's ReportPart titles), in causal order
+const PART = { model: "1 · model", layers: "2 · layers", experts: "3 · experts, layer by layer", logits: "4 · logits and greedy ids", gates: "5 · engine gates", harness: "6 · harness self-tests" };
+const STORY_PARTS = [PART.model, PART.layers, PART.experts, PART.logits];
+const WORST_LABEL = "worst ratio to budget";
+// a layer whose worst ratio to budget grew by more than this factor since the previous run is marked, in budget or not
+export const TREND_FACTOR = 2;
+
+const md5 = (s) => createHash("md5").update(s).digest("hex");
+const label = (r, name) => r.labels?.find((l) => l.name === name)?.value;
+const failed = (r) => r.status === "failed" || r.status === "broken";
+const layerOf = (name) => Number(/^L\s*(\d+)/u.exec(name.replaceAll("\u2007", " "))?.[1] ?? NaN);
+// Java's %.3g, as the harness prints ratios: 0.00212, 3.97e+04
+const fmt = (x) => {
+  if (x === null || x === undefined || !Number.isFinite(x)) return String(x);
+  const a = Math.abs(x);
+  if (a !== 0 && (a < 1e-4 || a >= 1e3)) {
+    const [m, e] = x.toExponential(2).split("e");
+    return `${m}e${e[0] === "-" ? "-" : "+"}${e.replace(/^[+-]/, "").padStart(2, "0")}`;
+  }
+  return x.toPrecision(3);
+};
+
+function readResults(dir) {
+  const out = [];
+  for (const f of readdirSync(dir)) {
+    if (!f.endsWith("-result.json")) continue;
+    const r = JSON.parse(readFileSync(join(dir, f), "utf8"));
+    r.file = f;
+    r.reportId = md5(r.uuid);
+    r.part = label(r, "part");
+    out.push(r);
+  }
+  // a re-run case (a retry) keeps only its last result, as the report does
+  const byHistory = new Map();
+  for (const r of out.sort((a, b) => (a.start ?? 0) - (b.start ?? 0))) byHistory.set(r.historyId ?? r.uuid, r);
+  return [...byHistory.values()];
+}
+
+function attachment(dir, r, name) {
+  const a = r.attachments?.find((x) => x.name === name);
+  if (!a || !existsSync(join(dir, a.source))) return null;
+  return JSON.parse(readFileSync(join(dir, a.source), "utf8"));
+}
+
+function counts(rs) {
+  const c = { total: rs.length, passed: 0, failed: 0, skipped: 0 };
+  for (const r of rs) {
+    if (failed(r)) c.failed++;
+    else if (r.status === "passed") c.passed++;
+    else c.skipped++;
+  }
+  return c;
+}
+
+/** A case's key across runs: Allure 3 keys its history by ids of its own, a case is its full name and its name. */
+const caseKey = (r) => `${r.fullName ?? ""} ${r.name}`;
+
+/** The last run in Allure's history (one JSON data point a line), as case key -> test result. */
+function previousRun(historyFile) {
+  if (!historyFile || !existsSync(historyFile)) return null;
+  const lines = readFileSync(historyFile, "utf8").split("\n").filter((l) => l.trim());
+  if (lines.length === 0) return null;
+  const last = JSON.parse(lines[lines.length - 1]);
+  return { timestamp: last.timestamp, results: new Map(Object.values(last.testResults ?? {}).map((r) => [caseKey(r), r])) };
+}
+
+function prepare(dir, storyFile, historyFile) {
+  const results = readResults(dir);
+  const byPart = (p) => results.filter((r) => r.part === p);
+  const layerCases = byPart(PART.layers).filter((r) => !Number.isNaN(layerOf(r.name)));
+  const layers = layerCases
+    .map((r) => ({ r, m: attachment(dir, r, "stage metrics") }))
+    .map(({ r, m }) => ({ id: r.reportId, key: caseKey(r), name: r.name, layer: layerOf(r.name), failed: failed(r), metrics: m }))
+    .sort((a, b) => a.layer - b.layer);
+  const story = results.filter((r) => STORY_PARTS.includes(r.part));
+
+  let first = null;
+  const badModel = byPart(PART.model).find(failed);
+  const badLayer = layers.find((l) => l.failed);
+  const badExperts = byPart(PART.experts).filter(failed).filter((r) => !Number.isNaN(layerOf(r.name))).sort((a, b) => layerOf(a.name) - layerOf(b.name))[0];
+  const badLogits = byPart(PART.logits).find(failed);
+  if (badModel) first = { id: badModel.reportId, where: badModel.name, stage: "-", category: category(badModel), message: firstLine(badModel) };
+  else if (badLayer) {
+    const m = badLayer.metrics ?? {};
+    const stage = m.first_over_budget ?? "-";
+    const st = (m.stages ?? []).find((s) => s.stage === stage);
+    first = { id: badLayer.id, where: badLayer.name, layer: badLayer.layer, stage, ratio: st?.ratio_to_budget ?? m.worst_ratio_to_budget, category: tagOf(m.finding), diagnosis: m.diagnosis ?? null };
+  } else if (badExperts) first = { id: badExperts.reportId, where: badExperts.name, stage: "experts", category: category(badExperts), message: firstLine(badExperts) };
+  else if (badLogits) first = { id: badLogits.reportId, where: "logits (every layer within budget)", stage: "-", category: category(badLogits), message: firstLine(badLogits) };
+
+  const prev = previousRun(historyFile);
+  const trend = { factor: TREND_FACTOR, previous: prev ? new Date(prev.timestamp).toISOString() : null, grew: [] };
+  if (prev) {
+    for (const l of layers) {
+      const before = Number(label(prev.results.get(l.key) ?? {}, WORST_LABEL));
+      const now = l.metrics?.worst_ratio_to_budget;
+      if (Number.isFinite(before) && Number.isFinite(now) && now > before * TREND_FACTOR) {
+        trend.grew.push({ id: l.id, name: l.name, before, now, growth: before > 0 ? now / before : Infinity, inBudget: now <= 1 });
+      }
+    }
+  }
+
+  const hasStory = story.length > 0;
+  const verdict = !hasStory ? "NO CHECKPOINT CHECKED" : story.some(failed) ? "DOES NOT CONFORM" : "CONFORMS";
+  const env = readEnvironment(dir);
+  const s = {
+    verdict,
+    model: env["k3.candidate"] && env["k3.candidate"] !== "-" ? env["k3.candidate"] : env["k3.model"] ?? "-",
+    reference: env["k3.reference"] ?? "-",
+    first,
+    failingLayers: layers.filter((l) => l.failed).map((l) => ({ id: l.id, name: l.name })),
+    counts: {
+      model: counts(byPart(PART.model)),
+      layers: counts(layerCases),
+      experts: counts(byPart(PART.experts).filter((r) => !Number.isNaN(layerOf(r.name)))),
+      logits: counts(byPart(PART.logits).filter((r) => !/greedy/.test(r.name))),
+      greedy: counts(byPart(PART.logits).filter((r) => /greedy/.test(r.name))),
+      gates: counts(byPart(PART.gates)),
+      harness: counts(byPart(PART.harness)),
+    },
+    trend,
+  };
+  writeFileSync(storyFile, JSON.stringify(s, null, 2));
+
+  // each failing logits case links to the first divergence (the symptom to its cause)
+  if (first) {
+    for (const r of byPart(PART.logits).filter(failed)) {
+      const text = "first divergence: " + first.where.replaceAll("\u2007", "") + (first.stage !== "-" ? " " + first.stage : "");
+      r.links = [...(r.links ?? []).filter((l) => !l.name?.startsWith("first divergence")), { name: text, url: "#" + first.id, type: "link" }];
+      const { file, reportId, part, ...raw } = r;
+      writeFileSync(join(dir, file), JSON.stringify(raw));
+    }
+  }
+}
+
+function readEnvironment(dir) {
+  const f = join(dir, "environment.properties");
+  if (!existsSync(f)) return {};
+  return Object.fromEntries(readFileSync(f, "utf8").split("\n").filter((l) => l.includes("=")).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1).replaceAll("\\\\", "\\")]));
+}
+
+const TAGS = { BINDING_ERROR: "binding error", ROUNDING_DRIFT: "rounding drift", NON_FINITE: "non-finite", MISSING_TENSOR: "missing tensor", MISSING_STAGE: "missing stage", REFERENCE_MISMATCH: "reference mismatch", NEAR_TIE: "near-tie" };
+const tagOf = (finding) => TAGS[finding] ?? (finding ? finding.toLowerCase().replaceAll("_", " ") : "-");
+const category = (r) => /^\s*\[([^\]]+)\]/.exec(r.statusDetails?.message ?? "")?.[1] ?? (r.status === "broken" ? "broken" : "failed");
+const firstLine = (r) => (r.statusDetails?.message ?? "").split("\n")[0];
+
+const esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+
+function countLine(name, c, noun = "pass") {
+  if (c.total === 0) return "";
+  const cls = c.failed ? "k3-bad" : "k3-ok";
+  return `<span class="${cls}" data-k3-count="${esc(name)}"><b>${esc(name)}</b> ${c.passed}/${c.total} ${noun}${c.failed ? `, ${c.failed} fail` : ""}${c.skipped ? `, ${c.skipped} skipped` : ""}</span>`;
+}
+
+export function panel(s) {
+  const bad = s.verdict === "DOES NOT CONFORM";
+  const f = s.first;
+  const firstHtml = f
+    ? `<a href="#${esc(f.id)}" data-k3-first>${esc(f.where.replaceAll("\u2007", ""))}</a> · stage <b>${esc(f.stage)}</b> · <b>[${esc(f.category)}]</b>${f.ratio !== undefined ? ` · ${esc(fmt(f.ratio))}x budget` : ""}${f.message ? ` · ${esc(f.message)}` : ""}`
+    : "none: every stage of every layer, the logits and the greedy ids are within budget";
+  const diag = f?.diagnosis ? esc(f.diagnosis) : f ? "(bisect diagnoses a failing layer; the first divergence is not a layer)" : "nothing to diagnose";
+  const failing = s.failingLayers.length > 1 ? ` (failing: ${s.failingLayers.map((l) => `<a href="#${esc(l.id)}">${esc(l.name.replaceAll("\u2007", ""))}</a>`).join(", ")})` : "";
+  const c = s.counts;
+  const countsHtml = [
+    countLine("model", c.model),
+    countLine("layers", c.layers, "conform") + failing,
+    countLine("experts", c.experts, "conform"),
+    countLine("logits", c.logits),
+    countLine("greedy ids", c.greedy),
+    countLine("engine gates", c.gates),
+    countLine("harness self-tests", c.harness),
+  ].filter(Boolean).join(" · ");
+  const t = s.trend;
+  const trendHtml = !t.previous
+    ? `no previous run given (ci/report K3_REPORT_HISTORY=FILE keeps one)`
+    : t.grew.length === 0
+      ? `no layer's worst ratio grew more than ${t.factor}x since the run of ${esc(t.previous)}`
+      : `<span class="k3-warn" data-k3-trend>${t.grew.length} layer${t.grew.length > 1 ? "s" : ""} got worse by more than ${t.factor}x since the run of ${esc(t.previous)}:</span> ` +
+        t.grew.map((g) => `<a href="#${esc(g.id)}">${esc(g.name.replaceAll("\u2007", ""))}</a> ${esc(fmt(g.before))} → ${esc(fmt(g.now))}x budget (${esc(fmt(g.growth))}x${g.inBudget ? ", still within budget" : ""})`).join("; ");
+  return `<section id="k3-story" data-verdict="${esc(s.verdict)}">
+<div class="k3-head"><span class="k3-verdict ${bad ? "k3-bad" : s.verdict === "CONFORMS" ? "k3-ok" : ""}" data-k3-verdict>${esc(s.verdict)}</span>
+<span class="k3-model">${esc(s.model)} against ${esc(s.reference.replace(/ \(found.*$/, ""))}</span></div>
+<dl>
+<dt class="k3-keep">first divergence</dt><dd class="k3-keep" data-k3-first-divergence>${firstHtml}</dd>
+<dt>bisect</dt><dd data-k3-bisect>${diag}</dd>
+<dt>counts</dt><dd>${countsHtml}</dd>
+<dt>trend</dt><dd>${trendHtml}</dd>
+</dl>
+</section>
+<script>
+  // on a case's page (the report's hash route) the story shrinks to the verdict and the first divergence
+  (() => { const s = document.getElementById("k3-story"), f = () => s.classList.toggle("k3-compact", location.hash.length > 1); addEventListener("hashchange", f); f(); })();
+</script>`;
+}
+
+const STYLE = `<style id="k3-story-style">
+#k3-story{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1100px;margin:12px auto 0;padding:14px 20px;border-radius:8px;background:#fff;border:1px solid #d0d7de;color:#1f2328}
+#k3-story .k3-head{display:flex;align-items:baseline;gap:16px;flex-wrap:wrap}
+#k3-story .k3-verdict{font-size:28px;font-weight:700;letter-spacing:.02em}
+#k3-story .k3-model{color:#57606a}
+#k3-story dl{display:grid;grid-template-columns:130px 1fr;gap:4px 12px;margin:10px 0 0}
+#k3-story dt{color:#57606a}#k3-story dd{margin:0}
+#k3-story .k3-bad{color:#c62828}#k3-story .k3-ok{color:#1b7f3b}#k3-story .k3-warn{color:#b35c00;font-weight:600}
+#k3-story a{color:#0550ae}
+#k3-story.k3-compact{display:flex;align-items:baseline;gap:16px;padding:6px 20px;margin-top:6px}
+#k3-story.k3-compact .k3-verdict{font-size:18px}#k3-story.k3-compact .k3-model{display:none}
+#k3-story.k3-compact dl{margin:0;display:flex;gap:8px}#k3-story.k3-compact dl>:not(.k3-keep){display:none}
+#app article[class*="styles_chart__"]{display:none!important}
+</style>`;
+
+function inject(storyFile, files) {
+  const s = JSON.parse(readFileSync(storyFile, "utf8"));
+  const html = panel(s);
+  for (const f of files) {
+    let page = readFileSync(f, "utf8");
+    if (!page.includes('<div id="app"></div>')) throw new Error(`${f}: no <div id="app"></div> to put the story above`);
+    // the story above Allure's app, whose pass-rate ring (a percentage as the headline) it hides; Allure's page-view beacon (an external script) removed: a report opens offline
+    page = page.replace(/<script async src="https:\/\/www\.googletagmanager\.com[\s\S]*?<\/script>\s*<script>[\s\S]*?gtag\('config'[\s\S]*?<\/script>/, "");
+    page = page.replace("</head>", `${STYLE}\n</head>`).replace('<div id="app"></div>', `${html}\n<div id="app"></div>`);
+    page = page.replace(/<title>[^<]*<\/title>/, `<title>${esc(s.verdict)} · k3j conformance</title>`);
+    writeFileSync(f, page);
+  }
+}
+
+const [cmd, ...args] = process.argv.slice(2);
+if (cmd === "prepare") prepare(args[0], args[1], args[2]);
+else if (cmd === "inject") inject(args[0], args.slice(1));
+else if (cmd) {
+  console.error("usage: report-story.mjs prepare RESULTS STORY.json [HISTORY.jsonl] | inject STORY.json INDEX.html...");
+  process.exit(2);
+}
