@@ -2,10 +2,12 @@
 // given, at 1400x900 and without scrolling, the verdict and the first divergence are on screen, the layers are in
 // numeric order (L2 before L10) with the failing ones first, a failing layer's page shows its whole stage table,
 // and the single file beside the folder opens from file:// with the same first screen.
-//   node report-browser.mjs [--shots DIR] [--worse LAYER] EXPECTED=REPORT_DIR ...
+//   node report-browser.mjs [--shots DIR] [--worse LAYER] [--catches] EXPECTED=REPORT_DIR ...
 //     EXPECTED is the verdict the report must show: "fail" (DOES NOT CONFORM) or "pass" (CONFORMS);
 //     REPORT_DIR is ci/report's folder (REPORT_DIR.html is its single file); --worse LAYER: a failing report's trend
-//     (against the previous run in its history) marks that layer as worse. Exit 1 when any property is broken.
+//     (against the previous run in its history) marks that layer as worse; --catches: a passing report lists the
+//     planted wrong ports (mutation, experts, faults and ports gates) and every one is caught. Exit 1 when any
+//     property is broken.
 import { createReadStream, existsSync, mkdirSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import { extname, join, resolve } from "node:path";
@@ -15,11 +17,12 @@ import { chromium } from "playwright-core";
 const VIEW = { width: 1400, height: 900 };
 const VERDICT = { fail: "DOES NOT CONFORM", pass: "CONFORMS" };
 const args = process.argv.slice(2);
-let shots = null, worse = null;
+let shots = null, worse = null, catches = false;
 const reports = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === "--shots") shots = resolve(args[++i]);
   else if (args[i] === "--worse") worse = args[++i];
+  else if (args[i] === "--catches") catches = true;
   else {
     const [expect, dir] = args[i].split("=");
     if (!VERDICT[expect] || !dir) usage();
@@ -76,6 +79,11 @@ async function firstScreen(page, r, where) {
   if (r.expect === "fail" && worse !== null) {
     const trend = page.locator("[data-k3-trend]");
     check(await onScreen(page, trend) && new RegExp(`\\b${worse} `).test(text(await trend.locator("xpath=..").innerText())), `${where}: the trend marks ${worse} as worse than in the previous run`);
+  }
+  if (r.expect === "pass" && catches) {
+    const summary = text(await page.locator("[data-k3-catches] summary").innerText().catch(() => ""));
+    const m = /^(\d+) planted wrong ports, (\d+) caught/.exec(summary);
+    check(m !== null && Number(m[1]) > 0 && m[1] === m[2] && !/not caught/.test(summary), `${where}: what the harness catches lists every planted wrong port as caught: "${summary}"`);
   }
   if (r.expect === "fail") check(/L\d+ .* stage \S+ · \[[^\]]+\]/.test(text(await first.innerText())), `${where}: the first divergence names layer, stage and category: "${text(await first.innerText())}"`);
   const percentages = await page.evaluate(({ h }) => [...document.querySelectorAll("body *")]

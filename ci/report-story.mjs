@@ -112,13 +112,29 @@ function prepare(dir, storyFile, historyFile) {
     }
   }
 
+  // what the harness catches: every planted wrong port's row, as the gates that planted it attached it
+  const catches = [];
+  for (const r of results) {
+    for (const a of (r.attachments ?? []).filter((x) => x.name === "caught")) {
+      if (!existsSync(join(dir, a.source))) continue;
+      const c = JSON.parse(readFileSync(join(dir, a.source), "utf8"));
+      catches.push({ ...c, id: r.reportId, gate: /(\w+Gate)\./.exec(r.fullName ?? "")?.[1] ?? "-", failed: failed(r) });
+    }
+  }
+  const KINDS = ["torch mutant", "binding mutant", "expert corruption", "tampered dump"];
+  catches.sort((a, b) => KINDS.indexOf(a.kind) - KINDS.indexOf(b.kind) || a.gate.localeCompare(b.gate) || a.planted.localeCompare(b.planted));
+
   const hasStory = story.length > 0;
   const verdict = !hasStory ? "NO CHECKPOINT CHECKED" : story.some(failed) ? "DOES NOT CONFORM" : "CONFORMS";
+  // the model and the reference as the checkpoint gate's first case names them (the environment file is the last
+  // profile's when several runs share a results folder), else as the environment says
   const env = readEnvironment(dir);
+  const param = (r, n) => r?.parameters?.find((x) => x.name === n)?.value;
+  const match = byPart(PART.model).find((r) => r.name === "the reference dump matches the model");
   const s = {
     verdict,
-    model: env["k3.candidate"] && env["k3.candidate"] !== "-" ? env["k3.candidate"] : env["k3.model"] ?? "-",
-    reference: env["k3.reference"] ?? "-",
+    model: param(match, "candidate") ?? param(match, "model") ?? (env["k3.candidate"] && env["k3.candidate"] !== "-" ? env["k3.candidate"] : env["k3.model"] ?? "-"),
+    reference: param(match, "reference") ?? env["k3.reference"] ?? "-",
     first,
     failingLayers: layers.filter((l) => l.failed).map((l) => ({ id: l.id, name: l.name })),
     counts: {
@@ -131,6 +147,7 @@ function prepare(dir, storyFile, historyFile) {
       harness: counts(byPart(PART.harness)),
     },
     trend,
+    catches,
   };
   writeFileSync(storyFile, JSON.stringify(s, null, 2));
 
@@ -189,14 +206,23 @@ export function panel(s) {
       ? `no layer's worst ratio grew more than ${t.factor}x since the run of ${esc(t.previous)}`
       : `<span class="k3-warn" data-k3-trend>${t.grew.length} layer${t.grew.length > 1 ? "s" : ""} got worse by more than ${t.factor}x since the run of ${esc(t.previous)}:</span> ` +
         t.grew.map((g) => `<a href="#${esc(g.id)}">${esc(g.name.replaceAll("\u2007", ""))}</a> ${esc(fmt(g.before))} → ${esc(fmt(g.now))}x budget (${esc(fmt(g.growth))}x${g.inBudget ? ", still within budget" : ""})`).join("; ");
+  const missed = s.catches.filter((c) => !c.category || c.failed);
+  const catchesHtml = s.catches.length === 0
+    ? "no planted wrong port in this run (the mutation, experts, faults and ports gates plant them)"
+    : `<details data-k3-catches><summary><span class="${missed.length ? "k3-bad" : "k3-ok"}">${s.catches.length} planted wrong ports, ${s.catches.length - missed.length} caught` +
+      `${missed.length ? `, <b>${missed.length} not caught</b>` : ""}</span> (show the table)</summary><table><tr><th>planted</th><th>kind</th><th>gate</th><th>layer</th><th>stage</th><th>category</th><th>ratio to budget</th></tr>` +
+      s.catches.map((c) => `<tr class="${!c.category || c.failed ? "k3-miss" : ""}"><td><a href="#${esc(c.id)}">${esc(c.planted)}</a></td><td>${esc(c.kind)}</td><td>${esc(c.gate)}</td><td>${c.layer === null || c.layer === undefined ? "-" : "L" + esc(c.layer)}</td>` +
+        `<td>${esc(c.stage ?? "-")}</td><td>${c.category ? esc(c.category) : "<b>NOT CAUGHT</b>"}${c.category && c.failed ? " (its case fails)" : ""}</td><td>${c.ratio_to_budget === null || c.ratio_to_budget === undefined ? "-" : esc(typeof c.ratio_to_budget === "number" ? fmt(c.ratio_to_budget) + "x" : c.ratio_to_budget)}</td></tr>`).join("") +
+      "</table></details>";
   return `<section id="k3-story" data-verdict="${esc(s.verdict)}">
 <div class="k3-head"><span class="k3-verdict ${bad ? "k3-bad" : s.verdict === "CONFORMS" ? "k3-ok" : ""}" data-k3-verdict>${esc(s.verdict)}</span>
-<span class="k3-model">${esc(s.model)} against ${esc(s.reference.replace(/ \(found.*$/, ""))}</span></div>
+${s.model === "-" ? "" : `<span class="k3-model">${esc(s.model)} against ${esc(s.reference.replace(/ \(found.*$/, ""))}</span>`}</div>
 <dl>
 <dt class="k3-keep">first divergence</dt><dd class="k3-keep" data-k3-first-divergence>${firstHtml}</dd>
 <dt>bisect</dt><dd data-k3-bisect>${diag}</dd>
 <dt>counts</dt><dd>${countsHtml}</dd>
 <dt>trend</dt><dd>${trendHtml}</dd>
+<dt>the harness catches</dt><dd>${catchesHtml}</dd>
 </dl>
 </section>
 <script>
@@ -214,6 +240,8 @@ const STYLE = `<style id="k3-story-style">
 #k3-story dt{color:#57606a}#k3-story dd{margin:0}
 #k3-story .k3-bad{color:#c62828}#k3-story .k3-ok{color:#1b7f3b}#k3-story .k3-warn{color:#b35c00;font-weight:600}
 #k3-story a{color:#0550ae}
+#k3-story details table{border-collapse:collapse;margin-top:6px;font-size:12px;width:100%}#k3-story td,#k3-story th{border:1px solid #d0d7de;padding:2px 6px;text-align:left}
+#k3-story tr.k3-miss td{background:#fde2e1}#k3-story summary{cursor:pointer}
 #k3-story.k3-compact{display:flex;align-items:baseline;gap:16px;padding:6px 20px;margin-top:6px}
 #k3-story.k3-compact .k3-verdict{font-size:18px}#k3-story.k3-compact .k3-model{display:none}
 #k3-story.k3-compact dl{margin:0;display:flex;gap:8px}#k3-story.k3-compact dl>:not(.k3-keep){display:none}

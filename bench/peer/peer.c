@@ -5,7 +5,9 @@
  * ci/bench checks every Java output against the dumps written here before it quotes a Java/C ratio.
  *
  *   build: gcc -O3 -march=native -ffp-contract=off -fopenmp peer.c -o peer -lm
- *   usage: peer OUT_DIR THREADS [kernel ...]    kernels: stream bf16 mxfp4 kda_hot kda_dram lmhead (default all)
+ *   usage: peer OUT_DIR THREADS [kernel ...]    kernels: stream bf16 mxfp4 kda_hot kda_dram lmhead (default all),
+ *          and two probes run only when named: fma_peak (the cores' multiply-add throughput, double and float
+ *          lanes) and bf16_ffma (the bf16 matvec accumulating in float with FMA: what the other contract would cost)
  *
  * Prints one line per kernel: "PEER <kernel> <threads> min <ms> median <ms> reps <n>" (stream: "GB/s").
  * Products of a float and a bf16/E2M1 value are exact in double, so a double FMA there is the contract's
@@ -349,6 +351,91 @@ static void bw_read(void *p) {
     b->sink += total;
 }
 
+/* ------------------------------------------------------------------ probes: FMA peak, float-FMA matvec */
+
+/* twelve independent FMA chains per thread (more than latency x ports), operands in registers: the cores' peak, in
+   the widest vectors the build has (AVX-512 when -march=native has it, else AVX2) */
+#ifdef __AVX512F__
+#define FMA_LANES_D 8
+typedef __m512d vd_t;
+typedef __m512 vf_t;
+#define VD_SET _mm512_set1_pd
+#define VF_SET _mm512_set1_ps
+#define VD_FMA _mm512_fmadd_pd
+#define VF_FMA _mm512_fmadd_ps
+#define VD_SUM _mm512_reduce_add_pd
+#define VF_SUM _mm512_reduce_add_ps
+#else
+#define FMA_LANES_D 4
+typedef __m256d vd_t;
+typedef __m256 vf_t;
+#define VD_SET _mm256_set1_pd
+#define VF_SET _mm256_set1_ps
+#define VD_FMA _mm256_fmadd_pd
+#define VF_FMA _mm256_fmadd_ps
+static double VD_SUM(__m256d v) { double l[4]; _mm256_storeu_pd(l, v); return l[0] + l[1] + l[2] + l[3]; }
+static float VF_SUM(__m256 v) { float l[8]; _mm256_storeu_ps(l, v); return l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7]; }
+#endif
+typedef struct { long iters; int flt; double sink; } fma_t;
+
+static void fma_peak(void *p) {
+    fma_t *f = p;
+    double sink = 0;
+#pragma omp parallel reduction(+ : sink)
+    {
+        if (f->flt) {
+            vf_t q[12], m = VF_SET(0.9999f), a = VF_SET(1e-7f);
+            for (int i = 0; i < 12; i++) q[i] = VF_SET((float)i);
+            for (long n = 0; n < f->iters; n++)
+                for (int i = 0; i < 12; i++) q[i] = VF_FMA(q[i], m, a);
+            for (int i = 0; i < 12; i++) sink += VF_SUM(q[i]);
+        } else {
+            vd_t d[12], m = VD_SET(0.999999), a = VD_SET(1e-9);
+            for (int i = 0; i < 12; i++) d[i] = VD_SET(i);
+            for (long n = 0; n < f->iters; n++)
+                for (int i = 0; i < 12; i++) d[i] = VD_FMA(d[i], m, a);
+            for (int i = 0; i < 12; i++) sink += VD_SUM(d[i]);
+        }
+    }
+    f->sink += sink;
+}
+
+static void bf16_ffma_rows(float *y, const float *x, const uint16_t *w, long cols, long r0, long r1) {
+    long full = cols / 32 * 32;
+    for (long r = r0; r < r1; r++) {
+        const uint16_t *a = w + r * cols;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (long i = 0; i < full; i += 32) {
+            __m256i h0 = _mm256_loadu_si256((const __m256i *)(a + i)), h1 = _mm256_loadu_si256((const __m256i *)(a + i + 16));
+            __m256i z = _mm256_setzero_si256();
+            /* interleaved order (lanes of the unpack): the sum is not the contract's, only its cost is measured */
+            a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_unpacklo_epi16(z, h0)), _mm256_loadu_ps(x + i), a0);
+            a1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_unpackhi_epi16(z, h0)), _mm256_loadu_ps(x + i + 8), a1);
+            a2 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_unpacklo_epi16(z, h1)), _mm256_loadu_ps(x + i + 16), a2);
+            a3 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_unpackhi_epi16(z, h1)), _mm256_loadu_ps(x + i + 24), a3);
+        }
+        float l[8];
+        _mm256_storeu_ps(l, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+        float acc = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+        for (long i = full; i < cols; i++) {
+            union { uint32_t u; float f; } wa = {.u = (uint32_t)a[i] << 16};
+            acc = fmaf(wa.f, x[i], acc);
+        }
+        y[r] = acc;
+    }
+}
+
+static void bf16_ffma(void *p) {
+    mv_t *m = p;
+#pragma omp parallel
+    {
+        int t = omp_get_thread_num(), n = omp_get_num_threads();
+        long per = (m->rows + n - 1) / n;
+        long r0 = (long)t * per, r1 = r0 + per < m->rows ? r0 + per : m->rows;
+        if (r0 < r1) bf16_ffma_rows(m->y, m->x, m->w, m->cols, r0, r1);
+    }
+}
+
 /* ------------------------------------------------------------------ main */
 
 static int wanted(int argc, char **argv, const char *k) {
@@ -418,6 +505,25 @@ int main(int argc, char **argv) {
             timeit("kda_dram", threads, kda_step, &t, 16, 160, 2000); /* each call a different layer's state */
             free(t.S);
         }
+    }
+    if (argc > 3 && wanted(argc, argv, "fma_peak")) {
+        double gmac[2];
+        for (int flt = 0; flt < 2; flt++) {
+            fma_t f = {.iters = 10000000, .flt = flt};
+            fma_peak(&f);
+            double best = 1e30;
+            for (int r = 0; r < 5; r++) { double t0 = now_ms(); fma_peak(&f); double t = now_ms() - t0; if (t < best) best = t; }
+            gmac[flt] = (double)threads * f.iters * 12 * FMA_LANES_D * (flt ? 2 : 1) / (best * 1e-3) / 1e9;
+        }
+        printf("PEER fma_peak %d GMAC/s double %.2f float %.2f lanes %d\n", threads, gmac[0], gmac[1], FMA_LANES_D);
+        fflush(stdout);
+    }
+    if (argc > 3 && wanted(argc, argv, "bf16_ffma")) {
+        mv_t m = {.rows = 12288, .cols = 7168};
+        m.w = gen_bf16(m.rows, m.cols, 12), m.x = gen_x(m.cols, 11);
+        m.y = aligned_alloc(64, m.rows * 4);
+        timeit("bf16_ffma", threads, bf16_ffma, &m, 5, 40, 2500);
+        free((void *)m.w), free((void *)m.x), free(m.y);
     }
     if (wanted(argc, argv, "lmhead")) {
         mv_t m = {.rows = 163840, .cols = 7168};

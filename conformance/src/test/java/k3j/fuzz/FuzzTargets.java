@@ -52,6 +52,7 @@ public final class FuzzTargets {
             Map.entry("index", (Consumer<byte[]>) FuzzTargets::index),
             Map.entry("dump", (Consumer<byte[]>) FuzzTargets::dump),
             Map.entry("trunk", (Consumer<byte[]>) FuzzTargets::trunk),
+            Map.entry("candidate", (Consumer<byte[]>) FuzzTargets::candidate),
             Map.entry("cli", (Consumer<byte[]>) FuzzTargets::cli),
             Map.entry("history", (Consumer<byte[]>) FuzzTargets::history),
             Map.entry("tokenizer", (Consumer<byte[]>) FuzzTargets::tokenizer),
@@ -97,6 +98,23 @@ public final class FuzzTargets {
             ReferenceDump d = ReferenceDump.open(dir);
             Conformance.check(d, Scratch.miniConfig());
             d.f32("layers.40.attn_out");
+        } catch (ConformException refused) {
+            // a clean refusal
+        }
+    }
+
+    /**
+     * A one-file candidate (a zip is read as .npz, anything else as .safetensors), checked against the 93-layer
+     * oracle's reference as {@code k3 conform --candidate} does, then its first listed array read.
+     */
+    public static void candidate(byte[] data) {
+        boolean zip = data.length >= 2 && data[0] == 'P' && data[1] == 'K';
+        Path f = Scratch.file(zip ? "x.npz" : "x.safetensors", data);
+        try {
+            k3j.conform.CandidateDump c = k3j.conform.CandidateDump.open(f);
+            c.checkAgainst(Scratch.miniReference());
+            c.stages(0, Scratch.miniReference().ids().length);
+            c.logits(false);
         } catch (ConformException refused) {
             // a clean refusal
         }
@@ -272,6 +290,7 @@ public final class FuzzTargets {
                 throw new UncheckedIOException(e);
             }
         }
+        private static ReferenceDump miniReference;
 
         private static Path create() {
             try {
@@ -319,6 +338,11 @@ public final class FuzzTargets {
                 }
             }
             return trunkDir;
+        }
+
+        static synchronized ReferenceDump miniReference() {
+            if (miniReference == null) miniReference = ReferenceDump.open(repo("reference-dumps/mini-k3-93"));
+            return miniReference;
         }
 
         static synchronized ModelConfig miniConfig() {

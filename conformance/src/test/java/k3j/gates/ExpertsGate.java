@@ -32,6 +32,7 @@ import k3j.conform.ExpertReport;
 import k3j.conform.ExpertSweep;
 import k3j.conform.ReferenceDump;
 import k3j.harness.DetectionTally;
+import k3j.harness.Caught;
 import k3j.harness.Evidence;
 import k3j.harness.ExpertSweeps;
 import k3j.harness.Project;
@@ -85,6 +86,15 @@ class ExpertsGate {
     static ReferenceDump dump;
     static Workers workers;
 
+    /** The report's row for a planted expert corruption: the layer and expert the sweep fails, its finding and ratio. */
+    static Caught caught(Case k, List<ExpertLayerReport> failingSweep) {
+        String planted = k.name();
+        if (failingSweep.isEmpty()) return Caught.missed("expert corruption", planted);
+        ExpertLayerReport r = failingSweep.getFirst();
+        ExpertReport worst = r.worst(1).getFirst();
+        return new Caught("expert corruption", planted, r.layer(), "expert " + worst.expert(), worst.message().replaceFirst("^(\\[[^\\]]+\\]).*", "$1"), r.worstRatioToBudget());
+    }
+
     @BeforeAll
     static void open() throws IOException {
         mini = Project.fixture("mini-k3-93");
@@ -125,6 +135,7 @@ class ExpertsGate {
             double seconds = (System.nanoTime() - t0) / 1e9;
             List<ExpertLayerReport> sweep = report.experts();
             List<ExpertLayerReport> failingSweep = sweep.stream().filter(r -> !r.conforms()).toList();
+            if (!k.corruptions().isEmpty()) caught(k, failingSweep).attach();
             int checked = sweep.stream().mapToInt(ExpertLayerReport::checked).sum(), total = sweep.stream().mapToInt(ExpertLayerReport::total).sum();
             Evidence.parameter("prompt-based conformance", report.failing().isEmpty() ? "all " + report.layers().size() + " layers conform" : "failing " + report.failing());
             Evidence.parameter("experts checked", checked + " of " + total);

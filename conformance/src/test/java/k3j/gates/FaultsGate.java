@@ -23,6 +23,7 @@ import k3j.conform.Conformance;
 import k3j.conform.Finding;
 import k3j.conform.LayerReport;
 import k3j.harness.Child;
+import k3j.harness.Caught;
 import k3j.harness.Evidence;
 import k3j.harness.SlowOutput;
 import k3j.harness.Project;
@@ -63,6 +64,7 @@ class FaultsGate {
     void aNanInTheReferenceFailsTheLayer() {
         Path dump = tamperedDump(d -> Tamper.setFloat(d, "layers.40.attn_out", 17, Float.NaN));
         LayerReport r = layer(dump, 40);
+        caught("a NaN in layers.40.attn_out", r).attach();
         Evidence.text("verdict", r.line());
         assertEquals(Finding.NON_FINITE, r.finding(), r.line());
         assertTrue(r.message().contains("attn_out is not finite (finite ref 639/640, engine 640/640)"), r.message());
@@ -74,8 +76,16 @@ class FaultsGate {
     void anInfinityInTheReferenceFailsTheLayer() {
         Path dump = tamperedDump(d -> Tamper.setFloat(d, "layers.40.mlp_out", 3, Float.POSITIVE_INFINITY));
         LayerReport r = layer(dump, 40);
+        caught("+Inf in layers.40.mlp_out", r).attach();
         assertEquals(Finding.NON_FINITE, r.finding(), r.line());
         assertTrue(r.message().contains("mlp_out is not finite"), r.message());
+    }
+
+    /** The report's row for a tampered dump the layer judged: its first failing stage and finding. */
+    static Caught caught(String planted, LayerReport r) {
+        if (r.conforms()) return Caught.missed("tampered dump", planted);
+        k3j.conform.StageMetric w = r.worst();
+        return new Caught("tampered dump", planted, r.layer(), r.firstDivergence(), r.finding().tag(), w == null ? null : w.ratioToBudget());
     }
 
     static Stream<Arguments> refusedDumps() {
@@ -111,7 +121,15 @@ class FaultsGate {
     @DisplayName("a dump whose arrays or budget are not this model's is refused before any verdict, naming the field")
     void aTamperedDumpIsRefusedBeforeAnyVerdict(String name, Consumer<Path> tamper, String expected) {
         Path dump = tamperedDump(tamper);
-        ConformException e = assertThrows(ConformException.class, () -> layer(dump, 40), name + " was not refused");
+        ConformException e;
+        try {
+            layer(dump, 40);
+            Caught.missed("tampered dump", name).attach();
+            throw new AssertionError(name + " was not refused");
+        } catch (ConformException refused) {
+            e = refused;
+        }
+        new Caught("tampered dump", name, null, expected, e.finding().tag(), null).attach();
         Evidence.text("refusal", e.getMessage());
         assertEquals(Finding.REFERENCE_MISMATCH, e.finding());
         assertTrue(e.getMessage().contains(expected), e.getMessage());
@@ -224,7 +242,7 @@ class FaultsGate {
             Evidence.text(name, c.transcript());
             assertTrue(rc == ExitCode.USAGE || rc == ExitCode.RUNTIME, "exit " + rc + "\n" + c.transcript());
             assertTrue(c.transcript().contains(expected), c.transcript());
-            assertEquals(0, tokenRows(c.out()), "no token may be printed: " + c.transcript());
+            assertEquals(0, tokenRows(c.err()), "no token may be printed: " + c.transcript());
             assertFalse(Files.exists(tmp.resolve("out.json")), "no --out for a refused run");
         }
     }
@@ -254,7 +272,7 @@ class FaultsGate {
         Path model = Tamper.copy(Project.fixture("tiny-k3"), tmp.resolve("tiny"));
         Path out = tmp.resolve("run.json");
         try (Child c = Child.k3(model.toString(), "--ids", "1,2,3", "--gen", "3000", "--incremental", "--threads", "1", "--out", out.toString())) {
-            assertTrue(c.awaitOut(FaultsGate::isTokenRow), "the run printed no token before the fault:\n" + c.transcript());
+            assertTrue(c.awaitErr(FaultsGate::isTokenRow), "the run printed no token before the fault:\n" + c.transcript());
             truncateShards(model);
             int rc = c.exitCode();
             Evidence.text("run", c.transcript());
@@ -262,8 +280,8 @@ class FaultsGate {
             // a mapped tensor faults (named by the size check) or an expert read comes up short (named by the drop): either way the file is named
             assertTrue(c.transcript().contains("RUN INVALID") && c.transcript().contains(".safetensors"), c.transcript());
             assertFalse(c.transcript().contains("InternalError") || c.transcript().contains("\tat "), "no stack trace:\n" + c.transcript());
-            assertTrue(tokenRows(c.out()) < 3000, c.transcript());
-            assertTrue(c.out().stream().noneMatch(l -> l.startsWith("generated ids:")), "no generated ids after a fault:\n" + c.transcript());
+            assertTrue(tokenRows(c.err()) < 3000, c.transcript());
+            assertTrue(c.err().stream().noneMatch(l -> l.startsWith("generated ids:")) && c.out().isEmpty(), "no generated ids after a fault:\n" + c.transcript());
         }
     }
 
@@ -275,13 +293,13 @@ class FaultsGate {
         Path trunk = pack(model);
         try (Child c = Child.k3(model.toString(), "--ids", "1,2,3", "--gen", "3000", "--incremental", "--threads", "1", "--trunk", trunk.toString(),
                 "--trunk-gb", "0.001", "--cache-gb", "0.0001", "--out", tmp.resolve("run.json").toString())) {
-            assertTrue(c.awaitOut(FaultsGate::isTokenRow), "the run printed no token before the fault:\n" + c.transcript());
+            assertTrue(c.awaitErr(FaultsGate::isTokenRow), "the run printed no token before the fault:\n" + c.transcript());
             truncateShards(model);
             int rc = c.exitCode();
             Evidence.text("run", c.transcript());
             assertEquals(ExitCode.RUN_INVALID, rc, c.transcript());
             assertTrue(c.transcript().contains("RUN INVALID"), c.transcript());
-            assertTrue(c.out().stream().noneMatch(l -> l.startsWith("generated ids:")), c.transcript());
+            assertTrue(c.err().stream().noneMatch(l -> l.startsWith("generated ids:")) && c.out().isEmpty(), c.transcript());
         }
     }
 
@@ -309,7 +327,7 @@ class FaultsGate {
         Path trunk = pack(model);
         try (Child c = Child.k3(model.toString(), "--ids", "1,2,3", "--gen", "3000", "--incremental", "--threads", "1", "--trunk", trunk.toString(),
                 "--trunk-gb", "0.001", "--trunk-ring", "2", "--cache-gb", "0.01", "--out", tmp.resolve("run.json").toString())) {
-            assertTrue(c.awaitOut(FaultsGate::isTokenRow), "the run printed no token before the fault:\n" + c.transcript());
+            assertTrue(c.awaitErr(FaultsGate::isTokenRow), "the run printed no token before the fault:\n" + c.transcript());
             byte[] junk = new byte[64 << 10];
             java.util.Arrays.fill(junk, (byte) 0x5A);
             try (FileChannel ch = FileChannel.open(trunk.resolve("trunk.bin"), StandardOpenOption.WRITE)) {
@@ -319,7 +337,7 @@ class FaultsGate {
             Evidence.text("run", c.transcript());
             assertEquals(ExitCode.RUN_INVALID, rc, c.transcript());
             assertTrue(c.transcript().contains("CRC-32C"), c.transcript());
-            assertTrue(c.out().stream().noneMatch(l -> l.startsWith("generated ids:")), c.transcript());
+            assertTrue(c.err().stream().noneMatch(l -> l.startsWith("generated ids:")) && c.out().isEmpty(), c.transcript());
         }
     }
 
@@ -367,7 +385,7 @@ class FaultsGate {
             try (Child c = Child.k3(Project.fixture("tiny-k3").toString(), "--ids", "1,2,3", "--gen", "2", option, tmp.resolve("missing/x").toString())) {
                 assertEquals(ExitCode.USAGE, c.exitCode(), c.transcript());
                 assertTrue(c.transcript().contains("cannot write " + tmp.resolve("missing/x") + " (" + option + "): its folder"), c.transcript());
-                assertEquals(0, tokenRows(c.out()), c.transcript());
+                assertEquals(0, tokenRows(c.err()), c.transcript());
             }
         }
     }
@@ -818,6 +836,14 @@ class FaultsGate {
         return Arguments.of(name, file, fifo);
     }
 
+    /** Links to /dev/zero made by the cases; removed after each, so the temp folder's cleanup never meets one (JUnit warns on each). */
+    private static final java.util.Queue<Path> DEVICE_LINKS = new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+    @org.junit.jupiter.api.AfterEach
+    void removeDeviceLinks() throws IOException {
+        for (Path l; (l = DEVICE_LINKS.poll()) != null; ) Files.deleteIfExists(l);
+    }
+
     private static void replaceWithSpecial(Path p, boolean fifo) throws IOException {
         Files.deleteIfExists(p);
         if (fifo) {
@@ -828,6 +854,7 @@ class FaultsGate {
             }
         } else {
             Files.createSymbolicLink(p, Path.of("/dev/zero"));
+            DEVICE_LINKS.add(p);
         }
     }
 
@@ -845,7 +872,7 @@ class FaultsGate {
             Evidence.text("run", c.transcript());
             assertEquals(ExitCode.RUN_INVALID, rc, c.transcript());
             assertTrue(c.transcript().contains(expected), c.transcript());
-            assertEquals(0, tokenRows(c.out()), "no token from a corrupt trunk:\n" + c.transcript());
+            assertEquals(0, tokenRows(c.err()), "no token from a corrupt trunk:\n" + c.transcript());
         }
     }
 

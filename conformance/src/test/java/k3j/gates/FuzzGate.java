@@ -52,6 +52,13 @@ class FuzzGate {
     }
 
     @FuzzTest
+    @Feature("one-file candidate")
+    @DisplayName("the one-file candidate reader (.safetensors, .npz), checked against the oracle's reference")
+    void candidate(byte[] data) {
+        Limits.check("candidate", data, FuzzTargets::candidate);
+    }
+
+    @FuzzTest
     @Feature("trunk manifest")
     @DisplayName("the trunk manifest reader")
     void trunk(byte[] data) {

@@ -117,7 +117,7 @@ class LadderGate {
         CheckpointIndex index = CheckpointIndex.open(model);
         trunkDir = tmp.resolve("trunk");
         TrunkManifest m;
-        try (Heartbeat h = Heartbeat.of("ladder: packing mini-k3-93's trunk")) {
+        try (Heartbeat _ = Heartbeat.of("ladder: packing mini-k3-93's trunk")) {
             m = TrunkPacker.pack(index, trunkDir, Progress.silent(), QUIET, null);
         }
         long largest = 0;
@@ -282,7 +282,7 @@ class LadderGate {
         String key = r.name() + (incremental ? " inc" : " full");
         Outcome o = OUTCOMES.get(key);
         if (o == null) {
-            try (Heartbeat h = Heartbeat.of("ladder: " + key)) {
+            try (Heartbeat _ = Heartbeat.of("ladder: " + key)) {
                 o = run(r, incremental, 2, null);
             }
             OUTCOMES.put(key, o);
@@ -352,7 +352,7 @@ class LadderGate {
             return d;
         };
         Outcome o;
-        try (Heartbeat h = Heartbeat.of("ladder: --spec, " + rung)) {
+        try (Heartbeat _ = Heartbeat.of("ladder: --spec, " + rung)) {
             o = run(rung, 2, f -> {
                 Speculative.Result r = Speculative.greedy(f, prompt, GEN, 4, f.newState(Generation.capacity(prompt.length, GEN)), scripted, null);
                 counts[0] = r.verifications();
@@ -386,7 +386,7 @@ class LadderGate {
         }
         if (r.cacheBytes() != null) cmd.addAll(List.of("--cache-gb", gb(r.cacheBytes())));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.resolve("log.txt").toFile()).start();
-        try (Heartbeat h = Heartbeat.of("ladder: " + r.name() + ", the CLI in a child JVM")) {
+        try (Heartbeat _ = Heartbeat.of("ladder: " + r.name() + ", the CLI in a child JVM")) {
             if (!p.waitFor(300, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
                 throw new AssertionError(r + ": the CLI did not finish in 300 s");

@@ -25,6 +25,7 @@ import k3j.bisect.Stage;
 import k3j.cache.ExpertPart;
 import k3j.conform.Conformance;
 import k3j.conform.LayerReport;
+import k3j.harness.Caught;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.kernels.Workers;
@@ -103,6 +104,15 @@ class MutationGate {
             new Mutation("MLA L3 kv_a_layernorm x2", new Corruption.Scale(3, "self_attn.kv_a_layernorm.weight", 2.0f),
                     3, Stage.ATTN_OUT, null));
 
+    /** The report's row for a planted mutation: the first failing layer, its first failing stage, finding and ratio. */
+    static Caught caught(Mutation m, Bisect.Report report) {
+        if (report.failing().isEmpty()) return Caught.missed("binding mutant", m.name());
+        LayerReport r = report.layers().get(report.failing().getFirst());
+        Bisect.Diagnosis d = report.diagnosis();
+        return new Caught("binding mutant", m.name(), r.layer(), d != null ? d.stage().key : r.firstDivergence(), r.finding().tag(),
+                d != null ? d.ratio() : r.worstRatioToBudget());
+    }
+
     static Path mini, dump, scratch;
     static Workers workers;
 
@@ -152,6 +162,7 @@ class MutationGate {
         for (LayerReport r : report.layers()) if (!r.conforms() || r.layer() == m.failingLayer()) evidence.put(r.name(), r.ratios());
         Evidence.json("failing layer ratios to budget", evidence);
         Evidence.text("bisect summary", report.summary());
+        if (m.failingLayer() != NONE) caught(m, report).attach();
 
         if (m.failingLayer() == NONE) {
             Evidence.parameter("worst ratio to budget", report.layers().stream().mapToDouble(LayerReport::worstRatioToBudget).max().orElse(Double.POSITIVE_INFINITY));

@@ -28,6 +28,7 @@ import k3j.conform.LossyLayers;
 import k3j.conform.LossyReport;
 import k3j.conform.ReferenceDump;
 import k3j.harness.ChildJvm;
+import k3j.harness.Caught;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.kernels.Workers;
@@ -100,6 +101,8 @@ class PortsGate {
             JsonNode acts = m.path("acts_at");
             if (acts.isMissingNode() || acts.isNull()) fail("the candidate records no acts_at: the mutant changes nothing on this checkpoint");
             Divergence d = firstDivergence(c);
+            (d.finding() == Finding.CONFORMS ? Caught.missed("torch mutant", mutant + ": " + m.path("wrong").asText())
+                    : new Caught("torch mutant", mutant + ": " + m.path("wrong").asText(), d.layer(), d.stage(), d.finding().tag(), d.ratio())).attach();
             Evidence.parameter("acts at", (acts.path("layer").isNull() ? "model level" : "L" + acts.path("layer").asInt()) + " " + acts.path("stage").asText("(binding)"));
             Evidence.parameter("first divergence", d.toString());
             if (acts.path("layer").isNull()) {
@@ -132,7 +135,7 @@ class PortsGate {
     }
 
     @Test
-    void k3jsCandidateJudgesExactlyLikeTheDirectRun(@TempDir Path tmp) throws Exception {
+    void k3jsCandidateInEachFormJudgesExactlyLikeTheDirectRun(@TempDir Path tmp) throws Exception {
         Allure.feature("k3j candidate");
         Path model = Project.fixture("mini-k3-93"), out = tmp.resolve("k3j");
         String prompt = ints(reference().promptIds());
@@ -148,6 +151,17 @@ class PortsGate {
             }
             assertTrue(Arrays.equals(direct.greedy().engine(), cand.greedy().engine()), "greedy ids");
             Evidence.parameter("layers equal", direct.layerCount() + "/" + direct.layerCount());
+            // --dump-activations writes the one-file forms too, judged as the folder
+            for (String form : List.of("k3j.safetensors", "k3j.npz")) {
+                ChildJvm.Result one = ChildJvm.k3(model.toString(), "--ids", prompt, "--gen", "1", "--threads", "1", "--dump-activations", tmp.resolve(form).toString());
+                Evidence.text("k3 --dump-activations " + form, one.output());
+                assertEquals(0, one.exit(), one.output());
+                try (Conformance c = Conformance.candidate(tmp.resolve(form), Project.dump("mini-k3-93"), List.of())) {
+                    assertEquals(0, differingLayers(cand, c), form + ": layers whose verdict or ratios differ from the folder's");
+                    for (boolean incremental : new boolean[] {false, true}) assertEquals(cand.teacherForcing(incremental), c.teacherForcing(incremental), form + " logits");
+                    assertTrue(Arrays.equals(cand.greedy().engine(), c.greedy().engine()), form + " greedy ids");
+                }
+            }
         }
     }
 
@@ -395,7 +409,7 @@ class PortsGate {
     // ---------------------------------------------------------------------------------------------
 
     /** Where a candidate first departs: the first failing layer and its first failing stage, else the logits. */
-    record Divergence(Integer layer, String kind, String stage, Finding finding, String message) {
+    record Divergence(Integer layer, String kind, String stage, Finding finding, String message, double ratio) {
         @Override
         public String toString() {
             return (layer == null ? "model level" : "L" + layer + " " + kind) + " " + stage + " " + finding.tag() + (message.isEmpty() ? "" : ": " + message);
@@ -405,10 +419,14 @@ class PortsGate {
     static Divergence firstDivergence(Conformance c) {
         List<LayerReport> reports = layers(c);
         for (LayerReport r : reports) {
-            if (!r.conforms()) return new Divergence(r.layer(), r.kind(), r.firstDivergence(), r.finding(), r.message());
+            if (!r.conforms()) {
+                String first = r.firstDivergence();
+                double ratio = r.stages().stream().filter(m -> m.stage().equals(first)).mapToDouble(k3j.conform.StageMetric::ratioToBudget).findFirst().orElse(r.worstRatioToBudget());
+                return new Divergence(r.layer(), r.kind(), first, r.finding(), r.message(), ratio);
+            }
         }
         LogitParity.Result p = c.teacherForcing(false);
-        return new Divergence(null, "", "logits", p.finding(), String.format(Locale.ROOT, "%.3gx budget", p.ratioToBudget()));
+        return new Divergence(null, "", "logits", p.finding(), String.format(Locale.ROOT, "%.3gx budget", p.ratioToBudget()), p.ratioToBudget());
     }
 
     /** Every layer judged, with the run's lines and the layers x stages chart as evidence. */

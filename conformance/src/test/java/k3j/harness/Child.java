@@ -88,14 +88,23 @@ public final class Child implements AutoCloseable {
 
     /** Waits until a stdout line matches (true), or the child ends first (false). */
     public boolean awaitOut(Predicate<String> line) {
+        return await(out, outReader, line);
+    }
+
+    /** Waits until a stderr line matches (true), or the child ends first (false): a run's report is on stderr. */
+    public boolean awaitErr(Predicate<String> line) {
+        return await(err, errReader, line);
+    }
+
+    private boolean await(List<String> lines, Thread reader, Predicate<String> line) {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(MAX_SECONDS);
-        synchronized (out) {
+        synchronized (lines) {
             int seen = 0;
             while (System.nanoTime() < end) {
-                for (; seen < out.size(); seen++) if (line.test(out.get(seen))) return true;
-                if (!process.isAlive() && !outReader.isAlive()) return false;
+                for (; seen < lines.size(); seen++) if (line.test(lines.get(seen))) return true;
+                if (!process.isAlive() && !reader.isAlive()) return false;
                 try {
-                    out.wait(50);
+                    lines.wait(50);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     return false;

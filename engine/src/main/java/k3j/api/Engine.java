@@ -343,17 +343,18 @@ public final class Engine implements AutoCloseable {
         Generated.Speculation spec = null;
         if (s.speculative() > 0) {
             if (state == null) throw new IllegalArgumentException("speculative decoding needs an incremental state");
-            Speculative.Result r = Speculative.greedy(forward, fed, s.maxTokens(), s.speculative(), state, Speculative.NGRAM, listener::token);
+            Speculative.Result r = Speculative.greedy(forward, fed, s.maxTokens(), s.speculative(), state, Speculative.NGRAM, listener::token, stop);
             g = r.generation();
             spec = new Generated.Speculation(Math.min(s.speculative(), Speculative.MAX_DRAFT), r.verifications(), r.drafted(), r.accepted());
         } else {
             Sampler sampler = new Sampler(s.sampling(), 0);
-            g = Generation.run(forward, fed, s.maxTokens(), state, (l, v) -> sampler.next(l, 0, v), false, listener::token);
+            g = Generation.run(forward, fed, s.maxTokens(), state, (l, v) -> sampler.next(l, 0, v), false, listener::token, stop);
         }
         int[] ids = g.generated();
         Generated.Stop why = ids.length > 0 && stop.test(ids[ids.length - 1]) ? Generated.Stop.END_OF_SEQUENCE : Generated.Stop.MAX_TOKENS;
         State after = state == null ? null : new State(concat(prior, concat(fed, ids)), state);
-        return new Generated(prompt.clone(), ids, tokenizer != null ? decode(ids) : null, why, g.stepSeconds(),
+        int[] shown = why == Generated.Stop.END_OF_SEQUENCE ? Arrays.copyOf(ids, ids.length - 1) : ids;   // the text ends before the end of sequence
+        return new Generated(prompt.clone(), ids, tokenizer != null ? decode(shown) : null, why, g.stepSeconds(),
                 g.stepLogits().isEmpty() ? null : g.stepLogits().get(0), after, spec);
     }
 

@@ -1,9 +1,9 @@
 package k3j.api;
 
 /**
- * One generation: the prompt as given, the generated ids, their text (null without a tokenizer), why it stopped,
- * the seconds of each step, the logits that chose the first id, the state after it (incremental runs; null for
- * full recompute) and what speculation did (null without it).
+ * One generation: the prompt as given, the generated ids (an end of sequence included), their text (without it;
+ * null without a tokenizer), why it stopped, the seconds of each step, the logits that chose the first id, the
+ * state after it (incremental runs; null for full recompute) and what speculation did (null without it).
  */
 public record Generated(int[] prompt, int[] ids, String text, Stop stop, double[] stepSeconds, float[] firstLogits, State state, Speculation speculation) {
     /** Why a generation ended. */

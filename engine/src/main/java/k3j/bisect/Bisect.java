@@ -52,6 +52,39 @@ public final class Bisect {
             return head + ": " + String.join("; or ", explanations.stream().map(Explanation::describe).toList()) + left;
         }
 
+        /**
+         * The diagnosis as plain data (maps, lists, strings, numbers) in the shape of docs/formats.md §16: what
+         * {@code k3 bisect --json} writes per layer and what a report attaches.
+         */
+        public java.util.Map<String, Object> fields() {
+            java.util.Map<String, Object> o = new java.util.LinkedHashMap<>();
+            o.put("layer", layer);
+            o.put("kind", kind);
+            o.put("stage", stage.key);
+            o.put("ratio_to_budget", ratio);
+            o.put("explained", explained());
+            o.put("explanations", explanations.stream().map(e -> java.util.Map.of("candidate", e.candidate().describe(), "family", e.candidate().family().plural,
+                    "layer_conforms", e.layerPasses())).toList());
+            o.put("summary", summary());
+            java.util.Map<String, Object> ev = new java.util.LinkedHashMap<>();
+            ev.put("text", evidence.describe());
+            ev.put("failing_tokens", evidence.failingTokens().size());
+            ev.put("tokens", evidence.tokens());
+            ev.put("routing", evidence.routing());
+            ev.put("routed_experts", evidence.routed().size());
+            if (evidence.failingExperts() != null) ev.put("failing_experts", evidence.failingExperts());
+            ev.put("family_order", evidence.order().stream().map(f -> f.plural).toList());
+            ev.put("why", evidence.why());
+            o.put("evidence", ev);
+            o.put("tried", tried);
+            o.put("tried_by_family", triedByFamily());
+            o.put("untried", untried.size());
+            o.put("stopped_explained", stoppedExplained);
+            o.put("budget", budget.describe());
+            o.put("seconds", nanos / 1e9);
+            return o;
+        }
+
         /** "2 same-shape swaps, 6 stored transposes": what was tried, by family. */
         public String triedByFamily() {
             return tried == 0 ? "none" : counts(triedCandidates);
@@ -224,10 +257,18 @@ public final class Bisect {
      * are swapped", or null when the layer conforms or did not run.
      */
     public static String diagnosisLine(k3j.conform.Conformance c, LayerReport failing, k3j.kernels.Workers workers) {
+        Diagnosis d = diagnosis(c, failing, workers);
+        return d == null ? null : d.summary();
+    }
+
+    /**
+     * The diagnosis of one failing layer of an open conformance within the default budget (a report attaches its
+     * {@link Diagnosis#fields()}), or null when the layer conforms or did not run.
+     */
+    public static Diagnosis diagnosis(k3j.conform.Conformance c, LayerReport failing, k3j.kernels.Workers workers) {
         if (failing.conforms() || c.model() == null) return null;
         try (LayerRunner runner = LayerRunner.of(c, workers)) {
-            Diagnosis d = diagnose(new LayerConformance(c), runner, failing);
-            return d == null ? null : d.summary();
+            return diagnose(new LayerConformance(c), runner, failing);
         }
     }
 

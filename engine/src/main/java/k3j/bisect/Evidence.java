@@ -106,17 +106,19 @@ public record Evidence(Stage stage, double ratio, List<Integer> failingTokens, i
 
     /**
      * {@code fitOrdered} (already in {@link Fit} order) ordered by family rank; when the sweep names failing experts,
-     * the routed candidates it supports (every routed expert they touch fails its probes) come first and the routed
-     * candidates it contradicts (they touch a routed expert that conforms) last.
+     * the routed candidates it supports (every routed expert they touch fails its probes) come first, those that
+     * account for more of the failing experts before the others (two failing experts swapped with each other is one
+     * mix-up that explains both), and the routed candidates it contradicts (they touch a routed expert that conforms) last.
      */
     List<Candidate> order(List<Candidate> fitOrdered) {
-        record Ranked(Candidate c, int tier, int family, int at) {}
+        record Ranked(Candidate c, int tier, int unexplained, int family, int at) {}
         List<Ranked> r = new ArrayList<>();
         for (int i = 0; i < fitOrdered.size(); i++) {
             Candidate c = fitOrdered.get(i);
-            r.add(new Ranked(c, tier(c), order.indexOf(c.family()), i));
+            int unexplained = failingExperts == null ? 0 : (int) failingExperts.stream().filter(e -> !c.experts().contains(e)).count();
+            r.add(new Ranked(c, tier(c), tier(c) == 0 ? unexplained : 0, order.indexOf(c.family()), i));
         }
-        r.sort(Comparator.comparingInt(Ranked::tier).thenComparingInt(Ranked::family).thenComparingInt(Ranked::at));
+        r.sort(Comparator.comparingInt(Ranked::tier).thenComparingInt(Ranked::unexplained).thenComparingInt(Ranked::family).thenComparingInt(Ranked::at));
         return r.stream().map(Ranked::c).toList();
     }
 

@@ -150,41 +150,7 @@ final class BisectCommand implements Callable<Integer> {
         var failing = root.putArray("failing_layers");
         r.failing().forEach(failing::add);
         var arr = root.putArray("diagnoses");
-        for (Bisect.Diagnosis d : r.diagnoses()) {
-            var o = arr.addObject();
-            o.put("layer", d.layer());
-            o.put("kind", d.kind());
-            o.put("stage", d.stage().key);
-            o.put("ratio_to_budget", d.ratio());
-            o.put("explained", d.explained());
-            var ex = o.putArray("explanations");
-            for (Bisect.Explanation e : d.explanations()) {
-                var x = ex.addObject();
-                x.put("candidate", e.candidate().describe());
-                x.put("family", e.candidate().family().plural);
-                x.put("layer_conforms", e.layerPasses());
-            }
-            o.put("summary", d.summary());
-            var ev = o.putObject("evidence");
-            ev.put("text", d.evidence().describe());
-            ev.put("failing_tokens", d.evidence().failingTokens().size());
-            ev.put("tokens", d.evidence().tokens());
-            ev.put("routing", d.evidence().routing());
-            ev.put("routed_experts", d.evidence().routed().size());
-            if (d.evidence().failingExperts() != null) {
-                var fe = ev.putArray("failing_experts");
-                d.evidence().failingExperts().forEach(fe::add);
-            }
-            var order = ev.putArray("family_order");
-            d.evidence().order().forEach(f -> order.add(f.plural));
-            ev.put("why", d.evidence().why());
-            o.put("tried", d.tried());
-            o.put("tried_by_family", d.triedByFamily());
-            o.put("untried", d.untried().size());
-            o.put("stopped_explained", d.stoppedExplained());
-            o.put("budget", d.budget().describe());
-            o.put("seconds", d.nanos() / 1e9);
-        }
+        for (Bisect.Diagnosis d : r.diagnoses()) arr.add(mapper.valueToTree(d.fields()));
         k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
         if (planned.plan() != null) {
             root.put("plan_total_bytes", planned.plan().total());

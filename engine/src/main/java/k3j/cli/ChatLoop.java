@@ -1,9 +1,13 @@
 package k3j.cli;
 
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicBoolean;
 import k3j.api.Chat;
@@ -20,15 +24,22 @@ import org.jline.terminal.TerminalBuilder;
 
 /**
  * {@code k3 MODEL --chat}: user turns from stdin — one line each from a pipe, or typed on a terminal with line
- * editing and input history ({@code /reset} keeps only the system message, {@code /save} writes the history,
- * Ctrl-C stops the reply being generated and keeps the conversation, Ctrl-D ends) — replies streamed to
- * stdout. After every turn the history ({@code --history}) and the state ({@code --save-state}) are saved.
+ * editing and input history, Ctrl-C stopping the reply being generated and keeping the conversation, Ctrl-D
+ * ending — replies streamed to stdout. A line that starts with '/' is a command ({@link #COMMANDS}), never a
+ * message: an unknown one is refused with the list; "//" sends a message that starts with '/'. After every turn
+ * the history ({@code --history}) and the state ({@code --save-state}) are saved; after {@code /reset} the new
+ * conversation is saved under new names, so the files of the one before keep it.
  */
 final class ChatLoop {
+    static final String COMMANDS = "/help, /reset, /save, /quit";
+    private static final String HELP = "commands: /reset starts a new conversation (the files keep the old one; the new one is saved under new names), "
+            + "/save writes the history now, /quit ends (as Ctrl-D does), /help lists them; //text sends a message that starts with '/'";
+
     private final Chat conv;
     private final Xtml xtml;
-    private final TextOptions opt;
     private final int maxNew;
+    private final Path loadState;
+    private Path history, saveState;   // where this conversation is saved: moved to new names by /reset
     private final PrintStream out;
     private final PrintWriter err;
     private final AtomicBoolean stop = new AtomicBoolean();
@@ -36,37 +47,104 @@ final class ChatLoop {
     ChatLoop(Chat conv, TextOptions opt, int maxNew, PrintStream out, PrintWriter err) {
         this.conv = conv;
         this.xtml = conv.xtml();
-        this.opt = opt;
         this.maxNew = maxNew;
+        this.loadState = opt.loadState;
+        this.history = opt.history;
+        this.saveState = opt.saveState;
         this.out = out;
         this.err = err;
     }
 
     /** Continues from {@code --load-state}, which must follow exactly the loaded history. */
     void resume() {
-        int positions = conv.resume(opt.loadState, opt.history != null ? opt.history.toString() : "this one", maxNew + 64);
-        err.printf("k3: resumed %d positions from %s%n", positions, opt.loadState);
+        int positions = conv.resume(loadState, history != null ? history.toString() : "this one", maxNew + 64);
+        err.printf("k3: resumed %d positions from %s%n", positions, loadState);
         err.flush();
     }
 
     /** One prompt (--prompt with --chat), or every line of stdin. Returns the exit code. */
-    int run(String prompt) throws IOException {
+    int run(String prompt, InputStream stdin) throws IOException {
         if (prompt != null) return turn(prompt);
         if (System.console() != null && System.console().isTerminal()) return interactive();
-        java.io.InputStream in = new java.io.BufferedInputStream(System.in);
+        InputStream in = new java.io.BufferedInputStream(stdin);
+        boolean refused = false;
         while (true) {
             String line;
             try {
-                line = k3j.io.SafeFiles.readLine(in, k3j.chat.History.MAX_LINE, "--chat (stdin)");
+                line = k3j.io.SafeFiles.readLine(in, k3j.chat.History.MAX_LINE, "--chat (stdin)");   // bounded: a line is never held past the cap
             } catch (IOException e) {
                 err.println("k3: " + e.getMessage());
                 err.flush();
                 return ExitCode.USAGE;
             }
-            if (line == null) return ExitCode.OK;
+            if (line == null) break;
             if (line.isBlank()) continue;
-            int rc = turn(line);
-            if (rc != ExitCode.OK) return rc;
+            Line l = Line.of(line);
+            if (l.command() == null) {
+                int rc = turn(l.message());
+                if (rc != ExitCode.OK) return rc;
+                continue;
+            }
+            if (l.command().equals("/quit")) break;
+            refused |= !command(l.command(), s -> err.println("k3: " + s));
+            err.flush();
+        }
+        return refused ? ExitCode.USAGE : ExitCode.OK;
+    }
+
+    /** A line read: a command (the word after '/'), or a message ("//x" is the message "/x"). */
+    record Line(String command, String message) {
+        static Line of(String line) {
+            String t = line.strip();
+            if (t.startsWith("//")) return new Line(null, line.substring(line.indexOf('/') + 1));
+            if (t.startsWith("/")) return new Line(t.split("\\s+", 2)[0], null);
+            return new Line(null, line);
+        }
+    }
+
+    /** Runs a command, telling {@code say} what it did; false when it is not one (it is refused, naming the commands). */
+    private boolean command(String c, java.util.function.Consumer<String> say) {
+        switch (c) {
+            case "/help" -> say.accept(HELP);
+            case "/reset" -> {
+                conv.reset();
+                String kept = "";
+                if (history != null && Files.exists(history)) {
+                    Path next = nextFree(history);
+                    kept = "; " + history + " keeps the conversation before, this one is saved to " + next;
+                    history = next;
+                }
+                if (saveState != null && Files.exists(saveState)) {
+                    Path next = nextFree(saveState);
+                    kept += "; its state stays in " + saveState + ", this one's goes to " + next;
+                    saveState = next;
+                }
+                say.accept("(conversation reset" + kept + ")");
+            }
+            case "/save" -> {
+                if (history == null) say.accept("(no --history file to save to)");
+                else {
+                    conv.saveHistory(history);
+                    say.accept("(saved " + history + ")");
+                }
+            }
+            case "/quit" -> { }
+            default -> {
+                say.accept("unknown command " + c + " (not sent to the model); the commands are " + COMMANDS + "; //text sends a message that starts with '/'");
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** {@code f} with "-2", "-3", ... before its extension: the first name no file has. */
+    static Path nextFree(Path f) {
+        String name = f.getFileName().toString();
+        int dot = name.lastIndexOf('.');
+        String stem = dot > 0 ? name.substring(0, dot) : name, ext = dot > 0 ? name.substring(dot) : "";
+        for (int i = 2; ; i++) {
+            Path p = f.resolveSibling(stem + "-" + i + ext);
+            if (!Files.exists(p)) return p;
         }
     }
 
@@ -74,7 +152,7 @@ final class ChatLoop {
         try (Terminal t = TerminalBuilder.builder().system(true).build()) {
             LineReader reader = LineReaderBuilder.builder().terminal(t).appName("k3").build();
             t.handle(Terminal.Signal.INT, s -> stop.set(true));
-            t.writer().println("k3 chat: /reset starts over, /save writes the history, Ctrl-C stops a reply, Ctrl-D quits.");
+            t.writer().println("k3 chat: " + COMMANDS + " (/help says what they do); Ctrl-C stops a reply, Ctrl-D quits.");
             while (true) {
                 String line;
                 try {
@@ -85,26 +163,17 @@ final class ChatLoop {
                     return ExitCode.OK;
                 }
                 if (line.isBlank()) continue;
-                switch (line.strip()) {
-                    case "/reset" -> {
-                        conv.reset();
-                        t.writer().println("(conversation reset)");
-                    }
-                    case "/save" -> {
-                        if (opt.history == null) t.writer().println("(no --history file to save to)");
-                        else {
-                            conv.saveHistory(opt.history);
-                            t.writer().println("(saved " + opt.history + ")");
-                        }
-                    }
-                    default -> turn(line);
-                }
+                Line l = Line.of(line);
+                if (l.command() == null) turn(l.message());
+                else if (l.command().equals("/quit")) return ExitCode.OK;
+                else command(l.command(), s -> t.writer().println(s));
                 t.flush();
             }
         }
     }
 
-    /** Generates one reply, streaming it; the exit code of a turn that could not run (2: refused by the position limit). */
+    /** Generates one reply, streaming it; false when the turn could not run. */
+    /** One reply, streamed; the exit code of a turn that could not run (2: refused by the position limit, the conversation kept). */
     private int turn(String user) {
         stop.set(false);
         Display display = new Display(xtml);
@@ -123,10 +192,10 @@ final class ChatLoop {
         out.println();
         out.flush();
         if (r.problem() != null) err.println("k3: note: the reply is not a well-formed assistant turn (" + r.problem() + "); the history keeps its text");
-        err.printf(Locale.ROOT, "k3: turn %d: fed %d ids in %.3f s, generated %d in %.3f s%s%n", conv.history().size() / 2, r.fed().length, r.prefillSeconds(),
-                r.generated().length, r.decodeSeconds(), conv.state() != null ? " (" + conv.state().cached() + " positions held)" : "");
-        if (opt.history != null) conv.saveHistory(opt.history);
-        if (opt.saveState != null) conv.saveState(opt.saveState);
+        err.printf(Locale.ROOT, "k3: turn %d: prompt %d tokens (fed to the model) in %.3f s, reply %d tokens in %.3f s%s%n", conv.history().size() / 2, r.fed().length,
+                r.prefillSeconds(), r.generated().length, r.decodeSeconds(), conv.state() != null ? " (" + conv.state().cached() + " positions held)" : "");
+        if (history != null) conv.saveHistory(history);
+        if (saveState != null) conv.saveState(saveState);
         err.flush();
         return ExitCode.OK;
     }

@@ -61,10 +61,10 @@ final class MemoryOptions {
         return trunk != null;
     }
 
-    /** Ring slots wanted (0 means 2). */
     /** The largest budget a flag may state (1 PB): past it the byte counts overflow a long (1e308 printed a negative TOTAL). */
     static final double MAX_GB = 1e6;
 
+    /** Ring slots wanted (0 means 2). */
     int ring() {
         return trunkRing == null ? 2 : trunkRing;
     }

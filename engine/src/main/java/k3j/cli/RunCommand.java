@@ -113,8 +113,14 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--layers", paramLabel = "N", description = "bind only the first N layers (the output is not the real model)")
     Integer layers;
 
-    @Option(names = "--out", paramLabel = "FILE", defaultValue = "k3_run.json", description = "JSON results (default ${DEFAULT-VALUE})")
+    @Option(names = "--out", paramLabel = "FILE", description = "write the JSON results to FILE (none unless asked)")
     Path out;
+
+    @Option(names = "--report", paramLabel = "FILE", description = "write the run report (plan, STEP table, figures) to FILE instead of stderr")
+    Path report;
+
+    @Option(names = "--ignore-eos", description = "generate all --gen tokens: do not stop at the end-of-sequence token")
+    boolean ignoreEos;
 
     @Option(names = "--dump-logits", paramLabel = "PATH", description = "write the V float32 logits of the FIRST step (little-endian, no header)")
     Path dumpLogits;
@@ -193,6 +199,7 @@ final class RunCommand implements Callable<Integer> {
                 .input(ReferenceOption.of(reference), "the reference (--reference)")
                 .input(text.loadState, "--load-state", "state").input(text.history, "--history", "history");
         f.file(out, "--out");
+        f.file(report, "--report");
         f.file(dumpLogits, "--dump-logits");
         f.file(text.saveState, "--save-state", "state");
         if (text.chat) f.file(text.history, "--history", "history");
@@ -209,9 +216,23 @@ final class RunCommand implements Callable<Integer> {
         return f;
     }
 
+    /**
+     * stdout carries the output alone (the generated text, or the ids without a tokenizer; chat: the conversation),
+     * so it can be piped; the run report goes to stderr, or to --report FILE.
+     */
     @Override
     public Integer call() throws IOException {
-        PrintWriter err = spec.commandLine().getErr(), o = text.chat ? err : spec.commandLine().getOut();   // chat: stdout is the conversation
+        PrintWriter err = spec.commandLine().getErr();
+        if (report == null) return call(err, err);
+        java.io.StringWriter buffer = new java.io.StringWriter();
+        PrintWriter o = new PrintWriter(buffer);
+        int rc = call(o, err);
+        o.flush();
+        AtomicWrite.string(report, "--report", buffer.toString());
+        return rc;
+    }
+
+    private int call(PrintWriter o, PrintWriter err) throws IOException {
         Path modelDir = model.folder();
         checkFlags();
         // 1. flag conflicts, prompt sources
@@ -243,6 +264,7 @@ final class RunCommand implements Callable<Integer> {
         if (specDraft < 0) throw usage("--spec must be >= 0, got " + specDraft);
         if (specDraft > 0 && (!incremental || text.chat)) throw usage("--spec needs --incremental (it verifies drafts against the carried state), outside --chat");
         if (specDraft > 0 && !sampling.greedy()) throw usage("--spec is greedy-exact only: it cannot be combined with sampling");
+        if (ignoreEos && text.chat) throw usage("--ignore-eos is for generation: a chat reply ends at the end of its message");
         if (text.chat) incremental = true;
         int workers = threads.count();
         KernelPath.Mode kernelPath;
@@ -344,7 +366,13 @@ final class RunCommand implements Callable<Integer> {
         this.session = new Session(tokenizer, history, sampling, thinking);
         o.println("Kimi K3, Java (k3j), released checkpoint layout");
         o.println("  model    : " + modelDir);
-        o.printf("  prompt   : %d tokens, generating %d (%s)%n", promptIds.length, gen, incremental ? "incremental" : "full recompute");
+        if (text.chat) {
+            o.printf("  chat     : %d message(s) in the history%s; each reply at most %d tokens%n", history.size(),
+                    text.loadState != null ? ", continuing the state in " + text.loadState : "", gen);
+        } else {
+            o.printf("  prompt   : %d tokens, generating at most %d (%s)%n", promptIds.length, gen, incremental ? "incremental" : "full recompute");
+        }
+        o.println("  sampling : " + samplingLine(sampling, tokenizer));
         if (budgets.presetName() != null) {
             o.printf(Locale.ROOT, "  preset   : %s (trunk %.2f GB / expert cache %.2f GB)%n", budgets.presetName(), budgets.trunkGb(), budgets.cacheGb());
         }
@@ -371,6 +399,21 @@ final class RunCommand implements Callable<Integer> {
         return ActivationDump.write(o, err, modelDir, activationsReference, dumpActivations, workers);
     }
 
+    /** Every sampling setting, and where generation stops. */
+    private String samplingLine(k3j.sample.Sampler.Settings s, k3j.tokenizer.Tokenizer tok) {
+        String how = s.greedy() ? "greedy (temperature 0)"
+                : String.format(Locale.ROOT, "temperature %s, top-p %s, top-k %d, seed %d", s.temperature(), s.topP(), s.topK(), s.seed());
+        if (specDraft > 0) how += ", speculative drafts of up to " + Math.min(specDraft, k3j.model.Speculative.MAX_DRAFT);
+        if (text.chat) return how + "; a reply stops at the end of its message";
+        int eos = eosId(tok);
+        return how + (ignoreEos ? "; --ignore-eos: all " + gen + " tokens" : eos >= 0 ? "; stops at " + k3j.api.Engine.EOS + " (id " + eos + ")"
+                : "; no end-of-sequence stop (ids without --tok)");
+    }
+
+    private static int eosId(k3j.tokenizer.Tokenizer tok) {
+        return tok == null ? -1 : tok.addedId(k3j.api.Engine.EOS).orElse(-1);
+    }
+
     static MemInfo memInfo() {
         String p = System.getProperty(MEM_AVAILABLE_PROPERTY, "");
         if (!p.isBlank()) return new MemInfo(OptionalLong.empty(), OptionalLong.of(Long.parseLong(p.trim())));
@@ -378,6 +421,7 @@ final class RunCommand implements Callable<Integer> {
     }
 
     private int generate(PrintWriter o, PrintWriter err, k3j.api.Engine engine, int[] promptIds) throws IOException {
+        PrintWriter stdout = spec.commandLine().getOut();
         int rc = ExitCode.OK;
         k3j.api.Generated g = null;
         String failure = null;
@@ -387,7 +431,7 @@ final class RunCommand implements Callable<Integer> {
         TrunkStream stream = rt.trunk();
         int bound = rt.layers();
         try {
-            if (tfCheck) return teacherForcing(engine, promptIds, o, err);
+            if (tfCheck) return teacherForcing(engine, promptIds, stdout, o, err);
             if (text.chat) return chat(engine, err);
             k3j.api.State from = null;
             if (incremental && text.loadState != null) {
@@ -399,7 +443,8 @@ final class RunCommand implements Callable<Integer> {
                 }
                 o.printf("resumed %d positions from %s; this prompt continues them%n", from.positions(), text.loadState);
             }
-            k3j.api.Settings settings = new k3j.api.Settings(session.sampling(), gen, false, incremental, specDraft);
+            k3j.api.Settings settings = new k3j.api.Settings(session.sampling(), gen, !ignoreEos, incremental, specDraft);
+            int eos = ignoreEos ? -1 : engine.eos();
             int fedLength = (from != null ? from.pending().length : 0) + promptIds.length;
             StepTable table = new StepTable();
             long[] trunkReadBefore = {stream != null ? stream.stats().readNanos() : 0};
@@ -411,7 +456,8 @@ final class RunCommand implements Callable<Integer> {
             try {
                 k3j.api.TokenListener progress = (step, id, secs) -> {
                     CacheStats cs = cache != null ? cache.stepStats() : CacheStats.ZERO;
-                    if (cache != null && step < gen - 1) cache.resetStep();   // the last step's counters stay for the final-step report
+                    boolean last = step == gen - 1 || (eos >= 0 && id == eos);
+                    if (cache != null && !last) cache.resetStep();   // the last step's counters stay for the final-step report
                     long trunkRead = stream != null ? stream.stats().readNanos() : 0;
                     double io = (trunkRead - trunkReadBefore[0]) / 1e9 + cs.readSeconds();
                     trunkReadBefore[0] = trunkRead;
@@ -439,9 +485,7 @@ final class RunCommand implements Callable<Integer> {
             }
             o.println(table.footer());
             if (g != null) {
-                StringBuilder sb = new StringBuilder();
-                for (int id : g.ids()) sb.append(sb.isEmpty() ? "" : ",").append(id);
-                o.println("generated ids: " + sb);
+                o.println("generated ids: " + ids(g.ids()));
                 if (g.text() != null) o.println("generated text: " + g.text());
                 if (text.saveState != null && g.state() != null) {
                     engine.saveState(text.saveState, g.state());
@@ -455,15 +499,22 @@ final class RunCommand implements Callable<Integer> {
                     o.printf("wrote %s (%d float32 logits)%n", dumpLogits, l.length);
                 }
             }
+            if (g != null && rc == ExitCode.OK && forward.expertDrops() == 0) {
+                if (g.stop() == k3j.api.Generated.Stop.END_OF_SEQUENCE) o.printf("stopped at %s after %d of %d tokens%n", k3j.api.Engine.EOS, g.ids().length, gen);
+                stdout.println(g.text() != null ? g.text() : ids(g.ids()));   // the output alone, for a pipe
+                stdout.flush();
+            }
             long peak = MemInfo.peakRss().orElse(0);
             o.printf("PEAK RSS for the whole run: %s   <- quote this, not the plan%n", Human.bytes(peak));
             o.printf("layers completed: %d/%d; routed expert drops: %d%n%n", forward.layersCompleted(), bound, forward.expertDrops());
             if (cache != null) o.print(cache.report(false));
             TrunkStats ts = stream != null ? stream.stats() : null;
             CacheStats total = cache != null ? cache.totalStats() : null;
-            writeOut(g, promptIds, bound, forward.layersCompleted(), forward.expertDrops(),
-                    total != null ? total.bytesRead() : rt.model().experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak, rt.tables());
-            o.println("wrote " + out);
+            if (out != null) {
+                writeOut(g, promptIds, bound, forward.layersCompleted(), forward.expertDrops(),
+                        total != null ? total.bytesRead() : rt.model().experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak, rt.tables(), settings, eos);
+                o.println("wrote " + out);
+            }
             if (engine.trace() != null) {
                 Files.createDirectories(dumpCacheTrace);
                 o.println(engine.trace().write(dumpCacheTrace));
@@ -504,7 +555,7 @@ final class RunCommand implements Callable<Integer> {
         ChatLoop loop = new ChatLoop(engine.chat(session.history(), session.thinking(), session.sampling()), text, gen, System.out, err);
         try {
             if (text.loadState != null) loop.resume();
-            return loop.run(prompt);
+            return loop.run(prompt, System.in);
         } catch (k3j.state.StateException | k3j.chat.ChatException e) {
             err.println("k3: " + e.getMessage());
             err.flush();
@@ -513,7 +564,7 @@ final class RunCommand implements Callable<Integer> {
     }
 
     /** docs/semantics.md §7.1 --tf-check: argmax of every position against the next id, one forward over all ids. */
-    private int teacherForcing(k3j.api.Engine engine, int[] ids, PrintWriter o, PrintWriter err) throws IOException {
+    private int teacherForcing(k3j.api.Engine engine, int[] ids, PrintWriter stdout, PrintWriter o, PrintWriter err) throws IOException {
         k3j.api.Engine.Agreement r;
         try {
             r = engine.teacherForcing(ids);
@@ -527,9 +578,12 @@ final class RunCommand implements Callable<Integer> {
             err.println("RUN INVALID: " + MappedShards.describeFault(null, e));
             return ExitCode.RUN_INVALID;
         }
-        o.printf(Locale.ROOT, "teacher forcing: %d/%d positions agree (%.4f)%n", r.matches(), r.positions(), r.fraction());
-        AtomicWrite.string(out, "--out", String.format(Locale.ROOT, "{\"tf_positions\":%d,\"tf_matches\":%d,\"tf_agreement\":%.4f}%n", r.positions(), r.matches(), r.fraction()));
-        o.println("wrote " + out);
+        stdout.printf(Locale.ROOT, "teacher forcing: %d/%d positions agree (%.4f)%n", r.matches(), r.positions(), r.fraction());
+        stdout.flush();
+        if (out != null) {
+            AtomicWrite.string(out, "--out", String.format(Locale.ROOT, "{\"tf_positions\":%d,\"tf_matches\":%d,\"tf_agreement\":%.4f}%n", r.positions(), r.matches(), r.fraction()));
+            o.println("wrote " + out);
+        }
         return ExitCode.OK;
     }
 
@@ -555,6 +609,12 @@ final class RunCommand implements Callable<Integer> {
         }
     }
 
+    private static String ids(int[] ids) {
+        StringBuilder sb = new StringBuilder();
+        for (int id : ids) sb.append(sb.isEmpty() ? "" : ",").append(id);
+        return sb.toString();
+    }
+
     /** The ids of {@code s}, separated by ',' or spaces; a part that is not an integer is refused. */
     static int[] parseIds(String s) {
         List<Integer> l = new ArrayList<>();
@@ -572,15 +632,18 @@ final class RunCommand implements Callable<Integer> {
     }
 
     private void writeOut(k3j.api.Generated g, int[] promptIds, int bound, int completed, long drops, long expertBytes, long trunkBytes, long peak,
-                          StreamedTables tables) throws IOException {
+                          StreamedTables tables, k3j.api.Settings settings, int eos) throws IOException {
         int[] generated = g == null ? new int[0] : g.ids();
         double wall = g == null ? 0 : g.seconds();
         String generatedText = g != null ? g.text() : null;
-        AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText, tables));
+        String stopped = g == null ? null : g.stop() == k3j.api.Generated.Stop.END_OF_SEQUENCE ? "eos" : "max_tokens";
+        AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText, tables,
+                settings, eos, stopped));
     }
 
     private static void writeJson(OutputStream os, int[] promptIds, int[] generated, double wall, int bound, int completed, long drops,
-                                  long expertBytes, long trunkBytes, long peak, String generatedText, StreamedTables tables) throws IOException {
+                                  long expertBytes, long trunkBytes, long peak, String generatedText, StreamedTables tables,
+                                  k3j.api.Settings settings, int eos, String stopped) throws IOException {
         try (JsonGenerator j = new JsonFactory().createGenerator(os, JsonEncoding.UTF8)) {
             j.writeStartObject();
             j.writeFieldName("prompt_ids");
@@ -608,6 +671,20 @@ final class RunCommand implements Callable<Integer> {
             j.writeBooleanField("ultra_low_memory", tables != null);
             if (generatedText != null) j.writeStringField("generated_text", generatedText);
             else j.writeNullField("generated_text");
+            j.writeObjectFieldStart("sampling");
+            j.writeNumberField("temperature", settings.sampling().temperature());
+            j.writeNumberField("top_p", settings.sampling().topP());
+            j.writeNumberField("top_k", settings.sampling().topK());
+            j.writeNumberField("seed", settings.sampling().seed());
+            j.writeEndObject();
+            j.writeNumberField("max_tokens", settings.maxTokens());
+            j.writeBooleanField("incremental", settings.incremental());
+            j.writeNumberField("speculative", settings.speculative());
+            j.writeBooleanField("stop_at_eos", settings.stopAtEos());
+            if (eos >= 0) j.writeNumberField("eos_id", eos);
+            else j.writeNullField("eos_id");
+            if (stopped != null) j.writeStringField("stopped", stopped);
+            else j.writeNullField("stopped");
             j.writeEndObject();
         }
     }

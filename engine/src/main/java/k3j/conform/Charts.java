@@ -16,56 +16,91 @@ public final class Charts {
 
     /**
      * The overview: a heatmap of layers (columns) × stages (rows) coloured by ratio to budget, and under it the
-     * worst stage per layer as bars on a log axis with the budget (1) and binding-error (100) lines.
+     * worst stage per layer as bars on a log axis with the budget (1) and binding-error (100) lines. The rows are
+     * every stage the layers were judged on (the eight of every layer, moe_weight, then the state stages such as
+     * kda_state and the conv states, in the order first met); the bar axis reaches the largest finite ratio, so
+     * no bar is cut off, and a bar's label is drawn only where it overlaps no other label (every layer over budget
+     * is also listed under the chart).
      */
     public static String overview(List<LayerReport> reports, String title) {
-        List<String> stages = new ArrayList<>(Stage.NAMES);
-        stages.add(Stage.MOE_WEIGHT);
+        List<String> stages = stageRows(reports);
         int n = reports.size();
+        double top = HI;
+        for (LayerReport rep : reports) {
+            double r = rep.worstRatioToBudget();
+            if (Double.isFinite(r) && r > 0) top = Math.max(top, Math.ceil(Math.log10(r)) + 1); // a decade above the worst: room for its label
+        }
         int cell = Math.max(6, Math.min(24, 1000 / Math.max(1, n))), rowH = 22;
-        int left = 110, top = 56, mapW = cell * n, mapH = rowH * stages.size();
-        int barTop = top + mapH + 56, barH = 190, legendTop = barTop + barH + 56;
-        int width = left + mapW + 60, height = legendTop + 64;
-        width = Math.max(width, 760);
+        int left = 110, mapTop = 56, mapW = cell * n, mapH = rowH * stages.size();
+        int barTop = mapTop + mapH + 84, barH = (int) Math.max(190, 24 * (top - LO)), legendTop = barTop + barH + 72;
+        int width = Math.max(left + mapW + 60, 760), height = legendTop + 64;
         Svg s = new Svg(width, height);
         s.text(left, 22, 16, "bold", "start", title);
         s.text(left, 40, 13, "normal", "start", "colour = max|engine - ref| / max|ref| / budget per stage (log scale); budget = eps32 * sqrt(width) * factor");
-        for (int r = 0; r < stages.size(); r++) s.text(left - 6, top + r * rowH + rowH * 0.7, 13, "normal", "end", stages.get(r));
+        for (int r = 0; r < stages.size(); r++) s.text(left - 6, mapTop + r * rowH + rowH * 0.7, 13, "normal", "end", stages.get(r));
         for (int c = 0; c < n; c++) {
             LayerReport rep = reports.get(c);
             int x = left + c * cell;
             for (int r = 0; r < stages.size(); r++) {
                 String st = stages.get(r);
                 StageMetric m = rep.stages().stream().filter(q -> q.stage().equals(st)).findFirst().orElse(null);
-                int y = top + r * rowH;
-                String tip = rep.name() + " " + st + ": " + (m == null ? (st.equals(Stage.MOE_WEIGHT) && !rep.stages().isEmpty() ? "dense layer, no routing" : "not run") : fmt(m.ratioToBudget()) + "x budget");
+                int y = mapTop + r * rowH;
                 if (m == null) {
-                    boolean dense = st.equals(Stage.MOE_WEIGHT) && !rep.stages().isEmpty();
-                    s.rect(x, y, cell, rowH, dense ? "#ffffff" : "#9e9e9e", "#e0e0e0", tip);
-                } else s.rect(x, y, cell, rowH, colour(m.ratioToBudget()), "#ffffff", tip);
+                    boolean absent = !rep.stages().isEmpty(); // the layer ran; it has no such stage (a dense layer's moe_weight, an MLA layer's kda_state)
+                    s.rect(x, y, cell, rowH, absent ? "#ffffff" : "#9e9e9e", "#e0e0e0", rep.name() + " " + st + ": " + (absent ? "no such stage in this layer" : "not run"));
+                } else s.rect(x, y, cell, rowH, colour(m.ratioToBudget()), "#ffffff", rep.name() + " " + st + ": " + fmt(m.ratioToBudget()) + "x budget");
             }
-            if (rep.routing() != null && !rep.routing().equal()) s.text(x + cell / 2.0, top + mapH + 12, 10, "bold", "middle", "R");
-            if (n <= 40 || rep.layer() % 4 == 0) s.text(x + cell / 2.0, top - 4, 11, "normal", "middle", String.valueOf(rep.layer()));
+            if (rep.routing() != null && !rep.routing().equal()) s.text(x + cell / 2.0, mapTop + mapH + 12, 10, "bold", "middle", "R");
+            if (n <= 40 || rep.layer() % 4 == 0) s.text(x + cell / 2.0, mapTop - 4, 11, "normal", "middle", String.valueOf(rep.layer()));
         }
-        s.text(left + mapW / 2.0, top + mapH + 28, 13, "normal", "middle", "layer (R under a column = routing differs; grey = not run; white = dense layer, no routing)");
+        s.text(left + mapW / 2.0, mapTop + mapH + 28, 13, "normal", "middle", "layer (R under a column = routing differs; grey = not run; white = no such stage in that layer)");
         // worst stage per layer
-        s.text(left, barTop - 8, 14, "bold", "start", "worst stage per layer, ratio to budget (log)");
-        LogAxis axis = new LogAxis(left, barTop, mapW, barH);
+        s.text(left, barTop - 24, 14, "bold", "start", "worst stage per layer, ratio to budget (log)");
+        LogAxis axis = new LogAxis(left, barTop, mapW, barH, LO, top);
         axis.draw(s, 11);
+        List<double[]> placed = new ArrayList<>(); // [left, right] of each bar label drawn
+        List<String> over = new ArrayList<>();
+        List<Integer> byWorst = new ArrayList<>();
+        for (int c = 0; c < n; c++) byWorst.add(c);
+        byWorst.sort((a, b) -> Double.compare(reports.get(b).worstRatioToBudget(), reports.get(a).worstRatioToBudget()));
         for (int c = 0; c < n; c++) {
             LayerReport rep = reports.get(c);
             double r = rep.worstRatioToBudget();
             double y = axis.y(r);
             s.rect(left + c * cell + 1, y, Math.max(1, cell - 2), barTop + barH - y, rep.stages().isEmpty() ? "#9e9e9e" : colour(r), null,
                     rep.name() + ": worst " + (rep.worst() == null ? "not run" : rep.worst().stage() + " " + fmt(r) + "x budget"));
-            if (r > 1 && rep.worst() != null) s.text(left + c * cell + cell / 2.0, Math.max(barTop - 22, y - 4), 11, "bold", "middle", "L" + rep.layer() + " " + fmt(r) + "x");
+        }
+        for (int c : byWorst) { // the worst bars claim their label space first
+            LayerReport rep = reports.get(c);
+            double r = rep.worstRatioToBudget();
+            if (!(r > 1) || rep.worst() == null) continue;
+            String label = "L" + rep.layer() + " " + fmt(r) + "x";
+            over.add(label + " (" + rep.worst().stage() + ")");
+            double cx = left + c * cell + cell / 2.0, half = label.length() * 3.3 + 2;
+            boolean free = placed.stream().noneMatch(p -> cx - half < p[1] && cx + half > p[0]) && cx - half >= 0 && cx + half <= width;
+            if (free) {
+                s.text(cx, Math.max(barTop + 12, axis.y(r) - 4), 11, "bold", "middle", label);
+                placed.add(new double[] {cx - half, cx + half});
+            }
         }
         axis.budget(s, 12);
         double yb100 = axis.atExponent(2);
         s.line(left, yb100, left + mapW, yb100, "#6a1b9a", 1.5, "2,3");
         s.text(left + mapW + 4, yb100 + 4, 12, "normal", "start", "100x");
+        if (!over.isEmpty()) {
+            String list = "over budget: " + String.join(", ", over.size() > 8 ? over.subList(0, 8) : over) + (over.size() > 8 ? ", and " + (over.size() - 8) + " more" : "");
+            s.text(left, barTop + barH + 32, 12, "normal", "start", list);
+        }
         legend(s, left, legendTop, Math.min(mapW, 600));
         return s.done();
+    }
+
+    /** The heatmap's rows: every stage any layer was judged on, the eight of every layer and moe_weight first, then the rest (state stages) as first met. */
+    static List<String> stageRows(List<LayerReport> reports) {
+        java.util.LinkedHashSet<String> rows = new java.util.LinkedHashSet<>(Stage.NAMES);
+        rows.add(Stage.MOE_WEIGHT);
+        for (LayerReport rep : reports) for (StageMetric m : rep.stages()) rows.add(m.stage());
+        return new ArrayList<>(rows);
     }
 
     /** Colour legend: the log scale with the budget line marked. */
@@ -144,7 +179,9 @@ public final class Charts {
         // per-position ratio to budget
         double bx = x0 + side + 90, bw = w - bx - 70, bh = side;
         s.text(bx, y0 - 10, 12, "bold", "start", "per position: max|diff| / max|ref| / budget (log)");
-        LogAxis axis = new LogAxis(bx, y0, bw, bh);
+        double top = HI;
+        for (LogitParity.Position p : r.positions()) if (Double.isFinite(p.ratioToBudget()) && p.ratioToBudget() > 0) top = Math.max(top, Math.ceil(Math.log10(p.ratioToBudget())));
+        LogAxis axis = new LogAxis(bx, y0, bw, bh, LO, top); // up to the worst position: no bar cut off
         axis.draw(s, 10);
         int n = r.positions().size();
         double cw = bw / Math.max(1, n);
@@ -160,25 +197,27 @@ public final class Charts {
         return s.done();
     }
 
-    /** A vertical log axis of ratios to budget, 1e{@link #LO} at the bottom to 1e{@link #HI} at the top, its grid {@code w} wide. */
-    private record LogAxis(double x, double top, double w, double h) {
+    /** A vertical log axis of ratios to budget, 1e{@code lo} at the bottom to 1e{@code hi} at the top, its grid {@code w} wide. */
+    private record LogAxis(double x, double top, double w, double h, double lo, double hi) {
         /** The height of 10^e. */
         double atExponent(double e) {
-            return top + h * (HI - e) / (HI - LO);
+            return top + h * (hi - e) / (hi - lo);
         }
 
-        /** The height of a ratio, clamped to the axis (0 and below at the bottom). */
+        /** The height of a ratio, clamped to the axis (0 and below at the bottom, non-finite at the top). */
         double y(double ratio) {
-            return atExponent(ratio <= 0 ? LO : Math.max(LO, Math.min(HI, Math.log10(ratio))));
+            if (!(ratio <= Double.MAX_VALUE)) return top;
+            return atExponent(ratio <= 0 ? lo : Math.max(lo, Math.min(hi, Math.log10(ratio))));
         }
 
-        /** The axis line, a grid line and a label at every power of ten. */
+        /** The axis line, a grid line at every power of ten, a label at every one (every other beyond 12 decades). */
         void draw(Svg s, int labelSize) {
             s.line(x, top, x, top + h, "#555", 1, null);
-            for (int e = (int) LO; e <= HI; e++) {
+            int step = hi - lo > 12 ? 2 : 1;
+            for (int e = (int) lo; e <= hi; e++) {
                 double y = atExponent(e);
                 s.line(x - 3, y, x + w, y, "#eeeeee", 1, null);
-                s.text(x - 6, y + 4, labelSize, "normal", "end", "1e" + e);
+                if ((e - (int) lo) % step == 0) s.text(x - 6, y + 4, labelSize, "normal", "end", "1e" + e);
             }
         }
 

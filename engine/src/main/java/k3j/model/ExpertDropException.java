@@ -8,8 +8,9 @@ public final class ExpertDropException extends ForwardException {
     private final int layer;
     private final long drops;
 
-    public ExpertDropException(int layer, long drops, String firstFailure) {
-        super("routed expert load failed at layer " + layer + " (" + drops + " drop(s); first: " + firstFailure + "); refusing partial MoE output");
+    public ExpertDropException(int layer, long drops, java.util.List<Integer> experts, String firstFailure) {
+        super("routed expert load failed at layer " + layer + " (" + drops + " drop(s), expert(s) " + experts
+                + "; first: " + firstFailure + "); refusing partial MoE output");
         this.layer = layer;
         this.drops = drops;
     }

@@ -363,6 +363,7 @@ public final class Forward {
         float[] contrib = new float[t * k * lt];
         long dropsBefore = drops.get();
         String firstFailure = null;
+        List<Integer> dropped = new ArrayList<>();
         for (int c0 = 0; c0 < t; c0 += MOE_CHUNK) {
             int c1 = Math.min(t, c0 + MOE_CHUNK);
             TreeMap<Integer, List<Integer>> union = new TreeMap<>();
@@ -375,7 +376,7 @@ public final class Forward {
                 } catch (ExpertLoadException fail) {
                     drops.incrementAndGet();
                     if (firstFailure == null) firstFailure = fail.getMessage();
-                    System.err.println("EXPERT DROP: layer " + layer + " expert " + entry.getKey() + " failed to load; this token is CORRUPT");
+                    dropped.add(entry.getKey());   // named once, in the exception that fails the run (not a line per expert on stderr)
                     continue;
                 }
                 List<Integer> slots = entry.getValue();
@@ -387,7 +388,7 @@ public final class Forward {
                 for (int s = 0; s < n; s++) System.arraycopy(dn, s * lt, contrib, slots.get(s) * lt, lt);
             }
         }
-        if (drops.get() != dropsBefore) throw new ExpertDropException(layer, drops.get() - dropsBefore, firstFailure);
+        if (drops.get() != dropsBefore) throw new ExpertDropException(layer, drops.get() - dropsBefore, dropped, firstFailure);
         float[] acc = new float[t * lt];
         for (int tok = 0; tok < t; tok++) {
             int a = tok * lt;

@@ -51,6 +51,12 @@ public record Generation(int[] prompt, int[] generated, List<float[]> stepLogits
      * state loaded from a file already holds earlier positions, and the prompt continues them.
      */
     public static Generation run(Forward f, int[] prompt, int gen, DecodeState state, Picker picker, boolean keepAllLogits, Progress progress) {
+        return run(f, prompt, gen, state, picker, keepAllLogits, progress, id -> false);
+    }
+
+    /** As {@link #run(Forward, int[], int, DecodeState, Picker, boolean, Progress)}, ending early after an id {@code stop} accepts (the end of sequence). */
+    public static Generation run(Forward f, int[] prompt, int gen, DecodeState state, Picker picker, boolean keepAllLogits, Progress progress,
+                                 java.util.function.IntPredicate stop) {
         if (prompt.length < 1) throw new IllegalArgumentException("no prompt ids");
         int v = f.weights().lmHead().rows();
         int[] seq = Arrays.copyOf(prompt, prompt.length + gen);
@@ -67,6 +73,10 @@ public record Generation(int[] prompt, int[] generated, List<float[]> stepLogits
             if (keepAllLogits || g == 0) logits.add(r.logits());
             secs[g] = (System.nanoTime() - t0) / 1e9;
             if (progress != null) progress.token(g, seq[n - 1], secs[g]);
+            if (stop.test(seq[n - 1])) {
+                secs = Arrays.copyOf(secs, g + 1);
+                break;
+            }
         }
         return new Generation(prompt.clone(), Arrays.copyOfRange(seq, prompt.length, n), List.copyOf(logits), secs);
     }

@@ -49,6 +49,16 @@ public final class Speculative {
 
     /** {@link #greedy(Forward, int[], int, int, DecodeState, Generation.Progress)} with any drafter (gates use adversarial ones). */
     public static Result greedy(Forward f, int[] prompt, int gen, int spec, DecodeState state, Drafter drafter, Generation.Progress progress) {
+        return greedy(f, prompt, gen, spec, state, drafter, progress, id -> false);
+    }
+
+    /**
+     * As {@link #greedy(Forward, int[], int, int, DecodeState, Drafter, Generation.Progress)}, ending after an id
+     * {@code stop} accepts (the end of sequence). Drafts end before such an id, so it is only ever emitted as the
+     * argmax after a verification, and the state holds every emitted id but the last, as in plain decoding.
+     */
+    public static Result greedy(Forward f, int[] prompt, int gen, int spec, DecodeState state, Drafter drafter, Generation.Progress progress,
+                                java.util.function.IntPredicate stop) {
         if (prompt.length < 1) throw new IllegalArgumentException("no prompt ids");
         if (spec < 0) throw new IllegalArgumentException("--spec must be >= 0, got " + spec);
         int draftMax = Math.min(spec, MAX_DRAFT), v = f.weights().lmHead().rows();
@@ -57,7 +67,8 @@ public final class Speculative {
         List<float[]> logits = new ArrayList<>();
         double[] secs = new double[gen];
         int emitted = 0;
-        while (emitted < gen) {
+        boolean stopped = false;
+        while (emitted < gen && !stopped) {
             long t0 = System.nanoTime();
             int[] out;
             if (emitted == 0) {
@@ -68,6 +79,12 @@ public final class Speculative {
                 int max = Math.min(draftMax, gen - emitted - 1);
                 int[] d = max <= 0 ? new int[0] : drafter.draft(seq, n, max);
                 if (d.length > max) d = Arrays.copyOf(d, max);
+                for (int i = 0; i < d.length; i++) {
+                    if (stop.test(d[i])) {
+                        d = Arrays.copyOf(d, i);
+                        break;
+                    }
+                }
                 if (d.length == 0) {
                     out = new int[] {Argmax.fast(f.step(new int[] {seq[n - 1]}, state, false, null).logits(), 0, v)};
                 } else {
@@ -96,9 +113,10 @@ public final class Speculative {
                 secs[emitted] = each;
                 if (progress != null) progress.token(emitted, id, each);
                 emitted++;
+                stopped = stop.test(id);
             }
         }
-        Generation g = new Generation(prompt.clone(), Arrays.copyOfRange(seq, prompt.length, n), List.copyOf(logits), secs);
+        Generation g = new Generation(prompt.clone(), Arrays.copyOfRange(seq, prompt.length, n), List.copyOf(logits), Arrays.copyOf(secs, emitted));
         return new Result(g, verifications, drafted, accepted);
     }
 

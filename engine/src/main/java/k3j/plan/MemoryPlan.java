@@ -40,16 +40,17 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
     public static final int EXIT_PLAN = 1, EXIT_KV = 2;
 
     /**
-     * @param trunkBytes     streamed: budget in bytes; resident: Σ layer bind bytes
-     * @param ultraChunk     bytes of the bounded streaming chunk for embed/lm_head in ultra mode (pitfall 23)
-     */
-    /**
      * The LM-head chunk a streamed run actually holds: whole rows of {@code rowBytes}, at most {@code chunkBytes} and at
      * most the head's {@code rows} (a small model's whole head is smaller than the 64 MiB chunk), as k3j.model.StreamedTables sizes it.
      */
     public static long streamedChunk(long chunkBytes, long rows, long rowBytes) {
         return Math.max(1, Math.min(rows, chunkBytes / rowBytes)) * rowBytes;
     }
+
+    /**
+     * @param trunkBytes     streamed: budget in bytes; resident: Σ layer bind bytes
+     * @param ultraChunk     bytes of the bounded streaming chunk for embed/lm_head in ultra mode (pitfall 23)
+     */
 
     public static MemoryPlan of(ModelConfig c, boolean streamed, long trunkBytes, long cacheBytes, boolean ultra, long ultraChunk,
                                 boolean incremental, int promptTokens, int gen) {

@@ -15,6 +15,7 @@ import k3j.io.DirectIo;
  * O_DIRECT read; unmapped when the arena closes. Elsewhere, or when {@code huge} is off (K3_NOHUGE), or if
  * mmap fails: {@link Arena#allocate} aligned to 4096. No numeric effect either way.
  */
+@SuppressWarnings("restricted")   // mmap and madvise through the FFM linker: the launcher enables native access
 final class AlignedMemory {
     static final long HUGE = 2L << 20;
     private static final int PROT_READ_WRITE = 0x3, MAP_PRIVATE_ANONYMOUS = 0x22, MADV_HUGEPAGE = 14;

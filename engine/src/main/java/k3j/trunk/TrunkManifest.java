@@ -16,7 +16,6 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.HexFormat;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -298,10 +297,7 @@ public record TrunkManifest(Path dir, int align, long fileSize, Source source, L
         if (ts == null || !ts.isObject()) throw bad(f, index, "has no \"tensors\" object");
         if (ts.isEmpty()) throw bad(f, index, "\"tensors\" is empty");
         Map<String, Tensor> tensors = new LinkedHashMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = ts.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> e = it.next();
-            tensors.put(e.getKey(), tensor(f, index, e.getKey(), e.getValue(), nbytes));
-        }
+        for (Map.Entry<String, JsonNode> e : ts.properties()) tensors.put(e.getKey(), tensor(f, index, e.getKey(), e.getValue(), nbytes));
         List<Tensor> sorted = new ArrayList<>(tensors.values());
         sorted.sort(Comparator.comparingLong(Tensor::offset));
         for (int i = 1; i < sorted.size(); i++) {

@@ -270,6 +270,7 @@ public final class TrunkStream implements TrunkSource {
     }
 
     /** Layer {@code l} in a ring slot: a hit, a prefetch to wait for, or a read into a claimed slot (lock held). */
+    @SuppressWarnings("restricted")   // a view of the slot scoped to one acquire
     private LayerBytes acquireRing(int l, TrunkManifest.Layer layer) {
         int s = slotOf[l];
         boolean hit = s >= 0;

@@ -58,13 +58,15 @@ class RunCommandTest {
         Path json = dir.resolve("run.json"), logits = dir.resolve("logits.bin");
         Run r = run(tiny().toString(), "--ids", PROMPT, "--gen", "20", "--incremental", "--out", json.toString(), "--dump-logits", logits.toString(), "--threads", "2");
         assertEquals(0, r.code(), r.err());
-        assertTrue(r.out().contains("generated ids: " + GREEDY), r.out());
+        assertTrue(r.err().contains("generated ids: " + GREEDY), r.err());
+        assertEquals(GREEDY + System.lineSeparator(), r.out(), "stdout holds the generated ids alone (no tokenizer), the report is on stderr");
         JsonNode j = new ObjectMapper().readTree(json.toFile());
         List<String> keys = new ArrayList<>();
         j.fieldNames().forEachRemaining(keys::add);
         assertEquals(List.of("prompt_ids", "generated_ids", "full_ids", "layers", "layers_requested", "layers_completed", "expert_drops",
                 "peak_rss_bytes", "wall_seconds", "seconds_per_token", "expert_bytes_read", "trunk_bytes_read", "embedding_bytes_read",
-                "lm_head_bytes_read", "ultra_low_memory", "generated_text"), keys);
+                "lm_head_bytes_read", "ultra_low_memory", "generated_text", "sampling", "max_tokens", "incremental", "speculative", "stop_at_eos",
+                "eos_id", "stopped"), keys);
         assertEquals(GREEDY, j.get("generated_ids").toString().replaceAll("[\\[\\]]", ""));
         assertEquals(13, j.get("layers_completed").asInt());
         assertEquals(0, j.get("expert_drops").asInt());
@@ -114,7 +116,7 @@ class RunCommandTest {
             assertFalse(full.err().contains("REFUSING: the KV cache"), "full recompute has no KV cache: " + full.err());
             assertEquals(1, full.code(), "but the whole plan is over 95% of 30 KB: exit 1\n" + full.out() + full.err());
             assertTrue(full.err().contains("REFUSING TO START"), full.err());
-            assertTrue(full.out().contains("memory plan") && full.out().contains("available        30.00 KB"), full.out());
+            assertTrue(full.err().contains("memory plan") && full.err().contains("available        30.00 KB"), full.err());
             assertFalse(Files.exists(dir.resolve("y.json")), "refused before running");
         } finally {
             System.clearProperty(RunCommand.MEM_AVAILABLE_PROPERTY);
@@ -148,9 +150,9 @@ class RunCommandTest {
             b.addAll(flags);
             Run str = run(b.toArray(String[]::new));
             assertEquals(0, str.code(), str.out() + str.err());
-            assertTrue(str.out().contains("generated ids: " + GREEDY), str.out());
+            assertTrue(str.err().contains("generated ids: " + GREEDY), str.err());
             assertArrayEquals(Files.readAllBytes(resLogits), Files.readAllBytes(strLogits), mode + ": the first step's logits, bit for bit");
-            String o = str.out();
+            String o = str.err();
             int at = 0;
             for (String part : List.of("memory plan", "trunk (STREAMED)", "TOTAL", "trunk stream:", "ring 1 x", "STEP   TOKEN      FED", "20 tokens in",
                     "generated ids:", "PEAK RSS for the whole run:", "layers completed: 13/13; routed expert drops: 0", "cache [final step]",
@@ -189,11 +191,11 @@ class RunCommandTest {
         String m = tiny().toString();
         Run laptop = run(m, "--ids", "1,2", "--gen", "1", "--trunk", t.toString(), "--cache-gb", "5", "--preset", "laptop", "--out", dir.resolve("a.json").toString());
         assertEquals(0, laptop.code(), laptop.err());
-        assertTrue(laptop.out().contains("preset   : laptop (trunk 3.00 GB / expert cache 1.00 GB)"), "the preset after --cache-gb wins:\n" + laptop.out());
+        assertTrue(laptop.err().contains("preset   : laptop (trunk 3.00 GB / expert cache 1.00 GB)"), "the preset after --cache-gb wins:\n" + laptop.err());
         Run over = run(m, "--ids", "1,2", "--gen", "1", "--trunk", t.toString(), "--preset", "laptop", "--cache-gb", "0.5", "--trunk-gb", "0.01",
                 "--out", dir.resolve("b.json").toString());
         assertEquals(0, over.code(), over.err());
-        assertTrue(over.out().contains("preset   : laptop (trunk 0.01 GB / expert cache 0.50 GB)"), "flags after the preset win:\n" + over.out());
+        assertTrue(over.err().contains("preset   : laptop (trunk 0.01 GB / expert cache 0.50 GB)"), "flags after the preset win:\n" + over.err());
         Run unknown = run(m, "--ids", "1", "--trunk", t.toString(), "--preset", "bogus");
         assertEquals(2, unknown.code());
         assertTrue(unknown.err().contains("unknown preset 'bogus'") && unknown.err().contains("workstation"), unknown.err());
@@ -201,9 +203,9 @@ class RunCommandTest {
         Path uj = dir.resolve("u.json");
         Run ultra = run(m, "--ids", PROMPT, "--gen", "20", "--trunk", t.toString(), "--preset", "ultra", "--out", uj.toString());
         assertEquals(0, ultra.code(), ultra.err());
-        assertTrue(ultra.out().contains("preset   : ultra (trunk 2.50 GB / expert cache 0.31 GB)"), ultra.out());
-        assertTrue(ultra.out().contains("(STREAMED)\n") && ultra.out().contains("model tables: embed + lm_head STREAMED from the checkpoint"), ultra.out());
-        assertTrue(ultra.out().contains("generated ids: " + GREEDY), "ultra gives the reference's greedy ids:\n" + ultra.out());
+        assertTrue(ultra.err().contains("preset   : ultra (trunk 2.50 GB / expert cache 0.31 GB)"), ultra.err());
+        assertTrue(ultra.err().contains("(STREAMED)\n") && ultra.err().contains("model tables: embed + lm_head STREAMED from the checkpoint"), ultra.err());
+        assertTrue(ultra.err().contains("generated ids: " + GREEDY), "ultra gives the reference's greedy ids:\n" + ultra.err());
         JsonNode u = new ObjectMapper().readTree(uj.toFile());
         assertTrue(u.get("ultra_low_memory").asBoolean());
         assertEquals(20L * 256 * 128 * 2, u.get("lm_head_bytes_read").asLong(), "the whole LM head read once per step (full recompute, 20 steps)");
@@ -240,7 +242,7 @@ class RunCommandTest {
         assertTrue(shortTrunk.err().contains("trunk.bin"), shortTrunk.err());
         Run streamedLayers = run(m, "--ids", PROMPT, "--gen", "2", "--trunk", t.toString(), "--trunk-gb", "0.001", "--cache-gb", "0.001", "--layers", "3", "--out", out);
         assertEquals(0, streamedLayers.code(), streamedLayers.err());
-        assertTrue(streamedLayers.out().contains("layers completed: 3/3") && streamedLayers.out().contains("NOTE: binding only 3 of 13"), streamedLayers.out());
+        assertTrue(streamedLayers.err().contains("layers completed: 3/3") && streamedLayers.err().contains("NOTE: binding only 3 of 13"), streamedLayers.err());
     }
 
     @Test
@@ -256,7 +258,7 @@ class RunCommandTest {
             assertTrue(r.err().contains("RUN INVALID") && r.err().contains("CORRUPT"), r.err());
             assertTrue(new ObjectMapper().readTree(json.toFile()).get("expert_drops").asLong() > 0, "the drops are in --out");
             Run streamed = run(shortReads, tiny().toString(), "--ids", PROMPT, "--gen", "2", "--trunk", packedTiny().toString(), "--trunk-gb", "0.001", "--cache-gb", "0.001", "--out", json.toString());
-            assertEquals(4, streamed.code(), streamed.out() + streamed.err());
+            assertEquals(4, streamed.code(), streamed.err() + streamed.err());
         }
     }
 
@@ -294,7 +296,7 @@ class RunCommandTest {
                     "--trunk-ring", "1", "--cache-gb", "0.001", "--out", json.toString());
             assertEquals(1, r.code(), r.out() + r.err());
             assertTrue(r.err().contains("forward pass failed: trunk bind failed at layer 5") && r.err().contains("short read on layer 5"), r.err());
-            assertTrue(r.out().contains("layers completed: 5/13"), "the second step stopped at layer 5:\n" + r.out());
+            assertTrue(r.err().contains("layers completed: 5/13"), "the second step stopped at layer 5:\n" + r.err());
             JsonNode j = new ObjectMapper().readTree(json.toFile());
             assertEquals(0, j.get("generated_ids").size(), "no ids from a failed run: " + j);
         }

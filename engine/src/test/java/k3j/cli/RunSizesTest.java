@@ -70,14 +70,14 @@ class RunSizesTest {
         CliRun r = run(tiny.toString(), "--ids", PROMPT, "--gen", "2", "--trunk", trunk.toString(), "--out", dir.resolve("a.json").toString());
         assertEquals(ExitCode.OK, r.exit(), r.out() + r.err());
         assertFalse(r.err().contains("REFUSING"), r.err());
-        assertTrue(bytes(r.out(), "trunk (STREAMED)") < 50e6, "the real trunk, not the 16 GB budget:\n" + r.out());
-        assertTrue(bytes(r.out(), "expert cache") < 50e6, "the experts' own size, not the 64 GB budget:\n" + r.out());
+        assertTrue(bytes(r.err(), "trunk (STREAMED)") < 50e6, "the real trunk, not the 16 GB budget:\n" + r.err());
+        assertTrue(bytes(r.err(), "expert cache") < 50e6, "the experts' own size, not the 64 GB budget:\n" + r.err());
         // the JVM line is the test JVM's own RSS (it grows with the suite around it): the model's part is what is judged
-        assertTrue(bytes(r.out(), "TOTAL") - bytes(r.out(), "JVM itself") < 50e6, r.out());
-        assertTrue(r.out().contains("JVM itself"), r.out());
-        assertFalse(r.out().contains("64.00 GB"), "no line quotes the default cache budget:\n" + r.out());
-        assertFalse(r.out().contains("x 0.00 GB"), "ring slots in real units:\n" + r.out());
-        assertTrue(r.out().matches("(?s).*ring \\d+ x [0-9.]+ (KB|MB).*"), r.out());
+        assertTrue(bytes(r.err(), "TOTAL") - bytes(r.err(), "JVM itself") < 50e6, r.err());
+        assertTrue(r.err().contains("JVM itself"), r.err());
+        assertFalse(r.err().contains("64.00 GB"), "no line quotes the default cache budget:\n" + r.err());
+        assertFalse(r.err().contains("x 0.00 GB"), "ring slots in real units:\n" + r.err());
+        assertTrue(r.err().matches("(?s).*ring \\d+ x [0-9.]+ (KB|MB).*"), r.err());
     }
 
     @Test
@@ -87,10 +87,10 @@ class RunSizesTest {
         assertEquals(ExitCode.OK, ultra.exit(), ultra.out() + ultra.err());
         assertEquals(ExitCode.OK, laptop.exit(), laptop.out() + laptop.err());
         // the tiny head is a few KB: the streamed chunk is that, not the released model's 64 MiB
-        assertTrue(bytes(ultra.out(), "embed + lm_head") < 1e6, ultra.out());
-        assertTrue(bytes(ultra.out(), "TOTAL") - bytes(ultra.out(), "JVM itself") <= bytes(laptop.out(), "TOTAL") - bytes(laptop.out(), "JVM itself"),
-                "ultra's plan is the smallest:\n" + ultra.out() + "\n" + laptop.out());
-        assertFalse(ultra.out().contains("0.00 B") || laptop.out().contains("0.00 B"), "whole bytes as '0 B':\n" + ultra.out());
+        assertTrue(bytes(ultra.err(), "embed + lm_head") < 1e6, ultra.err());
+        assertTrue(bytes(ultra.err(), "TOTAL") - bytes(ultra.err(), "JVM itself") <= bytes(laptop.err(), "TOTAL") - bytes(laptop.err(), "JVM itself"),
+                "ultra's plan is the smallest:\n" + ultra.err() + "\n" + laptop.err());
+        assertFalse(ultra.err().contains("0.00 B") || laptop.err().contains("0.00 B"), "whole bytes as '0 B':\n" + ultra.err());
     }
 
     @Test
@@ -104,7 +104,7 @@ class RunSizesTest {
     @Test
     void aMissingTrunkFolderIsNamed() {
         CliRun r = run(tiny.toString(), "--ids", PROMPT, "--gen", "1", "--trunk", "/nonexistent/trunk");
-        assertEquals(ExitCode.USAGE, r.exit(), r.out());
+        assertEquals(ExitCode.USAGE, r.exit(), r.err());
         assertTrue(r.err().contains("no such folder: /nonexistent/trunk"), r.err());
         assertFalse(r.err().contains("REFUSING"), r.err());
     }
@@ -114,14 +114,14 @@ class RunSizesTest {
         CliRun r = run(tiny.toString(), "--ids", PROMPT, "--gen", "2", "--dump-cache-trace", dir.resolve("trace").toString(),
                 "--out", dir.resolve("b.json").toString());
         assertEquals(ExitCode.OK, r.exit(), r.out() + r.err());
-        assertTrue(bytes(r.out(), "expert cache") < 50e6, r.out());
+        assertTrue(bytes(r.err(), "expert cache") < 50e6, r.err());
     }
 
     @Test
     void theKvLineFollowsTheBanner() {
         CliRun r = run(tiny.toString(), "--ids", PROMPT, "--gen", "2", "--incremental", "--out", dir.resolve("c.json").toString());
         assertEquals(ExitCode.OK, r.exit(), r.out() + r.err());
-        int banner = r.out().indexOf("Kimi K3"), kv = r.out().indexOf("  KV cache :");
-        assertTrue(banner >= 0 && kv > banner, "the KV line after the banner:\n" + r.out());
+        int banner = r.err().indexOf("Kimi K3"), kv = r.err().indexOf("  KV cache :");
+        assertTrue(banner >= 0 && kv > banner, "the KV line after the banner:\n" + r.err());
     }
 }

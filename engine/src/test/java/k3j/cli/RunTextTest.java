@@ -29,7 +29,7 @@ class RunTextTest {
         Path out = dir.resolve("r.json");
         CliRun r = CliRun.k3("run", TINY, "--tok", TINY, "--prompt", "hello", "--gen", "2", "--incremental", "--out", out.toString());
         assertEquals(0, r.exit(), r.err());
-        assertTrue(r.out().contains("generated text: "), r.out());
+        assertTrue(r.err().contains("generated text: "), r.err());
         assertEquals("104,101,108,108,111", ids(json(out).path("prompt_ids")));
         assertTrue(json(out).path("generated_text").isTextual());
     }
@@ -55,7 +55,7 @@ class RunTextTest {
         assertEquals(0, first.exit(), first.err());
         CliRun next = CliRun.k3("run", TINY, "--ids", "42,7", "--gen", "3", "--incremental", "--load-state", state.toString(), "--out", b.toString());
         assertEquals(0, next.exit(), next.err());
-        assertTrue(next.out().contains("resumed 5 positions"), next.out());
+        assertTrue(next.err().contains("resumed 5 positions"), next.err());
         String all = "250,17,101," + ids(json(a).path("generated_ids")) + ",42,7";
         CliRun once = CliRun.k3("run", TINY, "--ids", all, "--gen", "3", "--incremental", "--out", whole.toString());
         assertEquals(0, once.exit(), once.err());

@@ -54,7 +54,7 @@ class UsageTest {
     void aModelFolderFirstIsStillARun() {
         CliRun r = k3(RunCommandTest.tiny().toString(), "--ids", "1,2", "--gen", "1", "--out", dir.resolve("r.json").toString());
         assertEquals(ExitCode.OK, r.exit(), r.err());
-        assertTrue(r.out().contains("generated ids: "), r.out());
+        assertTrue(r.err().contains("generated ids: "), r.err());
     }
 
     @Test

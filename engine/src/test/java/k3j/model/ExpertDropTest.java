@@ -34,6 +34,11 @@ class ExpertDropTest {
             assertEquals(f.expertDrops(), e.drops());
             assertEquals(2, f.layersCompleted(), "layers 0 and 1 completed, layer 2 failed");
             assertTrue(e.getMessage().contains("refusing partial MoE output"), e.getMessage());
+            // the failing experts are named in the one message that fails the run (no line per expert on stderr)
+            java.util.regex.Matcher named = java.util.regex.Pattern.compile("expert\\(s\\) \\[([0-9, ]+)\\]").matcher(e.getMessage());
+            assertTrue(named.find(), e.getMessage());
+            for (String id : named.group(1).split(", ")) assertEquals(0, Integer.parseInt(id) % 2, "only even experts fail: " + e.getMessage());
+            assertEquals(e.drops(), named.group(1).split(", ").length, e.getMessage());
         }
     }
 }

@@ -78,7 +78,7 @@ public final class SafetensorsWriter {
     /** The header, then {@code dataBytes} of data left as a hole: no disk blocks. Returns the file size. */
     public static long writeSparse(Path file, byte[] header, long dataBytes) {
         long size = 8L + header.length + dataBytes;
-        try (FileChannel ch = open(file, header); RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
+        try (FileChannel _ = open(file, header); RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
             raf.setLength(size);
             return size;
         } catch (IOException e) {

@@ -80,7 +80,7 @@ public final class TrunkReadBench {
     static void walk(TrunkStream s, int layers, int passes, long computeMs) throws InterruptedException {
         for (int p = 0; p < passes; p++) {
             for (int l = 0; l < layers; l++) {
-                try (LayerBytes b = s.acquire(l)) {
+                try (LayerBytes _ = s.acquire(l)) {
                     if (computeMs > 0) Thread.sleep(computeMs);
                 }
             }

@@ -1,0 +1,66 @@
+package k3j.api;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import k3j.Repo;
+import k3j.cli.CliRun;
+import k3j.conform.LayerReport;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The Java API on the tiny oracle: a state saved and loaded continues like one longer run; a corrupted copy's report says where and that it does not conform. */
+class EngineTest {
+    private static final Path TINY = Repo.path("oracle-fixtures/tiny-k3");
+
+    @Test
+    void aSavedStateContinuesLikeOneLongerGeneration(@TempDir Path dir) {
+        Settings five = Settings.greedy(5).withStopAtEos(false);
+        try (Engine k3 = Engine.open(TINY, Plan.resident(), Engine.Options.DEFAULTS.withThreads(2))) {
+            List<Integer> seen = new ArrayList<>();
+            Generated first = k3.generate(new int[] {250, 17, 101}, five, (step, id, s) -> seen.add(id));
+            assertEquals(5, first.ids().length);
+            assertEquals(java.util.Arrays.stream(first.ids()).boxed().toList(), seen, "the listener saw every id as it was chosen");
+            assertNotNull(first.state(), "an incremental generation returns its state");
+            k3.saveState(dir.resolve("s.k3state"), first.state());
+            State loaded = k3.loadState(dir.resolve("s.k3state"), 16);
+            assertEquals(7, loaded.positions(), "3 prompt ids and 4 of the 5 generated were absorbed; the last is pending");
+            Generated next = k3.generate(loaded, new int[] {42, 7}, five, TokenListener.NONE);
+            int[] all = Engine.concat(Engine.concat(new int[] {250, 17, 101}, first.ids()), new int[] {42, 7});
+            Generated once = k3.generate(all, five, TokenListener.NONE);
+            assertArrayEquals(once.ids(), next.ids(), "continuing a loaded state = one run over everything");
+            assertArrayEquals(once.firstLogits(), next.firstLogits(), "to the bit");
+            Generated full = k3.generate(all, five.withIncremental(false), TokenListener.NONE);
+            assertArrayEquals(once.ids(), full.ids(), "full recompute gives the same ids");
+            assertEquals(null, full.state(), "full recompute carries no state");
+        }
+    }
+
+    @Test
+    void aCorruptedCopysReportNamesTheLayerAndDoesNotConform(@TempDir Path dir) {
+        Path bad = dir.resolve("bad");
+        CliRun c = CliRun.k3("corrupt", TINY.toString(), bad.toString(), "--corruption", "swap:4:self_attn.q_proj.weight,self_attn.k_proj.weight");
+        assertEquals(0, c.exit(), c.err());
+        Conform.Options o = Conform.Options.DEFAULTS.withThreads(2).withReference(null, List.of(Repo.path("reference-dumps")));
+        try (Conform judge = Conform.model(bad, Plan.resident(), o)) {
+            ConformReport r = judge.report(judge.all(), false);
+            assertEquals(13, r.layers().size());
+            assertEquals(List.of(4), r.failing().stream().map(LayerReport::layer).toList(), "each layer runs alone from the dump's inputs: only L4 fails");
+            assertEquals(4, r.firstDivergence().layer());
+            assertEquals("VERDICT: 1 LAYER(S) DO NOT CONFORM", r.verdict());
+            assertEquals(2, r.logits().size(), "full recompute and incremental");
+            assertFalse(r.logits().get(0).conforms(), "the logits of the swapped model differ");
+            assertFalse(r.conforms());
+        }
+        try (Conform judge = Conform.model(TINY, Plan.resident(), o)) {
+            ConformReport r = judge.report(judge.all(), false);
+            assertTrue(r.conforms() && r.failing().isEmpty() && r.greedy().conforms(), "the untouched model conforms");
+        }
+    }
+}

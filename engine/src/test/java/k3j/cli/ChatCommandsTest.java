@@ -1,0 +1,51 @@
+package k3j.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import k3j.Repo;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code k3 --chat} through its real input loop (lines piped to its stdin in its own JVM): /save then /reset then
+ * a new turn never overwrites the saved conversation, an unknown slash command is refused with the list and never
+ * reaches the model, "//" sends a message that starts with '/', and the headers count prompt tokens by that name.
+ */
+class ChatCommandsTest {
+    private static final String TINY = Repo.path("oracle-fixtures/tiny-k3").toString();
+
+    @Test
+    void resetNeverOverwritesASavedConversationAndUnknownCommandsAreRefused(@TempDir Path dir) throws Exception {
+        Path h = dir.resolve("h.jsonl"), s = dir.resolve("s.k3state");
+        ChildK3 r = ChatCommandsTest.chat(dir, "hello\n/save\n/reset\nagain\n/helpme\n//slash\n", "--history", h.toString(), "--save-state", s.toString());
+        assertEquals(ExitCode.USAGE, r.exit(), "a refused command makes the exit 2:\n" + r.err());
+        String first = Files.readString(h), second = Files.readString(dir.resolve("h-2.jsonl"));
+        assertEquals(2, first.lines().count(), "the saved conversation keeps its user message and reply:\n" + first);
+        assertTrue(first.contains("\"hello\"") && !first.contains("again"), "/reset then a turn did not overwrite " + h + ":\n" + first);
+        assertTrue(second.contains("\"again\"") && !second.contains("hello"), "the conversation after /reset went to h-2.jsonl:\n" + second);
+        assertTrue(second.contains("\"/slash\""), "//slash sends /slash:\n" + second);
+        assertFalse(first.contains("helpme") || second.contains("helpme"), "/helpme never reached the model");
+        assertTrue(r.err().contains("k3: unknown command /helpme (not sent to the model); the commands are /help, /reset, /save, /quit"), r.err());
+        assertTrue(r.err().contains("h.jsonl keeps the conversation before, this one is saved to " + dir.resolve("h-2.jsonl")), r.err());
+        assertTrue(Files.exists(s) && Files.exists(dir.resolve("s-2.k3state")), "the state of each conversation kept apart");
+        assertTrue(r.err().contains("  chat     : 0 message(s) in the history; each reply at most 4 tokens"), r.err());
+        assertFalse(r.err().contains("  prompt   :"), "no prompt count in a chat's header: each turn counts its own\n" + r.err());
+        assertTrue(r.err().matches("(?s).*k3: turn 1: prompt \\d+ tokens \\(fed to the model\\).*"), r.err());
+
+        ChildK3 resumed = ChatCommandsTest.chat(dir, "more\n", "--history", h.toString(), "--load-state", s.toString());
+        assertEquals(0, resumed.exit(), "the first conversation's files still go together:\n" + resumed.err());
+        assertTrue(resumed.err().contains("k3: resumed "), resumed.err());
+        assertTrue(resumed.err().contains("  chat     : 2 message(s) in the history, continuing the state in " + s), resumed.err());
+    }
+
+    private static ChildK3 chat(Path dir, String stdin, String... more) {
+        String[] a = new String[8 + more.length];
+        System.arraycopy(new String[] {TINY, "--tok", TINY, "--chat", "--think", "off", "--gen", "4"}, 0, a, 0, 8);
+        System.arraycopy(more, 0, a, 8, more.length);
+        return ChildK3.run(dir, stdin, a);
+    }
+}
