@@ -62,7 +62,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * The routed-expert cache serves exactly the bytes on disk (docs/semantics.md §10.4), or exactly their kernel-ready
  * form made once at slot fill (repacked MXFP4, nibble or int8 codes): serial, batched,
- * mixed and under eviction pressure, with S3-FIFO and LRU, through O_DIRECT and the page cache; a
+ * mixed and under eviction pressure, with window-LFU, S3-FIFO and LRU, through O_DIRECT and the page cache; a
  * failed read is counted and never served; two threads never read one expert twice at once; the
  * speculative read-ahead changes no byte; and a recorded trace replayed by sim-cache reproduces the
  * live hit count exactly.

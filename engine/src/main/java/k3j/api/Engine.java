@@ -190,7 +190,7 @@ public final class Engine implements AutoCloseable {
 
     private static TrunkStream.Options trunkOptions(Assembly rt, Plan plan, Options o) {
         return TrunkStream.Options.budget(plan.trunkBytes()).withRing(plan.ring()).withLayers(rt.layers())
-                .withNotes(s -> o.notes().accept("k3: note: " + s)).withVerifyCrc(o.trunkCrc());
+                .withNotes(s -> o.notes().accept("k3: note: " + s)).withVerifyCrc(o.trunkCrc()).withCheck(plan.verifyTrunk());
     }
 
     /** The memory plan from the model's own sizes (what the trunk plan and the cache will hold, not the budgets), refused when it does not fit. */
@@ -391,7 +391,7 @@ public final class Engine implements AutoCloseable {
 
     /** The binding a state file is tied to: the architecture and the checkpoint's weights. */
     Binding binding() {
-        return Binding.of(assembly.config(), assembly.layers(), assembly.index());
+        return Binding.of(assembly.config(), assembly.layers(), assembly.index(), assembly.trunk() != null ? assembly.trunk().manifest() : null);
     }
 
     /** Teacher forcing over {@code ids} in one forward: the argmax at every position against the next id. */

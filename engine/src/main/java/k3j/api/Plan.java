@@ -18,14 +18,27 @@ import k3j.trunk.TrunkStream;
  * @param ultra      the embedding and LM-head tables read on demand in bounded chunks
  * @param ring       trunk ring slots wanted (0 means 2)
  * @param preset     the preset's name, or null
+ * @param verifyTrunk how the streamed trunk's binding to the checkpoint's data is checked at open (docs/formats.md, "Trunk binding")
  */
-public record Plan(Path trunk, double trunkGb, double cacheGb, boolean cacheGiven, boolean ultra, int ring, String preset) {
+public record Plan(Path trunk, double trunkGb, double cacheGb, boolean cacheGiven, boolean ultra, int ring, String preset,
+                   k3j.trunk.DataBinding.Check verifyTrunk) {
     static final double DEFAULT_TRUNK_GB = 16, DEFAULT_CACHE_GB = 64;
 
     public Plan {
         if (!(trunkGb > 0) || !(cacheGb > 0)) throw new IllegalArgumentException("budgets must be positive, got trunk " + trunkGb + " GB, cache " + cacheGb + " GB");
         if (ring < 0) throw new IllegalArgumentException("ring must be >= 0, got " + ring);
         if (ultra && trunk == null) throw new IllegalArgumentException("ultra streams the trunk: give its folder");
+        if (verifyTrunk == null) throw new IllegalArgumentException("verifyTrunk must be given (FAST by default)");
+    }
+
+    /** A plan with the default, fast trunk binding check. */
+    public Plan(Path trunk, double trunkGb, double cacheGb, boolean cacheGiven, boolean ultra, int ring, String preset) {
+        this(trunk, trunkGb, cacheGb, cacheGiven, ultra, ring, preset, k3j.trunk.DataBinding.Check.FAST);
+    }
+
+    /** This plan with the trunk binding checked as {@code check}. */
+    public Plan withVerifyTrunk(k3j.trunk.DataBinding.Check check) {
+        return new Plan(trunk, trunkGb, cacheGb, cacheGiven, ultra, ring, preset, check);
     }
 
     /** Everything resident; the experts go through a 64 GB cache only when they do not all fit in it. */
@@ -59,7 +72,8 @@ public record Plan(Path trunk, double trunkGb, double cacheGb, boolean cacheGive
     /** How a runtime holds its weights under this plan (the trunk's notes, prefixed "k3: note: ", to {@code notes}). */
     public Residency residency(boolean verifyCrc, Consumer<String> notes) {
         TrunkStream.Options opts = trunk == null ? null
-                : TrunkStream.Options.budget(trunkBytes()).withRing(ring).withNotes(s -> notes.accept("k3: note: " + s)).withVerifyCrc(verifyCrc);
+                : TrunkStream.Options.budget(trunkBytes()).withRing(ring).withNotes(s -> notes.accept("k3: note: " + s)).withVerifyCrc(verifyCrc)
+                        .withCheck(verifyTrunk);
         return new Residency(trunk, opts, cacheBytes(), cacheGiven, ultra);
     }
 

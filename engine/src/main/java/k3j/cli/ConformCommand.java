@@ -2,7 +2,6 @@ package k3j.cli;
 
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,10 +18,8 @@ import k3j.conform.ExpertReport;
 import k3j.conform.Finding;
 import k3j.conform.LayerReport;
 import k3j.conform.LayerSelection;
-import k3j.conform.LogitParity;
 import k3j.conform.ReferenceDump;
 import k3j.conform.ReferenceMatch;
-import k3j.kernels.Workers;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -286,6 +283,14 @@ final class ConformCommand implements Callable<Integer> {
             plan.put("buffers_bytes", p.buffers() + p.recurrentState() + p.kvCache());
             plan.put("jvm_bytes", p.jvm().bytes());
             plan.put("jvm_heap_max_bytes", p.jvm().heapMax());
+            if (judge.assembly() != null && judge.assembly().trunk() != null && judge.assembly().trunk().binding() != null) {
+                var b = judge.assembly().trunk().binding();
+                var tb = root.putObject("trunk_binding");
+                tb.put("check", b.mode().flag());
+                tb.put("shards_changed_since_pack", b.changedShards().size());
+                tb.put("tensors_hashed", b.tensorsHashed());
+                tb.put("bytes_hashed", b.bytesHashed());
+            }
             if (judge.assembly() != null && judge.assembly().cache() != null) {
                 var s = judge.assembly().cache().totalStats();
                 var cache = root.putObject("expert_cache");

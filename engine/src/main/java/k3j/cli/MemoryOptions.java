@@ -21,6 +21,11 @@ final class MemoryOptions {
     @Option(names = "--trunk", paramLabel = "DIR", description = "packed trunk directory (k3 pack-trunk): stream the layers instead of binding them resident")
     Path trunk;
 
+    @Option(names = "--verify-trunk", paramLabel = "fast|full", description = "how --trunk's binding to the checkpoint's data is checked before "
+            + "any token or verdict: fast (default: shards unchanged since the pack by file identity; the tensors of any changed shard "
+            + "re-hashed) or full (every trunk tensor's data re-hashed); docs/formats.md")
+    String verifyTrunk;
+
     @Option(names = "--trunk-gb", paramLabel = "X|auto", description = "trunk budget in GB (1e9 bytes), or auto (default 16)")
     String trunkGb;
 
@@ -54,11 +59,18 @@ final class MemoryOptions {
 
     /** Whether any memory flag was given. */
     boolean given() {
-        return trunk != null || trunkGb != null || trunkRing != null || cacheGb != null || preset != null;
+        return trunk != null || trunkGb != null || trunkRing != null || cacheGb != null || preset != null || verifyTrunk != null;
     }
 
     boolean streamed() {
         return trunk != null;
+    }
+
+    /** The data binding check --verify-trunk asks for (fast by default). */
+    k3j.trunk.DataBinding.Check verifyTrunk() {
+        if (verifyTrunk == null || verifyTrunk.equals("fast")) return k3j.trunk.DataBinding.Check.FAST;
+        if (verifyTrunk.equals("full")) return k3j.trunk.DataBinding.Check.FULL;
+        throw usage("--verify-trunk must be fast or full, got '" + verifyTrunk + "'");
     }
 
     /** The largest budget a flag may state (1 PB): past it the byte counts overflow a long (1e308 printed a negative TOTAL). */
@@ -85,6 +97,8 @@ final class MemoryOptions {
             }
         }
         if (trunkRing != null && (trunkRing < 0 || trunkRing > TrunkPlan.MAX_RING)) throw usage("--trunk-ring must be 0..8, got " + trunkRing);
+        verifyTrunk();
+        if (verifyTrunk != null && trunk == null) throw usage("--verify-trunk checks a --trunk <packed_dir>: give one");
         if (trunk != null && !java.nio.file.Files.isDirectory(trunk)) {
             throw usage("--trunk: " + (java.nio.file.Files.exists(trunk) ? "not a folder: " : "no such folder: ") + trunk);
         }
@@ -142,7 +156,7 @@ final class MemoryOptions {
 
     /** The plan of these flags under {@code b}. */
     k3j.api.Plan plan(Budgets b) {
-        return new k3j.api.Plan(trunk, b.trunkGb(), b.cacheGb(), b.cacheGiven(), b.ultra(), ring(), b.presetName());
+        return new k3j.api.Plan(trunk, b.trunkGb(), b.cacheGb(), b.cacheGiven(), b.ultra(), ring(), b.presetName(), verifyTrunk());
     }
 
     private static double pick(Double fromPreset, int presetAt, Double fromFlag, int flagAt, double dflt) {

@@ -65,10 +65,12 @@ final class PackTrunkCommand implements Callable<Integer> {
             o.printf(Locale.ROOT, "indexed %d tensors from %d shards in %.2f s%n", index.size(), index.shards().size(), (System.nanoTime() - t0) / 1e9);
             if (!force && Files.isRegularFile(out.resolve(TrunkManifest.JSON))) {
                 try {
+                    // reused only when every tensor's data is what the trunk holds: the source is read, as a pack reads it
                     TrunkManifest m = TrunkManifest.read(out);
-                    m.checkSource(index);
-                    o.printf(Locale.ROOT, "%s already holds a trunk packed from these weights (%d layers, %s); --force repacks%n",
-                            out, m.layerCount(), Human.bytes(m.fileSize()));
+                    k3j.trunk.DataBinding.Result r = TrunkPacker.rebind(m, index);
+                    o.printf(Locale.ROOT, "%s already holds a trunk packed from these weights (%d layers, %s; data digests of %d tensors match, "
+                                    + "%.2f GB read in %.1f s)%s; --force repacks%n", out, m.layerCount(), Human.bytes(m.fileSize()), r.tensorsHashed(),
+                            r.bytesHashed() / 1e9, r.seconds(), r.changedShards().isEmpty() ? "" : "; trunk.json re-bound to the shards' current file identity");
                     return ExitCode.OK;
                 } catch (TrunkException stale) {
                     o.println("repacking: the trunk in " + out + " does not open against this checkpoint (" + stale.getMessage() + ")");

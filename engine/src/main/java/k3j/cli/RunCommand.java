@@ -18,20 +18,15 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import k3j.cache.CacheStats;
 import k3j.cache.CacheTrace;
 import k3j.cache.ExpertCache;
-import k3j.cache.ExpertLoadException;
 import k3j.io.AtomicWrite;
 import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.conform.ConformException;
 import k3j.conform.ReferenceDump;
-import k3j.io.CheckpointException;
-import k3j.io.CheckpointIndex;
 import k3j.kernels.KernelPath;
 import k3j.kernels.Mxfp4;
-import k3j.kernels.Workers;
 import k3j.model.Assembly;
-import k3j.model.BindException;
 import k3j.model.CorruptWeightsException;
 import k3j.model.ExpertDropException;
 import k3j.model.Forward;
@@ -40,8 +35,6 @@ import k3j.model.StreamedTables;
 import k3j.plan.Human;
 import k3j.plan.MemInfo;
 import k3j.plan.MemoryPlan;
-import k3j.trunk.TrunkException;
-import k3j.trunk.TrunkManifest;
 import k3j.trunk.TrunkStats;
 import k3j.trunk.TrunkStream;
 import picocli.CommandLine;
@@ -53,7 +46,8 @@ import picocli.CommandLine.Option;
  * of §7.3 before anything large is allocated, the memory plan of §7.4, the STEP table of §7.5, the end-of-run
  * output of §7.6, the --out JSON of §7.7, --dump-logits of §7.8 and the exit codes of §7.9. With
  * {@code --trunk DIR} the decoder layers are streamed from a packed trunk and the routed experts served by the
- * expert cache; the tokens and logits are bit-identical to the resident run.
+ * expert cache; the tokens and logits are bit-identical to the resident run. The flags are checked here; opening,
+ * generating, chatting and the state are {@link k3j.api.Engine}'s, and this class prints what it returns.
  */
 @Command(name = "run", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = "Greedy generation: k3 <model_dir> --ids 1,2,3 [--gen N] [--incremental] [--trunk DIR [--preset NAME | --trunk-gb X --cache-gb Y]] ...",
@@ -126,7 +120,8 @@ final class RunCommand implements Callable<Integer> {
     Path dumpLogits;
 
     @Option(names = "--dump-activations", paramLabel = "DIR", description = "after the run, write k3j's candidate dump (docs/formats.md): every layer "
-            + "run alone from the reference dump's inputs (--reference, default the one matching the model), logits and greedy ids; --ids must be the reference's prompt")
+            + "run alone from the reference dump's inputs (--reference, default the one matching the model), logits and greedy ids; --ids must be the reference's prompt. "
+            + "A name ending in .safetensors or .npz writes it as one file")
     Path dumpActivations;
 
     @CommandLine.ArgGroup(exclusive = false)
@@ -511,6 +506,7 @@ final class RunCommand implements Callable<Integer> {
             TrunkStats ts = stream != null ? stream.stats() : null;
             CacheStats total = cache != null ? cache.totalStats() : null;
             if (out != null) {
+                trunkBinding = stream != null ? stream.binding() : null;
                 writeOut(g, promptIds, bound, forward.layersCompleted(), forward.expertDrops(),
                         total != null ? total.bytesRead() : rt.model().experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak, rt.tables(), settings, eos);
                 o.println("wrote " + out);
@@ -638,12 +634,15 @@ final class RunCommand implements Callable<Integer> {
         String generatedText = g != null ? g.text() : null;
         String stopped = g == null ? null : g.stop() == k3j.api.Generated.Stop.END_OF_SEQUENCE ? "eos" : "max_tokens";
         AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText, tables,
-                settings, eos, stopped));
+                settings, eos, stopped, trunkBinding));
     }
+
+    /** What the streamed trunk's data binding check did at open (null: the trunk is resident). */
+    private k3j.trunk.DataBinding.Result trunkBinding;
 
     private static void writeJson(OutputStream os, int[] promptIds, int[] generated, double wall, int bound, int completed, long drops,
                                   long expertBytes, long trunkBytes, long peak, String generatedText, StreamedTables tables,
-                                  k3j.api.Settings settings, int eos, String stopped) throws IOException {
+                                  k3j.api.Settings settings, int eos, String stopped, k3j.trunk.DataBinding.Result binding) throws IOException {
         try (JsonGenerator j = new JsonFactory().createGenerator(os, JsonEncoding.UTF8)) {
             j.writeStartObject();
             j.writeFieldName("prompt_ids");
@@ -669,6 +668,14 @@ final class RunCommand implements Callable<Integer> {
             j.writeNumberField("embedding_bytes_read", tables != null ? tables.embeddingBytesRead() : 0);
             j.writeNumberField("lm_head_bytes_read", tables != null ? tables.lmHeadBytesRead() : 0);
             j.writeBooleanField("ultra_low_memory", tables != null);
+            if (binding != null) {
+                j.writeObjectFieldStart("trunk_binding");
+                j.writeStringField("check", binding.mode().flag());
+                j.writeNumberField("shards_changed_since_pack", binding.changedShards().size());
+                j.writeNumberField("tensors_hashed", binding.tensorsHashed());
+                j.writeNumberField("bytes_hashed", binding.bytesHashed());
+                j.writeEndObject();
+            }
             if (generatedText != null) j.writeStringField("generated_text", generatedText);
             else j.writeNullField("generated_text");
             j.writeObjectFieldStart("sampling");

@@ -6,7 +6,11 @@ import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.security.MessageDigest;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
+import k3j.trunk.DataBinding;
 import k3j.kernels.Layers;
 import k3j.kernels.MlaKv;
 import k3j.model.DecodeState;
@@ -14,12 +18,16 @@ import k3j.model.DecodeState;
 /**
  * A conversation state file (docs/formats.md §14): the ids absorbed so far and everything incremental decoding
  * carries — every KDA layer's recurrent state and three conv histories, every MLA layer's cached keys, rope
- * keys and values for those positions — behind a header that binds it to the architecture, the checkpoint and
- * (for a chat) the conversation's history. Loading anything else is refused. Saving is atomic.
+ * keys and values for those positions — behind a header that binds it to the architecture, the checkpoint's
+ * layout and data ({@link Binding}) and (for a chat) the conversation's history, and ahead of a SHA-256 of every
+ * byte before it. Loading anything else is refused: another binding, a flipped bit (the checksum), a NaN or an
+ * infinity in the payload (no decode step produces one). Saving is atomic.
  */
 public final class StateFile {
     static final byte[] MAGIC = {'K', '3', 'J', 'S', 'T', 'A', 'T', 'E'};
-    static final int VERSION = 1;
+    /** 2: trunk digest, shard identities and the trailing SHA-256 (1 bound by headers alone, without a checksum). */
+    static final int VERSION = 2;
+    private static final int IDENTITY_LONGS = 5;
     private static final int CHUNK = 1 << 20;   // floats per write
 
     /** What a loaded file held besides the caches it filled in: every id so far (the state absorbed the first cached()). */
@@ -34,9 +42,12 @@ public final class StateFile {
         try (FileChannel ch = k3j.io.SafeFiles.open(file, "a state file (--load-state)")) {
             In in = new In(ch, file);
             if (!Arrays.equals(MAGIC, in.bytes(MAGIC.length))) throw new StateException(file + ": not a k3j state file (bad magic)");
-            in.ints(1);
+            int version = in.ints(1)[0];
+            if (version != VERSION) throw new StateException(file + ": state file version " + version + ", this build reads " + VERSION);
             int nArch = in.ints(1)[0];
             in.ints(nArch);
+            in.bytes(32);
+            in.identities(in.ints(1)[0]);
             in.bytes(64);
             int n = in.ints(1)[0];
             if (n < 1 || 4L * n > ch.size() - ch.position()) throw new StateException(file + ": the header declares " + n + " ids, but the file holds "
@@ -64,6 +75,10 @@ public final class StateFile {
                 o.ints(new int[] {VERSION, binding.architecture().length});
                 o.ints(binding.architecture());
                 o.bytes(binding.checkpoint());
+                List<DataBinding.FileIdentity> ids0 = binding.identities();
+                o.ints(new int[] {ids0.size()});
+                for (DataBinding.FileIdentity id : ids0) o.longs(id.device(), id.inode(), id.size(), id.mtimeNanos(), id.ctimeNanos());
+                o.bytes(binding.data());
                 o.bytes(conversation);
                 o.ints(new int[] {ids.length, st.cached()});
                 o.ints(ids);
@@ -79,6 +94,7 @@ public final class StateFile {
                     }
                 }
                 o.flush();
+                o.trailer();
             });
         } catch (IOException e) {
             throw new StateException(file + ": cannot save the state (--save-state): " + k3j.io.SafeFiles.why(e), e);
@@ -94,8 +110,10 @@ public final class StateFile {
             if (version != VERSION) throw new StateException(file + ": state file version " + version + ", this build reads " + VERSION);
             int nArch = in.ints(1)[0];
             if (nArch != binding.architecture().length) throw new StateException(file + ": a header of " + nArch + " architecture fields, expected " + binding.architecture().length);
-            Binding saved = new Binding(in.ints(nArch), in.bytes(32));
-            String why = binding.mismatch(saved);
+            String why = binding.layoutMismatch(in.ints(nArch), in.bytes(32));
+            if (why != null) throw new StateException(file + ": refusing the state: " + why);
+            List<DataBinding.FileIdentity> shards = in.identities(in.ints(1)[0]);
+            why = binding.dataMismatch(shards, in.bytes(32));
             if (why != null) throw new StateException(file + ": refusing the state: " + why);
             byte[] conversation = in.bytes(32);
             int[] counts = in.ints(2);
@@ -114,7 +132,8 @@ public final class StateFile {
                     mla(into.mla(l), n, null, in);
                 }
             }
-            if (ch.position() != ch.size()) throw new StateException(file + ": " + (ch.size() - ch.position()) + " bytes after the last layer");
+            in.trailer();
+            if (ch.position() != ch.size()) throw new StateException(file + ": " + (ch.size() - ch.position()) + " bytes after the checksum");
             into.restored(n);
             return new Loaded(ids, conversation);
         } catch (IOException e) {
@@ -156,10 +175,26 @@ public final class StateFile {
             if (buf.remaining() < bytes) flush();
         }
 
+        private final MessageDigest md = sha256();
+
         void flush() throws IOException {
             buf.flip();
+            md.update(buf.duplicate());
             while (buf.hasRemaining()) ch.write(buf);
             buf.clear();
+        }
+
+        void longs(long... v) throws IOException {
+            for (long x : v) {
+                room(8);
+                buf.putLong(x);
+            }
+        }
+
+        /** The SHA-256 of every byte written before it (call after the last flush). */
+        void trailer() throws IOException {
+            ByteBuffer t = ByteBuffer.wrap(md.digest());
+            while (t.hasRemaining()) ch.write(t);
         }
 
         void bytes(byte[] b) throws IOException {
@@ -195,10 +230,32 @@ public final class StateFile {
             this.file = file;
         }
 
+        private final MessageDigest md = sha256();
+
         private ByteBuffer read(int bytes) throws IOException {
             ByteBuffer b = ByteBuffer.allocate(bytes).order(ByteOrder.LITTLE_ENDIAN);
             while (b.hasRemaining()) if (ch.read(b) < 0) throw new StateException(file + ": truncated (ends at byte " + ch.position() + ")");
-            return b.flip();
+            b.flip();
+            md.update(b.duplicate());
+            return b;
+        }
+
+        List<DataBinding.FileIdentity> identities(int n) throws IOException {
+            if (n < 0 || n > 1 << 16) throw new StateException(file + ": implausible shard count " + n + " in the header");
+            ByteBuffer b = read(8 * IDENTITY_LONGS * n);
+            List<DataBinding.FileIdentity> out = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) out.add(new DataBinding.FileIdentity(b.getLong(), b.getLong(), b.getLong(), b.getLong(), b.getLong()));
+            return out;
+        }
+
+        /** Reads the trailing SHA-256 and refuses the file when it is not the digest of every byte before it. */
+        void trailer() throws IOException {
+            byte[] want = md.digest();
+            ByteBuffer b = ByteBuffer.allocate(want.length);
+            while (b.hasRemaining()) if (ch.read(b) < 0) throw new StateException(file + ": truncated (no checksum at the end)");
+            if (!java.util.Arrays.equals(want, b.array())) {
+                throw new StateException(file + ": the checksum does not match its contents (a flipped bit, a partial copy or an edit): refusing the state");
+            }
         }
 
         byte[] bytes(int n) throws IOException {
@@ -224,7 +281,21 @@ public final class StateFile {
             for (int i = 0; i < n; i += CHUNK) {
                 int m = Math.min(CHUNK, n - i);
                 read(4 * m).asFloatBuffer().get(v, i, m);
+                for (int j = i; j < i + m; j++) {
+                    if (!Float.isFinite(v[j])) {
+                        throw new StateException(file + ": holds " + v[j] + " at byte " + (ch.position() - 4L * (i + m - j))
+                                + "; no decode step produces a non-finite state: refusing it");
+                    }
+                }
             }
+        }
+    }
+
+    private static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
         }
     }
 }

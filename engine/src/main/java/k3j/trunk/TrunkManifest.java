@@ -32,10 +32,10 @@ import k3j.io.DirectIo;
  * <pre>
  * { "format": "k3j-trunk", "version": 1, "n_layers": N, "align": 4096,
  *   "file": "trunk.bin", "file_size": BYTES,
- *   "source": { "shards": [{"name", "size"}...], "header_sha256": HEX, "sample_sha256": HEX },
+ *   "source": { "shards": [{"name", "size", "identity": {"dev", "ino", "mtime_ns", "ctime_ns"}}...], "header_sha256": HEX },
  *   "layers": [ { "layer": L, "file_off": OFF, "nbytes": RUN, "crc32c": HEX,
  *                 "shard": NAME, "shard_off": LO,
- *                 "tensors": { NAME: {"off": OFF_IN_RUN, "nbytes": N, "dtype": "BF16", "shape": [..]} } } ] }
+ *                 "tensors": { NAME: {"off": OFF_IN_RUN, "nbytes": N, "dtype": "BF16", "shape": [..], "sha256": HEX} } } ] }
  * </pre>
  *
  * {@code nbytes} is the raw run length; the run occupies {@code nbytes} rounded up to {@code align} in
@@ -45,7 +45,8 @@ public record TrunkManifest(Path dir, int align, long fileSize, Source source, L
     public static final String BIN = "trunk.bin";
     public static final String JSON = "trunk.json";
     public static final String FORMAT = "k3j-trunk";
-    public static final int VERSION = 1;
+    /** 2: every tensor's data digest and every shard's file identity (1 bound by headers and sampled bytes only). */
+    public static final int VERSION = 2;
     /** The only alignment this packer writes and this reader accepts: what O_DIRECT needs (pitfall 18). */
     public static final int ALIGN = DirectIo.ALIGN;
     /** Manifests larger than this are refused before reading (the real K3's is ~1 MB). */
@@ -54,8 +55,19 @@ public record TrunkManifest(Path dir, int align, long fileSize, Source source, L
     private static final ObjectMapper MAPPER = new ObjectMapper(JsonFactory.builder().build())
             .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
 
-    /** One tensor inside a layer's run; {@code offset} is relative to the run's first byte. */
-    public record Tensor(String name, DType dtype, long[] shape, long offset, long length) {}
+    /**
+     * One tensor inside a layer's run; {@code offset} is relative to the run's first byte; {@code sha256} is the digest of
+     * its data at pack time (null in a layout not yet packed).
+     */
+    public record Tensor(String name, DType dtype, long[] shape, long offset, long length, String sha256) {
+        public Tensor(String name, DType dtype, long[] shape, long offset, long length) {
+            this(name, dtype, shape, offset, length, null);
+        }
+
+        Tensor withSha256(String digest) {
+            return new Tensor(name, dtype, shape, offset, length, digest);
+        }
+    }
 
     /** One layer's run: {@code nbytes} at {@code offset} of trunk.bin, copied from {@code shard} at {@code shardOffset}. */
     public record Layer(int layer, long offset, long nbytes, int crc32c, String shard, long shardOffset,
@@ -66,11 +78,15 @@ public record TrunkManifest(Path dir, int align, long fileSize, Source source, L
         }
     }
 
-    /** A shard of the checkpoint the trunk was packed from. */
-    public record Shard(String name, long size) {}
+    /** A shard of the checkpoint the trunk was packed from, and its file identity then ({@link DataBinding}; null when unknown). */
+    public record Shard(String name, long size, DataBinding.FileIdentity identity) {
+        public Shard(String name, long size) {
+            this(name, size, null);
+        }
+    }
 
-    /** What the trunk was packed from: every shard's name and size, and two hashes (see {@link SourceId}). */
-    public record Source(List<Shard> shards, String headerSha256, String sampleSha256) {}
+    /** What the trunk was packed from: every shard's name, size and identity, and the hash of their headers (see {@link SourceId}). */
+    public record Source(List<Shard> shards, String headerSha256) {}
 
     public Path bin() {
         return dir.resolve(BIN);
@@ -110,14 +126,15 @@ public record TrunkManifest(Path dir, int align, long fileSize, Source source, L
     // checking against the checkpoint
 
     /**
-     * Refuses a trunk packed from other weights: the checkpoint's shard names and sizes, the hash of its
-     * headers and the hash of the first and last 4 KiB of every run (read from the shards) must all be
-     * what they were when the trunk was packed.
+     * Refuses a trunk packed from other weights, before any token or verdict: the checkpoint's shard names and
+     * sizes and the hash of its headers must be what they were at the pack, and every tensor's data must be the
+     * data the trunk holds, checked as {@code check} says ({@link DataBinding}). Returns what was checked, for the
+     * run report; a tensor whose data differs is refused naming its layer and name.
      */
-    public void checkSource(CheckpointIndex index) {
+    public DataBinding.Result checkSource(CheckpointIndex index, DataBinding.Check check) {
         Path f = json();
         List<Shard> now = SourceId.shards(index);
-        if (!now.equals(source.shards())) {
+        if (!sameNamesAndSizes(now, source.shards())) {
             throw new TrunkException(f, TrunkException.NO_LAYER, "was packed from other weights: its shards are "
                     + describe(source.shards()) + ", the checkpoint's are " + describe(now) + "; repack with k3 pack-trunk");
         }
@@ -126,11 +143,27 @@ public record TrunkManifest(Path dir, int align, long fileSize, Source source, L
             throw new TrunkException(f, TrunkException.NO_LAYER, "was packed from other weights: the shard headers hash to "
                     + headers + ", trunk.json records " + source.headerSha256() + "; repack with k3 pack-trunk");
         }
-        String sample = SourceId.sampleSha256(index, layers);
-        if (!sample.equals(source.sampleSha256())) {
-            throw new TrunkException(f, TrunkException.NO_LAYER, "was packed from other weights: the layers' bytes in the shards hash to "
-                    + sample + ", trunk.json records " + source.sampleSha256() + "; repack with k3 pack-trunk");
+        return DataBinding.check(this, index, check);
+    }
+
+    /** {@link #checkSource(CheckpointIndex, DataBinding.Check)} with the default, fast check. */
+    public DataBinding.Result checkSource(CheckpointIndex index) {
+        return checkSource(index, DataBinding.Check.FAST);
+    }
+
+    private static boolean sameNamesAndSizes(List<Shard> a, List<Shard> b) {
+        if (a.size() != b.size()) return false;
+        for (int i = 0; i < a.size(); i++) {
+            if (!a.get(i).name().equals(b.get(i).name()) || a.get(i).size() != b.get(i).size()) return false;
         }
+        return true;
+    }
+
+    /** This manifest with the shards' identities replaced by {@code identities} (a re-bind after a full data check). */
+    TrunkManifest withIdentities(java.util.Map<String, DataBinding.FileIdentity> identities) {
+        List<Shard> shards = new ArrayList<>();
+        for (Shard s : source.shards()) shards.add(new Shard(s.name(), s.size(), identities.get(s.name())));
+        return new TrunkManifest(dir, align, fileSize, new Source(List.copyOf(shards), source.headerSha256()), layers);
     }
 
     private static String describe(List<Shard> shards) {
@@ -163,11 +196,18 @@ public record TrunkManifest(Path dir, int align, long fileSize, Source source, L
                 g.writeStartObject();
                 g.writeStringField("name", s.name());
                 g.writeNumberField("size", s.size());
+                if (s.identity() != null) {
+                    g.writeObjectFieldStart("identity");
+                    g.writeNumberField("dev", s.identity().device());
+                    g.writeNumberField("ino", s.identity().inode());
+                    g.writeNumberField("mtime_ns", s.identity().mtimeNanos());
+                    g.writeNumberField("ctime_ns", s.identity().ctimeNanos());
+                    g.writeEndObject();
+                }
                 g.writeEndObject();
             }
             g.writeEndArray();
             g.writeStringField("header_sha256", source.headerSha256());
-            g.writeStringField("sample_sha256", source.sampleSha256());
             g.writeEndObject();
             g.writeArrayFieldStart("layers");
             for (Layer l : layers) {
@@ -187,6 +227,7 @@ public record TrunkManifest(Path dir, int align, long fileSize, Source source, L
                     g.writeArrayFieldStart("shape");
                     for (long d : t.shape()) g.writeNumber(d);
                     g.writeEndArray();
+                    if (t.sha256() != null) g.writeStringField("sha256", t.sha256());
                     g.writeEndObject();
                 }
                 g.writeEndObject();
@@ -218,7 +259,7 @@ public record TrunkManifest(Path dir, int align, long fileSize, Source source, L
         try {
             long size = Files.size(f);
             if (size > MAX_JSON_BYTES) throw bad(f, TrunkException.NO_LAYER, "is " + size + " bytes, more than " + MAX_JSON_BYTES);
-            root = MAPPER.readTree(k3j.io.SafeFiles.readAll(f, MAX_JSON_BYTES, "a trunk manifest"));
+            root = k3j.io.StrictJson.read(k3j.io.SafeFiles.readAll(f, MAX_JSON_BYTES, "a trunk manifest"));
             binSize = Files.size(bin);
         } catch (JsonProcessingException e) {
             throw new TrunkException(f, TrunkException.NO_LAYER, "is not valid JSON: " + e.getOriginalMessage(), e);
@@ -262,10 +303,14 @@ public record TrunkManifest(Path dir, int align, long fileSize, Source source, L
             if (!sh.isObject()) throw bad(f, TrunkException.NO_LAYER, "source.shards holds a non-object");
             long size = number(f, sh, "size", TrunkException.NO_LAYER);
             if (size < 0) throw bad(f, TrunkException.NO_LAYER, "source shard size " + size + " is negative");
-            out.add(new Shard(string(f, sh, "name", TrunkException.NO_LAYER), size));
+            JsonNode id = sh.get("identity");
+            if (id == null || !id.isObject()) throw bad(f, TrunkException.NO_LAYER, "source shard has no \"identity\" object");
+            DataBinding.FileIdentity identity = new DataBinding.FileIdentity(number(f, id, "dev", TrunkException.NO_LAYER),
+                    number(f, id, "ino", TrunkException.NO_LAYER), size, number(f, id, "mtime_ns", TrunkException.NO_LAYER),
+                    number(f, id, "ctime_ns", TrunkException.NO_LAYER));
+            out.add(new Shard(string(f, sh, "name", TrunkException.NO_LAYER), size, identity));
         }
-        return new Source(List.copyOf(out), string(f, s, "header_sha256", TrunkException.NO_LAYER),
-                string(f, s, "sample_sha256", TrunkException.NO_LAYER));
+        return new Source(List.copyOf(out), string(f, s, "header_sha256", TrunkException.NO_LAYER));
     }
 
     private static Layer layer(Path f, JsonNode o, int index, long binSize) {
@@ -339,7 +384,9 @@ public record TrunkManifest(Path dir, int align, long fileSize, Source source, L
         if (elements > len / dtype.size() || elements * dtype.size() != len) {
             throw bad(f, layer, "tensor \"" + name + "\" is " + len + " bytes but " + dtype + Arrays.toString(shape) + " is not");
         }
-        return new Tensor(name, dtype, shape, off, len);
+        String sha = string(f, t, "sha256", layer);
+        if (!sha.matches("[0-9a-f]{64}")) throw bad(f, layer, "tensor \"" + name + "\" sha256 \"" + sha + "\" is not 64 hex digits");
+        return new Tensor(name, dtype, shape, off, len, sha);
     }
 
     private static void checkNoOverlap(Path f, List<Layer> layers) {

@@ -212,13 +212,24 @@ public final class TrunkPacker {
             Files.deleteIfExists(json);   // from here until the end, nothing in out opens as a trunk
             Files.deleteIfExists(jsonPart);
             String headers = SourceId.headerSha256(index);
+            Map<String, DataBinding.FileIdentity> before = DataBinding.identities(index);
             String id = layoutId(headers, layout);
             List<TrunkManifest.Layer> resumed = resume(binPart, journal, id, layout, notes);
             List<TrunkManifest.Layer> written = copy(layout, binPart, journal, resumed, progress, hook);
             copiedLayers = written.size();
-            verify(binPart, written, layout.fileSize(), notes, progress.next("verified"));
-            TrunkManifest.Source source = new TrunkManifest.Source(SourceId.shards(index), headers, SourceId.sampleSha256(index, written));
-            TrunkManifest m = new TrunkManifest(out, TrunkManifest.ALIGN, layout.fileSize(), source, written);
+            written = verify(binPart, written, layout.fileSize(), notes, progress.next("verified"));
+            List<TrunkManifest.Shard> shards = new ArrayList<>();
+            for (TrunkManifest.Shard s : SourceId.shards(index)) shards.add(new TrunkManifest.Shard(s.name(), s.size(), before.get(s.name())));
+            TrunkManifest m = new TrunkManifest(out, TrunkManifest.ALIGN, layout.fileSize(), new TrunkManifest.Source(List.copyOf(shards), headers), written);
+            // the digests bind to the shards as they were: when a shard's identity moved during the pack (a write, or just a
+            // hard link made or removed elsewhere, which moves the change time), its tensors are re-hashed against the packed
+            // data, and the identity recorded is the one they were checked under
+            Map<String, DataBinding.FileIdentity> after = DataBinding.identities(index);
+            if (!after.equals(before)) {
+                DataBinding.check(m, index, DataBinding.Check.FAST);
+                m = m.withIdentities(after);
+                notes.accept("a shard's file identity moved during the pack; its trunk tensors were re-hashed and match what was packed");
+            }
             m.write(jsonPart);
             force(jsonPart);
             Files.move(binPart, bin, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
@@ -238,6 +249,32 @@ public final class TrunkPacker {
             if (e instanceof TrunkException te) throw new TrunkException(te.file(), te.layer(), stripFile(te) + kept, te);
             throw new TrunkException(out, TrunkException.NO_LAYER, "packing failed, no trunk written: " + k3j.io.SafeFiles.why(e) + kept, e);
         }
+    }
+
+    /**
+     * Checks an existing trunk against {@code index} by data (every tensor re-hashed, {@link DataBinding.Check#FULL})
+     * and, when the shards' file identities moved since the pack (a copy of the same checkpoint), rewrites trunk.json
+     * with the current ones, so the next runs' fast check holds. Throws a {@link TrunkException} when any data differs.
+     */
+    public static DataBinding.Result rebind(TrunkManifest m, CheckpointIndex index) {
+        Map<String, DataBinding.FileIdentity> before = DataBinding.identities(index);
+        DataBinding.Result full = m.checkSource(index, DataBinding.Check.FULL);
+        Map<String, DataBinding.FileIdentity> after = DataBinding.identities(index);
+        if (!after.equals(before)) throw new TrunkException(index.path(), TrunkException.NO_LAYER, "a shard changed while its data was checked; run again");
+        List<String> moved = new ArrayList<>();
+        for (TrunkManifest.Shard s : m.source().shards()) if (!after.get(s.name()).equals(s.identity())) moved.add(s.name());
+        if (moved.isEmpty()) return full;
+        Path json = m.json(), part = m.dir().resolve(TrunkManifest.JSON + PARTIAL);
+        try {
+            m.withIdentities(after).write(part);
+            force(part);
+            Files.move(part, json, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            force(m.dir());
+        } catch (IOException e) {
+            deleteQuietly(part);
+            throw new TrunkException(json, TrunkException.NO_LAYER, "cannot rewrite the shards' identities: " + e.getMessage(), e);
+        }
+        return new DataBinding.Result(DataBinding.Check.FULL, full.shards(), moved, full.tensorsHashed(), full.bytesHashed(), full.seconds());
     }
 
     private static String stripFile(TrunkException e) {
@@ -390,19 +427,32 @@ public final class TrunkPacker {
         return to;
     }
 
-    /** Re-reads every run from the device and compares its CRC-32C and zero padding with what was copied. */
-    static void verify(Path binPart, List<TrunkManifest.Layer> layers, long fileSize, Consumer<String> notes, Progress progress) {
+    /**
+     * Re-reads every run from the device and compares its CRC-32C and zero padding with what was copied; returns the
+     * layers with every tensor's data digest (SHA-256) taken from the bytes re-read: the bytes the CRC proves equal to
+     * those read from the shards.
+     */
+    static List<TrunkManifest.Layer> verify(Path binPart, List<TrunkManifest.Layer> layers, long fileSize, Consumer<String> notes, Progress progress) {
+        List<TrunkManifest.Layer> out = new ArrayList<>(layers.size());
         try (DirectReader r = DirectReader.open(binPart, true, notes); Arena arena = Arena.ofConfined()) {
             if (r.size() != fileSize) throw new TrunkException(binPart, TrunkException.NO_LAYER, "is " + r.size() + " bytes, expected " + fileSize);
             MemorySegment buf = DirectIo.allocate(arena, BUFFER);
             long checked = 0;
             for (TrunkManifest.Layer l : layers) {
                 CRC32C crc = new CRC32C();
+                List<TrunkManifest.Tensor> ts = new ArrayList<>(l.tensors().values());
+                java.security.MessageDigest[] md = new java.security.MessageDigest[ts.size()];
+                for (int i = 0; i < md.length; i++) md[i] = SourceId.sha256();
                 for (long pos = 0; pos < l.padded(); pos += BUFFER) {
                     long len = Math.min(BUFFER, l.padded() - pos);
                     r.read(l.offset() + pos, len, buf, l.layer());
                     long data = Math.max(0, Math.min(len, l.nbytes() - pos));
                     crc.update(buf.asSlice(0, data).asByteBuffer());
+                    for (int i = 0; i < md.length; i++) {
+                        TrunkManifest.Tensor t = ts.get(i);
+                        long a = Math.max(pos, t.offset()), b = Math.min(pos + data, t.offset() + t.length());
+                        if (a < b) md[i].update(buf.asSlice(a - pos, b - a).asByteBuffer());
+                    }
                     for (long i = data; i < len; i++) {
                         if (buf.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i) != 0) {
                             throw new TrunkException(binPart, l.layer(), "padding byte at " + (l.offset() + pos + i) + " is not zero on re-read");
@@ -413,10 +463,16 @@ public final class TrunkPacker {
                     throw new TrunkException(binPart, l.layer(), "re-read CRC-32C " + TrunkManifest.hex((int) crc.getValue())
                             + " differs from the copied bytes' " + TrunkManifest.hex(l.crc32c()) + "; the disk did not keep what was written");
                 }
+                Map<String, TrunkManifest.Tensor> digested = new LinkedHashMap<>();
+                for (int i = 0; i < md.length; i++) {
+                    digested.put(ts.get(i).name(), ts.get(i).withSha256(java.util.HexFormat.of().formatHex(md[i].digest())));
+                }
+                out.add(new TrunkManifest.Layer(l.layer(), l.offset(), l.nbytes(), l.crc32c(), l.shard(), l.shardOffset(), java.util.Collections.unmodifiableMap(digested)));
                 checked += l.nbytes();
                 progress.update(l.layer() + 1, checked);
             }
         }
+        return List.copyOf(out);
     }
 
     private static void force(Path p) {

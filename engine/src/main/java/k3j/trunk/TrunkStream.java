@@ -32,37 +32,43 @@ public final class TrunkStream implements TrunkSource {
      * @param notes       where one-time notes go (O_DIRECT refused)
      * @param layers      layers the forward walks, 0..layers-1 (--layers N); 0 means all the trunk has
      * @param verifyCrc   check every read layer's CRC-32C against the manifest (pinned layers once, ring slots on every read)
+     * @param check       how the trunk's data binding to the checkpoint is checked at open ({@link DataBinding.Check})
      */
     public record Options(long budgetBytes, int ring, TrunkPlan.Order order, boolean direct,
-                         boolean hugeAlign, Consumer<String> notes, int layers, boolean verifyCrc) {
+                         boolean hugeAlign, Consumer<String> notes, int layers, boolean verifyCrc, DataBinding.Check check) {
         public static Options budget(long bytes) {
             return new Options(bytes, 2, TrunkPlan.orderFromEnvironment(), true, System.getenv("K3_NOHUGE") == null,
-                    s -> System.err.println("k3: note: " + s), 0, true);
+                    s -> System.err.println("k3: note: " + s), 0, true, DataBinding.Check.FAST);
         }
 
         public Options withRing(int r) {
-            return new Options(budgetBytes, r, order, direct, hugeAlign, notes, layers, verifyCrc);
+            return new Options(budgetBytes, r, order, direct, hugeAlign, notes, layers, verifyCrc, check);
         }
 
         public Options withOrder(TrunkPlan.Order o) {
-            return new Options(budgetBytes, ring, o, direct, hugeAlign, notes, layers, verifyCrc);
+            return new Options(budgetBytes, ring, o, direct, hugeAlign, notes, layers, verifyCrc, check);
         }
 
         public Options withDirect(boolean d) {
-            return new Options(budgetBytes, ring, order, d, hugeAlign, notes, layers, verifyCrc);
+            return new Options(budgetBytes, ring, order, d, hugeAlign, notes, layers, verifyCrc, check);
         }
 
         public Options withNotes(Consumer<String> n) {
-            return new Options(budgetBytes, ring, order, direct, hugeAlign, n, layers, verifyCrc);
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, n, layers, verifyCrc, check);
         }
 
         public Options withLayers(int l) {
-            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, l, verifyCrc);
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, l, verifyCrc, check);
+        }
+
+        /** How the data binding is checked at open: {@link DataBinding.Check#FAST} (default) or FULL. */
+        public Options withCheck(DataBinding.Check c) {
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, layers, verifyCrc, c);
         }
 
         /** Check every read layer's CRC-32C against trunk.json (pinned layers once, ring slots on every read). */
         public Options withVerifyCrc(boolean v) {
-            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, layers, v);
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, layers, v, check);
         }
     }
 
@@ -80,6 +86,8 @@ public final class TrunkStream implements TrunkSource {
 
     private final TrunkManifest manifest;
     private final TrunkPlan plan;
+    /** set by {@link #open(java.nio.file.Path, k3j.io.CheckpointIndex, int, Options)} once the binding is checked */
+    private DataBinding.Result binding;
     private final Options options;
     private final DirectReader reader;
     private final Arena arena = Arena.ofShared();
@@ -145,8 +153,10 @@ public final class TrunkStream implements TrunkSource {
             throw new TrunkException(m.json(), TrunkException.NO_LAYER, "the packed trunk has " + m.layerCount() + " layers, the run needs "
                     + need + "; repack with k3 pack-trunk");
         }
-        m.checkSource(checkpoint);
-        return open(m, options.layers() > 0 ? options : options.withLayers(modelLayers));
+        DataBinding.Result binding = m.checkSource(checkpoint, options.check());
+        TrunkStream s = open(m, options.layers() > 0 ? options : options.withLayers(modelLayers));
+        s.binding = binding;
+        return s;
     }
 
     /**
@@ -180,6 +190,11 @@ public final class TrunkStream implements TrunkSource {
         return plan;
     }
 
+    /** What the data binding check at open did (null when opened from a manifest alone, without a checkpoint). */
+    public DataBinding.Result binding() {
+        return binding;
+    }
+
     public TrunkManifest manifest() {
         return manifest;
     }
@@ -194,10 +209,11 @@ public final class TrunkStream implements TrunkSource {
         return readerThread != null && readerThread.isAlive();
     }
 
-    /** The startup lines: the plan, then the read method. */
+    /** The startup lines: the plan, then the read method, then the data binding check. */
     public String describe() {
         return plan.describe() + "              reads use " + (reader.direct() ? "O_DIRECT (page cache bypassed)" : "buffered reads (page cache)")
-                + ", positional reads at queue depth 1 per thread, " + (readerThread != null ? "reader thread prefetching" : "no reader thread") + "\n";
+                + ", positional reads at queue depth 1 per thread, " + (readerThread != null ? "reader thread prefetching" : "no reader thread") + "\n"
+                + (binding != null ? "              " + binding.line() + "\n" : "");
     }
 
     @Override

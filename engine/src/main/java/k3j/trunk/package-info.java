@@ -9,7 +9,9 @@
  *       re-read with O_DIRECT and CRC-32C compared, then renamed, {@code trunk.json} last.</li>
  *   <li>{@link k3j.trunk.TrunkManifest}: {@code trunk.json}, validated at open (align 4096, runs inside the
  *       file and disjoint, every layer present, tensors inside their runs, shapes match bytes) and checked
- *       against the checkpoint it was packed from (shard names and sizes, header hash, sampled bytes).</li>
+ *       against the checkpoint it was packed from by data: {@link k3j.trunk.DataBinding} (every tensor's SHA-256 recorded
+ *       at the pack; at open, the tensors of every shard whose file identity moved re-hashed, or all with
+ *       {@code --verify-trunk=full}).</li>
  *   <li>{@link k3j.trunk.TrunkPlan}: the fixed-point planner: pinned set (largest first) plus ring slots.</li>
  *   <li>{@link k3j.trunk.TrunkSource} / {@link k3j.trunk.LayerBytes}: what the forward calls:
  *       {@code acquire(layer)} / {@code release}; {@link k3j.trunk.TrunkStream} implements it with O_DIRECT

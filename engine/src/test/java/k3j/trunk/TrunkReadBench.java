@@ -95,7 +95,7 @@ public final class TrunkReadBench {
             ls.add(new TrunkManifest.Layer(l, l * run, run, 0, "bench", 0, t));
         }
         return new TrunkManifest(dir, TrunkManifest.ALIGN, layers * run,
-                new TrunkManifest.Source(List.of(new TrunkManifest.Shard("bench", 0)), "", ""), List.copyOf(ls));
+                new TrunkManifest.Source(List.of(new TrunkManifest.Shard("bench", 0)), ""), List.copyOf(ls));
     }
 
     static void ensureFile(Path f, long size) throws IOException {

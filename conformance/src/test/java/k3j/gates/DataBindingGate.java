@@ -1,0 +1,230 @@
+package k3j.gates;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.qameta.allure.Epic;
+import io.qameta.allure.Feature;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileTime;
+import java.security.MessageDigest;
+import java.util.Comparator;
+import java.util.List;
+import k3j.bisect.Corruption;
+import k3j.bisect.Corruptions;
+import k3j.config.ConfigReader;
+import k3j.config.ModelConfig;
+import k3j.harness.Child;
+import k3j.harness.Evidence;
+import k3j.harness.Project;
+import k3j.harness.Tamper;
+import k3j.io.CheckpointIndex;
+import k3j.io.TensorInfo;
+import k3j.kernels.Workers;
+import k3j.model.DecodeState;
+import k3j.model.Forward;
+import k3j.model.Model;
+import k3j.state.Binding;
+import k3j.state.StateException;
+import k3j.state.StateFile;
+import k3j.trunk.DataBinding;
+import k3j.trunk.Progress;
+import k3j.trunk.TrunkException;
+import k3j.trunk.TrunkManifest;
+import k3j.trunk.TrunkPacker;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A packed trunk and a saved state bind to the checkpoint's data, not to its headers: a trunk stands in for no other
+ * weights, even ones with the same headers and a change in the middle of a layer, and is refused before any token
+ * or verdict naming the layer and the tensor; a state saved on other data, a state with one flipped bit or a NaN is
+ * refused. Data: copies of the 93-layer and the tiny oracle, altered by {@link Corruptions} (headers unchanged).
+ */
+@Tag("faults")
+@Epic("faults")
+class DataBindingGate {
+    static final String Q = "self_attn.q_proj.weight", K = "self_attn.k_proj.weight";
+
+    @TempDir
+    Path tmp;
+
+    @Test
+    @Feature("trunk binding")
+    @DisplayName("a trunk of mini-k3-93 against a copy with L5 q_proj/k_proj swapped: pack-trunk does not reuse it, conform and run refuse it naming L5")
+    void aStaleTrunkStandsInForNoOtherWeights() throws IOException {
+        Path mini = Project.fixture("mini-k3-93");
+        Path trunk = pack(mini);
+        Path copy = tmp.resolve("swapped");
+        Corruptions.write(mini, copy, List.of(new Corruption.Swap(5, Q, K)));
+
+        for (DataBinding.Check check : DataBinding.Check.values()) {
+            TrunkException e = assertThrows(TrunkException.class, () -> TrunkManifest.read(trunk).checkSource(CheckpointIndex.open(copy), check), check.flag());
+            assertEquals(5, e.layer(), e.getMessage());
+            assertTrue(e.getMessage().contains("layers.5." + Q) || e.getMessage().contains("layers.5." + K), e.getMessage());
+        }
+        try (Child c = Child.k3("conform", copy.toString(), "--reference", Project.dump("mini-k3-93").toString(), "--trunk", trunk.toString(),
+                "--cache-gb", "0.001", "--no-logits")) {
+            int rc = c.exitCode();
+            Evidence.text("conform COPY --trunk T", c.transcript());
+            assertNotEquals(0, rc, c.transcript());
+            assertTrue(c.transcript().contains("layer 5") && c.transcript().contains("is not the data the trunk was packed from"), c.transcript());
+            assertTrue(c.out().stream().noneMatch(l -> l.startsWith("L0") || l.startsWith("VERDICT")), "no verdict before the refusal:\n" + c.transcript());
+        }
+        try (Child c = Child.k3(copy.toString(), "--ids", "1,2,3", "--gen", "2", "--trunk", trunk.toString(), "--cache-gb", "0.01",
+                "--out", tmp.resolve("run.json").toString())) {
+            int rc = c.exitCode();
+            Evidence.text("run COPY --trunk T", c.transcript());
+            assertNotEquals(0, rc, c.transcript());
+            assertTrue(c.transcript().contains("layer 5"), c.transcript());
+            assertTrue(c.out().stream().noneMatch(l -> l.startsWith("generated ids")), c.transcript());
+        }
+        try (Child c = Child.k3("pack-trunk", copy.toString(), trunk.toString(), "--gather")) {
+            int rc = c.exitCode();
+            Evidence.text("pack-trunk COPY T", c.transcript());
+            assertEquals(0, rc, c.transcript());
+            assertTrue(!c.transcript().contains("already holds") && c.transcript().contains("repacking"), c.transcript());
+        }
+        DataBinding.Result r = TrunkManifest.read(trunk).checkSource(CheckpointIndex.open(copy), DataBinding.Check.FULL);   // repacked from the copy
+        assertTrue(r.tensorsHashed() > 0, r.line());
+    }
+
+    @Test
+    @Feature("trunk binding")
+    @DisplayName("one byte flipped in place in the middle of L40's largest tensor, its mtime set back: the fast check refuses it naming L40 and the tensor")
+    void aFlippedByteInPlaceIsRefusedByTheFastCheck() throws IOException {
+        Path model = Tamper.copy(Project.fixture("mini-k3-93"), tmp.resolve("model"));
+        Path trunk = pack(model);
+        DataBinding.Result clean = TrunkManifest.read(trunk).checkSource(CheckpointIndex.open(model));
+        Evidence.text("clean", clean.line());
+        assertEquals(0, clean.tensorsHashed(), "the same unchanged files: nothing to re-hash: " + clean.line());
+        assertTrue(clean.line().startsWith("trunk binding: fast check, all 7 shard(s)"), clean.line());
+        DataBinding.Result full = TrunkManifest.read(trunk).checkSource(CheckpointIndex.open(model), DataBinding.Check.FULL);
+        assertEquals(TrunkManifest.read(trunk).layers().stream().mapToInt(l -> l.tensors().size()).sum(), full.tensorsHashed(), full.line());
+
+        CheckpointIndex index = CheckpointIndex.open(model);
+        TensorInfo t = index.tensors().stream().filter(x -> x.name().contains(".layers.40.") && !x.name().contains(".experts."))
+                .max(Comparator.comparingLong(TensorInfo::length)).orElseThrow();
+        FileTime mtime = Files.getLastModifiedTime(t.file());
+        try (FileChannel ch = FileChannel.open(t.file(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            long at = t.offset() + t.length() / 2;
+            ByteBuffer b = ByteBuffer.allocate(1);
+            ch.read(b, at);
+            b.put(0, (byte) (b.get(0) ^ 0x01)).rewind();
+            ch.write(b, at);
+        }
+        Files.setLastModifiedTime(t.file(), mtime);   // the change time still moves: no user can set it back
+        TrunkException e = assertThrows(TrunkException.class, () -> TrunkManifest.read(trunk).checkSource(CheckpointIndex.open(model)));
+        Evidence.text("refusal", e.getMessage());
+        assertEquals(40, e.layer(), e.getMessage());
+        assertTrue(e.getMessage().contains(t.name()), e.getMessage());
+    }
+
+    @Test
+    @Feature("trunk binding")
+    @DisplayName("the startup lines and the run report say which binding check ran: fast by default, full with --verify-trunk=full")
+    void theReportSaysWhichCheckRan() throws IOException {
+        Path mini = Project.fixture("mini-k3-93");
+        Path trunk = pack(mini);
+        for (String check : new String[] {"fast", "full"}) {
+            Path out = tmp.resolve(check + ".json");
+            try (Child c = Child.k3(mini.toString(), "--ids", "1,2", "--gen", "1", "--trunk", trunk.toString(), "--cache-gb", "0.01",
+                    "--verify-trunk", check, "--out", out.toString())) {
+                int rc = c.exitCode();
+                Evidence.text("run --verify-trunk " + check, c.transcript());
+                assertEquals(0, rc, c.transcript());
+                assertTrue(c.transcript().contains("trunk binding: " + check + " check"), c.transcript());
+            }
+            assertEquals(check, Project.json(out).path("trunk_binding").path("check").asText(), Files.readString(out));
+        }
+    }
+
+    @Test
+    @Feature("state binding")
+    @DisplayName("a state saved on a copy with other data (the same headers) is refused by the original; its own state loads")
+    void aForeignStateIsRefused() throws Exception {
+        Path other = tmp.resolve("other");
+        Corruptions.write(tiny(), other, List.of(new Corruption.Scale(1, Q, 2f)));
+        CheckpointIndex theirs = CheckpointIndex.open(other);
+        Path foreign = tmp.resolve("foreign.k3state");
+        save(theirs, foreign, Binding.of(config(), config().layerCount(), theirs));
+        StateFile.load(ownState(), original(), DecodeState.create(config(), config().layerCount(), 16));
+        StateException e = assertThrows(StateException.class, () -> StateFile.load(foreign, original(), DecodeState.create(config(), config().layerCount(), 16)));
+        Evidence.text("foreign", e.getMessage());
+        assertTrue(e.getMessage().contains("headers match, but their data does not"), e.getMessage());
+    }
+
+    @Test
+    @Feature("state binding")
+    @DisplayName("one flipped bit in a state's payload is refused by its checksum")
+    void aFlippedStateBitIsRefused() throws Exception {
+        Path flipped = Files.copy(ownState(), tmp.resolve("flipped.k3state"));
+        byte[] b = Files.readAllBytes(flipped);
+        b[b.length - 40] ^= 0x10;   // one bit of the last layer's payload
+        Files.write(flipped, b);
+        StateException e = assertThrows(StateException.class, () -> StateFile.load(flipped, original(), DecodeState.create(config(), config().layerCount(), 16)));
+        Evidence.text("flipped", e.getMessage());
+        assertTrue(e.getMessage().contains("checksum does not match"), e.getMessage());
+    }
+
+    @Test
+    @Feature("state binding")
+    @DisplayName("a NaN in a state's payload (checksum kept consistent) is refused")
+    void aNonFiniteStateIsRefused() throws Exception {
+        Path nan = Files.copy(ownState(), tmp.resolve("nan.k3state"));
+        byte[] b = Files.readAllBytes(nan);
+        ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).putFloat(b.length - 36, Float.NaN);
+        byte[] sum = MessageDigest.getInstance("SHA-256").digest(java.util.Arrays.copyOf(b, b.length - 32));
+        System.arraycopy(sum, 0, b, b.length - 32, 32);   // only the finite check can catch it
+        Files.write(nan, b);
+        StateException e = assertThrows(StateException.class, () -> StateFile.load(nan, original(), DecodeState.create(config(), config().layerCount(), 16)));
+        Evidence.text("NaN", e.getMessage());
+        assertTrue(e.getMessage().contains("holds NaN"), e.getMessage());
+    }
+
+    private static Path tiny() {
+        return Project.fixture("tiny-k3");
+    }
+
+    private static ModelConfig config() {
+        return ConfigReader.read(tiny().resolve("config.json"));
+    }
+
+    private static Binding original() {
+        return Binding.of(config(), config().layerCount(), CheckpointIndex.open(tiny()));
+    }
+
+    /** A state of the tiny oracle after four ids. */
+    private Path ownState() {
+        Path own = tmp.resolve("own.k3state");
+        if (!Files.exists(own)) save(CheckpointIndex.open(tiny()), own, original());
+        return own;
+    }
+
+    private static void save(CheckpointIndex index, Path file, Binding binding) {
+        int[] ids = {1, 2, 3, 4};
+        try (Workers w = Workers.of(1); Model m = Model.open(index, config(), -1)) {
+            Forward f = m.forward(w);
+            DecodeState st = f.newState(16);
+            f.step(ids, st, false, null);
+            StateFile.save(file, binding, new byte[32], ids, st);
+        }
+    }
+
+    private Path pack(Path model) {
+        Path out = tmp.resolve("trunk-" + System.nanoTime());
+        CheckpointIndex index = CheckpointIndex.open(model);
+        TrunkPacker.pack(index, TrunkPacker.layout(index, true), out, Progress.silent(), s -> {}, null);
+        return out;
+    }
+}
