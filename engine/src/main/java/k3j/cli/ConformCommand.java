@@ -85,7 +85,7 @@ final class ConformCommand implements Callable<Integer> {
         if (candidate != null && verifyData) throw usage("--verify-data hashes a model's files: not with --candidate");
         if (candidate == null && !modelFolder.given()) throw usage("give MODEL_DIR, or --candidate DUMP");
         Path model = modelFolder.given() ? modelFolder.config().getParent() : null;
-        if (candidate != null && !Files.exists(candidate)) throw usage("--candidate " + candidate + ": no such file or folder (a candidate dump: docs/formats.md)");
+        if (candidate != null && !java.nio.file.Files.exists(candidate)) throw usage("--candidate " + candidate + ": no such file or folder (a candidate dump: docs/formats.md)");
         try {
             k3j.io.Outputs files = new k3j.io.Outputs().input(model, "a file of the model folder").input(candidate, "the candidate (--candidate)")
                     .input(ReferenceOption.of(reference), "the reference (--reference)").input(memory.trunk, "a file of the trunk (--trunk)");
