@@ -40,4 +40,19 @@ class SearchBudgetTest {
         var swap57x = new Candidate.ExpertSwap(5, 9);
         assertEquals(java.util.List.of(swap57, swap13, dense, swap57x), Fit.order(java.util.List.of(swap13, dense, swap57x, swap57), failing, routing));
     }
+
+    /** One budget over several failing layers: each gets what is left over the layers still to diagnose. */
+    @Test
+    void aBudgetIsSharedFairlyAcrossTheFailingLayers() {
+        SearchBudget n = SearchBudget.parse("1000");
+        assertEquals(500, n.share(0, 0, 2).candidates(), "two layers: half each");
+        assertEquals(997, n.share(3, 0, 1).candidates(), "the first stopped after 3: the rest to the last");
+        assertEquals(334, n.share(0, 0, 3).candidates(), "rounded up");
+        assertEquals(0, n.share(1000, 0, 1).candidates(), "spent: nothing left");
+        assertTrue(n.share(1000, 0, 1).exhausted(0, 0), "an empty share tries nothing");
+        SearchBudget t = SearchBudget.parse("90s");
+        assertEquals(30_000_000_000L, t.share(0, 0, 3).nanos());
+        assertEquals(-1, t.share(0, 0, 3).candidates(), "a time budget has no count limit");
+        assertEquals("30 s of 90 s", t.share(0, 0, 3).describe());
+    }
 }
