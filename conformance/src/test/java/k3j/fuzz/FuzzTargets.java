@@ -9,25 +9,36 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import k3j.cache.CacheSimulator;
+import k3j.cache.CacheTrace;
+import k3j.chat.ChatException;
+import k3j.chat.History;
 import k3j.cli.K3;
 import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.conform.ConformException;
 import k3j.conform.Conformance;
+import k3j.conform.LogitFile;
 import k3j.conform.ReferenceDump;
 import k3j.io.CheckpointException;
 import k3j.io.CheckpointIndex;
 import k3j.io.CheckpointSummary;
+import k3j.state.Binding;
+import k3j.state.StateException;
+import k3j.state.StateFile;
+import k3j.tokenizer.Tokenizer;
+import k3j.tokenizer.TokenizerException;
 import k3j.trunk.TrunkException;
 import k3j.trunk.TrunkManifest;
 import picocli.CommandLine;
 
 /**
- * The six fuzz targets: each feeds untrusted bytes to one reader exactly as a user's file would reach it (written
+ * The fuzz targets: each feeds untrusted bytes to one reader exactly as a user's file would reach it (written
  * to a scratch file first) and accepts only two outcomes: a valid result, or that reader's own refusal
  * ({@link CheckpointException}, {@link ConfigException}, {@link ConformException}, {@link TrunkException},
- * picocli's {@link CommandLine.ParameterException}). Anything else escaping (an IllegalArgumentException, an
+ * picocli's {@link CommandLine.ParameterException}, {@link ChatException}, {@link TokenizerException},
+ * {@link StateException}, {@link LogitFile.LogitFileException}, a trace's {@link IOException}). Anything else escaping (an IllegalArgumentException, an
  * IndexOutOfBounds, an OutOfMemoryError) is a finding. The gate bounds each input's time and allocation
  * ({@link Limits}). {@link Target} runs any of them as a Jazzer command-line target for {@code ci/fuzz}.
  */
@@ -35,14 +46,19 @@ public final class FuzzTargets {
     private FuzzTargets() {}
 
     /** The targets by name (ci/fuzz and the gate use these names). */
-    public static final Map<String, Consumer<byte[]>> ALL = Map.of(
-            "safetensors", FuzzTargets::safetensors,
-            "config", FuzzTargets::config,
-            "index", FuzzTargets::index,
-            "dump", FuzzTargets::dump,
-            "trunk", FuzzTargets::trunk,
-            "candidate", FuzzTargets::candidate,
-            "cli", FuzzTargets::cli);
+    public static final Map<String, Consumer<byte[]>> ALL = Map.ofEntries(
+            Map.entry("safetensors", (Consumer<byte[]>) FuzzTargets::safetensors),
+            Map.entry("config", (Consumer<byte[]>) FuzzTargets::config),
+            Map.entry("index", (Consumer<byte[]>) FuzzTargets::index),
+            Map.entry("dump", (Consumer<byte[]>) FuzzTargets::dump),
+            Map.entry("trunk", (Consumer<byte[]>) FuzzTargets::trunk),
+            Map.entry("candidate", (Consumer<byte[]>) FuzzTargets::candidate),
+            Map.entry("cli", (Consumer<byte[]>) FuzzTargets::cli),
+            Map.entry("history", (Consumer<byte[]>) FuzzTargets::history),
+            Map.entry("tokenizer", (Consumer<byte[]>) FuzzTargets::tokenizer),
+            Map.entry("state", (Consumer<byte[]>) FuzzTargets::state),
+            Map.entry("logits", (Consumer<byte[]>) FuzzTargets::logits),
+            Map.entry("trace", (Consumer<byte[]>) FuzzTargets::trace));
 
     /** A safetensors file: the header reader, then the summary {@code k3 inspect} prints (it sizes per-layer strings). */
     public static void safetensors(byte[] data) {
@@ -132,6 +148,68 @@ public final class FuzzTargets {
         }
     }
 
+    /** A chat history (--history FILE.jsonl), read as a chat reads it, and rendered for the model. */
+    public static void history(byte[] data) {
+        try {
+            History h = History.read(Scratch.file("history.jsonl", data));
+            h.sha256();
+            h.toJsonl();
+        } catch (ChatException refused) {
+            // a clean refusal
+        }
+    }
+
+    /**
+     * A tokenizer directory: the first byte chooses the file the rest replaces (even: tiktoken.model beside the
+     * tiny model's tokenizer_config.json; odd: tokenizer_config.json beside its tiktoken.model); then a short text
+     * is encoded and decoded.
+     */
+    public static void tokenizer(byte[] data) {
+        Path dir = Scratch.tokenizerDir();
+        boolean ranks = data.length == 0 || (data[0] & 1) == 0;
+        byte[] rest = data.length == 0 ? data : java.util.Arrays.copyOfRange(data, 1, data.length);
+        Scratch.write(dir.resolve(ranks ? "tiktoken.model" : "tokenizer_config.json"), rest);
+        Scratch.write(dir.resolve(ranks ? "tokenizer_config.json" : "tiktoken.model"), Scratch.tokenizerFile(ranks ? "tokenizer_config.json" : "tiktoken.model"));
+        try {
+            Tokenizer t = Tokenizer.load(dir);
+            int[] ids = t.encode("hello <|im_end|> wörld".getBytes(StandardCharsets.UTF_8), true);
+            t.decode(ids);
+        } catch (TokenizerException refused) {
+            // a clean refusal
+        }
+    }
+
+    /** A state file (--load-state), sized from its header as a run sizes it and loaded into the tiny model's state. */
+    public static void state(byte[] data) {
+        Path f = Scratch.file("s.k3state", data);
+        Scratch.Tiny tiny = Scratch.tiny();
+        try {
+            int n = StateFile.idCount(f, 4096, "the fuzz target allows");
+            StateFile.load(f, tiny.binding(), tiny.forward().newState(n + 8));
+        } catch (StateException refused) {
+            // a clean refusal
+        }
+    }
+
+    /** A logit file for compare-logits (raw float32 or .npy) against the 93-layer oracle's vocabulary. */
+    public static void logits(byte[] data) {
+        try {
+            LogitFile.read(Scratch.file("logits.npy", data), 160);
+        } catch (LogitFile.LogitFileException | ConformException refused) {
+            // a clean refusal
+        }
+    }
+
+    /** An expert trace (sim-cache), checked against the released model's layers and experts, and replayed at one size. */
+    public static void trace(byte[] data) {
+        try {
+            int[] pairs = CacheTrace.readPairs(Scratch.file("expert_trace.bin", data), 93, l -> l >= 1, 896, "the released model");
+            new CacheSimulator(pairs).row("17 slots", 17, 16, true);
+        } catch (IOException refused) {
+            // a clean refusal
+        }
+    }
+
     // ---------------------------------------------------------------------------------------------
     // the Jazzer command-line entry point (ci/fuzz)
 
@@ -177,6 +255,41 @@ public final class FuzzTargets {
         private static final Path ROOT = create();
         private static Path indexDir, dumpDir, trunkDir;
         private static ModelConfig mini;
+        private static Path tokenizerDir;
+        private static Tiny tiny;
+
+        /** The tiny model, bound once: a forward to size states and the binding a state must carry. */
+        record Tiny(k3j.model.Forward forward, Binding binding) {}
+
+        static synchronized Tiny tiny() {
+            if (tiny == null) {
+                Path dir = repo("oracle-fixtures/tiny-k3");
+                ModelConfig cfg = ConfigReader.read(dir.resolve("config.json"));
+                CheckpointIndex index = CheckpointIndex.open(dir);
+                k3j.model.Model m = k3j.model.Model.open(index, cfg, -1);
+                tiny = new Tiny(m.forward(k3j.kernels.Workers.of(1)), Binding.of(cfg, cfg.layerCount(), index));
+            }
+            return tiny;
+        }
+
+        static synchronized Path tokenizerDir() {
+            if (tokenizerDir == null) {
+                try {
+                    tokenizerDir = Files.createDirectories(ROOT.resolve("tok"));
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+            return tokenizerDir;
+        }
+
+        static byte[] tokenizerFile(String name) {
+            try {
+                return Files.readAllBytes(repo("oracle-fixtures/tiny-k3/" + name));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
         private static ReferenceDump miniReference;
 
         private static Path create() {

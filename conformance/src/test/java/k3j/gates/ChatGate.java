@@ -208,7 +208,7 @@ class ChatGate {
             Path state = dir.resolve("s.k3state");
             StateFile.save(state, binding, first.history().sha256(), first.ids(), first.state());
 
-            DecodeState loaded = f.newState(StateFile.idCount(state) + 64);
+            DecodeState loaded = f.newState(StateFile.idCount(state, 36864, "a chat may hold") + 64);
             StateFile.Loaded l = StateFile.load(state, binding, loaded);
             assertArrayEquals(first.ids(), l.ids());
             assertEquals(first.history().sha256Hex(), HexFormat.of().formatHex(l.conversation()));

@@ -431,6 +431,406 @@ class FaultsGate {
     }
 
     // ---------------------------------------------------------------------------------------------
+    // files named on the command line (docs/files.md): an output never destroys a device, an input or another
+    // output; an input is refused by type and size before it is opened or allocated; a refusal names the file,
+    // the flag and the fix, with the documented exit code, never a Java class name or a stack trace
+
+    /** One hostile command line, made in a scratch folder: its arguments, stdin, file-size limit, and what must hold after it. */
+    record Hostile(List<String> args, byte[] stdin, Integer fileSizeKb, int exit, List<String> says, List<String> never, Survives survives) {
+        Hostile(List<String> args, int exit, String... says) {
+            this(args, new byte[0], null, exit, List.of(says), List.of(), () -> {});
+        }
+
+        Hostile stdin(byte[] in) {
+            return new Hostile(args, in, fileSizeKb, exit, says, never, survives);
+        }
+
+        Hostile limited(int kb) {
+            return new Hostile(args, stdin, kb, exit, says, never, survives);
+        }
+
+        Hostile never(String... words) {
+            return new Hostile(args, stdin, fileSizeKb, exit, says, List.of(words), survives);
+        }
+
+        Hostile survives(Survives s) {
+            return new Hostile(args, stdin, fileSizeKb, exit, says, never, s);
+        }
+    }
+
+    @FunctionalInterface
+    interface Survives {
+        void check() throws IOException;
+    }
+
+    @FunctionalInterface
+    interface Make {
+        Hostile in(Path dir) throws IOException;
+    }
+
+    static Stream<Arguments> hostileCommandLines() {
+        return Stream.of(
+                // outputs that would destroy data
+                hostile("--out onto a character device (a node like /dev/null)", d -> {
+                    Path dev = device(d.resolve("null"));
+                    return new Hostile(run(d, "--out", dev.toString()), ExitCode.USAGE, "(--out)", "an output must be a regular file").survives(stillSpecial(dev));
+                }),
+                hostile("--dump-logits onto a character device", d -> {
+                    Path dev = device(d.resolve("null"));
+                    return new Hostile(run(d, "--dump-logits", dev.toString()), ExitCode.USAGE, "(--dump-logits)", "an output must be a regular file")
+                            .survives(stillSpecial(dev));
+                }),
+                hostile("conform --json onto a character device", d -> {
+                    Path dev = device(d.resolve("null"));
+                    return new Hostile(List.of("conform", Project.fixture("mini-k3-93").toString(), "--no-logits", "--layers", "40", "--json", dev.toString()),
+                            ExitCode.USAGE, "(--json)", "an output must be a regular file").survives(stillSpecial(dev));
+                }),
+                hostile("--out onto a FIFO", d -> {
+                    Path fifo = d.resolve("fifo");
+                    replaceWithSpecial(fifo, true);
+                    return new Hostile(run(d, "--out", fifo.toString()), ExitCode.USAGE, "is a FIFO", "(--out)").survives(stillSpecial(fifo));
+                }),
+                hostile("--out onto a shard of the model", d -> onto(d, "--out", "model-00001-of-00002.safetensors")),
+                hostile("--out onto the model's config.json", d -> onto(d, "--out", "config.json")),
+                hostile("--dump-logits onto the model's index.json", d -> onto(d, "--dump-logits", "model.safetensors.index.json")),
+                hostile("--save-state onto a shard of the model", d -> onto(d, "--save-state", "model-00002-of-00002.safetensors")),
+                hostile("--out onto a hard link to a shard", d -> {
+                    Path model = tiny(d), link = d.resolve("run.json");
+                    Files.createLink(link, model.resolve("model-00001-of-00002.safetensors"));
+                    return new Hostile(run(model, d, "--out", link.toString()), ExitCode.USAGE, "an input of this command").survives(unchanged(model));
+                }),
+                hostile("--save-state and --history on one file", d -> new Hostile(chat(d, "--save-state", d.resolve("h.jsonl").toString(), "--history",
+                        d.resolve("h.jsonl").toString()), ExitCode.USAGE, "(--save-state)", "it is --history")),
+                hostile("--out and --dump-logits on one file", d -> new Hostile(run(d, "--out", d.resolve("x").toString(), "--dump-logits", d.resolve("x").toString()),
+                        ExitCode.USAGE, "is also named by --out")),
+                hostile("--out and --history on one file", d -> new Hostile(chat(d, "--out", d.resolve("h.jsonl").toString(), "--history", d.resolve("h.jsonl").toString()),
+                        ExitCode.USAGE, "(--out)", "it is --history")),
+                hostile("tokenize --output on a full disk keeps the previous output", d -> {
+                    Path prev = Files.writeString(d.resolve("ids.txt"), "1,2,3\n");
+                    Path text = Files.writeString(d.resolve("text.txt"), "hello world ".repeat(2000));
+                    return new Hostile(List.of("tokenize", "--tok", Project.fixture("tiny-k3").toString(), "--file", text.toString(), "--output", prev.toString()),
+                            ExitCode.RUNTIME, "cannot write " + prev, "File too large").limited(1).survives(unchangedFolder(d));
+                }),
+                hostile("--dump-activations on a full disk keeps the previous candidate whole", d -> {
+                    Path cand = Files.createDirectories(d.resolve("cand"));
+                    Files.writeString(cand.resolve("manifest.json"), "{\"format\": \"k3-candidate\", \"format_version\": 1}");
+                    Files.write(cand.resolve("logits.bin"), new byte[640]);
+                    return new Hostile(List.of(Project.fixture("mini-k3-93").toString(), "--ids", "150,17,101,3,149,64,128,42", "--gen", "1", "--out",
+                            d.resolve("run.json").toString(), "--dump-activations", cand.toString()), ExitCode.RUNTIME, "cannot write " + cand, "File too large")
+                            .limited(64).survives(unchangedFolder(d));
+                }),
+                // inputs read without bounds
+                hostile("--history is a FIFO", d -> special(d, "h.jsonl", true, p -> chat(d, "--history", p), "is a FIFO", "--history")),
+                hostile("--history is /dev/zero", d -> special(d, "h.jsonl", false, p -> chat(d, "--history", p), "a character device", "--history")),
+                hostile("--history is 3 GB", d -> huge(d, "h.jsonl", p -> chat(d, "--history", p), "--history")),
+                hostile("--prompt-file is a FIFO", d -> special(d, "p.txt", true, p -> promptFile(d, p), "is a FIFO", "--prompt-file")),
+                hostile("--prompt-file is /dev/zero", d -> special(d, "p.txt", false, p -> promptFile(d, p), "a character device", "--prompt-file")),
+                hostile("--prompt-file is 3 GB", d -> huge(d, "p.txt", p -> promptFile(d, p), "--prompt-file")),
+                hostile("tokenize --file is a FIFO", d -> special(d, "t.txt", true, p -> tokenize(p), "is a FIFO", "--file")),
+                hostile("tokenize --file is 3 GB", d -> huge(d, "t.txt", p -> tokenize(p), "--file")),
+                hostile("tiktoken.model is a FIFO", d -> {
+                    Path tok = tokenizerCopy(d);
+                    replaceWithSpecial(tok.resolve("tiktoken.model"), true);
+                    return new Hostile(List.of("tokenize", "--tok", tok.toString()), ExitCode.RUNTIME, "tiktoken.model is a FIFO", "not a regular file");
+                }),
+                hostile("tiktoken.model is 3 GB", d -> {
+                    Path tok = tokenizerCopy(d);
+                    sparse(tok.resolve("tiktoken.model"), 3L << 30);
+                    return new Hostile(List.of("tokenize", "--tok", tok.toString()), ExitCode.RUNTIME, "tiktoken.model is 3221225472 bytes, more than");
+                }),
+                hostile("compare-logits FILE is a FIFO", d -> special(d, "l.bin", true, p -> compareLogits(p), "is a FIFO", "a logit file")),
+                hostile("compare-logits FILE is /dev/zero", d -> special(d, "l.bin", false, p -> compareLogits(p), "a character device", "a logit file")),
+                hostile("compare-logits FILE is 3 GB", d -> huge(d, "l.bin", p -> compareLogits(p), "a logit file")),
+                hostile("--load-state is a FIFO", d -> special(d, "s.state", true, p -> run(d, "--incremental", "--load-state", p), "is a FIFO", "--load-state")),
+                hostile("--load-state is a folder", d -> {
+                    Path s = Files.createDirectories(d.resolve("s.state"));
+                    return new Hostile(run(d, "--incremental", "--load-state", s.toString()), ExitCode.USAGE, "is a directory", "--load-state").never("no such file");
+                }),
+                hostile("a state header declaring 2^24 ids in a short file", d -> new Hostile(run(d, "--incremental", "--load-state", state(d, 1 << 24, 0).toString()),
+                        ExitCode.USAGE, "the header declares 16777216 ids")),
+                hostile("a state header declaring 2^24 ids in a 64 MB file", d -> new Hostile(run(d, "--incremental", "--load-state",
+                        state(d, 1 << 24, 80L << 20).toString()), ExitCode.USAGE, "holds 16777216 ids, more than the")),
+                hostile("a 2 MB chat line", d -> new Hostile(chat(d), ExitCode.USAGE, "positions", "not fed").stdin(line(2 << 20))),
+                hostile("a chat message over max_position_embeddings, as --prompt-file refuses it", d -> {
+                    byte[] text = words(5000);
+                    Path p = Files.write(d.resolve("p.txt"), text);
+                    try (Child c = Child.k3(promptFile(d, p.toString()).toArray(String[]::new))) {
+                        assertEquals(ExitCode.USAGE, c.exitCode(), c.transcript());
+                        assertTrue(c.transcript().contains("max_position_embeddings is 4096"), c.transcript());
+                    }
+                    return new Hostile(chat(d), ExitCode.USAGE, "more than the 4096 positions of the config's max_position_embeddings")
+                            .stdin(java.util.Arrays.copyOf(text, text.length + 1));
+                }),
+                hostile("sim-cache --slots 2147483647", d -> new Hostile(simCache(d, "--slots", "2147483647"), ExitCode.USAGE, "--slots 2147483647 is more than the pool")),
+                hostile("sim-cache --capacities 1e308", d -> new Hostile(simCache(d, "--capacities", "1e308"), ExitCode.USAGE, "holds more than the pool")),
+                hostile("sim-cache --capacities Infinity", d -> new Hostile(simCache(d, "--capacities", "Infinity"), ExitCode.USAGE, "must be positive and finite")),
+                hostile("a trace naming layer 999", d -> new Hostile(simCache(trace(d, 999, 1)), ExitCode.USAGE, "names layer 999")),
+                hostile("a trace naming expert 999999", d -> new Hostile(simCache(trace(d, 5, 999999)), ExitCode.USAGE, "names expert 999999")),
+                hostile("a trace naming the dense layer 0", d -> new Hostile(simCache(trace(d, 0, 3)), ExitCode.USAGE, "names layer 0, which is not a routed-MoE layer")),
+                // messages that hide the cause
+                hostile("num_expert_group: 1e400", d -> config(d, "{\"num_expert_group\": 1e400,", "num_expert_group")),
+                hostile("a root hidden_size of 1e400", d -> config(d, "{\"hidden_size\": 1e400,", "hidden_size")),
+                hostile("config.json is a FIFO", d -> specialConfig(d, c -> replaceWithSpecial(c, true), "config.json is a FIFO")),
+                hostile("config.json is a folder", d -> specialConfig(d, Files::createDirectory, "config.json is a directory")),
+                hostile("config.json is /dev/zero", d -> specialConfig(d, c -> replaceWithSpecial(c, false), "config.json is a character device")),
+                hostile("a dump's moe_idx out of range", d -> {
+                    Path dump = Tamper.copy(Project.dump("mini-k3-93"), d.resolve("dump"));
+                    byte[] idx = Files.readAllBytes(dump.resolve("layers.40.moe_idx.bin"));
+                    ByteBuffer.wrap(idx).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(4, 999999);
+                    Tamper.replace(dump, "layers.40.moe_idx", idx);
+                    return new Hostile(List.of("conform", Project.fixture("mini-k3-93").toString(), "--reference", dump.toString(), "--no-logits", "--layers", "40"),
+                            ExitCode.RUNTIME, "layers.40.moe_idx[0][1] = 999999, but the model has").never("out of bounds");
+                }),
+                hostile("pack-trunk into /proc", d -> new Hostile(List.of("pack-trunk", Project.fixture("mini-k3-93").toString(), "/proc/k3j-x"), ExitCode.RUNTIME,
+                        "/proc/k3j-x")),
+                hostile("pack-trunk on a full disk", d -> new Hostile(List.of("pack-trunk", Project.fixture("mini-k3-93").toString(), d.resolve("trunk").toString()),
+                        ExitCode.RUNTIME, "File too large").limited(64)),
+                hostile("conform on a model with a missing shard", d -> {
+                    Path mini = Tamper.copy(Project.fixture("mini-k3-93"), d.resolve("mini"));
+                    Files.delete(mini.resolve("model-00003-of-00007.safetensors"));
+                    return new Hostile(List.of("conform", mini.toString(), "--no-logits", "--layers", "40"), ExitCode.RUNTIME, "partial download")
+                            .never("[reference mismatch]");
+                }),
+                hostile("conform --candidate on a missing folder", d -> new Hostile(List.of("conform", "--candidate", d.resolve("missing").toString()), ExitCode.USAGE,
+                        "no such file or folder").never("[reference mismatch]")));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("hostileCommandLines")
+    @Feature("hostile files")
+    @DisplayName("a hostile file or path on the command line is refused before it is opened, allocated or replaced, naming it and the fix")
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aHostileFileOrPathIsRefusedNamingIt(String name, Make make) throws IOException {
+        Path dir = Files.createDirectories(tmp.resolve("case"));
+        Hostile h = make.in(dir);
+        String[] args = h.args().toArray(String[]::new);
+        try (Child c = (h.fileSizeKb() == null ? Child.k3(args) : Child.k3Limited(h.fileSizeKb(), args)).stdin(h.stdin())) {
+            int rc = c.exitCode();
+            String t = c.transcript();
+            Evidence.text(name, t);
+            assertEquals(h.exit(), rc, t);
+            for (String w : h.says()) assertTrue(t.contains(w), "expected '" + w + "':\n" + t);
+            for (String w : h.never()) assertFalse(t.contains(w), "'" + w + "' must not be said:\n" + t);
+            assertFalse(t.contains("\tat ") || JAVA_NAME.matcher(t).find(), "a Java class name or a stack trace reached the user:\n" + t);
+        }
+        h.survives().check();
+    }
+
+    @Test
+    @Feature("hostile files")
+    @DisplayName("bin/k3's stderr filter passes a message with a NUL byte whole and drops only the incubator warning")
+    void theStderrFilterPassesBinaryBytes() throws IOException, InterruptedException {
+        String script = Files.readString(Project.root().resolve("bin/k3"));
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("trap '' INT; (grep [^\\n]*?) >&2\\)").matcher(script);
+        assertTrue(m.find(), "bin/k3 has no stderr filter of the expected form");
+        Process p = new ProcessBuilder("bash", "-c", m.group(1)).start();
+        try (var in = p.getOutputStream()) {
+            in.write("k3: tiktoken.model line 3: a\0b is not base64\nWARNING: Using incubator modules: jdk.incubator.vector\nlast\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        }
+        String got = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        p.waitFor();
+        Evidence.text("filtered", got);
+        assertEquals("k3: tiktoken.model line 3: a\0b is not base64\nlast\n", got);
+    }
+
+    private static final java.util.regex.Pattern JAVA_NAME = java.util.regex.Pattern.compile("\\bjava\\.[a-z]+\\.|\\b[A-Z][A-Za-z]*(Exception|Error)\\b");
+
+    private static Arguments hostile(String name, Make make) {
+        return Arguments.of(name, make);
+    }
+
+    /** A run of the tiny model (a fresh copy in {@code d}) with {@code more}. */
+    private static List<String> run(Path d, String... more) throws IOException {
+        return run(tiny(d), d, more);
+    }
+
+    private static List<String> run(Path model, Path d, String... more) {
+        List<String> a = new java.util.ArrayList<>(List.of(model.toString(), "--ids", "1,2,3", "--gen", "1"));
+        a.addAll(List.of(more));
+        if (!a.contains("--out")) a.addAll(List.of("--out", d.resolve("run.json").toString()));
+        return a;
+    }
+
+    private static List<String> chat(Path d, String... more) throws IOException {
+        Path model = tiny(d);
+        List<String> a = new java.util.ArrayList<>(List.of(model.toString(), "--tok", model.toString(), "--chat", "--think", "off", "--gen", "2"));
+        a.addAll(List.of(more));
+        if (!a.contains("--out")) a.addAll(List.of("--out", d.resolve("run.json").toString()));
+        return a;
+    }
+
+    private static List<String> promptFile(Path d, String file) throws IOException {
+        Path model = tiny(d);
+        return List.of(model.toString(), "--tok", model.toString(), "--prompt-file", file, "--gen", "1", "--out", d.resolve("run.json").toString());
+    }
+
+    private static List<String> tokenize(String file) {
+        return List.of("tokenize", "--tok", Project.fixture("tiny-k3").toString(), "--file", file);
+    }
+
+    private static List<String> compareLogits(String file) {
+        return List.of("compare-logits", file, "--reference", Project.dump("mini-k3-93").toString());
+    }
+
+    private static List<String> simCache(Path d, String... more) throws IOException {
+        List<String> a = new java.util.ArrayList<>(List.of("sim-cache", trace(d, 1, 0).toString()));
+        a.addAll(List.of(more));
+        return a;
+    }
+
+    private static List<String> simCache(Path trace) {
+        return List.of("sim-cache", trace.toString());
+    }
+
+    /** A trace of three valid requests of the released model and one (layer, expert) pair after them. */
+    private static Path trace(Path d, int layer, int expert) throws IOException {
+        ByteBuffer b = ByteBuffer.allocate(32).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        b.putInt(1).putInt(0).putInt(2).putInt(5).putInt(1).putInt(0).putInt(layer).putInt(expert);
+        Path dir = Files.createDirectories(d.resolve("trace-" + layer + "-" + expert));
+        Files.write(dir.resolve("expert_trace.bin"), b.array());
+        return dir;
+    }
+
+    /** A copy of the tiny model in {@code d} (made once per case). */
+    private static Path tiny(Path d) throws IOException {
+        Path t = d.resolve("tiny");
+        return Files.isDirectory(t) ? t : Tamper.copy(Project.fixture("tiny-k3"), t);
+    }
+
+    /** An output pointed at one of the model's own files: refused, and the model is byte-for-byte what it was. */
+    private static Hostile onto(Path d, String flag, String file) throws IOException {
+        Path model = tiny(d);
+        List<String> a = new java.util.ArrayList<>(run(model, d, flag, model.resolve(file).toString()));
+        if (flag.equals("--save-state")) a.add("--incremental");
+        return new Hostile(a, ExitCode.USAGE, "(" + flag + ")", "an input of this command").survives(unchanged(model));
+    }
+
+    private static Hostile special(Path d, String name, boolean fifo, Args args, String what, String flag)
+            throws IOException {
+        Path p = d.resolve(name);
+        replaceWithSpecial(p, fifo);
+        return new Hostile(args.of(p.toString()), ExitCode.USAGE, what, flag).survives(stillSpecial(p));
+    }
+
+    private static Hostile huge(Path d, String name, Args args, String flag) throws IOException {
+        Path p = d.resolve(name);
+        sparse(p, 3L << 30);
+        return new Hostile(args.of(p.toString()), ExitCode.USAGE, "is 3221225472 bytes, more than the", flag);
+    }
+
+    private static Hostile config(Path d, String prefix, String key) throws IOException {
+        Path c = tiny(d).resolve("config.json");
+        Files.writeString(c, Files.readString(c).replaceFirst("\\{", java.util.regex.Matcher.quoteReplacement(prefix)));
+        return new Hostile(List.of("inspect", c.toString()), ExitCode.USAGE, key).never("Infinite or NaN");
+    }
+
+    @FunctionalInterface
+    interface Args {
+        List<String> of(String path) throws IOException;
+    }
+
+    @FunctionalInterface
+    interface Replace {
+        void at(Path p) throws IOException;
+    }
+
+    private static Hostile specialConfig(Path d, Replace replace, String says) throws IOException {
+        Path model = tiny(d);
+        Files.delete(model.resolve("config.json"));
+        replace.at(model.resolve("config.json"));
+        return new Hostile(run(model, d), ExitCode.USAGE, says).never("no config.json in");
+    }
+
+    private static Path tokenizerCopy(Path d) throws IOException {
+        Path tok = Files.createDirectories(d.resolve("tok"));
+        for (String f : List.of("tiktoken.model", "tokenizer_config.json")) Files.copy(Project.fixture("tiny-k3/" + f), tok.resolve(f));
+        return tok;
+    }
+
+    /** A state file saved by a real run of the tiny model, its id count set to {@code ids} and its length to {@code length} (0: as saved). */
+    private static Path state(Path d, int ids, long length) throws IOException {
+        Path s = d.resolve("saved.k3state");
+        try (Child c = Child.k3(run(d, "--incremental", "--save-state", s.toString(), "--out", d.resolve("first.json").toString()).toArray(String[]::new))) {
+            assertEquals(ExitCode.OK, c.exitCode(), c.transcript());
+        }
+        // the id count is followed by the absorbed count and the ids themselves: 4, 3, then the prompt 1, 2, 3 (int32 LE)
+        byte[] all = Files.readAllBytes(s);
+        ByteBuffer want = ByteBuffer.allocate(20).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(4).putInt(3).putInt(1).putInt(2).putInt(3);
+        int at = -1;
+        for (int i = 0; i + 20 <= all.length && at < 0; i++) if (java.util.Arrays.equals(all, i, i + 20, want.array(), 0, 20)) at = i;
+        assertTrue(at > 0, "no id count in the saved state " + s);
+        try (FileChannel ch = FileChannel.open(s, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(0, ids), at);
+            if (length > 0) ch.write(ByteBuffer.allocate(1), length - 1);
+        }
+        return s;
+    }
+
+    private static byte[] line(int bytes) {
+        byte[] b = words(bytes / 6 + 1);
+        b = java.util.Arrays.copyOf(b, bytes + 1);
+        for (int i = 0; i < bytes; i++) if (b[i] == 0 || b[i] == '\n') b[i] = 'a';
+        b[bytes] = '\n';
+        return b;
+    }
+
+    /** {@code n} short words separated by spaces (a tokenizer gives about one id each), then LF. */
+    private static byte[] words(int n) {
+        StringBuilder sb = new StringBuilder();
+        java.util.Random r = new java.util.Random(20);
+        for (int i = 0; i < n; i++) sb.append(i == 0 ? "" : " ").append((char) ('a' + r.nextInt(26))).append((char) ('a' + r.nextInt(26)));
+        return (sb + "\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    }
+
+    private static void sparse(Path p, long size) throws IOException {
+        Files.deleteIfExists(p);
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(p.toFile(), "rw")) {
+            f.setLength(size);
+        }
+    }
+
+    /** A character device node like /dev/null (mknod, as root), or a FIFO where nodes cannot be made: either must never be replaced. */
+    private static Path device(Path p) throws IOException {
+        try {
+            if (new ProcessBuilder("mknod", p.toString(), "c", "1", "3").start().waitFor() == 0) return p;
+        } catch (InterruptedException e) {
+            throw new IOException(e);
+        }
+        replaceWithSpecial(p, true);
+        return p;
+    }
+
+    private static Survives stillSpecial(Path p) throws IOException {
+        Object mode = Files.getAttribute(p, "unix:mode", java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        return () -> {
+            assertFalse(Files.isRegularFile(p, java.nio.file.LinkOption.NOFOLLOW_LINKS), p + " was replaced by a regular file");
+            assertEquals(mode, Files.getAttribute(p, "unix:mode", java.nio.file.LinkOption.NOFOLLOW_LINKS), p + " changed its type");
+        };
+    }
+
+    /** Every file of a folder, by name and sha256, must be what it is now (and no temporary appear beside them). */
+    private static Survives unchangedFolder(Path dir) throws IOException {
+        java.util.Map<String, String> before = digests(dir);
+        return () -> assertEquals(before, digests(dir), "the files of " + dir + " changed");
+    }
+
+    private static Survives unchanged(Path model) throws IOException {
+        return unchangedFolder(model);
+    }
+
+    private static java.util.Map<String, String> digests(Path dir) throws IOException {
+        java.util.Map<String, String> m = new java.util.TreeMap<>();
+        try (Stream<Path> s = Files.walk(dir)) {
+            for (Path p : s.filter(f -> !f.equals(dir)).toList()) {
+                String rel = dir.relativize(p).toString();
+                if (rel.equals("run.json") || rel.equals("first.json")) continue;   // a run's own report
+                m.put(rel, Files.isRegularFile(p, java.nio.file.LinkOption.NOFOLLOW_LINKS) ? Tamper.sha256(Files.readAllBytes(p)) : "(not a file)");
+            }
+        }
+        return m;
+    }
+
+    // ---------------------------------------------------------------------------------------------
 
     private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
 

@@ -71,4 +71,39 @@ class FuzzGate {
     void cli(byte[] data) {
         Limits.check("cli", data, FuzzTargets::cli);
     }
+
+    @FuzzTest
+    @Feature("chat history")
+    @DisplayName("the chat history reader")
+    void history(byte[] data) {
+        Limits.check("history", data, FuzzTargets::history);
+    }
+
+    @FuzzTest
+    @Feature("tokenizer files")
+    @DisplayName("the tokenizer's tiktoken.model and tokenizer_config.json readers, then an encode and decode")
+    void tokenizer(byte[] data) {
+        Limits.check("tokenizer", data, FuzzTargets::tokenizer);
+    }
+
+    @FuzzTest
+    @Feature("state file")
+    @DisplayName("the state file reader, sized from its header as a run sizes it, into the tiny model's state")
+    void state(byte[] data) {
+        Limits.check("state", data, FuzzTargets::state);
+    }
+
+    @FuzzTest
+    @Feature("logit file")
+    @DisplayName("the compare-logits file reader (raw float32 and .npy)")
+    void logits(byte[] data) {
+        Limits.check("logits", data, FuzzTargets::logits);
+    }
+
+    @FuzzTest
+    @Feature("expert trace")
+    @DisplayName("the expert trace reader, checked against the released model, and one replay")
+    void trace(byte[] data) {
+        Limits.check("trace", data, FuzzTargets::trace);
+    }
 }

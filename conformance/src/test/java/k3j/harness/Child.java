@@ -72,6 +72,20 @@ public final class Child implements AutoCloseable {
         return t;
     }
 
+    /** Writes {@code data} to the child's stdin and closes it (on a thread of its own, so a child that stops reading cannot block the caller). */
+    public Child stdin(byte[] data) {
+        Thread t = new Thread(() -> {
+            try (java.io.OutputStream in = process.getOutputStream()) {
+                in.write(data);
+            } catch (IOException ignored) {
+                // the child stopped reading (it refused the input): what it printed says why
+            }
+        }, "child-stdin");
+        t.setDaemon(true);
+        t.start();
+        return this;
+    }
+
     /** Waits until a stdout line matches (true), or the child ends first (false). */
     public boolean awaitOut(Predicate<String> line) {
         return await(out, outReader, line);

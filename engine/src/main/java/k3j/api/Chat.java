@@ -27,7 +27,8 @@ public final class Chat {
     Chat(Engine engine, History history, Thinking thinking, Sampler.Settings sampling) {
         this.engine = engine;
         this.xtml = new Xtml(engine.tokenizer());
-        this.conversation = new Conversation(engine.forward(), xtml, thinking, sampling, history);
+        this.conversation = new Conversation(engine.forward(), xtml, thinking, sampling, history)
+                .limitPositions(engine.maxPositions(), engine.maxPositionsSource());
     }
 
     public History history() {
@@ -72,7 +73,8 @@ public final class Chat {
      * Returns the positions resumed.
      */
     public int resume(Path file, String historyName, int room) {
-        DecodeState st = engine.forward().newState(StateFile.idCount(file) + room);
+        DecodeState st = engine.forward().newState(StateFile.idCount(file, engine.maxPositions() - room, "a chat may still hold beside " + room
+                + " more (the " + engine.maxPositions() + " " + engine.maxPositionsSource() + ")") + room);
         StateFile.Loaded l = StateFile.load(file, engine.binding(), st);
         History h = conversation.history();
         if (!Arrays.equals(l.conversation(), h.sha256())) {

@@ -363,9 +363,28 @@ public final class Engine implements AutoCloseable {
         StateFile.save(file, binding(), new byte[32], state.ids(), state.decode());
     }
 
-    /** The state saved in {@code file}, with room for {@code room} more positions. Refused ({@link k3j.state.StateException}) for other weights. */
+    /** The most positions a run or a chat holds in all, whatever the config says. */
+    public static final int MAX_POSITIONS = 36864;
+
+    /** The positions this model may hold: the config's max_position_embeddings when it gives one, at most {@link #MAX_POSITIONS}. */
+    public int maxPositions() {
+        int c = config().maxPositions();
+        return c > 0 ? Math.min(c, MAX_POSITIONS) : MAX_POSITIONS;
+    }
+
+    /** Where {@link #maxPositions} comes from, for refusals. */
+    public String maxPositionsSource() {
+        int c = config().maxPositions();
+        return c > 0 && c <= MAX_POSITIONS ? "positions of the config's max_position_embeddings" : "positions a run may hold";
+    }
+
+    /**
+     * The state saved in {@code file}, with room for {@code room} more positions. Refused ({@link k3j.state.StateException}) for other
+     * weights, and before anything is sized from its header when its ids and the room pass {@link #maxPositions}.
+     */
     public State loadState(Path file, int room) {
-        DecodeState st = forward.newState(StateFile.idCount(file) + room);
+        DecodeState st = forward.newState(StateFile.idCount(file, maxPositions() - room, "this model may still hold beside " + room + " more (the "
+                + maxPositions() + " " + maxPositionsSource() + ")") + room);
         int[] ids = StateFile.load(file, binding(), st).ids();
         return new State(ids, st);
     }

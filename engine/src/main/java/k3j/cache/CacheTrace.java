@@ -74,18 +74,37 @@ public final class CacheTrace {
      * an odd count, a negative id or a size not a multiple of 4 is an error naming the file.
      */
     public static int[] readPairs(Path dirOrFile) throws IOException {
+        return readPairs(dirOrFile, Integer.MAX_VALUE, l -> true, Integer.MAX_VALUE, "");
+    }
+
+    /** The most bytes a trace may hold (128 M requests; a token of the released model makes 1,472). */
+    public static final long MAX_BYTES = 1L << 30;
+
+    /**
+     * As {@link #readPairs(Path)}, every pair checked against the model the trace is replayed for: a layer below
+     * {@code layers} for which {@code moe} holds (a routed-MoE layer) and an expert below {@code experts};
+     * {@code model} names the model in the refusal.
+     */
+    public static int[] readPairs(Path dirOrFile, int layers, java.util.function.IntPredicate moe, int experts, String model) throws IOException {
         Path f = Files.isDirectory(dirOrFile) ? dirOrFile.resolve(TRACE_FILE) : dirOrFile;
-        if (!Files.isRegularFile(f)) throw new IOException("no trace at " + f);
-        long bytes = Files.size(f);
+        if (!Files.exists(f)) throw new IOException("no trace at " + f + " (write one with k3 MODEL --dump-cache-trace DIR)");
+        long bytes = k3j.io.SafeFiles.requireSize(f, MAX_BYTES, "an expert trace");
         if (bytes % 8 != 0) {
             throw new IOException(f + ": " + bytes + " bytes is not a whole number of int32 (layer, expert) pairs");
         }
-        if (bytes > Integer.MAX_VALUE - 8) throw new IOException(f + ": " + bytes + " bytes is too large a trace");
-        ByteBuffer bb = ByteBuffer.wrap(Files.readAllBytes(f)).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer bb = ByteBuffer.wrap(k3j.io.SafeFiles.readAll(f, MAX_BYTES, "an expert trace")).order(ByteOrder.LITTLE_ENDIAN);
         int[] out = new int[(int) (bytes / 4)];
         for (int i = 0; i < out.length; i++) {
             out[i] = bb.getInt();
             if (out[i] < 0) throw new IOException(f + ": negative id " + out[i] + " at pair " + i / 2);
+            if (i % 2 == 0 && (out[i] >= layers || !moe.test(out[i]))) {
+                throw new IOException(f + ": pair " + i / 2 + " names layer " + out[i] + ", which is not a routed-MoE layer of " + model
+                        + " (is it another model's trace? give --model DIR for the model it was recorded on)");
+            }
+            if (i % 2 == 1 && out[i] >= experts) {
+                throw new IOException(f + ": pair " + i / 2 + " names expert " + out[i] + " of layer " + out[i - 1] + ", but " + model + " has " + experts
+                        + " experts per layer (is it another model's trace? give --model DIR)");
+            }
         }
         return out;
     }

@@ -1,7 +1,7 @@
 package k3j.chat;
 
 /** A history file, history or generated turn that breaks the chat rules; the message says where and why. */
-public final class ChatException extends RuntimeException {
+public class ChatException extends RuntimeException {
     public ChatException(String message) {
         super(message);
     }

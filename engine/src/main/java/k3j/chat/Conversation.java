@@ -28,6 +28,19 @@ public final class Conversation {
     private DecodeState state;
     private int[] ids = new int[0];   // every id of the conversation so far; state has absorbed the first state.cached()
     private boolean lastEnded = true;
+    private int maxPositions = Integer.MAX_VALUE;
+    private String limitSource = "";
+
+    /**
+     * The positions a conversation may hold, as a prompt is limited (the run's position limit and the config's
+     * max_position_embeddings): a turn that would pass it is refused before anything is fed, and the
+     * conversation stays as it was.
+     */
+    public Conversation limitPositions(int max, String source) {
+        this.maxPositions = max;
+        this.limitSource = source;
+        return this;
+    }
 
     public Conversation(Forward forward, Xtml xtml, Thinking thinking, Sampler.Settings sampling, History history) {
         this.forward = forward;
@@ -35,6 +48,13 @@ public final class Conversation {
         this.thinking = thinking;
         this.sampling = sampling;
         this.history = history;
+    }
+
+    /** A turn refused by the position limit: bad input, the conversation unchanged. */
+    public static final class TooLong extends ChatException {
+        TooLong(String message) {
+            super(message);
+        }
     }
 
     public History history() {
@@ -83,6 +103,10 @@ public final class Conversation {
             feed = Xtml.concat(Arrays.copyOfRange(ids, state.cached(), ids.length), lastEnded ? new int[0] : new int[] {xtml.ids().eom()}, next);
         }
         int cached = state == null ? 0 : state.cached();
+        if ((long) cached + feed.length + maxNew > maxPositions) {
+            throw new TooLong("this message needs " + ((long) cached + feed.length + maxNew) + " positions (" + cached + " held + " + feed.length + " fed + "
+                    + maxNew + " to generate), more than the " + maxPositions + " " + limitSource + ": not fed; shorten it, lower --gen or start a new conversation");
+        }
         state = roomFor(state, cached + feed.length + maxNew + 1);
         long t0 = System.nanoTime();
         int v = forward.weights().lmHead().rows();

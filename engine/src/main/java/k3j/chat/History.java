@@ -24,6 +24,8 @@ import java.util.List;
  */
 public final class History {
     public static final int MAX_LINE = 16 << 20;
+    /** A history file larger than this could never be fed (a chat holds at most 36,864 positions): refused unread. */
+    public static final long MAX_FILE = 64L << 20;
     private static final JsonFactory JSON = JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
 
     private final List<Message> messages = new ArrayList<>();
@@ -71,12 +73,12 @@ public final class History {
 
     /** A missing file is an empty history. */
     public static History read(Path path) {
-        if (!Files.exists(path)) return new History();
+        if (!Files.exists(path, java.nio.file.LinkOption.NOFOLLOW_LINKS)) return new History();
         byte[] all;
         try {
-            all = Files.readAllBytes(path);
+            all = k3j.io.SafeFiles.readAll(path, MAX_FILE, "a chat history (--history)");
         } catch (IOException e) {
-            throw new ChatException(path + ": cannot read: " + e.getMessage(), e);
+            throw new ChatException(k3j.io.SafeFiles.why(e), e);
         }
         History h = new History();
         int line = 0;
@@ -199,7 +201,7 @@ public final class History {
                 while (buf.hasRemaining()) ch.write(buf);
             });
         } catch (IOException e) {
-            throw new ChatException(path + ": cannot save the history: " + e.getMessage(), e);
+            throw new ChatException(path + ": cannot save the history (--history): " + k3j.io.SafeFiles.why(e), e);
         }
     }
 }

@@ -73,6 +73,12 @@ final class BisectCommand implements Callable<Integer> {
         Path model = modelFolder.config().getParent();
         Path dump = ReferenceOption.of(reference);
         if (dump != null && !Files.exists(dump)) throw usage("no such reference dump: " + dump);
+        try {
+            new k3j.io.Outputs().input(model, "a file of the model folder").input(dump, "the reference (--reference)").input(memory.trunk, "a file of the trunk (--trunk)")
+                    .file(json, "--json");
+        } catch (java.io.IOException e) {
+            throw usage(e.getMessage());
+        }
         int workers = threads.count();
         k3j.bisect.SearchBudget searchBudget;
         try {

@@ -1,6 +1,5 @@
 package k3j.cli;
 
-import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
@@ -65,15 +64,25 @@ final class ChatLoop {
 
     /** One prompt (--prompt with --chat), or every line of stdin. Returns the exit code. */
     int run(String prompt, InputStream stdin) throws IOException {
-        if (prompt != null) return turn(prompt) ? ExitCode.OK : ExitCode.RUNTIME;
+        if (prompt != null) return turn(prompt);
         if (System.console() != null && System.console().isTerminal()) return interactive();
-        BufferedReader in = new BufferedReader(new InputStreamReader(stdin, StandardCharsets.UTF_8));
+        InputStream in = new java.io.BufferedInputStream(stdin);
         boolean refused = false;
-        for (String line; (line = in.readLine()) != null; ) {
+        while (true) {
+            String line;
+            try {
+                line = k3j.io.SafeFiles.readLine(in, k3j.chat.History.MAX_LINE, "--chat (stdin)");   // bounded: a line is never held past the cap
+            } catch (IOException e) {
+                err.println("k3: " + e.getMessage());
+                err.flush();
+                return ExitCode.USAGE;
+            }
+            if (line == null) break;
             if (line.isBlank()) continue;
             Line l = Line.of(line);
             if (l.command() == null) {
-                if (!turn(l.message())) return ExitCode.RUNTIME;
+                int rc = turn(l.message());
+                if (rc != ExitCode.OK) return rc;
                 continue;
             }
             if (l.command().equals("/quit")) break;
@@ -164,7 +173,8 @@ final class ChatLoop {
     }
 
     /** Generates one reply, streaming it; false when the turn could not run. */
-    private boolean turn(String user) {
+    /** One reply, streamed; the exit code of a turn that could not run (2: refused by the position limit, the conversation kept). */
+    private int turn(String user) {
         stop.set(false);
         Display display = new Display(xtml);
         Conversation.Reply r;
@@ -176,7 +186,7 @@ final class ChatLoop {
         } catch (ChatException e) {
             err.println("k3: " + e.getMessage());
             err.flush();
-            return false;
+            return e instanceof Conversation.TooLong ? ExitCode.USAGE : ExitCode.RUNTIME;
         }
         out.writeBytes(display.finish());
         out.println();
@@ -187,6 +197,6 @@ final class ChatLoop {
         if (history != null) conv.saveHistory(history);
         if (saveState != null) conv.saveState(saveState);
         err.flush();
-        return true;
+        return ExitCode.OK;
     }
 }

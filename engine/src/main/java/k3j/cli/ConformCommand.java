@@ -68,7 +68,7 @@ final class ConformCommand implements Callable<Integer> {
     @Option(names = "--verify-data", description = "hash every file of the model against the dump's sha256 list (reads all bytes) and stop")
     boolean verifyData;
 
-    @Option(names = "--chart", paramLabel = "FILE", description = "write the layers x stages SVG chart")
+    @Option(names = "--chart", paramLabel = "FILE", description = "write the layers x stages SVG chart (outputs: docs/files.md)")
     Path chart;
 
     @Option(names = "--json", paramLabel = "FILE", description = "write every layer's verdict and stage ratios (full double precision), the wall time "
@@ -85,6 +85,23 @@ final class ConformCommand implements Callable<Integer> {
         if (candidate != null && verifyData) throw usage("--verify-data hashes a model's files: not with --candidate");
         if (candidate == null && !modelFolder.given()) throw usage("give MODEL_DIR, or --candidate DUMP");
         Path model = modelFolder.given() ? modelFolder.config().getParent() : null;
+        if (candidate != null && !java.nio.file.Files.exists(candidate)) throw usage("--candidate " + candidate + ": no such file or folder (a candidate dump: docs/formats.md)");
+        try {
+            k3j.io.Outputs files = new k3j.io.Outputs().input(model, "a file of the model folder").input(candidate, "the candidate (--candidate)")
+                    .input(ReferenceOption.of(reference), "the reference (--reference)").input(memory.trunk, "a file of the trunk (--trunk)");
+            files.file(json, "--json");
+            files.file(chart, "--chart");
+        } catch (IOException e) {
+            throw usage(e.getMessage());
+        }
+        if (model != null) {
+            try {
+                k3j.io.CheckpointIndex.open(model);   // a missing or short shard is the partial download it is, not a reference mismatch
+            } catch (k3j.io.CheckpointException e) {
+                err.println("k3: " + e.getMessage());
+                return ExitCode.RUNTIME;
+            }
+        }
         int workers = threads.count();
         List<Path> search = ReferenceSearch.dirs(dumps);
         if (verifyData) {

@@ -44,6 +44,11 @@ final class CorruptCommand implements Callable<Integer> {
     public Integer call() {
         PrintWriter o = spec.commandLine().getOut(), err = spec.commandLine().getErr();
         Path model = modelFolder.folder();
+        try {
+            k3j.io.Outputs.checkFolder(out, "OUT");
+        } catch (IOException e) {
+            throw usage(e.getMessage());
+        }
         if (Files.exists(out) && !empty(out)) throw usage(out + ": exists and is not an empty folder");
         List<Corruption> cs;
         try {

@@ -89,7 +89,7 @@ public final class K3 implements Runnable {
             return ExitCode.USAGE;
         });
         cl.setExecutionExceptionHandler((ex, c, parseResult) -> {
-            c.getErr().println("k3: " + ex.getMessage());
+            c.getErr().println("k3: " + k3j.io.SafeFiles.why(ex));   // in words, never a class name
             return ExitCode.RUNTIME;
         });
         return cl;

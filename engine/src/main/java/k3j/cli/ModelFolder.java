@@ -35,7 +35,12 @@ final class ModelFolder {
     /** The folder's config.json, or a usage error when it has none. */
     Path config() {
         Path c = folder().resolve("config.json");
-        if (!Files.isRegularFile(c)) throw new CommandLine.ParameterException(mixee.commandLine(), "no config.json in " + path + " (is it a model folder?)");
+        if (!Files.exists(c, java.nio.file.LinkOption.NOFOLLOW_LINKS)) throw new CommandLine.ParameterException(mixee.commandLine(), "no config.json in " + path + " (is it a model folder?)");
+        try {
+            k3j.io.SafeFiles.requireRegular(c, "the model's config");
+        } catch (java.io.IOException e) {
+            throw new CommandLine.ParameterException(mixee.commandLine(), k3j.io.SafeFiles.why(e));
+        }
         return c;
     }
 }

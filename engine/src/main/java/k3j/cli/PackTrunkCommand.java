@@ -49,7 +49,16 @@ final class PackTrunkCommand implements Callable<Integer> {
         PrintWriter o = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         Path model = modelFolder.folder();
-        if (Files.exists(out) && !Files.isDirectory(out)) throw new CommandLine.ParameterException(spec.commandLine(), out + ": exists and is not a folder");
+        try {
+            k3j.io.Outputs.checkFolder(out, "OUT");
+            if (Files.isDirectory(out)) {
+                k3j.io.Outputs files = new k3j.io.Outputs().input(model, "a file of the model folder");
+                files.file(out.resolve(TrunkManifest.BIN), "OUT");
+                files.file(out.resolve(TrunkManifest.JSON), "OUT");
+            }
+        } catch (java.io.IOException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
         try {
             long t0 = System.nanoTime();
             CheckpointIndex index = CheckpointIndex.open(model);

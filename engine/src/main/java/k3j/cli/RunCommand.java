@@ -52,9 +52,10 @@ import picocli.CommandLine.Option;
 @Command(name = "run", mixinStandardHelpOptions = true, version = K3.VERSION,
         description = "Greedy generation: k3 <model_dir> --ids 1,2,3 [--gen N] [--incremental] [--trunk DIR [--preset NAME | --trunk-gb X --cache-gb Y]] ...",
         footer = "Exit codes: 0 success, 1 runtime failure (checkpoint, bind, trunk, forward, memory plan refused), 2 bad request, "
-                + "4 RUN INVALID (expert drops).")
+                + "4 RUN INVALID (expert drops). Files (docs/files.md): every output is written whole or not at all, never onto a device, an input "
+                + "or another output; every input must be a regular file within its size cap.")
 final class RunCommand implements Callable<Integer> {
-    static final int MAX_PROMPT = 32768, MAX_GEN = 4096, MAX_POSITIONS = 36864;
+    static final int MAX_PROMPT = 32768, MAX_GEN = 4096, MAX_POSITIONS = k3j.api.Engine.MAX_POSITIONS;
     /** Tests set this to pretend a machine size (bytes) for the refusals; unset = /proc/meminfo MemAvailable. */
     static final String MEM_AVAILABLE_PROPERTY = "k3.memAvailableBytes";
     private static final java.util.regex.Pattern ASCII_ID = java.util.regex.Pattern.compile("[0-9]{1,10}");
@@ -174,17 +175,40 @@ final class RunCommand implements Callable<Integer> {
             throw usage("--ids: " + e.getMessage());
         }
         try {
-            if (out != null) AtomicWrite.checkTarget(out, "--out");
-            if (report != null) AtomicWrite.checkTarget(report, "--report");
-            if (report != null && report.equals(out)) throw new IOException("--report and --out name the same file " + report);
-            if (dumpLogits != null) AtomicWrite.checkTarget(dumpLogits, "--dump-logits");
-            if (dumpCacheTrace != null) {
-                if (Files.exists(dumpCacheTrace) && !Files.isDirectory(dumpCacheTrace)) throw new IOException("cannot write into " + dumpCacheTrace + " (--dump-cache-trace): not a directory");
-                AtomicWrite.checkTarget(Files.isDirectory(dumpCacheTrace) ? dumpCacheTrace.resolve(CacheTrace.TRACE_FILE) : dumpCacheTrace, "--dump-cache-trace");
-            }
+            files();
         } catch (IOException e) {
             throw usage(e.getMessage());
         }
+    }
+
+    /**
+     * Every file the run reads and writes, checked as one set (docs/files.md): no output is a device, an input
+     * or another output's file. --history is read and rewritten (its one role); --save-state may replace the
+     * --load-state it continues.
+     */
+    private k3j.io.Outputs files() throws IOException {
+        Path m = model != null ? model.path : null;
+        if (m != null && Files.isRegularFile(m)) m = m.toAbsolutePath().getParent();
+        k3j.io.Outputs f = new k3j.io.Outputs().input(m, "a file of the model folder").input(config, "--config").input(promptFile, "--prompt-file")
+                .input(text.tok(), "a tokenizer file (--tok)").input(memory.trunk, "a file of the trunk (--trunk)")
+                .input(ReferenceOption.of(reference), "the reference (--reference)")
+                .input(text.loadState, "--load-state", "state").input(text.history, "--history", "history");
+        f.file(out, "--out");
+        f.file(report, "--report");
+        f.file(dumpLogits, "--dump-logits");
+        f.file(text.saveState, "--save-state", "state");
+        if (text.chat) f.file(text.history, "--history", "history");
+        if (dumpCacheTrace != null) {
+            k3j.io.Outputs.checkFolder(dumpCacheTrace, "--dump-cache-trace");
+            if (Files.isDirectory(dumpCacheTrace)) {   // a new folder is created and holds nothing yet
+                f.file(dumpCacheTrace.resolve(CacheTrace.TRACE_FILE), "--dump-cache-trace");
+                f.file(dumpCacheTrace.resolve(CacheTrace.HIST_FILE), "--dump-cache-trace");
+            }
+        }
+        String name = dumpActivations == null || dumpActivations.getFileName() == null ? "" : dumpActivations.getFileName().toString().toLowerCase(Locale.ROOT);
+        if (name.endsWith(".safetensors") || name.endsWith(".npz")) f.file(dumpActivations, "--dump-activations");   // a one-file candidate
+        else f.folder(dumpActivations, "--dump-activations");
+        return f;
     }
 
     /**
@@ -217,7 +241,13 @@ final class RunCommand implements Callable<Integer> {
             throw usage((text.saveState != null ? "--save-state" : "--load-state") + " needs --incremental (a state is what incremental decoding carries)");
         }
         if (tfCheck && (text.loadState != null || text.chat)) throw usage("--tf-check runs on --ids alone");
-        if (text.loadState != null && !java.nio.file.Files.isRegularFile(text.loadState)) throw usage("--load-state " + text.loadState + ": no such file");
+        if (text.loadState != null) {
+            try {
+                k3j.io.SafeFiles.requireRegular(text.loadState, "a state file (--load-state)");
+            } catch (IOException e) {
+                throw usage(k3j.io.SafeFiles.why(e));
+            }
+        }
         k3j.sample.Sampler.Settings sampling;
         k3j.chat.Thinking thinking;
         try {
@@ -264,7 +294,7 @@ final class RunCommand implements Callable<Integer> {
         try {
             if (text.tok() != null) tokenizer = k3j.tokenizer.Tokenizer.load(text.tok());
             if (text.chat) {
-                history = text.history != null ? k3j.chat.History.read(text.history) : new k3j.chat.History();
+                history = text.history != null ? readHistory() : new k3j.chat.History();
                 if (text.system != null) {
                     if (history.size() > 0) throw usage("--system starts a conversation; " + text.history + " already holds one (its system message stays)");
                     history.add(k3j.chat.Message.system(text.system));
@@ -276,7 +306,7 @@ final class RunCommand implements Callable<Integer> {
                 promptIds = text.loadState != null ? new int[] {0} : x.encode(x.render(msgs, thinking, true));
             } else {
                 promptIds = ids != null ? parseIds(ids)
-                        : tokenizer.encode(prompt != null ? prompt.getBytes(java.nio.charset.StandardCharsets.UTF_8) : Files.readAllBytes(promptFile), true);
+                        : tokenizer.encode(prompt != null ? prompt.getBytes(java.nio.charset.StandardCharsets.UTF_8) : promptBytes(), true);
             }
         } catch (k3j.tokenizer.TokenizerException | k3j.chat.ChatException e) {
             err.println("k3: " + e.getMessage());
@@ -551,6 +581,28 @@ final class RunCommand implements Callable<Integer> {
             o.println("wrote " + out);
         }
         return ExitCode.OK;
+    }
+
+    /** --history: a file refused by type or size is bad input (exit 2), like any other refused file. */
+    private k3j.chat.History readHistory() {
+        try {
+            k3j.io.SafeFiles.requireSize(text.history, k3j.chat.History.MAX_FILE, "a chat history (--history)");
+        } catch (IOException e) {
+            // a missing file starts a new conversation
+            if (Files.exists(text.history, java.nio.file.LinkOption.NOFOLLOW_LINKS)) throw usage(k3j.io.SafeFiles.why(e));
+        }
+        return k3j.chat.History.read(text.history);
+    }
+
+    /** A --prompt-file larger than this could never fit the position limit: refused unread. */
+    static final long MAX_PROMPT_BYTES = 16L << 20;
+
+    private byte[] promptBytes() {
+        try {
+            return k3j.io.SafeFiles.readAll(promptFile, MAX_PROMPT_BYTES, "a prompt (--prompt-file)");
+        } catch (IOException e) {
+            throw usage(k3j.io.SafeFiles.why(e));
+        }
     }
 
     private static String ids(int[] ids) {

@@ -69,6 +69,8 @@ final class SimCacheCommand implements Callable<Integer> {
     Long poolExperts;
 
     private ModelSizes sizes;
+    private int layerCount;
+    private java.util.function.IntPredicate moeLayer;
 
     @Override
     public Integer call() throws IOException {
@@ -77,6 +79,11 @@ final class SimCacheCommand implements Callable<Integer> {
         if (capacities != null && slots != null) throw new CommandLine.ParameterException(cl, "--capacities and --slots are mutually exclusive");
         if (model != null && !Files.isDirectory(model)) throw new CommandLine.ParameterException(cl, "--model: no such folder: " + model);
         sizes = model != null ? ModelSizes.of(model) : ModelSizes.RELEASED;
+        if (model != null) {
+            k3j.config.ModelConfig cfg = k3j.config.ConfigReader.read(model.resolve("config.json"));
+            layerCount = cfg.layerCount();
+            moeLayer = l -> cfg.mlpKind(l) == k3j.config.MlpKind.MOE;
+        }
         boolean assumed = model == null && (expertBytes == null || topK == null || perToken == null || poolExperts == null);
         if (expertBytes == null) expertBytes = sizes.expertBytes();
         if (topK == null) topK = sizes.topK();
@@ -85,17 +92,31 @@ final class SimCacheCommand implements Callable<Integer> {
         if (expertBytes <= 0 || diskMBps <= 0 || topK < 1 || perToken < 1 || poolExperts < 1) {
             throw new CommandLine.ParameterException(cl, "--expert-bytes, --disk-mbs, --top-k, --requests-per-token and --pool-experts must be positive");
         }
+        // a cache larger than the pool holds nothing more: such a size is refused before anything is sized from it
+        String pool = String.format(Locale.ROOT, "the pool of %d experts (%s, %s)", poolExperts, Human.bytes((double) poolExperts * expertBytes),
+                model != null ? model.toString() : "--pool-experts, or the released model's");
         if (capacities != null) for (double gb : capacities) {
-            if (!(gb > 0)) throw new CommandLine.ParameterException(cl, "--capacities must be positive, got " + gb);
+            if (!(gb > 0) || !Double.isFinite(gb)) throw new CommandLine.ParameterException(cl, "--capacities must be positive and finite, got " + gb);
+            if (gb * 1e9 / expertBytes > poolExperts) {
+                throw new CommandLine.ParameterException(cl, "--capacities " + gb + " GB holds more than " + pool + ": give sizes up to the pool's");
+            }
         }
         if (slots != null) for (int s : slots) {
             if (s < 1) throw new CommandLine.ParameterException(cl, "--slots must be positive, got " + s);
+            if (s > poolExperts) throw new CommandLine.ParameterException(cl, "--slots " + s + " is more than " + pool + ": give sizes up to the pool's");
         }
         PrintWriter out = cl.getOut();
         out.printf(Locale.ROOT, "sizes: %s%s: %s per expert, top-%d, %d requests per token, a pool of %d experts%n", sizes.name(),
                 assumed ? " (ASSUMED: no --model given; give --model DIR for the model the trace came from)" : "",
                 Human.bytes(expertBytes), topK, perToken, poolExperts);
-        print(new CacheSimulator(CacheTrace.readPairs(trace)), out);
+        int[] pairs;
+        try {
+            pairs = model != null ? CacheTrace.readPairs(trace, layerCount, moeLayer, sizes.expertsPerLayer(), model.toString())
+                    : CacheTrace.readPairs(trace, sizes.moeLayers() + 1, l -> l >= 1, sizes.expertsPerLayer(), sizes.name() + " (layer 0 dense, 1.." + sizes.moeLayers() + " MoE)");
+        } catch (IOException e) {
+            throw new CommandLine.ParameterException(cl, "refused: " + k3j.io.SafeFiles.why(e));
+        }
+        print(new CacheSimulator(pairs), out);
         return ExitCode.OK;
     }
 

@@ -31,10 +31,14 @@ final class TokenizeCommand implements Callable<Integer> {
     @Option(names = "--no-specials", description = "encode added tokens written in the text (e.g. <|end_of_msg|>) as ordinary text")
     boolean noSpecials;
 
+    /** The most bytes tokenize reads (a larger text is split first): refused before it is allocated. */
+    static final long MAX_INPUT = 256L << 20;
+
     @Option(names = "--file", paramLabel = "PATH", description = "read this file instead of stdin")
     Path file;
 
-    @Option(names = "--output", paramLabel = "PATH", description = "write here instead of stdout")
+    @Option(names = "--output", paramLabel = "PATH", description = "write here instead of stdout (written whole or not at all; never "
+            + "onto a device, the input or a tokenizer file: docs/files.md)")
     Path output;
 
     @CommandLine.Spec
@@ -43,6 +47,11 @@ final class TokenizeCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         PrintWriter err = spec.commandLine().getErr();
+        try {
+            new k3j.io.Outputs().input(file, "--file").input(tok.dir, "a tokenizer file (--tok)").file(output, "--output");
+        } catch (IOException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
         Tokenizer t;
         try {
             t = Tokenizer.load(tok.dir);
@@ -52,8 +61,10 @@ final class TokenizeCommand implements Callable<Integer> {
             return ExitCode.RUNTIME;
         }
         byte[] in;
-        try (InputStream s = file != null ? Files.newInputStream(file) : System.in) {
-            in = s.readAllBytes();
+        try {
+            in = file != null ? k3j.io.SafeFiles.readAll(file, MAX_INPUT, "a text to tokenize (--file)") : k3j.io.SafeFiles.readAll(System.in, MAX_INPUT, "stdin");
+        } catch (IOException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), k3j.io.SafeFiles.why(e));
         }
         byte[] result;
         if (decode) {
@@ -76,7 +87,7 @@ final class TokenizeCommand implements Callable<Integer> {
             result = (sb + "\n").getBytes(StandardCharsets.US_ASCII);
         }
         if (output != null) {
-            Files.write(output, result);
+            k3j.io.AtomicWrite.bytes(output, "--output", result);
         } else if (decode) {
             spec.commandLine().getOut().flush();
             OutputStream o = System.out;

@@ -271,8 +271,14 @@ public final class ConfigReader {
     }
 
     private static boolean sameValue(JsonNode a, JsonNode b) {
-        if (a.isNumber() && b.isNumber()) return a.decimalValue().compareTo(b.decimalValue()) == 0;
+        // 1e400 parses as an infinite double, which has no decimal value: compared as doubles, so it is named, not thrown
+        if (a.isNumber() && b.isNumber()) return finite(a) && finite(b) ? a.decimalValue().compareTo(b.decimalValue()) == 0 : a.doubleValue() == b.doubleValue();
         return a.equals(b);
+    }
+
+    /** Whether a JSON number has a finite value (a literal such as 1e400 overflows a double to infinity). */
+    public static boolean finite(JsonNode n) {
+        return !n.isFloatingPointNumber() || Double.isFinite(n.doubleValue());
     }
 
     private static Object convert(Field field, Hit hit, List<String> problems) {

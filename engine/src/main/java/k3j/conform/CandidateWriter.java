@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -31,7 +30,8 @@ public final class CandidateWriter {
 
     /**
      * Runs every layer of {@code c} (a k3j forward against its reference) and writes the candidate into
-     * {@code dir} (created; an existing folder must be empty or hold a candidate, which is replaced), or, when
+     * {@code dir} whole (docs/files.md: written into a temporary folder beside it and renamed into place when
+     * complete; an existing folder must be empty or hold a candidate, which is replaced), or, when
      * {@code dir} ends in {@code .safetensors} or {@code .npz}, as that one file (docs/formats.md, one-file candidates).
      *
      * @return the number of layers that ran
@@ -40,7 +40,7 @@ public final class CandidateWriter {
         if (c.candidateDump() != null) throw new IllegalArgumentException("a candidate is written from a k3j forward, not from another candidate");
         boolean oneFile = CandidateFile.isOneFile(dir);
         if (oneFile) k3j.io.AtomicWrite.checkTarget(dir, "--dump-activations");
-        else prepare(dir);
+        else k3j.io.AtomicWrite.checkFolder(dir, "--dump-activations", CandidateWriter::isCandidate);
         CandidateWriter w = new CandidateWriter();
         ReferenceDump ref = c.dump();
         int tokens = c.tokens(), ran = 0;
@@ -100,9 +100,11 @@ public final class CandidateWriter {
             else k3j.io.AtomicWrite.write(dir, "--dump-activations", out -> safetensors(out, manifest, w.data));
             return ran;
         }
-        for (var en : w.data.entrySet()) Files.write(dir.resolve(en.getKey() + ".bin"), en.getValue().bytes());
         m.put("arrays", w.arrays);
-        JSON.writeValue(dir.resolve("manifest.json").toFile(), m);
+        k3j.io.AtomicWrite.folder(dir, "--dump-activations", CandidateWriter::isCandidate, tmp -> {
+            for (var en : w.data.entrySet()) Files.write(tmp.resolve(en.getKey() + ".bin"), en.getValue().bytes());
+            JSON.writeValue(tmp.resolve("manifest.json").toFile(), m);
+        });
         return ran;
     }
 
@@ -151,16 +153,13 @@ public final class CandidateWriter {
         zip.finish();
     }
 
-    private static void prepare(Path dir) throws IOException {
-        Files.createDirectories(dir);
-        boolean candidate = Files.isRegularFile(dir.resolve("manifest.json"))
-                && CandidateDump.FORMAT.equals(JSON.readTree(dir.resolve("manifest.json").toFile()).path("format").asText());
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
-            for (Path p : ds) {
-                if (!candidate) throw new IOException(dir + " is neither empty nor a candidate dump: refusing to write into it");
-                String n = p.getFileName().toString();
-                if (n.endsWith(".bin") || n.equals("manifest.json")) Files.delete(p);
-            }
+    /** Whether {@code dir} holds a candidate dump (which a new one may replace): its manifest names the candidate format. */
+    private static boolean isCandidate(Path dir) {
+        try {
+            byte[] m = k3j.io.SafeFiles.readAll(dir.resolve("manifest.json"), 64L << 20, "a candidate manifest");
+            return CandidateDump.FORMAT.equals(JSON.readTree(m).path("format").asText());
+        } catch (IOException e) {
+            return false;
         }
     }
 

@@ -341,6 +341,12 @@ public final class Conformance implements AutoCloseable {
         if (info.mlp().equals("moe")) {
             int[] want = dump.i32(p + "moe_idx");
             int k = dump.shape(p + "moe_idx")[1];
+            for (int j = 0; j < want.length; j++) {
+                if (want[j] < 0 || want[j] >= config.expertCount()) {
+                    throw new ConformException(Finding.REFERENCE_MISMATCH, dump.source() + ": " + p + "moe_idx[" + j / k + "][" + j % k + "] = " + want[j]
+                            + ", but the model has " + config.expertCount() + " routed experts (0.." + (config.expertCount() - 1) + "): not this model's dump");
+                }
+            }
             if (st.moeIdx() == null) missing.add("moe_idx");
             else {
                 float[] choice = dump.has(p + "moe_choice") ? dump.f32(p + "moe_choice") : null;

@@ -25,6 +25,14 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
         }
     }
 
+    /** The most rows a logit file may hold ([T, V] with T positions of a reference: at most the run's 36,864). */
+    static final int MAX_ROWS = 36864;
+
+    /** The largest logit file for {@code vocab}: MAX_ROWS rows of float32 and a .npy header, within one Java array. */
+    static long maxBytes(int vocab) {
+        return Math.min(Integer.MAX_VALUE - 16, 4L * vocab * MAX_ROWS + 65536);
+    }
+
     /** Reads {@code path} for a model of {@code vocab} logits. */
     public static LogitFile read(Path path, int vocab) {
         if (Files.isDirectory(path) || path.getFileName().toString().equals("manifest.json")) {
@@ -33,11 +41,10 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
         if (CandidateFile.isOneFile(path)) return candidate(path, vocab);
         byte[] b;
         try {
-            long size = Files.size(path);
-            if (size > Integer.MAX_VALUE - 16) throw new LogitFileException(path + " is " + size + " bytes: not a logit file");
-            b = Files.readAllBytes(path);
+            if (!Files.exists(path, java.nio.file.LinkOption.NOFOLLOW_LINKS)) throw new LogitFileException("cannot read " + path + ": no such file");
+            b = k3j.io.SafeFiles.readAll(path, maxBytes(vocab), "a logit file");
         } catch (IOException e) {
-            throw new LogitFileException("cannot read " + path + ": " + k3j.io.SafeFiles.why(e));
+            throw new LogitFileException(k3j.io.SafeFiles.why(e));
         }
         if (k3j.io.Npy.hasMagic(b)) return npy(path, b, vocab);
         if (path.getFileName().toString().toLowerCase(Locale.ROOT).endsWith(".npy")) throw new LogitFileException(path + ": named .npy but has no NumPy magic");
@@ -70,6 +77,7 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
         long v = shape[shape.length - 1], rows = shape.length == 2 ? shape[0] : 1;
         if (v != vocab) throw new LogitFileException(path + ": last dimension " + v + ", the model's vocabulary is V = " + vocab);
         if (rows < 1) throw new LogitFileException(path + ": .npy holds no row");
+        if (rows > MAX_ROWS) throw new LogitFileException(path + ": .npy shape " + java.util.Arrays.toString(shape) + " declares " + rows + " rows, more than " + MAX_ROWS + " positions");
         return checked(new LogitFile(path, ".npy " + java.util.Arrays.toString(shape), (int) rows, vocab, floats(a.data(), (int) (rows * v))));
     }
 

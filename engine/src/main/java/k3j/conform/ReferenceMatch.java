@@ -174,7 +174,7 @@ public final class ReferenceMatch {
     /** sha256 of a file's first {@code n} bytes. */
     static String headerSha256(Path p, long n) throws IOException {
         MessageDigest md = ReferenceDump.digest();
-        try (FileChannel ch = FileChannel.open(p)) {
+        try (FileChannel ch = k3j.io.SafeFiles.open(p, "a model file")) {
             ByteBuffer buf = ByteBuffer.allocate(1 << 20);
             long left = n;
             while (left > 0) {
@@ -191,7 +191,8 @@ public final class ReferenceMatch {
 
     /** JSON path of the first difference, or null when equal (numbers compared by value). */
     static String firstDifference(String at, JsonNode want, JsonNode got) {
-        if (want.isNumber() && got.isNumber()) return want.decimalValue().compareTo(got.decimalValue()) == 0 ? null : (at.isEmpty() ? "/" : at) + " (dump " + want + ", model " + got + ")";
+        if (want.isNumber() && got.isNumber()) return (k3j.config.ConfigReader.finite(want) && k3j.config.ConfigReader.finite(got)
+                ? want.decimalValue().compareTo(got.decimalValue()) == 0 : want.doubleValue() == got.doubleValue()) ? null : (at.isEmpty() ? "/" : at) + " (dump " + want + ", model " + got + ")";
         if (want.isObject() && got.isObject()) {
             Set<String> keys = new TreeSet<>();
             want.fieldNames().forEachRemaining(keys::add);
@@ -230,13 +231,13 @@ public final class ReferenceMatch {
             if (!Files.isRegularFile(p)) throw new ConformException(Finding.REFERENCE_MISMATCH, "the model has no " + name + " (listed with a sha256 by " + dump.source() + ")");
             long t0 = System.nanoTime();
             String got;
-            try (InputStream in = Files.newInputStream(p)) {
+            try (InputStream in = java.nio.channels.Channels.newInputStream(k3j.io.SafeFiles.open(p, "a model file"))) {
                 MessageDigest md = ReferenceDump.digest();
                 byte[] buf = new byte[1 << 20];
                 for (int r; (r = in.read(buf)) > 0; ) md.update(buf, 0, r);
                 got = HexFormat.of().formatHex(md.digest());
             } catch (IOException e) {
-                throw new ConformException(Finding.REFERENCE_MISMATCH, "cannot read " + p + ": " + e.getMessage());
+                throw new ConformException(Finding.REFERENCE_MISMATCH, "cannot read " + p + ": " + k3j.io.SafeFiles.why(e));
             }
             if (!got.equals(want)) throw new ConformException(Finding.REFERENCE_MISMATCH, name + ": its sha256 differs from the dump's: the data is not the data the reference was made from");
             hashed++;

@@ -6,8 +6,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.Comparator;
+import java.util.stream.Stream;
 
-/** Replacing a file so that a crash leaves the old one or the new one, never a mix: a temp file beside it, fsync, rename. */
+/**
+ * Replacing a file or a folder so that a crash or a full disk leaves the old one or the new one, never a mix: a
+ * temporary beside it, forced to disk, renamed over it. The target is checked again just before the rename
+ * ({@link Outputs#checkFile}): a device or FIFO is never replaced.
+ */
 public final class AtomicFile {
     /** Writes the new content into the channel it is given. */
     @FunctionalInterface
@@ -15,18 +21,69 @@ public final class AtomicFile {
         void write(FileChannel ch) throws IOException;
     }
 
+    /** Writes a folder's new content into the (empty, temporary) folder it is given. */
+    @FunctionalInterface
+    public interface FolderContent {
+        void write(Path dir) throws IOException;
+    }
+
     private AtomicFile() {}
 
     public static void replace(Path target, Content content) throws IOException {
-        Path tmp = Files.createTempFile(target.toAbsolutePath().getParent(), "." + target.getFileName(), ".tmp");
+        Path abs = target.toAbsolutePath();
+        Outputs.checkFile(abs, "output");
+        Path tmp = Files.createTempFile(abs.getParent(), "." + abs.getFileName(), ".tmp");
         try {
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
                 content.write(ch);
                 ch.force(true);
             }
-            Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            Outputs.checkFile(abs, "output");
+            Files.move(tmp, abs, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         } finally {
             Files.deleteIfExists(tmp);
+        }
+    }
+
+    /**
+     * Replaces the folder {@code target} whole: {@code content} fills a temporary folder beside it, every file is
+     * forced to disk, then the old folder (if any) is moved aside, the new one renamed into its place and the old
+     * one deleted. A failure leaves the old folder as it was and no temporary behind.
+     */
+    public static void replaceFolder(Path target, FolderContent content) throws IOException {
+        Path abs = target.toAbsolutePath();
+        Outputs.checkFolder(abs, "output");
+        Path tmp = Files.createTempDirectory(abs.getParent(), "." + abs.getFileName() + ".");
+        Path old = null;
+        try {
+            content.write(tmp);
+            try (Stream<Path> s = Files.walk(tmp)) {
+                for (Path f : s.filter(Files::isRegularFile).toList()) {
+                    try (FileChannel ch = FileChannel.open(f, StandardOpenOption.WRITE)) {
+                        ch.force(true);
+                    }
+                }
+            }
+            Outputs.checkFolder(abs, "output");
+            if (Files.exists(abs)) {
+                old = abs.resolveSibling("." + abs.getFileName() + ".old-" + Long.toHexString(System.nanoTime()));
+                Files.move(abs, old, StandardCopyOption.ATOMIC_MOVE);
+            }
+            Files.move(tmp, abs, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException | RuntimeException e) {
+            if (old != null && !Files.exists(abs)) Files.move(old, abs, StandardCopyOption.ATOMIC_MOVE);   // put the old one back
+            old = null;
+            throw e;
+        } finally {
+            deleteTree(tmp);
+            if (old != null) deleteTree(old);
+        }
+    }
+
+    private static void deleteTree(Path p) throws IOException {
+        if (!Files.exists(p)) return;
+        try (Stream<Path> s = Files.walk(p)) {
+            for (Path f : s.sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(f);
         }
     }
 }

@@ -59,15 +59,42 @@ public final class AtomicWrite {
     }
 
     /**
-     * Refuses, before any work, an output path that cannot be written: its folder missing or not writable, or
-     * the path itself a directory. A run checks its outputs up front so no token is printed for a run whose
-     * results would be lost.
+     * Writes the folder {@code target} whole ({@link AtomicFile#replaceFolder}): {@code content} fills a temporary
+     * folder, which replaces the target only when complete. An existing target must be empty or be what
+     * {@code replaceable} accepts (a previous output of the same kind); anything else is refused, untouched.
+     */
+    public static void folder(Path target, String what, java.util.function.Predicate<Path> replaceable, AtomicFile.FolderContent content) throws IOException {
+        checkFolder(target, what, replaceable);
+        boolean interrupted = Thread.interrupted();
+        try {
+            AtomicFile.replaceFolder(target, content);
+        } catch (IOException e) {
+            throw new IOException("cannot write " + target + " (" + what + "): " + SafeFiles.why(e), e);
+        } finally {
+            if (interrupted) Thread.currentThread().interrupt();
+        }
+    }
+
+    /** The checks of {@link #folder} alone, for a command to make before any work. */
+    public static void checkFolder(Path target, String what, java.util.function.Predicate<Path> replaceable) throws IOException {
+        Outputs.checkFolder(target, what);
+        if (Files.isDirectory(target)) {
+            boolean empty;
+            try (var s = Files.list(target)) {
+                empty = s.findAny().isEmpty();
+            }
+            if (!empty && !replaceable.test(target)) {
+                throw new IOException("cannot write " + target + " (" + what + "): it is a folder that holds other files; name an empty or new folder");
+            }
+        }
+    }
+
+    /**
+     * Refuses, before any work, an output path that cannot be written ({@link Outputs#checkFile}: its folder
+     * missing or not writable, the path a folder, a device or a FIFO). A run checks its outputs up front so no
+     * token is printed for a run whose results would be lost.
      */
     public static void checkTarget(Path target, String what) throws IOException {
-        Path abs = target.toAbsolutePath();
-        Path dir = abs.getParent();
-        if (dir == null || !Files.isDirectory(dir)) throw new IOException("cannot write " + target + " (" + what + "): its folder " + dir + " does not exist");
-        if (!Files.isWritable(dir)) throw new IOException("cannot write " + target + " (" + what + "): its folder " + dir + " is not writable");
-        if (Files.isDirectory(abs)) throw new IOException("cannot write " + target + " (" + what + "): it is a directory");
+        Outputs.checkFile(target, what);
     }
 }

@@ -33,9 +33,13 @@ public final class StateFile {
     /** What a loaded file held besides the caches it filled in: every id so far (the state absorbed the first cached()). */
     public record Loaded(int[] ids, byte[] conversation) {}
 
-    /** The number of ids a state file holds, read from its header without loading it (to size the state it is loaded into). */
-    public static int idCount(Path file) {
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+    /**
+     * The number of ids a state file holds, read from its header without loading it (to size the state it is
+     * loaded into): refused when the file is too short to hold them or when they exceed {@code limit}, the
+     * positions the run may still hold ({@code what} says why), before anything is sized from it.
+     */
+    public static int idCount(Path file, int limit, String what) {
+        try (FileChannel ch = k3j.io.SafeFiles.open(file, "a state file (--load-state)")) {
             In in = new In(ch, file);
             if (!Arrays.equals(MAGIC, in.bytes(MAGIC.length))) throw new StateException(file + ": not a k3j state file (bad magic)");
             int version = in.ints(1)[0];
@@ -45,9 +49,14 @@ public final class StateFile {
             in.bytes(32);
             in.identities(in.ints(1)[0]);
             in.bytes(64);
-            return in.ints(1)[0];
+            int n = in.ints(1)[0];
+            if (n < 1 || 4L * n > ch.size() - ch.position()) throw new StateException(file + ": the header declares " + n + " ids, but the file holds "
+                    + (ch.size() - ch.position()) + " bytes after it: not a whole state file (truncated or damaged)");
+            if (n > limit) throw new StateException(file + ": holds " + n + " ids, more than the " + Math.max(0, limit) + " positions " + what
+                    + ": refused before any state is sized from it (a shorter --gen, or a state of this model's limits)");
+            return n;
         } catch (IOException e) {
-            throw new StateException(file + ": cannot read the state: " + e.getMessage(), e);
+            throw new StateException(file + ": cannot read the state: " + k3j.io.SafeFiles.why(e), e);
         }
     }
 
@@ -88,13 +97,13 @@ public final class StateFile {
                 o.trailer();
             });
         } catch (IOException e) {
-            throw new StateException(file + ": cannot save the state: " + e.getMessage(), e);
+            throw new StateException(file + ": cannot save the state (--save-state): " + k3j.io.SafeFiles.why(e), e);
         }
     }
 
     /** Fills the fresh state {@code into} from {@code file} after checking it belongs to {@code binding}. */
     public static Loaded load(Path file, Binding binding, DecodeState into) {
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+        try (FileChannel ch = k3j.io.SafeFiles.open(file, "a state file (--load-state)")) {
             In in = new In(ch, file);
             if (!Arrays.equals(MAGIC, in.bytes(MAGIC.length))) throw new StateException(file + ": not a k3j state file (bad magic)");
             int version = in.ints(1)[0];
@@ -128,7 +137,7 @@ public final class StateFile {
             into.restored(n);
             return new Loaded(ids, conversation);
         } catch (IOException e) {
-            throw new StateException(file + ": cannot read the state: " + e.getMessage(), e);
+            throw new StateException(file + ": cannot read the state: " + k3j.io.SafeFiles.why(e), e);
         }
     }
 
@@ -256,7 +265,9 @@ public final class StateFile {
         }
 
         int[] ints(int n) throws IOException {
-            if (n < 0 || n > (1 << 24)) throw new StateException(file + ": implausible count " + n + " in the header");
+            if (n < 0 || 4L * n > ch.size() - ch.position()) {
+                throw new StateException(file + ": the header declares " + n + " values, but " + (ch.size() - ch.position()) + " bytes follow: truncated or damaged");
+            }
             int[] out = new int[n];
             read(4 * n).asIntBuffer().get(out);
             return out;

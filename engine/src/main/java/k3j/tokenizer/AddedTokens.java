@@ -19,6 +19,8 @@ import java.util.TreeMap;
 public final class AddedTokens {
     /** Ids reserved above the last rank. */
     public static final int RESERVED = 256;
+    /** A tokenizer_config.json larger than this is not one (Kimi's is about 10 KB): refused unread. */
+    static final long MAX_FILE = 16L << 20;
 
     private AddedTokens() {}
 
@@ -27,7 +29,13 @@ public final class AddedTokens {
         Map<Integer, AddedToken> named = new TreeMap<>();
         Map<String, Integer> contents = new HashMap<>();
         String name = file.toString();
-        try (JsonParser p = new JsonFactory().createParser(file.toFile())) {
+        byte[] bytes;
+        try {
+            bytes = k3j.io.SafeFiles.readAll(file, MAX_FILE, "a tokenizer_config.json");
+        } catch (java.io.IOException e) {
+            throw new TokenizerException(k3j.io.SafeFiles.why(e), e);
+        }
+        try (JsonParser p = new JsonFactory().createParser(bytes)) {
             if (p.nextToken() != JsonToken.START_OBJECT) throw bad(name, p, "the file must be one JSON object");
             boolean seen = false;
             while (p.nextToken() == JsonToken.FIELD_NAME) {

@@ -17,20 +17,27 @@ public final class Ranks {
     public static final int MAX_TOKEN_BYTES = 512;
     /** More ranks than this is not a vocabulary but a corrupt file. */
     public static final int MAX_RANKS = 1 << 22;
+    /** A tiktoken.model larger than this is not a vocabulary (Kimi's is 2.5 MB): refused unread. */
+    static final long MAX_FILE = 256L << 20;
 
     private Ranks() {}
 
     public static byte[][] read(Path file) {
-        try (InputStream in = Files.newInputStream(file)) {
-            return read(in, file.toString());
+        byte[] all;
+        try {
+            all = k3j.io.SafeFiles.readAll(file, MAX_FILE, "a tiktoken.model");
         } catch (IOException e) {
-            throw new TokenizerException(file + ": cannot read: " + e.getMessage(), e);
+            throw new TokenizerException(k3j.io.SafeFiles.why(e), e);
         }
+        return read(all, file.toString());
     }
 
     /** @param name how errors name the source */
     public static byte[][] read(InputStream in, String name) throws IOException {
-        byte[] all = in.readAllBytes();
+        return read(k3j.io.SafeFiles.readAll(in, MAX_FILE, name), name);
+    }
+
+    static byte[][] read(byte[] all, String name) {
         byte[][] byRank = new byte[1024][];
         int count = 0, maxRank = -1, line = 0;
         Base64.Decoder b64 = Base64.getDecoder();

@@ -55,7 +55,7 @@ public final class Tokenizer {
         Path r = dir.resolve(RANKS_FILE), c = dir.resolve(CONFIG_FILE);
         if (!Files.exists(dir)) throw new TokenizerException(dir + ": no such folder (give --tok the folder holding " + RANKS_FILE + " and " + CONFIG_FILE + ")");
         if (!Files.isDirectory(dir)) throw new TokenizerException(dir + ": not a folder (give --tok the folder holding " + RANKS_FILE + " and " + CONFIG_FILE + ")");
-        for (Path p : List.of(r, c)) if (!Files.isRegularFile(p)) throw new TokenizerException(p + ": missing (a tokenizer directory holds " + RANKS_FILE + " and " + CONFIG_FILE + ")");
+        for (Path p : List.of(r, c)) if (!Files.exists(p)) throw new TokenizerException(p + ": missing (a tokenizer directory holds " + RANKS_FILE + " and " + CONFIG_FILE + ")");
         byte[][] rankBytes = Ranks.read(r);
         return new Tokenizer(rankBytes, r.toString(), AddedTokens.read(c, rankBytes.length), SplitPattern.compile(SplitPattern.KIMI));
     }

@@ -247,7 +247,7 @@ public final class TrunkPacker {
             String kept = Files.exists(journal) ? "; " + binPart.getFileName() + " and " + journal.getFileName()
                     + " are kept, and running the pack again resumes after the last layer they record" : "";
             if (e instanceof TrunkException te) throw new TrunkException(te.file(), te.layer(), stripFile(te) + kept, te);
-            throw new TrunkException(out, TrunkException.NO_LAYER, "packing failed, no trunk written: " + e + kept, e);
+            throw new TrunkException(out, TrunkException.NO_LAYER, "packing failed, no trunk written: " + k3j.io.SafeFiles.why(e) + kept, e);
         }
     }
 
