@@ -77,6 +77,27 @@ public final class CacheTrace {
         return readPairs(dirOrFile, Integer.MAX_VALUE, l -> true, Integer.MAX_VALUE, "");
     }
 
+    /** The largest expert_hist.json read back (a sparse count per (layer, expert) of the released model fits). */
+    public static final long MAX_HIST_BYTES = 64L << 20;
+
+    /**
+     * The geometry {@code {n_layers, n_experts}} that {@link #write} recorded in {@code expert_hist.json}: both
+     * whole numbers from 1 to 65536, else an error naming the file and the key.
+     */
+    public static int[] readGeometry(Path hist) throws IOException {
+        com.fasterxml.jackson.databind.JsonNode root = k3j.io.StrictJson.read(k3j.io.SafeFiles.readAll(hist, MAX_HIST_BYTES, "an expert histogram"));
+        int[] out = new int[2];
+        String[] keys = {"n_layers", "n_experts"};
+        for (int k = 0; k < 2; k++) {
+            com.fasterxml.jackson.databind.JsonNode v = root.get(keys[k]);
+            if (v == null || !v.isInt() || v.asInt() < 1 || v.asInt() > 65536) {
+                throw new IOException(hist + ": " + keys[k] + " must be a whole number from 1 to 65536, got " + v);
+            }
+            out[k] = v.asInt();
+        }
+        return out;
+    }
+
     /** The most bytes a trace may hold (128 M requests; a token of the released model makes 1,472). */
     public static final long MAX_BYTES = 1L << 30;
 

@@ -43,7 +43,8 @@ final class SimCacheCommand implements Callable<Integer> {
 
     @Option(names = "--model", paramLabel = "MODEL_DIR",
             description = "the model the trace was recorded on: expert size, top-k, MoE layers and experts come from it "
-                    + "(without it, and without the options below, the released Kimi K3's sizes are assumed, and the output says so)")
+                    + "(without it, and without the options below, the released Kimi K3's sizes are assumed, and the output says so; "
+                    + "the trace's layers and experts are then bounded by its folder's expert_hist.json, or by the released model's)")
     Path model;
 
     @Option(names = "--expert-bytes", paramLabel = "BYTES", description = "bytes per expert (default: the model's; K3: 17547264)")
@@ -111,8 +112,17 @@ final class SimCacheCommand implements Callable<Integer> {
                 Human.bytes(expertBytes), topK, perToken, poolExperts);
         int[] pairs;
         try {
-            pairs = model != null ? CacheTrace.readPairs(trace, layerCount, moeLayer, sizes.expertsPerLayer(), model.toString())
-                    : CacheTrace.readPairs(trace, sizes.moeLayers() + 1, l -> l >= 1, sizes.expertsPerLayer(), sizes.name() + " (layer 0 dense, 1.." + sizes.moeLayers() + " MoE)");
+            Path hist = Files.isDirectory(trace) ? trace.resolve(CacheTrace.HIST_FILE) : null;
+            if (model != null) {
+                pairs = CacheTrace.readPairs(trace, layerCount, moeLayer, sizes.expertsPerLayer(), model.toString());
+            } else if (hist != null && Files.exists(hist)) {
+                // a trace folder that k3 wrote names its own model's geometry: its pairs are bounded by that
+                int[] geometry = CacheTrace.readGeometry(hist);
+                pairs = CacheTrace.readPairs(trace, geometry[0], l -> true, geometry[1],
+                        "the model of " + hist + " (" + geometry[0] + " layers, " + geometry[1] + " experts each)");
+            } else {
+                pairs = CacheTrace.readPairs(trace, sizes.moeLayers() + 1, l -> l >= 1, sizes.expertsPerLayer(), sizes.name() + " (layer 0 dense, 1.." + sizes.moeLayers() + " MoE)");
+            }
         } catch (IOException e) {
             throw new CommandLine.ParameterException(cl, "refused: " + k3j.io.SafeFiles.why(e));
         }

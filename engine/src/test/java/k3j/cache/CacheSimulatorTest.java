@@ -86,5 +86,14 @@ class CacheSimulatorTest {
         Files.write(odd, new byte[12]);
         assertThrows(IOException.class, () -> CacheTrace.readPairs(odd));
         assertThrows(IOException.class, () -> CacheTrace.readPairs(dir.resolve("missing")));
+
+        // the geometry the histogram records bounds the pairs sim-cache replays when no --model is given
+        assertEquals(java.util.List.of(3, 8), java.util.Arrays.stream(CacheTrace.readGeometry(dir.resolve(CacheTrace.HIST_FILE))).boxed().toList());
+        Path hist = dir.resolve("bad_hist.json");
+        for (String bad : new String[] {"{\"n_layers\":0,\"n_experts\":8}", "{\"n_layers\":\"3\",\"n_experts\":8}",
+                "{\"n_layers\":3}", "{\"n_layers\":3,\"n_layers\":4,\"n_experts\":8}", "[3,8]", "{\"n_layers\":3,\"n_experts\":1e9}"}) {
+            Files.writeString(hist, bad);
+            assertThrows(IOException.class, () -> CacheTrace.readGeometry(hist), bad);
+        }
     }
 }
