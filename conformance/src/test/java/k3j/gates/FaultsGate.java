@@ -25,6 +25,7 @@ import k3j.conform.LayerReport;
 import k3j.harness.Child;
 import k3j.harness.Caught;
 import k3j.harness.Evidence;
+import k3j.harness.OracleLayers;
 import k3j.harness.SlowOutput;
 import k3j.harness.Project;
 import k3j.harness.Tamper;
@@ -912,28 +913,23 @@ class FaultsGate {
     }
 
     private Path tamperedDump(Consumer<Path> tamper) {
-        Path d = Tamper.copy(Project.dump("mini-k3-93"), tmp.resolve("dump"));
-        tamper.accept(d);
-        return d;
+        return OracleLayers.tamperedDump(tmp.resolve("dump"), tamper);
     }
 
-    private static Model mini;
-    private static Workers workers;
+    private static OracleLayers oracle;
 
     @BeforeAll
     static void bindTheOracleOnce() {
-        workers = Workers.of(1);
-        mini = Model.open(Project.fixture("mini-k3-93"));
+        oracle = OracleLayers.open();
     }
 
     @AfterAll
     static void close() {
-        if (mini != null) mini.close();
-        if (workers != null) workers.close();
+        if (oracle != null) oracle.close();
     }
 
     /** Layer {@code layer} of the (shared, untouched) oracle against a dump, checked as {@code k3 conform} checks it. */
     private static LayerReport layer(Path dump, int layer) {
-        return Conformance.of(mini.forward(workers), ReferenceDump.open(dump)).layer(layer);
+        return oracle.layer(dump, layer);
     }
 }

@@ -28,6 +28,7 @@ import k3j.conform.Finding;
 import k3j.conform.LayerReport;
 import k3j.conform.ReferenceDump;
 import k3j.harness.Evidence;
+import k3j.harness.OracleLayers;
 import k3j.harness.Project;
 import k3j.harness.Tamper;
 import k3j.io.CheckpointException;
@@ -177,9 +178,9 @@ class StrictDumpGate {
         Path loose = tampered(d -> Tamper.manifest(d, m -> stage(m, 40, "moe_choice").put("atol_layer", 1e30)));
         try (Model biased = Model.open(model)) {
             ConformException e = assertThrows(ConformException.class,
-                    () -> Conformance.of(biased.forward(workers), ReferenceDump.open(loose)).layer(40));
+                    () -> Conformance.of(biased.forward(oracle.workers()), ReferenceDump.open(loose)).layer(40));
             assertTrue(e.getMessage().contains("moe_choice.atol_layer = 1.00000e+30 is looser"), e.getMessage());
-            LayerReport r = Conformance.of(biased.forward(workers), ReferenceDump.open(Project.dump("mini-k3-93"))).layer(40);
+            LayerReport r = Conformance.of(biased.forward(oracle.workers()), ReferenceDump.open(Project.dump("mini-k3-93"))).layer(40);
             Evidence.text("verdicts", e.getMessage() + "\n" + r.line());
             assertEquals(Finding.BINDING_ERROR, r.finding(), r.line());
             assertTrue(r.message().contains("routing differs"), r.message());
@@ -295,28 +296,23 @@ class StrictDumpGate {
     }
 
     private Path tampered(Consumer<Path> tamper) {
-        Path d = Tamper.copy(Project.dump("mini-k3-93"), tmp.resolve("dump-" + System.nanoTime()));
-        tamper.accept(d);
-        return d;
+        return OracleLayers.tamperedDump(tmp.resolve("dump-" + System.nanoTime()), tamper);
     }
 
-    private static Model mini;
-    private static Workers workers;
+    private static OracleLayers oracle;
 
     @BeforeAll
     static void bindTheOracleOnce() {
-        workers = Workers.of(1);
-        mini = Model.open(Project.fixture("mini-k3-93"));
+        oracle = OracleLayers.open();
     }
 
     @AfterAll
     static void close() {
-        if (mini != null) mini.close();
-        if (workers != null) workers.close();
+        if (oracle != null) oracle.close();
     }
 
-    /** Layer {@code layer} of the untouched oracle against a dump, checked as {@code k3 conform} checks it. */
+    /** Layer {@code layer} of the (shared, untouched) oracle against a dump, checked as {@code k3 conform} checks it. */
     private static LayerReport layer(Path dump, int layer) {
-        return Conformance.of(mini.forward(workers), ReferenceDump.open(dump)).layer(layer);
+        return oracle.layer(dump, layer);
     }
 }
