@@ -74,7 +74,7 @@ class KernelBitIdentityGate {
                 c.add(new Case("matvec_bf16_" + in + "x" + out + "_" + (t + 1) + "t", () -> matvec(in, out, 1, true, POOLS[t]), false));
                 c.add(new Case("matvec_f32_" + in + "x" + out + "_" + (t + 1) + "t", () -> matvec(in, out, 1, false, POOLS[t]), false));
             }
-            for (int tokens : new int[] {2, 3, 5}) {
+            for (int tokens : new int[] {2, 3, 4, 5, 7, 9}) {
                 int in = s[0], out = s[1];
                 c.add(new Case("matmul_bf16_T" + tokens + "_" + in + "x" + out + "_equals_single_calls", () -> batchEqualsSingles(in, out, tokens, true), false));
                 c.add(new Case("matmul_f32_T" + tokens + "_" + in + "x" + out + "_equals_single_calls", () -> batchEqualsSingles(in, out, tokens, false), false));
@@ -85,7 +85,7 @@ class KernelBitIdentityGate {
         int[][] mx = {{1, 2}, {3, 34}, {5, 64}, {9, 100}, {13, 96}, {64, 512}, {7, 30}};
         for (int[] s : mx) {
             for (int th = 0; th < 3; th++) {
-                for (int tokens : new int[] {1, 3}) {
+                for (int tokens : new int[] {1, 2, 3, 9}) {
                     int rows = s[0], in = s[1], t = th;
                     for (Mxfp4.Codes codes : Mxfp4.Codes.values()) {
                         String form = codes == Mxfp4.Codes.NIBBLES ? "" : "_" + codes.name().toLowerCase(java.util.Locale.ROOT);

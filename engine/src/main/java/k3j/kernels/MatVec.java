@@ -18,8 +18,8 @@ import jdk.incubator.vector.VectorSpecies;
  * a[4m + l]); the tree's first level is lane-wise (A0 + A1) + (A2 + A3), the second level is done on the
  * four lanes in scalar. No reduceLanes (unspecified order). x is widened to double once per call. bf16 is
  * widened 4 elements per load (ShortVector64, S2I, shift, F2D part 0: the only intrinsified path). Two
- * rows in flight for one token; one row and two tokens in flight for a batch, so a weight row is read
- * once for all tokens. Products of widened floats are exact in double, so mul-then-add is the contract.
+ * rows in flight for one token; one row and four tokens in flight for a batch (then two, then one), so a weight
+ * block is read and widened once for four tokens. Products of widened floats are exact in double, so mul-then-add is the contract.
  */
 public final class MatVec {
     private MatVec() {}
@@ -278,9 +278,11 @@ public final class MatVec {
 
     private static void bf16Tokens(float[] y, double[] xd, double[] xp, int tokens, MemorySegment seg, int in, int out, int first, int from, int to) {
         double[] t = new double[16];
+        int quads = tokens & ~3;
+        if (quads > 0) bf16Quads(y, xd, xp, quads, seg, in, out, first, from, to, t);
         for (int o = from; o < to; o++) {
             long r0 = 2L * in * o;
-            int tk = 0;
+            int tk = quads;
             for (; tk + 2 <= tokens; tk += 2) {
                 int xa = tk * in, xb = xa + in;
                 DoubleVector e0 = DoubleVector.zero(D), o0 = e0, e1 = e0, o1 = e0, f0 = e0, p0 = e0, f1 = e0, p1 = e0;
@@ -313,6 +315,92 @@ public final class MatVec {
             }
             if (tk < tokens) bf16Row(y, tk * out + first + o, xd, xp, tk * in, seg, r0, in, t);
         }
+    }
+
+    /** Rows per block of the batched kernel: a block's weights (ROWS x cols bf16) stay in L2 while every quad of tokens passes. */
+    static final int QUAD_ROWS = 32;
+    /** Columns per panel: one quad's x panel (4 x PANEL doubles, 16 KB) stays in L1 while every row of the block passes. */
+    static final int QUAD_PANEL = 512;
+
+    /**
+     * Tokens 0..quads−1 (a multiple of 4) of rows from..to, four tokens per pass so each 16-element block is widened
+     * once for four tokens (the widening is most of a row's work). Blocked for the caches: the rows in blocks of
+     * {@link #QUAD_ROWS}, the columns in panels of {@link #QUAD_PANEL}; each (row, token) keeps its four
+     * accumulator vectors in {@code acc} between panels. Panels split at multiples of 16, so every accumulator still
+     * adds exactly the elements i ≡ l (mod 16) in increasing i: the one-token kernel's sums, bit for bit.
+     */
+    private static void bf16Quads(float[] y, double[] xd, double[] xp, int quads, MemorySegment seg, int in, int out, int first, int from, int to, double[] t) {
+        int full = in & ~15;
+        double[] acc = new double[QUAD_ROWS * 64];
+        for (int rb = from; rb < to; rb += QUAD_ROWS) {
+            int re = Math.min(to, rb + QUAD_ROWS);
+            for (int tk = 0; tk < quads; tk += 4) {
+                java.util.Arrays.fill(acc, 0.0);
+                for (int p0 = 0; p0 < full; p0 += QUAD_PANEL) {
+                    int p1 = Math.min(full, p0 + QUAD_PANEL);
+                    for (int o = rb; o < re; o++) quadPanel(seg, 2L * in * o, xp, tk * in, in, p0, p1, acc, (o - rb) * 64);
+                }
+                for (int o = rb; o < re; o++) {
+                    long r0 = 2L * in * o;
+                    for (int k = 0; k < 4; k++) {
+                        System.arraycopy(acc, (o - rb) * 64 + 16 * k, t, 0, 16);
+                        y[(tk + k) * out + first + o] = (float) bf16Tail(tree(t), seg, r0, xd, (tk + k) * in, full, in);
+                    }
+                }
+            }
+        }
+    }
+
+    /** Columns p0..p1 of the row at r0 for the four tokens whose x starts at xa, continuing the accumulators acc[ao .. ao+64). */
+    private static void quadPanel(MemorySegment seg, long r0, double[] xp, int xa, int in, int p0, int p1, double[] acc, int ao) {
+        int xb = xa + in, xc = xb + in, xe = xc + in;
+        DoubleVector a0 = DoubleVector.fromArray(D, acc, ao), a1 = DoubleVector.fromArray(D, acc, ao + 4);
+        DoubleVector a2 = DoubleVector.fromArray(D, acc, ao + 8), a3 = DoubleVector.fromArray(D, acc, ao + 12);
+        DoubleVector b0 = DoubleVector.fromArray(D, acc, ao + 16), b1 = DoubleVector.fromArray(D, acc, ao + 20);
+        DoubleVector b2 = DoubleVector.fromArray(D, acc, ao + 24), b3 = DoubleVector.fromArray(D, acc, ao + 28);
+        DoubleVector c0 = DoubleVector.fromArray(D, acc, ao + 32), c1 = DoubleVector.fromArray(D, acc, ao + 36);
+        DoubleVector c2 = DoubleVector.fromArray(D, acc, ao + 40), c3 = DoubleVector.fromArray(D, acc, ao + 44);
+        DoubleVector d0 = DoubleVector.fromArray(D, acc, ao + 48), d1 = DoubleVector.fromArray(D, acc, ao + 52);
+        DoubleVector d2 = DoubleVector.fromArray(D, acc, ao + 56), d3 = DoubleVector.fromArray(D, acc, ao + 60);
+        for (int i = p0; i < p1; i += 16) {
+            IntVector w0 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i, LE), w1 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i + 16, LE);
+            DoubleVector we0 = (DoubleVector) w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
+            DoubleVector wo0 = (DoubleVector) w0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
+            DoubleVector we1 = (DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
+            DoubleVector wo1 = (DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
+            a0 = we0.fma(DoubleVector.fromArray(D, xp, xa + i), a0);
+            a1 = wo0.fma(DoubleVector.fromArray(D, xp, xa + i + 4), a1);
+            a2 = we1.fma(DoubleVector.fromArray(D, xp, xa + i + 8), a2);
+            a3 = wo1.fma(DoubleVector.fromArray(D, xp, xa + i + 12), a3);
+            b0 = we0.fma(DoubleVector.fromArray(D, xp, xb + i), b0);
+            b1 = wo0.fma(DoubleVector.fromArray(D, xp, xb + i + 4), b1);
+            b2 = we1.fma(DoubleVector.fromArray(D, xp, xb + i + 8), b2);
+            b3 = wo1.fma(DoubleVector.fromArray(D, xp, xb + i + 12), b3);
+            c0 = we0.fma(DoubleVector.fromArray(D, xp, xc + i), c0);
+            c1 = wo0.fma(DoubleVector.fromArray(D, xp, xc + i + 4), c1);
+            c2 = we1.fma(DoubleVector.fromArray(D, xp, xc + i + 8), c2);
+            c3 = wo1.fma(DoubleVector.fromArray(D, xp, xc + i + 12), c3);
+            d0 = we0.fma(DoubleVector.fromArray(D, xp, xe + i), d0);
+            d1 = wo0.fma(DoubleVector.fromArray(D, xp, xe + i + 4), d1);
+            d2 = we1.fma(DoubleVector.fromArray(D, xp, xe + i + 8), d2);
+            d3 = wo1.fma(DoubleVector.fromArray(D, xp, xe + i + 12), d3);
+        }
+        a0.intoArray(acc, ao);
+        a1.intoArray(acc, ao + 4);
+        a2.intoArray(acc, ao + 8);
+        a3.intoArray(acc, ao + 12);
+        b0.intoArray(acc, ao + 16);
+        b1.intoArray(acc, ao + 20);
+        b2.intoArray(acc, ao + 24);
+        b3.intoArray(acc, ao + 28);
+        c0.intoArray(acc, ao + 32);
+        c1.intoArray(acc, ao + 36);
+        c2.intoArray(acc, ao + 40);
+        c3.intoArray(acc, ao + 44);
+        d0.intoArray(acc, ao + 48);
+        d1.intoArray(acc, ao + 52);
+        d2.intoArray(acc, ao + 56);
+        d3.intoArray(acc, ao + 60);
     }
 
     private static void f32Rows(float[] y, double[] xd, int tokens, MemorySegment seg, int in, int out, int first, int from, int to) {

@@ -251,7 +251,8 @@ public final class Mxfp4 {
             scalarRows(y, xd, tokens, w);
             return;
         }
-        if (w.codes() == Codes.INT8) workers.split(w.blocks(), 1, (from, to) -> blocksInt8(y, xd, tokens, w, from, to));
+        if (tokens > 1) workers.split(w.blocks(), 1, (from, to) -> blocksStaged(y, xd, tokens, w, from, to));
+        else if (w.codes() == Codes.INT8) workers.split(w.blocks(), 1, (from, to) -> blocksInt8(y, xd, tokens, w, from, to));
         else workers.split(w.blocks(), 1, (from, to) -> blocks(y, xd, tokens, w, from, to));
     }
 
@@ -352,6 +353,66 @@ public final class Mxfp4 {
                     acc = acc.blend(acc.add(sub.mul(half)), half.compare(VectorOperators.NE, 0.0));
                 }
                 acc.intoArray(lanes, 0);
+                storeBlock(y, lanes, w, bl, t, xd);
+            }
+        }
+    }
+
+    /**
+     * {@link #blocks} for several tokens (both code forms): each group of a block is decoded ONCE into {@code staged}
+     * (element e of the group's 4 rows at staged[4e .. 4e+4), the values the one-token kernels form in registers)
+     * and then used by every token, each token keeping its own block accumulator. The decode is most of the
+     * one-token work (an earlier spill version was slower for ONE token, where nothing is shared). Same
+     * accumulators, same order, same bits as {@link #blocks} token by token.
+     */
+    private static void blocksStaged(float[] y, double[] xd, int tokens, Repacked w, int from, int to) {
+        final int in = w.in(), ng = groups(in), full = in / GROUP, groupBytes = w.codes().groupBytes;
+        final boolean int8 = w.codes() == Codes.INT8;
+        final MemorySegment pk = w.packed(), sc = w.scales();
+        final ByteVector lut = ByteVector.fromArray(B128, E2M1_TWICE, 0);
+        final double[] lanes = new double[4], sv = new double[4], staged = new double[GROUP * 4];
+        final double[] accs = new double[tokens * 4];
+        final byte[] gb = new byte[128 + 16];
+        final byte[] sb4 = new byte[ng * 4 + 8];
+        for (int bl = from; bl < to; bl++) {
+            MemorySegment.copy(sc, ValueLayout.JAVA_BYTE, (long) bl * ng * 4, sb4, 0, ng * 4);
+            java.util.Arrays.fill(accs, 0.0);
+            for (int g = 0; g < full; g++) {
+                MemorySegment.copy(pk, ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * groupBytes, gb, 0, groupBytes);
+                if (int8) {
+                    for (int e = 0; e < GROUP; e++) ((DoubleVector) ByteVector.fromArray(B128, gb, 4 * e).convertShape(VectorOperators.B2D, D, 0)).intoArray(staged, 4 * e);
+                } else {
+                    for (int p = 0; p < GROUP / 2; p++) {
+                        ByteVector b = ByteVector.fromArray(B128, gb, 4 * p);
+                        ((DoubleVector) b.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).intoArray(staged, 8 * p);
+                        ((DoubleVector) b.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut)
+                                .convertShape(VectorOperators.B2D, D, 0)).intoArray(staged, 8 * p + 4);
+                    }
+                }
+                for (int j = 0; j < 4; j++) sv[j] = E8M0_HALF[sb4[g * 4 + j] & 0xFF];
+                DoubleVector half = DoubleVector.fromArray(D, sv, 0);
+                var live = half.compare(VectorOperators.NE, 0.0);
+                for (int t = 0; t < tokens; t++) {
+                    final int xg = t * in + g * GROUP;
+                    DoubleVector s0 = DoubleVector.zero(D), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+                    for (int c = 0; c < 4; c++) {
+                        final int e = 8 * c, xk = xg + e;
+                        s0 = DoubleVector.fromArray(D, staged, 4 * e).fma(DoubleVector.broadcast(D, xd[xk]), s0);
+                        s1 = DoubleVector.fromArray(D, staged, 4 * e + 4).fma(DoubleVector.broadcast(D, xd[xk + 1]), s1);
+                        s2 = DoubleVector.fromArray(D, staged, 4 * e + 8).fma(DoubleVector.broadcast(D, xd[xk + 2]), s2);
+                        s3 = DoubleVector.fromArray(D, staged, 4 * e + 12).fma(DoubleVector.broadcast(D, xd[xk + 3]), s3);
+                        s4 = DoubleVector.fromArray(D, staged, 4 * e + 16).fma(DoubleVector.broadcast(D, xd[xk + 4]), s4);
+                        s5 = DoubleVector.fromArray(D, staged, 4 * e + 20).fma(DoubleVector.broadcast(D, xd[xk + 5]), s5);
+                        s6 = DoubleVector.fromArray(D, staged, 4 * e + 24).fma(DoubleVector.broadcast(D, xd[xk + 6]), s6);
+                        s7 = DoubleVector.fromArray(D, staged, 4 * e + 28).fma(DoubleVector.broadcast(D, xd[xk + 7]), s7);
+                    }
+                    DoubleVector sub = s0.add(s4).add(s1.add(s5)).add(s2.add(s6).add(s3.add(s7)));
+                    DoubleVector acc = DoubleVector.fromArray(D, accs, 4 * t);
+                    acc.blend(acc.add(sub.mul(half)), live).intoArray(accs, 4 * t);
+                }
+            }
+            for (int t = 0; t < tokens; t++) {
+                System.arraycopy(accs, 4 * t, lanes, 0, 4);
                 storeBlock(y, lanes, w, bl, t, xd);
             }
         }
