@@ -18,7 +18,7 @@ import jdk.incubator.vector.VectorSpecies;
  * a[4m + l]); the tree's first level is lane-wise (A0 + A1) + (A2 + A3), the second level is done on the
  * four lanes in scalar. No reduceLanes (unspecified order). x is widened to double once per call. bf16 is
  * widened 4 elements per load (ShortVector64, S2I, shift, F2D part 0: the only intrinsified path). Two
- * rows in flight for one token; one row and four tokens in flight for a batch (then two, then one), so a weight
+ * rows in flight for one token; one row and four tokens in flight for a batch (then one at a time), so a weight
  * block is read and widened once for four tokens. Products of widened floats are exact in double, so mul-then-add is the contract.
  */
 public final class MatVec {
@@ -280,40 +280,9 @@ public final class MatVec {
         double[] t = new double[16];
         int quads = tokens & ~3;
         if (quads > 0) bf16Quads(y, xd, xp, quads, seg, in, out, first, from, to, t);
+        // the T mod 4 left, one token at a time (at most three more passes over each row, from L1)
         for (int o = from; o < to; o++) {
-            long r0 = 2L * in * o;
-            int tk = quads;
-            for (; tk + 2 <= tokens; tk += 2) {
-                int xa = tk * in, xb = xa + in;
-                DoubleVector e0 = DoubleVector.zero(D), o0 = e0, e1 = e0, o1 = e0, f0 = e0, p0 = e0, f1 = e0, p1 = e0;
-                int i = 0;
-                for (; i + 16 <= in; i += 16) {
-                    IntVector w0 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i, LE), w1 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i + 16, LE);
-                    DoubleVector we0 = (DoubleVector) w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
-                    DoubleVector wo0 = (DoubleVector) w0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
-                    DoubleVector we1 = (DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
-                    DoubleVector wo1 = (DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
-                    e0 = we0.fma(DoubleVector.fromArray(D, xp, xa + i), e0);
-                    o0 = wo0.fma(DoubleVector.fromArray(D, xp, xa + i + 4), o0);
-                    e1 = we1.fma(DoubleVector.fromArray(D, xp, xa + i + 8), e1);
-                    o1 = wo1.fma(DoubleVector.fromArray(D, xp, xa + i + 12), o1);
-                    f0 = we0.fma(DoubleVector.fromArray(D, xp, xb + i), f0);
-                    p0 = wo0.fma(DoubleVector.fromArray(D, xp, xb + i + 4), p0);
-                    f1 = we1.fma(DoubleVector.fromArray(D, xp, xb + i + 8), f1);
-                    p1 = wo1.fma(DoubleVector.fromArray(D, xp, xb + i + 12), p1);
-                }
-                e0.intoArray(t, 0);
-                o0.intoArray(t, 4);
-                e1.intoArray(t, 8);
-                o1.intoArray(t, 12);
-                y[tk * out + first + o] = (float) bf16Tail(tree(t), seg, r0, xd, xa, i, in);
-                f0.intoArray(t, 0);
-                p0.intoArray(t, 4);
-                f1.intoArray(t, 8);
-                p1.intoArray(t, 12);
-                y[(tk + 1) * out + first + o] = (float) bf16Tail(tree(t), seg, r0, xd, xb, i, in);
-            }
-            if (tk < tokens) bf16Row(y, tk * out + first + o, xd, xp, tk * in, seg, r0, in, t);
+            for (int tk = quads; tk < tokens; tk++) bf16Row(y, tk * out + first + o, xd, xp, tk * in, seg, 2L * in * o, in, t);
         }
     }
 
