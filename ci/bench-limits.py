@@ -21,6 +21,9 @@ Writes OUT_DIR/limits.json and prints the table (also OUT_DIR/limits.txt).
 """
 import json, os, re, statistics, subprocess, sys, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import model_headers  # noqa: E402
+
 out, root = sys.argv[1], sys.argv[2]
 os.makedirs(out, exist_ok=True)
 quick = os.environ.get("K3_BENCH_QUICK") == "1"
@@ -124,38 +127,27 @@ def step_rows(text, c=False):
 
 def scale_bytes(sdir):
     """Bytes one decode step reads (bf16 trunk + LM head + top-k experts per MoE layer) and multiply-adds per token."""
-    idx = json.load(open(os.path.join(sdir, "model.safetensors.index.json")))["weight_map"]
-    cfg = json.load(open(os.path.join(sdir, "config.json")))
-    tc = cfg.get("text_config", cfg)
-    topk = tc.get("num_experts_per_tok", 16)
+    topk = model_headers.top_k(sdir)
     trunk = lm = 0
     trunk_macs = lm_macs = 0
     expert = {}
-    for shard in sorted(set(idx.values())):
-        with open(os.path.join(sdir, shard), "rb") as f:
-            hdr = json.loads(f.read(int.from_bytes(f.read(8), "little")))
-        for name, info in hdr.items():
-            if name == "__metadata__":
-                continue
-            size = info["data_offsets"][1] - info["data_offsets"][0]
-            shape = info["shape"]
-            m = re.search(r"layers\.(\d+)\..*\.experts\.(\d+)\.", name)
-            if m:
-                key = (int(m.group(1)), int(m.group(2)))
-                e = expert.setdefault(key, [0, 0])
-                e[0] += size
-                if name.endswith("weight_packed") or name.endswith("weight") and info["dtype"] in ("U8", "I8"):
-                    e[1] += shape[0] * shape[1] * 2 if len(shape) == 2 else 0  # two E2M1 codes per byte
-                continue
-            if "embed_tokens" in name:
-                continue
-            if "lm_head" in name:
-                lm += size
-                lm_macs += shape[0] * shape[1]
-            elif info["dtype"] == "BF16":
-                trunk += size
-                if len(shape) == 2:
-                    trunk_macs += shape[0] * shape[1]
+    for name, dtype, shape, size in model_headers.tensors(sdir):
+        m = model_headers.EXPERT.search(name)
+        if m:
+            e = expert.setdefault((int(m.group(1)), int(m.group(2))), [0, 0])
+            e[0] += size
+            if name.endswith("weight_packed") or name.endswith("weight") and dtype in ("U8", "I8"):
+                e[1] += shape[0] * shape[1] * 2 if len(shape) == 2 else 0  # two E2M1 codes per byte
+            continue
+        if "embed_tokens" in name:
+            continue
+        if "lm_head" in name:
+            lm += size
+            lm_macs += shape[0] * shape[1]
+        elif dtype == "BF16":
+            trunk += size
+            if len(shape) == 2:
+                trunk_macs += shape[0] * shape[1]
     layers = sorted({l for l, _ in expert})
     one = max(expert.values())
     return dict(trunk=trunk, lm=lm, expert=one[0], moe_layers=len(layers), topk=topk,

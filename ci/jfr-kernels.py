@@ -7,8 +7,11 @@ inside the forward pass are a fair split of the step's time between kernels. Sam
 usage: jfr-kernels.py RECORDING.jfr MODEL_DIR SECONDS_PER_STEP   (JAVA_HOME: the jfr tool)
 Prints one table: kernel, share of samples, seconds per step, bytes per step, GB/s while in that kernel.
 """
-import json, os, re, subprocess, sys
+import os, re, subprocess, sys
 from collections import Counter
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import model_headers  # noqa: E402
 
 jfr, model, step = sys.argv[1], sys.argv[2], float(sys.argv[3])
 text = subprocess.run([os.path.join(os.environ["JAVA_HOME"], "bin", "jfr"), "print", "--events", "jdk.ExecutionSample", "--stack-depth", "40", jfr],
@@ -45,31 +48,22 @@ for ev in text.split("jdk.ExecutionSample {")[1:]:
     counts[kind] += 1
 
 # bytes a decode step reads per kind, from the shard headers
-idx = json.load(open(os.path.join(model, "model.safetensors.index.json")))["weight_map"]
-cfg = json.load(open(os.path.join(model, "config.json")))
-tc = cfg.get("text_config", cfg)
-topk = tc.get("num_experts_per_token", tc.get("num_experts_per_tok", 16))
+topk = model_headers.top_k(model)
 size, expert = Counter(), Counter()
-for shard in sorted(set(idx.values())):
-    with open(os.path.join(model, shard), "rb") as f:
-        hdr = json.loads(f.read(int.from_bytes(f.read(8), "little")))
-    for name, info in hdr.items():
-        if name == "__metadata__":
-            continue
-        n = info["data_offsets"][1] - info["data_offsets"][0]
-        m = re.search(r"layers\.(\d+)\..*\.experts\.(\d+)\.", name)
-        if m:
-            expert[(int(m.group(1)), int(m.group(2)))] += n
-        elif "lm_head" in name:
-            size["LM head (bf16)"] += n
-        elif ".gate.weight" in name or "e_score_correction" in name:
-            size["router"] += n
-        elif "block_sparse_moe" in name:
-            size["MoE bf16: latent down/up, shared experts"] += n
-        elif ".self_attn." in name:
-            size["token mixer projections (bf16)"] += n
-        elif ".mlp." in name:
-            size["dense MLP (bf16, layer 0)"] += n
+for name, _, _, n in model_headers.tensors(model):
+    m = model_headers.EXPERT.search(name)
+    if m:
+        expert[(int(m.group(1)), int(m.group(2)))] += n
+    elif "lm_head" in name:
+        size["LM head (bf16)"] += n
+    elif ".gate.weight" in name or "e_score_correction" in name:
+        size["router"] += n
+    elif "block_sparse_moe" in name:
+        size["MoE bf16: latent down/up, shared experts"] += n
+    elif ".self_attn." in name:
+        size["token mixer projections (bf16)"] += n
+    elif ".mlp." in name:
+        size["dense MLP (bf16, layer 0)"] += n
 if expert:
     layers = len({l for l, _ in expert})
     size["routed experts (MXFP4)"] = layers * topk * max(expert.values())

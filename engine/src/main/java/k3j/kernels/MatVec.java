@@ -244,15 +244,9 @@ public final class MatVec {
                 f1 = ((DoubleVector) v1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe1, f1);
                 p1 = ((DoubleVector) v1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo1, p1);
             }
-            e0.intoArray(t, 0);
-            o0.intoArray(t, 4);
-            e1.intoArray(t, 8);
-            o1.intoArray(t, 12);
+            store(t, 0, e0, o0, e1, o1);
             y[first + o] = (float) bf16Tail(tree(t), seg, r0, xd, 0, i, in);
-            f0.intoArray(t, 0);
-            p0.intoArray(t, 4);
-            f1.intoArray(t, 8);
-            p1.intoArray(t, 12);
+            store(t, 0, f0, p0, f1, p1);
             y[first + o + 1] = (float) bf16Tail(tree(t), seg, r1, xd, 0, i, in);
         }
         for (; o < to; o++) bf16Row(y, first + o, xd, xp, 0, seg, 2L * in * o, in, t);
@@ -269,10 +263,7 @@ public final class MatVec {
             e1 = ((DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i + 8), e1);
             o1 = ((DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i + 12), o1);
         }
-        e0.intoArray(t, 0);
-        o0.intoArray(t, 4);
-        e1.intoArray(t, 8);
-        o1.intoArray(t, 12);
+        store(t, 0, e0, o0, e1, o1);
         y[yIndex] = (float) bf16Tail(tree(t), seg, r0, xd, xOff, i, in);
     }
 
@@ -354,22 +345,18 @@ public final class MatVec {
             d2 = we1.fma(DoubleVector.fromArray(D, xp, xe + i + 8), d2);
             d3 = wo1.fma(DoubleVector.fromArray(D, xp, xe + i + 12), d3);
         }
-        a0.intoArray(acc, ao);
-        a1.intoArray(acc, ao + 4);
-        a2.intoArray(acc, ao + 8);
-        a3.intoArray(acc, ao + 12);
-        b0.intoArray(acc, ao + 16);
-        b1.intoArray(acc, ao + 20);
-        b2.intoArray(acc, ao + 24);
-        b3.intoArray(acc, ao + 28);
-        c0.intoArray(acc, ao + 32);
-        c1.intoArray(acc, ao + 36);
-        c2.intoArray(acc, ao + 40);
-        c3.intoArray(acc, ao + 44);
-        d0.intoArray(acc, ao + 48);
-        d1.intoArray(acc, ao + 52);
-        d2.intoArray(acc, ao + 56);
-        d3.intoArray(acc, ao + 60);
+        store(acc, ao, a0, a1, a2, a3);
+        store(acc, ao + 16, b0, b1, b2, b3);
+        store(acc, ao + 32, c0, c1, c2, c3);
+        store(acc, ao + 48, d0, d1, d2, d3);
+    }
+
+    /** One token's four accumulator vectors to t[at .. at+16), in the order {@link #tree} reads them. */
+    private static void store(double[] t, int at, DoubleVector v0, DoubleVector v1, DoubleVector v2, DoubleVector v3) {
+        v0.intoArray(t, at);
+        v1.intoArray(t, at + 4);
+        v2.intoArray(t, at + 8);
+        v3.intoArray(t, at + 12);
     }
 
     private static void f32Rows(float[] y, double[] xd, int tokens, MemorySegment seg, int in, int out, int first, int from, int to) {
