@@ -24,6 +24,7 @@ import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.harness.Child;
 import k3j.harness.Evidence;
+import k3j.harness.PackedTrunk;
 import k3j.harness.Project;
 import k3j.harness.Tamper;
 import k3j.io.CheckpointIndex;
@@ -36,10 +37,8 @@ import k3j.state.Binding;
 import k3j.state.StateException;
 import k3j.state.StateFile;
 import k3j.trunk.DataBinding;
-import k3j.trunk.Progress;
 import k3j.trunk.TrunkException;
 import k3j.trunk.TrunkManifest;
-import k3j.trunk.TrunkPacker;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -158,8 +157,8 @@ class DataBindingGate {
         CheckpointIndex theirs = CheckpointIndex.open(other);
         Path foreign = tmp.resolve("foreign.k3state");
         save(theirs, foreign, Binding.of(config(), config().layerCount(), theirs));
-        StateFile.load(ownState(), original(), DecodeState.create(config(), config().layerCount(), 16));
-        StateException e = assertThrows(StateException.class, () -> StateFile.load(foreign, original(), DecodeState.create(config(), config().layerCount(), 16)));
+        StateFile.load(ownState(), original(), emptyState());
+        StateException e = assertThrows(StateException.class, () -> StateFile.load(foreign, original(), emptyState()));
         Evidence.text("foreign", e.getMessage());
         assertTrue(e.getMessage().contains("headers match, but their data does not"), e.getMessage());
     }
@@ -172,7 +171,7 @@ class DataBindingGate {
         byte[] b = Files.readAllBytes(flipped);
         b[b.length - 40] ^= 0x10;   // one bit of the last layer's payload
         Files.write(flipped, b);
-        StateException e = assertThrows(StateException.class, () -> StateFile.load(flipped, original(), DecodeState.create(config(), config().layerCount(), 16)));
+        StateException e = assertThrows(StateException.class, () -> StateFile.load(flipped, original(), emptyState()));
         Evidence.text("flipped", e.getMessage());
         assertTrue(e.getMessage().contains("checksum does not match"), e.getMessage());
     }
@@ -187,7 +186,7 @@ class DataBindingGate {
         byte[] sum = MessageDigest.getInstance("SHA-256").digest(java.util.Arrays.copyOf(b, b.length - 32));
         System.arraycopy(sum, 0, b, b.length - 32, 32);   // only the finite check can catch it
         Files.write(nan, b);
-        StateException e = assertThrows(StateException.class, () -> StateFile.load(nan, original(), DecodeState.create(config(), config().layerCount(), 16)));
+        StateException e = assertThrows(StateException.class, () -> StateFile.load(nan, original(), emptyState()));
         Evidence.text("NaN", e.getMessage());
         assertTrue(e.getMessage().contains("holds NaN"), e.getMessage());
     }
@@ -221,10 +220,12 @@ class DataBindingGate {
         }
     }
 
+    /** A fresh decode state of the tiny oracle for a state file to load into. */
+    private static DecodeState emptyState() {
+        return DecodeState.create(config(), config().layerCount(), 16);
+    }
+
     private Path pack(Path model) {
-        Path out = tmp.resolve("trunk-" + System.nanoTime());
-        CheckpointIndex index = CheckpointIndex.open(model);
-        TrunkPacker.pack(index, TrunkPacker.layout(index, true), out, Progress.silent(), s -> {}, null);
-        return out;
+        return PackedTrunk.pack(model, tmp);
     }
 }

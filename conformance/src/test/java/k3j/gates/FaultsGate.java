@@ -25,6 +25,7 @@ import k3j.conform.LayerReport;
 import k3j.harness.Child;
 import k3j.harness.Caught;
 import k3j.harness.Evidence;
+import k3j.harness.PackedTrunk;
 import k3j.harness.OracleLayers;
 import k3j.harness.SlowOutput;
 import k3j.harness.Project;
@@ -862,10 +863,7 @@ class FaultsGate {
     }
 
     private Path pack(Path model) {
-        Path out = tmp.resolve("trunk-" + System.nanoTime());
-        k3j.io.CheckpointIndex index = k3j.io.CheckpointIndex.open(model);
-        k3j.trunk.TrunkPacker.pack(index, k3j.trunk.TrunkPacker.layout(index, true), out, k3j.trunk.Progress.silent(), s -> {}, null);
-        return out;
+        return PackedTrunk.pack(model, tmp);
     }
 
     private void assertRunInvalid(Path model, Path trunk, String expected) {

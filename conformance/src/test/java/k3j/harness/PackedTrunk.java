@@ -13,6 +13,8 @@ import k3j.io.CheckpointIndex;
 import k3j.io.TensorReader;
 import k3j.trunk.LayerBytes;
 import k3j.trunk.TrunkManifest;
+import k3j.trunk.Progress;
+import k3j.trunk.TrunkPacker;
 import k3j.trunk.TrunkPlan;
 import k3j.trunk.TrunkStream;
 
@@ -32,6 +34,14 @@ public final class PackedTrunk {
         long s = 0;
         for (TrunkManifest.Layer l : manifest.layers()) s = Math.max(s, l.padded());
         this.slot = s;
+    }
+
+    /** Packs {@code model}'s trunk (the default layout, silently) into a new folder under {@code scratch}; returns that folder. */
+    public static Path pack(Path model, Path scratch) {
+        Path out = scratch.resolve("trunk-" + System.nanoTime());
+        CheckpointIndex index = CheckpointIndex.open(model);
+        TrunkPacker.pack(index, TrunkPacker.layout(index, true), out, Progress.silent(), QUIET, null);
+        return out;
     }
 
     public long padded(int l) {

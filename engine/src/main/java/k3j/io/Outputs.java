@@ -119,9 +119,7 @@ public final class Outputs {
      */
     public static void checkFile(Path target, String flag) throws IOException {
         Path abs = target.toAbsolutePath();
-        Path dir = abs.getParent();
-        if (dir == null || !Files.isDirectory(dir)) throw refuse(target, flag, "its folder " + dir + " does not exist: create it first or name another path");
-        if (!Files.isWritable(dir)) throw refuse(target, flag, "its folder " + dir + " is not writable");
+        checkParent(target, abs, flag);
         BasicFileAttributes a = attributes(abs);
         if (a != null && !a.isRegularFile()) {
             throw refuse(target, flag, "it is " + SafeFiles.kind(abs, a) + "; an output must be a regular file or a new name in an existing folder "
@@ -129,12 +127,17 @@ public final class Outputs {
         }
     }
 
-    /** An output folder on its own: an existing folder, or a new name in an existing, writable folder. */
-    public static void checkFolder(Path target, String flag) throws IOException {
-        Path abs = target.toAbsolutePath();
+    /** The folder an output goes into exists and is writable. */
+    private static void checkParent(Path target, Path abs, String flag) throws IOException {
         Path dir = abs.getParent();
         if (dir == null || !Files.isDirectory(dir)) throw refuse(target, flag, "its folder " + dir + " does not exist: create it first or name another path");
         if (!Files.isWritable(dir)) throw refuse(target, flag, "its folder " + dir + " is not writable");
+    }
+
+    /** An output folder on its own: an existing folder, or a new name in an existing, writable folder. */
+    public static void checkFolder(Path target, String flag) throws IOException {
+        Path abs = target.toAbsolutePath();
+        checkParent(target, abs, flag);
         BasicFileAttributes a = attributes(abs);
         if (a != null && !a.isDirectory()) throw refuse(target, flag, "it is " + (a.isRegularFile() ? "a file" : SafeFiles.kind(abs, a)) + ", not a folder: name a folder or a new name");
     }
