@@ -178,14 +178,14 @@ def budget_rule(cfg, tolerances, logits_absmax):
                      "fp32_ratio_e2e_max": worst_e2e, "fp32_share_of_budget_layer": worst_layer / b,
                      "fp32_share_of_budget_e2e": worst_e2e / b}
     lr = tolerances["logits"]["drift_e2e"] / max(logits_absmax, 1e-300)
-    lb = BUDGET_EPS32 * cfg.vocab ** 0.5 * BUDGET_FACTOR
+    lb = BUDGET_EPS32 * cfg.hidden ** 0.5 * BUDGET_FACTOR  # a logit is the LM head's dot product over E
     return {"rule": ("ratio = max|engine - ref| / max|ref| over a stage's array, pass iff ratio <= budget = "
                      "eps32 * sqrt(width) * factor (width = the compared vector length: hidden for the "
-                     "layer stages, vocab for logits); the C engine's conform_all rule. fp32_ratio_* = the "
+                     "layer stages and for the logits, each an LM-head dot product over hidden); the C engine's conform_all rule. fp32_ratio_* = the "
                      "same ratio for the float32 reference run (per layer alone / end to end), the worst "
                      "layer; a dump may tighten factor down to what these figures allow."),
             "eps32": BUDGET_EPS32, "factor": BUDGET_FACTOR, "stages": stages,
-            "logits": {"width": cfg.vocab, "budget": lb, "fp32_ratio_e2e_max": lr, "fp32_share_of_budget_e2e": lr / lb}}
+            "logits": {"width": cfg.hidden, "budget": lb, "fp32_ratio_e2e_max": lr, "fp32_share_of_budget_e2e": lr / lb}}
 
 
 def state_arrays(st):

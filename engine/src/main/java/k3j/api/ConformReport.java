@@ -1,6 +1,9 @@
 package k3j.api;
 
+import java.util.ArrayList;
 import java.util.List;
+import k3j.conform.Invariants;
+import k3j.conform.Verdict;
 import k3j.conform.ExpertLayerReport;
 import k3j.conform.Finding;
 import k3j.conform.LayerReport;
@@ -59,9 +62,28 @@ public record ConformReport(String subject, String reference, String budget, Lis
         return experts.stream().filter(r -> !r.conforms()).toList();
     }
 
-    /** Every layer, every swept expert, every logit comparison and greedy generation conform. */
+    /** Every layer, every swept expert, every logit comparison and greedy generation conform: the decision is CONFORMS. */
     public boolean conforms() {
-        return failing().isEmpty() && failingExperts().isEmpty() && logits.stream().allMatch(Logits::conforms) && (greedy == null || greedy.conforms());
+        return decision().green();
+    }
+
+    /**
+     * The one decision ({@link Invariants#decide}) on everything this report judged: each layer, each swept MoE layer,
+     * each logits array and greedy generation; a candidate's missing stage or logits is not judged (INCOMPLETE), a
+     * non-finite value refused.
+     */
+    public Verdict decision() {
+        List<Invariants.Item> items = new ArrayList<>();
+        for (LayerReport r : layers) items.add(Invariants.layer(r));
+        for (ExpertLayerReport e : experts) items.add(e.conforms() ? Invariants.Item.pass("experts of L" + e.layer()) : Invariants.Item.fail("experts of L" + e.layer(), e.line()));
+        for (Logits l : logits) {
+            items.add(l.result() == null ? Invariants.Item.notJudged("logits", l.missing()) : Invariants.float32Logits("logits (" + l.result().mode() + ")", l.result(), false));
+        }
+        if (greedy != null) {
+            items.add(greedy.result() == null ? Invariants.Item.notJudged("greedy ids", greedy.missing())
+                    : greedy.conforms() ? Invariants.Item.pass("greedy ids") : Invariants.Item.fail("greedy ids", "first divergence at generated step " + greedy.result().firstDivergence()));
+        }
+        return Invariants.decide(Invariants.Mode.FLOAT32, items);
     }
 
     /** The layers' verdict line. */

@@ -4,7 +4,9 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -13,11 +15,15 @@ import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.conform.Budget;
+import k3j.conform.CandidateDump;
+import k3j.conform.Invariants;
+import k3j.conform.LossyReport;
+import k3j.conform.Verdict;
+import k3j.conform.VerdictLimits;
 import k3j.conform.ConformException;
 import k3j.conform.Finding;
 import k3j.conform.LogitFile;
 import k3j.conform.LogitParity;
-import k3j.conform.LossyLogits;
 import k3j.conform.ReferenceDump;
 import k3j.io.AtomicWrite;
 import picocli.CommandLine;
@@ -38,13 +44,15 @@ import picocli.CommandLine.Parameters;
                 + "or a plain logit vector with --config/--model.",
         footer = {"Formats (docs/formats.md): exactly V raw little-endian float32 (the C engine's and k3j's --dump-logits: the last prompt position);",
                 ".npy '<f4' C order, [V] or [T, V]; a candidate dump (its logits [T, V]). Wrong length or a non-finite value is refused.",
-                "Without a dump (REF a raw or .npy vector): V and the budget come from the config (eps32 1.2e-7 * sqrt(V) * 50); the rows are",
+                "Without a dump (REF a raw or .npy vector): V and the budget come from the config (eps32 1.2e-7 * sqrt(E) * 50, E the hidden width); the rows are",
                 "compared as they are. NOT checked then: the prompt (a plain vector does not say which ids it followed), any layer, the greedy",
                 "ids, which weights the reference was made from; a dump checks its own budget constants and gives each row its position and id.",
                 "--lossy: KL(ref||cand) of the softmax per position, same top-1, dp of the reference's top token, its rank; mean/median/p99/max",
-                "KL, %% same top-1, RMS dp (llama.cpp's KL-divergence convention); exit by --max-kl (mean KL, nats) and --min-top1 (percent).",
-                "Exit codes: 0 within budget and the same argmax (--lossy: within the thresholds, or no threshold given), 1 not,",
-                "2 bad usage or a refused file."})
+                "KL, %% same top-1, RMS dp (llama.cpp's KL-divergence convention); exit by --max-kl (mean KL, nats) and --min-top1 (percent), default 0.5 and 50.",
+                "A candidate dump is checked as conform --candidate checks it, and every logits array it holds is judged. Any value non-finite or",
+                "past 16x max|reference| is refused (docs/semantics.md section 12).",
+                "Exit codes: 0 within budget and the same argmax (--lossy: within the thresholds), 1 not (or incomplete),",
+                "2 bad usage, a refused file or a refused value."})
 final class CompareLogitsCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "FILE", description = "the engine's logits")
     Path file;
@@ -82,7 +90,7 @@ final class CompareLogitsCommand implements Callable<Integer> {
     CommandLine.Model.CommandSpec spec;
 
     /** The reference rows and what they are. */
-    private record Reference(String what, int vocab, int rows, float[] logits, int[] ids, int promptLength, Budget budget) {
+    private record Reference(String what, int vocab, int rows, float[] logits, int[] ids, int promptLength, Budget budget, ReferenceDump source) {
         boolean dump() {
             return ids != null;
         }
@@ -97,20 +105,16 @@ final class CompareLogitsCommand implements Callable<Integer> {
         if (position != null && ref.dump() && (position < 0 || position >= ref.rows())) {
             throw usage("--position " + position + " is outside the reference's 0.." + (ref.rows() - 1));
         }
-        LogitFile f;
-        try {
-            f = LogitFile.read(file, ref.vocab());
-        } catch (LogitFile.LogitFileException | ConformException e) {
-            throw usage("refused: " + e.getMessage());
-        }
+        Map<String, LogitFile> files = files(ref);
+        LogitFile f = files.values().iterator().next();
         int v = ref.vocab();
         // which rows: one position, or every row both files hold
         int first, rows;
-        float[] got, want;
-        if (position == null && f.rows() == ref.rows()) {
+        float[] want;
+        boolean all = position == null && f.rows() == ref.rows();
+        if (all) {
             first = 0;
             rows = ref.rows();
-            got = f.values();
             want = ref.logits();
         } else {
             int pos;
@@ -124,10 +128,11 @@ final class CompareLogitsCommand implements Callable<Integer> {
             }
             first = pos;
             rows = 1;
-            got = f.rows() == 1 ? f.values() : f.row(pos);
             int r = ref.rows() == 1 ? 0 : pos;   // a plain one-vector reference is the position the user names
             want = Arrays.copyOfRange(ref.logits(), r * v, (r + 1) * v);
         }
+        Map<String, float[]> got = new LinkedHashMap<>();
+        files.forEach((mode, lf) -> got.put(mode, all ? lf.values() : lf.rows() == 1 ? lf.values() : lf.row(first)));
         int[] ids = new int[rows];
         int promptLength = rows + 1;   // no generated span to check unless the dump's ids say which rows produced its greedy ids
         if (ref.dump()) {
@@ -136,8 +141,7 @@ final class CompareLogitsCommand implements Callable<Integer> {
         } else {
             Arrays.fill(ids, -1);
         }
-        LogitParity.Result r = LogitParity.compare("compare-logits", got, want, ids, promptLength, v, ref.budget());
-        out.println("file                  : " + file + " (" + f.format() + ")");
+        out.println("file                  : " + file + " (" + f.format() + ")" + (files.size() > 1 ? ", arrays " + String.join(", ", files.keySet()) : ""));
         out.println("reference             : " + ref.what() + (rows == 1 ? ", position " + first + (ref.dump() ? " (after id " + ids[0] + "; prompt " + ref.promptLength() + " ids)" : "")
                 : ", all " + rows + " positions"));
         if (!ref.dump()) out.println("not checked           : the prompt, the layers, the greedy ids (a plain reference vector says nothing of them)");
@@ -150,56 +154,96 @@ final class CompareLogitsCommand implements Callable<Integer> {
         report.put("first_position", first);
         report.put("positions", rows);
         report.put("vocab", v);
-        report.put("max_abs_diff", r.maxAbsDiff());
-        report.put("ratio_to_budget", r.ratioToBudget());
-        report.put("budget", r.budget());
-        report.put("argmax_equal", r.argmaxEqual());
-        int exit;
+        report.put("budget_width", ref.budget().width("logits"));
+        Verdict verdict;
         if (lossy.on) {
-            LossyLogits l = LossyLogits.grade(got, want, rows, v, first);
-            out.printf(Locale.ROOT, "float32 budget        : %.3gx (not the verdict: a lossy port is graded)%n", r.ratioToBudget());
-            out.print(l.text());
-            Boolean pass = l.passes(maxKl, minTop1);
-            out.println(k3j.conform.LossyReport.verdict(pass, maxKl, minTop1));
-            report.put("lossy", l.json());
-            if (maxKl != null) report.put("max_kl", maxKl);
-            if (minTop1 != null) report.put("min_top1_percent", minTop1);
-            report.put("verdict", pass == null ? "graded" : pass ? "within" : "outside");
-            exit = pass == null || pass ? ExitCode.OK : ExitCode.RUNTIME;
+            LossyReport l = LossyReport.ofLogits(got, want, rows, v, first);
+            out.print(l.text(maxKl, minTop1));
+            report.put("lossy", l.json(maxKl, minTop1));
+            verdict = l.verdict(maxKl, minTop1);
         } else {
-            Finding fin = r.finding();
-            boolean ok = fin == Finding.CONFORMS && r.argmaxEqual() == rows;
-            if (rows == 1) {
-                LogitParity.Position p = r.positions().getFirst();
-                int rank = LogitParity.firstDifferingRank(got, want);
-                out.printf(Locale.ROOT, "max |diff|            : %.6e%n", r.maxAbsDiff());
-                out.printf(Locale.ROOT, "relative to max|ref|  : %.6e   (budget %.2e, %.3gx budget)%n", r.relToMaxRef(), r.budget(), r.ratioToBudget());
-                out.printf(Locale.ROOT, "mean |diff|           : %.6e%n", r.meanAbsDiff());
-                out.printf(Locale.ROOT, "argmax                : engine %d (%.6f), reference %d (%.6f)%s%n", p.engineArgmax(), got[p.engineArgmax()],
-                        p.referenceArgmax(), want[p.referenceArgmax()], p.argmaxEqual() ? "" : "   <- differs");
-                out.printf(Locale.ROOT, "top-10 overlap        : %d/10%n", p.top10Overlap());
-                out.printf(Locale.ROOT, "correlation           : %.9f%n", r.correlation());
-                out.println("first differing rank  : " + (rank < 0 ? "none (the same order over all " + v + " ids)" : rank + " (0 = the argmax)"));
-            } else {
-                out.print(r.text());
+            List<Invariants.Item> items = new ArrayList<>();
+            for (var en : got.entrySet()) {
+                String what = "logits (" + en.getKey() + ")";
+                String bad = Invariants.implausible(what, en.getValue(), want, VerdictLimits.shipped());
+                if (bad != null) {
+                    out.println("REFUSED (invariant 1): " + bad);
+                    items.add(Invariants.Item.refused(what, bad));
+                    continue;
+                }
+                LogitParity.Result r = LogitParity.compare("compare-logits", en.getValue(), want, ids, promptLength, v, ref.budget());
+                if (got.size() > 1) out.println("===== " + what + " =====");
+                text(out, r, en.getValue(), want, rows);
+                items.add(Invariants.float32Logits(what, r, true));
+                if (!report.containsKey("max_abs_diff")) {
+                    report.put("max_abs_diff", r.maxAbsDiff());
+                    report.put("ratio_to_budget", r.ratioToBudget());
+                    report.put("budget", r.budget());
+                    report.put("argmax_equal", r.argmaxEqual());
+                }
+                if (r.finding() == Finding.BINDING_ERROR && ref.dump() && rows == 1) {
+                    int[] prompt = Arrays.copyOf(ref.ids(), ref.promptLength());
+                    out.println("check the prompt first: logits this far apart are most often for another prompt or position. The reference's are for the "
+                            + prompt.length + " ids " + Arrays.stream(prompt).mapToObj(String::valueOf).collect(java.util.stream.Collectors.joining(","))
+                            + " at position " + first + (position == null ? " (the last; --position N picks another row)" : "")
+                            + "; k3 MODEL --ids <those ids> --gen 1 --dump-logits FILE writes that vector");
+                }
             }
-            out.println("budget                : " + ref.budget().source());
-            out.println(ok ? "VERDICT: CONFORMS" : "VERDICT: DOES NOT CONFORM " + (fin == Finding.CONFORMS ? Finding.ROUNDING_DRIFT : fin).tag());
-            if (fin == Finding.BINDING_ERROR && ref.dump() && rows == 1) {
-                int[] prompt = Arrays.copyOf(ref.ids(), ref.promptLength());
-                out.println("check the prompt first: logits this far apart are most often for another prompt or position. The reference's are for the "
-                        + prompt.length + " ids " + Arrays.stream(prompt).mapToObj(String::valueOf).collect(java.util.stream.Collectors.joining(","))
-                        + " at position " + first + (position == null ? " (the last; --position N picks another row)" : "")
-                        + "; k3 MODEL --ids <those ids> --gen 1 --dump-logits FILE writes that vector");
-            }
-            report.put("verdict", ok ? "conforms" : "does not conform");
-            exit = ok ? ExitCode.OK : ExitCode.RUNTIME;
+            out.println("budget                : " + ref.budget().source() + ", width " + ref.budget().width("logits") + " (the hidden width each logit is a reduction over)");
+            verdict = Invariants.decide(Invariants.Mode.FLOAT32, items);
+            out.print(verdict.text());
         }
+        report.put("verdict", verdict.outcome().words().toLowerCase(Locale.ROOT));
+        report.put("decision", verdict.json());
         if (json != null) {
             AtomicWrite.string(json, "--json", new com.fasterxml.jackson.databind.ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(report));
             out.println("json: " + json);
         }
-        return exit;
+        return verdict.exitCode();
+    }
+
+    /** The float32 figures of one array. */
+    private static void text(PrintWriter out, LogitParity.Result r, float[] got, float[] want, int rows) {
+        if (rows == 1) {
+            LogitParity.Position p = r.positions().getFirst();
+            int rank = LogitParity.firstDifferingRank(got, want);
+            out.printf(Locale.ROOT, "max |diff|            : %.6e%n", r.maxAbsDiff());
+            out.printf(Locale.ROOT, "relative to max|ref|  : %.6e   (budget %.2e, %.3gx budget)%n", r.relToMaxRef(), r.budget(), r.ratioToBudget());
+            out.printf(Locale.ROOT, "mean |diff|           : %.6e%n", r.meanAbsDiff());
+            out.printf(Locale.ROOT, "argmax                : engine %d (%.6f), reference %d (%.6f)%s%n", p.engineArgmax(), got[p.engineArgmax()],
+                    p.referenceArgmax(), want[p.referenceArgmax()], p.argmaxEqual() ? "" : "   <- differs");
+            out.printf(Locale.ROOT, "top-10 overlap        : %d/10%n", p.top10Overlap());
+            out.printf(Locale.ROOT, "correlation           : %.9f%n", r.correlation());
+            out.println("first differing rank  : " + (rank < 0 ? "none (the same order over all " + want.length + " ids)" : rank + " (0 = the argmax)"));
+        } else {
+            out.print(r.text());
+        }
+    }
+
+    /**
+     * The file's logits arrays by mode. A candidate dump (folder, manifest.json, .safetensors, .npz) is read and checked
+     * exactly as {@code conform --candidate} does (invariants 2 and 3: made from this reference, only the reference's
+     * arrays, the reference's layers), and every logits array it holds is judged; it needs a reference dump.
+     */
+    private Map<String, LogitFile> files(Reference ref) {
+        Map<String, LogitFile> m = new LinkedHashMap<>();
+        try {
+            if (LogitFile.isCandidate(file)) {
+                if (!ref.dump()) throw usage("refused: " + file + " is a candidate dump; it is judged against the reference dump it was made from (--reference DUMP), not a plain vector");
+                CandidateDump c = CandidateDump.open(LogitFile.candidateRoot(file));
+                Invariants.requireCandidateFits(c, ref.source());
+                for (boolean incremental : new boolean[] {false, true}) {
+                    float[] values = c.logits(incremental);
+                    if (values != null) m.put(incremental ? "incremental" : "full recompute", LogitFile.ofCandidate(c, values, ref.vocab()));
+                }
+                if (m.isEmpty()) throw usage("refused: " + file + ": the candidate holds no logits");
+                return m;
+            }
+            m.put("file", LogitFile.read(file, ref.vocab()));
+            return m;
+        } catch (LogitFile.LogitFileException | ConformException e) {
+            throw usage("refused: " + e.getMessage());
+        }
     }
 
     /** A dump (its budget and ids), or a plain vector read for the config's vocabulary. */
@@ -224,7 +268,7 @@ final class CompareLogitsCommand implements Callable<Integer> {
                 int[] ids = d.ids();
                 float[] logits = d.f32("logits");
                 if (logits.length != (long) ids.length * v) throw usage("refused: the dump's logits hold " + logits.length + " floats, " + ids.length + " x " + v + " expected");
-                return new Reference(d.source() + " (reference dump)", v, ids.length, logits, ids, d.promptIds().length, d.budget());
+                return new Reference(d.source() + " (reference dump)", v, ids.length, logits, ids, d.promptIds().length, d.budget(), d);
             } catch (ConformException e) {
                 throw usage(e.getMessage());
             }
@@ -239,9 +283,11 @@ final class CompareLogitsCommand implements Callable<Integer> {
         } catch (LogitFile.LogitFileException | ConformException e) {
             throw usage("refused reference: " + e.getMessage());
         }
-        Budget b = new Budget(Budget.DEFAULT_EPS32, Budget.DEFAULT_FACTOR, Map.of("logits", v),
-                "the default constants at the config's width V = " + v + " (" + shape.configFile() + "; no dump)");
-        return new Reference(reference + " (" + r.format() + ", plain: no dump)", v, r.rows(), r.values(), null, 0, b);
+        // invariant 6: a logit is a reduction over the hidden width E (the LM head's dot product), not over V
+        int e = config.hiddenSize();
+        Budget b = new Budget(Budget.DEFAULT_EPS32, Budget.DEFAULT_FACTOR, Map.of("logits", e),
+                "the default constants at the config's hidden width E = " + e + " (" + shape.configFile() + "; no dump)");
+        return new Reference(reference + " (" + r.format() + ", plain: no dump)", v, r.rows(), r.values(), null, 0, b, null);
     }
 
     private CommandLine.ParameterException usage(String msg) {

@@ -118,7 +118,7 @@ final class ConformCommand implements Callable<Integer> {
         lossy.validate(spec.commandLine());
         if (lossy.on && scope.experts) throw usage("--lossy grades layers and logits; --experts judges experts by the float32 budget: not together");
         long t0 = System.nanoTime();
-        int failed = 0;
+        k3j.conform.Verdict verdict;
         Conform.Options o = Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search).withLogits(!noLogits);
         try (Conform judge = candidate != null ? Conform.candidate(candidate, o) : planned(model, o, out, err)) {
             Conformance c = judge.conformance();
@@ -134,7 +134,7 @@ final class ConformCommand implements Callable<Integer> {
                 out.flush();
             });
             ConformReport report = judge.report(layers, (System.nanoTime() - t0) / 1e9);
-            failed = report.failing().size();
+            int failed = report.failing().size();
             long kda = layers.stream().filter(r -> r.kind().startsWith("KDA")).count();
             out.println("=".repeat(78));
             out.printf(Locale.ROOT, "LAYERS %s   %d passed, %d failed   (%d KDA, %d MLA)   %.1f s total%n", LayerSelection.format(sel),
@@ -150,7 +150,7 @@ final class ConformCommand implements Callable<Integer> {
             if (first != null) out.println("FIRST DIVERGENCE: " + first.name() + (first.firstDivergence() != null ? " " + first.firstDivergence() : "") + " " + first.finding().tag());
             out.println("=".repeat(78));
             out.println(report.verdict());
-            if (scope.experts) failed += sweep(judge, sel, out);
+            List<ExpertLayerReport> swept = scope.experts ? sweep(judge, sel, out) : List.of();
             if (candidate == null) report(out, judge);
             else k3j.plan.MemInfo.peakRss().ifPresent(p -> out.println("PEAK RSS for the whole run: " + k3j.plan.Human.bytes(p)));
             if (json != null) writeJson(layers, judge);
@@ -158,10 +158,19 @@ final class ConformCommand implements Callable<Integer> {
                 AtomicWrite.string(chart, "--chart", Charts.overview(layers, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
                 out.println("chart: " + chart);
             }
+            List<ConformReport.Logits> logits = new ArrayList<>();
+            ConformReport.Greedy greedy = null;
             if (judge.hasLogits()) {
-                for (boolean incremental : new boolean[] {false, true}) failed += logits(out, judge.logits(incremental));
-                failed += greedy(out, judge.greedy());
+                for (boolean incremental : new boolean[] {false, true}) {
+                    logits.add(judge.logits(incremental));
+                    logits(out, logits.getLast());
+                }
+                greedy = judge.greedy();
+                greedy(out, greedy);
             }
+            verdict = new ConformReport(report.subject(), report.reference(), report.budget(), layers, report.layerSeconds(), swept, logits, greedy).decision();
+            out.println();
+            out.print(verdict.text());
         } catch (k3j.plan.PlanRefused e) {
             err.println(e.getMessage());
             return e.refusal().exitCode();
@@ -170,7 +179,7 @@ final class ConformCommand implements Callable<Integer> {
             return ExitCode.RUNTIME;
         }
         out.printf(Locale.ROOT, "wall time %.1f s%n", (System.nanoTime() - t0) / 1e9);
-        return failed == 0 ? ExitCode.OK : ExitCode.RUNTIME;
+        return verdict.green() ? ExitCode.OK : ExitCode.RUNTIME;
     }
 
     /** --lossy: the graded table of layers and logits, the exit by the thresholds; --json holds the whole table. */
@@ -181,8 +190,7 @@ final class ConformCommand implements Callable<Integer> {
             var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
             AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(java.util.Map.of("lossy", r.json(lossy.maxKl, lossy.minTop1))));
         }
-        Boolean pass = r.passes(lossy.maxKl, lossy.minTop1);
-        return pass == null || pass ? ExitCode.OK : ExitCode.RUNTIME;
+        return r.verdict(lossy.maxKl, lossy.minTop1).exitCode();
     }
 
     /** The model under the memory flags' plan: the preset line, the plan block and what was opened printed as they come. */
@@ -209,8 +217,8 @@ final class ConformCommand implements Callable<Integer> {
                 + (plan != null ? " (plan TOTAL " + k3j.plan.Human.bytes(plan.total()) + ")" : "")));
     }
 
-    /** The expert sweep of the selected MoE layers: one line per layer, every failing expert named; returns the failing layers. */
-    private static int sweep(Conform judge, List<Integer> sel, PrintWriter out) {
+    /** The expert sweep of the selected MoE layers: one line per layer, every failing expert named; returns every layer's report. */
+    private static List<ExpertLayerReport> sweep(Conform judge, List<Integer> sel, PrintWriter out) {
         out.println();
         out.println("===== EXPERT SWEEP (every routed expert on the dump's probes) =====");
         out.println(judge.conformance().expertSweep().describe());
@@ -226,7 +234,7 @@ final class ConformCommand implements Callable<Integer> {
         long failed = rs.stream().filter(r -> !r.conforms()).count();
         out.printf(Locale.ROOT, "EXPERTS %d of %d MoE layers conform; experts checked: %d of %d; %.1f s%n", rs.size() - failed, rs.size(), checked[0], total[0], (System.nanoTime() - t0) / 1e9);
         out.println(failed == 0 ? "VERDICT: EVERY EXPERT CONFORMS" : "VERDICT: EXPERTS OF " + failed + " LAYER(S) DO NOT CONFORM");
-        return (int) failed;
+        return rs;
     }
 
     /** One elementwise logit block; 1 when it does not conform (a candidate without logits: its missing stage). */

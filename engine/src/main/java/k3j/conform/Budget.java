@@ -8,8 +8,9 @@ import k3j.config.ModelConfig;
 /**
  * The rounding budget of the C engine's full-checkpoint conformance (docs/semantics.md §10.7): for a
  * stage's whole array, {@code ratio = max|engine − reference| / max|reference|} must stay under
- * {@code budget = eps32 · sqrt(width) · factor}, width = the compared vector's length (hidden size for the
- * layer stages, vocab size for logits, K for the MoE combine weights). With the default constants eps32 =
+ * {@code budget = eps32 · sqrt(width) · factor}, width = the length of the reduction each compared value is
+ * (hidden size for the layer stages and for the logits, which are the LM head's dot products over E; K for the MoE
+ * combine weights; docs/semantics.md §12, invariant 6). With the default constants eps32 =
  * 1.2e-7 and factor = 50, hidden 7168 gives 5.08e-4: float32 rounding uses ~1e-3 of it, a wrong binding
  * misses by ~1, i.e. by thousands of budgets.
  *
@@ -53,10 +54,10 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
         if (b == null || b.isNull()) {
             JsonNode cfg = d.field("config");
             JsonNode text = cfg.has("text_config") ? cfg.get("text_config") : cfg;
-            int e = need(text, "hidden_size", d), v = need(text, "vocab_size", d);
+            int e = need(text, "hidden_size", d);
             Map<String, Integer> w = new LinkedHashMap<>();
             for (String s : Stage.NAMES) w.put(s, e);
-            w.put("logits", v);
+            w.put("logits", e);   // a logit is the LM head's dot product over the hidden width, not a reduction over V
             if (text.has("num_experts_per_token")) w.put("moe_weight", text.get("num_experts_per_token").asInt());
             return new Budget(DEFAULT_EPS32, DEFAULT_FACTOR, w, "the default constants: the dump states no budget");
         }
@@ -83,7 +84,7 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
     /**
      * Refuses a budget this harness did not derive for {@code c}: constants looser than the harness's defaults (a dump may
      * tighten, never loosen), and any width other than the compared vector's length under the model's config
-     * (hidden size for the layer stages, K for moe_weight, N for moe_choice, V for logits). A dump that sets
+     * (hidden size for the layer stages and the logits, K for moe_weight, N for moe_choice). A dump that sets
      * {@code factor = 1e12} or a width of 2^31 - 1 would pass any model; it is refused naming the field.
      */
     public void check(ModelConfig c, String source) {
@@ -109,7 +110,7 @@ public record Budget(double eps32, double factor, Map<String, Integer> widths, S
         for (String s : Stage.NAMES) w.put(s, c.hiddenSize());
         w.put(Stage.MOE_WEIGHT, c.topK());
         w.put("moe_choice", c.expertCount());
-        w.put("logits", c.vocabSize());
+        w.put("logits", c.hiddenSize());   // the LM head's dot product: each logit is a reduction over E
         return w;
     }
 

@@ -113,7 +113,7 @@ public final class Conformance implements AutoCloseable {
         CandidateDump c = CandidateDump.open(candidate);
         ReferenceDump d = reference != null ? ReferenceDump.open(reference) : ReferenceMatch.locateBySha256(c.referenceSha256(), c.manifest().path("reference").path("dir").asText(""), searchDirs);
         ModelConfig config = ConfigReader.read(withIds(d).field("config"), d.source() + " manifest config");
-        c.checkAgainst(d);
+        Invariants.requireCandidateFits(c, d);
         return new Conformance(null, d, config, null, null, null, null, null, c);
     }
 

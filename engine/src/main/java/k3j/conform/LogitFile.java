@@ -55,6 +55,22 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
         return checked(new LogitFile(path, "raw float32 (--dump-logits)", 1, vocab, floats(ByteBuffer.wrap(b), vocab)));
     }
 
+    /** Whether {@code path} names a candidate dump (a folder, its manifest.json, or a one-file candidate). */
+    public static boolean isCandidate(Path path) {
+        return Files.isDirectory(path) || path.getFileName() != null && path.getFileName().toString().equals("manifest.json") || CandidateFile.isOneFile(path);
+    }
+
+    /** The candidate a path names: the folder for its manifest.json, else the path. */
+    public static Path candidateRoot(Path path) {
+        return !Files.isDirectory(path) && path.getFileName().toString().equals("manifest.json") ? path.toAbsolutePath().getParent() : path;
+    }
+
+    /** One logits array of a candidate, checked like any logit file. */
+    public static LogitFile ofCandidate(CandidateDump c, float[] v, int vocab) {
+        if (v.length % vocab != 0) throw new LogitFileException(c.source() + ": logits hold " + v.length + " floats, not a multiple of V = " + vocab);
+        return checked(new LogitFile(c.source(), "candidate dump (" + c.engine() + ")", v.length / vocab, vocab, v));
+    }
+
     private static LogitFile candidate(Path dir, int vocab) {
         CandidateDump c = CandidateDump.open(dir);
         float[] v = c.logits(false);

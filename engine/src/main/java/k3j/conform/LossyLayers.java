@@ -21,7 +21,12 @@ import k3j.model.LayerStages;
  * only carries an error its input already had does not count; the stage that makes it does. The layer singled out is
  * the one holding the largest growth: a quantised layer sits near 1–10, a wrong binding in one layer far above.
  */
-public record LossyLayers(List<Layer> layers, int worstLayer, String worstStage, double worstGrowth) {
+public record LossyLayers(List<Layer> layers, int worstLayer, String worstStage, double worstGrowth, List<String> refused) {
+    public LossyLayers {
+        layers = List.copyOf(layers);
+        refused = List.copyOf(refused);
+    }
+
     /**
      * One layer: per stage (the eight of FORMAT.md §2.2, in order) NMSE, cosine, excess and growth; NaN where the
      * candidate does not hold the stage; {@code note} says why a layer has none.
@@ -45,7 +50,7 @@ public record LossyLayers(List<Layer> layers, int worstLayer, String worstStage,
         ReferenceDump dump = c.dump();
         int n = Stage.NAMES.size();
         List<double[]> nmse = new ArrayList<>(), cos = new ArrayList<>();
-        List<String> notes = new ArrayList<>(), groups = new ArrayList<>(), kinds = new ArrayList<>();
+        List<String> notes = new ArrayList<>(), groups = new ArrayList<>(), kinds = new ArrayList<>(), refused = new ArrayList<>();
         for (int i : selection) {
             ReferenceDump.LayerInfo info = dump.layer(i);
             double[] e = new double[n], k = new double[n];
@@ -59,6 +64,11 @@ public record LossyLayers(List<Layer> layers, int worstLayer, String worstStage,
                         float[] got = Stage.values()[s].of(st);
                         if (got == null) continue;
                         float[] want = dump.f32("layers." + i + "." + Stage.NAMES.get(s));
+                        String bad = got.length != want.length ? null : Invariants.implausible("L" + i + " " + Stage.NAMES.get(s), got, want, VerdictLimits.shipped());
+                        if (bad != null) {   // invariant 1: never graded
+                            refused.add(bad);
+                            continue;
+                        }
                         double[] m = nmseCosine(got, want);
                         e[s] = m[0];
                         k[s] = m[1];
@@ -97,7 +107,7 @@ public record LossyLayers(List<Layer> layers, int worstLayer, String worstStage,
                 worstStage = ms;
             }
         }
-        return new LossyLayers(List.copyOf(out), worst, worstStage < 0 ? null : Stage.NAMES.get(worstStage), worstGrowth);
+        return new LossyLayers(out, worst, worstStage < 0 ? null : Stage.NAMES.get(worstStage), worstGrowth, refused);
     }
 
     /** {NMSE, cosine} of two arrays (NMSE infinite and cosine NaN when the reference is all zero and the candidate not). */
@@ -124,6 +134,7 @@ public record LossyLayers(List<Layer> layers, int worstLayer, String worstStage,
 
     /** The line naming the layer singled out. */
     public String worstLine() {
+        if (!refused.isEmpty()) return "REFUSED (invariant 1): " + String.join("; ", refused);
         if (worstLayer < 0) return "LARGEST ERROR GROWTH: none (no stage to grade)";
         Layer l = layers.stream().filter(x -> x.layer() == worstLayer).findFirst().orElseThrow();
         int s = Stage.NAMES.indexOf(worstStage);
@@ -173,6 +184,7 @@ public record LossyLayers(List<Layer> layers, int worstLayer, String worstStage,
             rows.add(o);
         }
         m.put("layers", rows);
+        m.put("refused", refused);
         return m;
     }
 

@@ -100,15 +100,6 @@ public record LossyLogits(List<Row> positions, double meanKl, double medianKl, d
         return (int) positions.stream().filter(Row::sameTop1).count();
     }
 
-    /**
-     * The verdict by the thresholds the user gave (null = not given): mean KL at most {@code maxKl}, same top-1 at
-     * least {@code minTop1} percent. Null when neither is given (graded, not judged).
-     */
-    public Boolean passes(Double maxKl, Double minTop1) {
-        if (maxKl == null && minTop1 == null) return null;
-        return (maxKl == null || meanKl <= maxKl) && (minTop1 == null || sameTop1 >= minTop1);
-    }
-
     /** The summary and the per-position table. */
     public String text() {
         StringBuilder sb = new StringBuilder();

@@ -1,0 +1,202 @@
+package k3j.conform;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The one decision every verdict goes through, and the invariants it enforces (docs/semantics.md §12, numbered
+ * there as here). Entry points gather {@link Item}s — what they judged and how it came out — and {@link #decide}
+ * turns them into a {@link Verdict}; the checks below run before anything is graded, in the same order for every
+ * entry point (conform, conform --lossy, compare-logits, the API, the gates).
+ */
+public final class Invariants {
+    private Invariants() {}
+
+    /** How one judged item came out. */
+    public enum Status { PASS, FAIL, NOT_JUDGED, REFUSED }
+
+    /** float32 (the rounding budget) or lossy (graded by thresholds). */
+    public enum Mode { FLOAT32, LOSSY }
+
+    /** One thing a verdict covers: what it is, how it came out, and why when not PASS. */
+    public record Item(String what, Status status, String why) {
+        public static Item pass(String what) {
+            return new Item(what, Status.PASS, "");
+        }
+
+        public static Item fail(String what, String why) {
+            return new Item(what, Status.FAIL, why);
+        }
+
+        public static Item notJudged(String what, String why) {
+            return new Item(what, Status.NOT_JUDGED, why);
+        }
+
+        public static Item refused(String what, String why) {
+            return new Item(what, Status.REFUSED, why);
+        }
+
+        String line() {
+            return why.isEmpty() ? what : what + ": " + why;
+        }
+    }
+
+    /**
+     * The decision. REFUSED when any item broke an invariant; else INCOMPLETE when anything planned was not judged
+     * or nothing was judged at all; else DOES NOT CONFORM / OUTSIDE when any item failed; else CONFORMS / WITHIN.
+     */
+    public static Verdict decide(Mode mode, List<Item> items) {
+        List<String> findings = new ArrayList<>(), judged = new ArrayList<>(), notJudged = new ArrayList<>();
+        boolean refused = false, failed = false;
+        for (Item i : items) {
+            switch (i.status()) {
+                case PASS -> judged.add(i.what());
+                case FAIL -> {
+                    judged.add(i.what());
+                    findings.add(i.line());
+                    failed = true;
+                }
+                case NOT_JUDGED -> notJudged.add(i.line());
+                case REFUSED -> {
+                    findings.add(i.line());
+                    refused = true;
+                }
+            }
+        }
+        if (judged.isEmpty() && notJudged.isEmpty() && !refused) notJudged.add("nothing: no item was judged");
+        Verdict.Outcome o = refused ? Verdict.Outcome.REFUSED
+                : !notJudged.isEmpty() ? Verdict.Outcome.INCOMPLETE
+                : failed ? (mode == Mode.LOSSY ? Verdict.Outcome.OUTSIDE : Verdict.Outcome.DOES_NOT_CONFORM)
+                : mode == Mode.LOSSY ? Verdict.Outcome.WITHIN : Verdict.Outcome.CONFORMS;
+        return new Verdict(o, findings, judged, notJudged);
+    }
+
+    /**
+     * Invariant 1: every value entering a verdict is finite and within {@code magnitude_multiple} · max|reference| of
+     * its array ({@link VerdictLimits}); anything else is refused, never graded (a saturated 3.4e38 row would give
+     * KL 0 through log-softmax cancellation). Returns the refusal's reason, or null.
+     */
+    public static String implausible(String what, float[] candidate, float[] reference, VerdictLimits limits) {
+        double refMax = 0;
+        for (float r : reference) {
+            if (!Float.isFinite(r)) return what + ": the reference holds " + r;
+            refMax = Math.max(refMax, Math.abs(r));
+        }
+        double bound = limits.magnitudeMultiple() * refMax;
+        for (int j = 0; j < candidate.length; j++) {
+            float x = candidate[j];
+            if (!Float.isFinite(x)) return what + ": value " + j + " is " + x + " (non-finite)";
+            if (Math.abs(x) > bound) {
+                return String.format(Locale.ROOT, "%s: value %d is %.4g, beyond %.4g x max|reference| = %.4g (implausible magnitude)", what, j, x,
+                        limits.magnitudeMultiple(), refMax, bound);
+            }
+        }
+        return null;
+    }
+
+    /** {@link #implausible} as a refusal (a {@link ConformException} naming invariant 1). */
+    public static void requirePlausible(String what, float[] candidate, float[] reference, VerdictLimits limits) {
+        String why = implausible(what, candidate, reference, limits);
+        if (why != null) throw new ConformException(why.contains("non-finite") ? Finding.NON_FINITE : Finding.REFERENCE_MISMATCH, "refused (invariant 1): " + why);
+    }
+
+    /**
+     * Invariants 2 and 3: a candidate is read and checked the same way by every entry point before any of its values is
+     * used: made from this reference (manifest sha256), holding only arrays the reference defines with its dtypes and
+     * shapes, and listing only layers the reference has (index in range) with the reference's mixer and MLP.
+     */
+    public static void requireCandidateFits(CandidateDump candidate, ReferenceDump reference) {
+        candidate.checkAgainst(reference);
+        int n = reference.layerCount();
+        List<String> problems = new ArrayList<>();
+        JsonNode layers = candidate.manifest().path("layers");
+        for (int k = 0; k < layers.size(); k++) {
+            JsonNode l = layers.get(k);
+            long index = l.path("index").asLong();
+            if (index < 0 || index >= n) {
+                problems.add("layers[" + k + "].index " + index + " is outside the reference's 0.." + (n - 1));
+                continue;
+            }
+            ReferenceDump.LayerInfo info = reference.layer((int) index);
+            String mixer = l.path("mixer").asText(""), mlp = l.path("mlp").asText("");
+            if (!mixer.isEmpty() && !mixer.equalsIgnoreCase(info.mixer())) {
+                problems.add("layers[" + k + "] (layer " + index + ").mixer is '" + mixer + "', the reference's is '" + info.mixer().toLowerCase(Locale.ROOT) + "'");
+            }
+            if (!mlp.isEmpty() && !mlp.equals(info.mlp())) problems.add("layers[" + k + "] (layer " + index + ").mlp is '" + mlp + "', the reference's is '" + info.mlp() + "'");
+        }
+        if (!problems.isEmpty()) {
+            throw ReferenceDump.mismatch("refused (invariant 3): " + candidate.source() + ": the candidate's layers are not the reference's: "
+                    + String.join("; ", problems.subList(0, Math.min(8, problems.size()))));
+        }
+    }
+
+    /**
+     * Invariant 4: a lossy grade's layer items. A layer the candidate could not give is not judged; a layer whose error
+     * growth is past {@code growth_limit} carries a binding signature (one layer's stage far outside its kind) and fails.
+     */
+    public static List<Item> lossyLayers(LossyLayers layers, VerdictLimits limits) {
+        List<Item> items = new ArrayList<>();
+        for (String r : layers.refused()) items.add(Item.refused("layer stage", r));
+        for (LossyLayers.Layer l : layers.layers()) {
+            String what = "L" + l.layer() + " " + l.kind();
+            if (!l.note().isEmpty()) {
+                items.add(Item.notJudged(what, l.note()));
+                continue;
+            }
+            boolean held = false;
+            for (double x : l.nmse()) held |= !Double.isNaN(x);
+            if (!held) {
+                items.add(Item.notJudged(what, "the candidate holds no stage of it"));
+                continue;
+            }
+            double g = l.maxGrowth();
+            if (!(g <= limits.growthLimit())) {
+                items.add(Item.fail(what, String.format(Locale.ROOT, "binding signature: error growth %.3g at %s, past the limit %.3g of a lossy port",
+                        g, Stage.NAMES.get(Math.max(0, l.maxGrowthStage())), limits.growthLimit())));
+            } else {
+                items.add(Item.pass(what));
+            }
+        }
+        return items;
+    }
+
+    /**
+     * Invariants 4 and 5: one logits array graded by KL. Thresholds not given take the shipped defaults (nothing is
+     * graded without a line to cross); a mean KL near 0 with top-1 agreement far below 100 % contradicts itself and fails.
+     */
+    public static Item lossyLogits(String what, LossyLogits l, Double maxKl, Double minTop1, VerdictLimits limits) {
+        double kl = maxKl != null ? maxKl : limits.defaultMaxKl(), top1 = minTop1 != null ? minTop1 : limits.defaultMinTop1();
+        if (l.meanKl() <= limits.klNearZero() && l.sameTop1() < limits.contradictionTop1()) {
+            return Item.fail(what, String.format(Locale.ROOT, "contradiction: mean KL %.3g (near 0) with same top-1 %.1f%% (below %.4g%%)",
+                    l.meanKl(), l.sameTop1(), limits.contradictionTop1()));
+        }
+        List<String> why = new ArrayList<>();
+        if (!(l.meanKl() <= kl)) why.add(String.format(Locale.ROOT, "mean KL %.4g > %.4g", l.meanKl(), kl));
+        if (!(l.sameTop1() >= top1)) why.add(String.format(Locale.ROOT, "same top-1 %.2f%% < %.4g%%", l.sameTop1(), top1));
+        return why.isEmpty() ? Item.pass(what) : Item.fail(what, String.join(", ", why));
+    }
+
+    /**
+     * A float32 logits comparison: within budget (and the generated span's argmax the next id); with {@code everyArgmax}
+     * (compare-logits' documented rule) also every position's argmax equal.
+     */
+    public static Item float32Logits(String what, LogitParity.Result r, boolean everyArgmax) {
+        Finding f = r.finding();
+        if (f == Finding.NON_FINITE) return Item.refused(what, "refused (invariant 1): a non-finite logit");
+        if (f != Finding.CONFORMS) return Item.fail(what, f.tag() + String.format(Locale.ROOT, " %.3gx the logits budget", r.ratioToBudget()));
+        if (everyArgmax && r.argmaxEqual() != r.rows()) return Item.fail(what, Finding.ROUNDING_DRIFT.tag() + " argmax differs at " + (r.rows() - r.argmaxEqual()) + " of " + r.rows() + " positions");
+        return Item.pass(what);
+    }
+
+    /** A float32 layer: a pass, a stage the candidate does not hold (not judged), a non-finite stage (refused), or a failure. */
+    public static Item layer(LayerReport r) {
+        if (r.conforms()) return Item.pass(r.name());
+        return switch (r.finding()) {
+            case MISSING_STAGE -> Item.notJudged(r.name(), r.message());
+            case NON_FINITE -> Item.refused(r.name(), "refused (invariant 1): " + r.message());
+            default -> Item.fail(r.name(), r.message());
+        };
+    }
+}
