@@ -121,7 +121,7 @@ function prepare(dir, storyFile, historyFile) {
       catches.push({ ...c, id: r.reportId, gate: /(\w+Gate)\./.exec(r.fullName ?? "")?.[1] ?? "-", failed: failed(r) });
     }
   }
-  const KINDS = ["torch mutant", "binding mutant", "expert corruption", "tampered dump"];
+  const KINDS = ["torch mutant", "wrong port", "binding mutant", "expert corruption", "tampered dump"];
   catches.sort((a, b) => KINDS.indexOf(a.kind) - KINDS.indexOf(b.kind) || a.gate.localeCompare(b.gate) || a.planted.localeCompare(b.planted));
 
   const hasStory = story.length > 0;

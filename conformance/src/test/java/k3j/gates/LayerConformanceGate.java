@@ -98,7 +98,8 @@ class LayerConformanceGate {
         Evidence.json("stage metrics", metrics(r, c, diagnosis));
         Evidence.text("verdict", r.line());
         if (diagnosis != null) Evidence.text("bisect", diagnosis);
-        if (!r.conforms()) fail(failure(r, diagnosis));
+        k3j.conform.Verdict v = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, List.of(k3j.conform.Invariants.layer(r)));
+        if (!v.green()) fail(failure(r, diagnosis));
     }
 
     /** The report's label holding a layer's worst ratio to budget (kept in the report's history for the trend). */

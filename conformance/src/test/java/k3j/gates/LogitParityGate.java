@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.qameta.allure.Allure;
 import io.qameta.allure.Epic;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import k3j.conform.Charts;
 import k3j.conform.Conformance;
@@ -22,7 +23,7 @@ import org.junit.jupiter.api.Test;
  * full-recompute path and by the incremental one (prefill the prompt, then one token at a time through the KV
  * cache and the carried KDA state), and greedy generation gives the reference's ids.
  *
- * <p>Metric: max|diff| / max|ref| over all positions against budget = eps32 · sqrt(vocab) · factor (the dump's
+ * <p>Metric: max|diff| / max|ref| over all positions against budget = eps32 · sqrt(hidden) · factor (each logit a dot product over the hidden width; the dump's
  * manifest), plus the C engine's logit-comparison figures (docs/semantics.md §10.7) (max and mean |diff|, correlation, top-10 overlap, argmax per
  * position). The rows that produced the greedy ids must pick exactly the next id.
  */
@@ -97,11 +98,13 @@ class LogitParityGate {
         Allure.addAttachment("engine vs reference logits", "image/svg+xml", svg, ".svg");
         Allure.descriptionHtml("<p><b>" + (r.finding() == Finding.CONFORMS ? "Conforms" : r.finding().tag()) + "</b>: max|diff| / max|ref| = "
                 + Evidence.format(r.relToMaxRef()) + " = " + Evidence.format(r.ratioToBudget()) + "x the budget " + Evidence.format(r.budget())
-                + " (eps32 x sqrt(vocab) x factor); argmax equal at " + r.argmaxEqual() + "/" + r.rows() + " positions.</p>"
+                + " (eps32 x sqrt(hidden) x factor: each logit is a dot product over the hidden width); argmax equal at " + r.argmaxEqual() + "/" + r.rows() + " positions.</p>"
                 + "<img alt=\"engine vs reference logits\" style=\"max-width:100%\" src=\"data:image/svg+xml;base64,"
                 + java.util.Base64.getEncoder().encodeToString(svg.getBytes(java.nio.charset.StandardCharsets.UTF_8)) + "\"/>");
         Finding f = r.finding();
-        if (f != Finding.CONFORMS) {
+        k3j.conform.Verdict v = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, List.of(k3j.conform.Invariants.float32Logits("logits (" + r.mode() + ")", r, false)));
+        Evidence.json("verdict", v.json());
+        if (!v.green()) {
             fail(f.tag() + " logits (" + r.mode() + "): max|diff| / max|ref| = " + Evidence.format(r.relToMaxRef()) + " = " + Evidence.format(r.ratioToBudget())
                     + "x budget " + Evidence.format(r.budget()) + (r.spanArgmaxWrong().isEmpty() ? "" : "; " + String.join("; ", r.spanArgmaxWrong())));
         }

@@ -30,6 +30,7 @@ import k3j.conform.Stage;
 import k3j.conform.Verdict;
 import k3j.conform.VerdictLimits;
 import k3j.harness.CandidateFixture;
+import k3j.harness.Caught;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.model.Assembly;
@@ -452,6 +453,50 @@ class VerdictInvariantsGate {
             assertEquals(outside ? 1 : 0, againstPlain.exit(), why + ", plain reference:\n" + againstPlain.output());
             assertEquals(outside ? 1 : 0, againstDump.exit(), why + ", dump:\n" + againstDump.output());
         });
+    }
+
+    @Test
+    @Feature("the catches page")
+    @DisplayName("the new wrong ports are caught: a lossy port with saturated logits, a lossy port with one layer's attn_out bound from another layer, a NaN stage")
+    void theNewWrongPortsAreCaught() {
+        SplittableRandom r = new SplittableRandom(0xCA7L);
+        int a, b;
+        do {
+            a = r.nextInt(ref.layerCount());
+            b = r.nextInt(ref.layerCount());
+        } while (b == a || !build(a).equals(build(b)) || buildSize(b) < 3);
+        int nanLayer = r.nextInt(ref.layerCount());
+        List<Object[]> ports = List.of(
+                new Object[] {"a lossy port whose logits saturate at 3.4e38 (KL 0 by log-softmax cancellation)", null, "logits"},
+                new Object[] {"a lossy port with L" + b + " attn_out bound from L" + a, b, "attn_out"},
+                new Object[] {"a lossy port with a NaN in L" + nanLayer + " mlp_out", nanLayer, "mlp_out"});
+        List<String> missed = new ArrayList<>();
+        for (int k = 0; k < ports.size(); k++) {
+            CandidateFixture c = lossy(r, 1e-3);
+            switch (k) {
+                case 0 -> {
+                    Arrays.fill(c.f32("logits"), Float.MAX_VALUE);
+                    Arrays.fill(c.f32("logits_incremental"), Float.MAX_VALUE);
+                }
+                case 1 -> c.arrays.put("layers." + b + ".attn_out", c.arrays.get("layers." + a + ".attn_out").copy());
+                default -> c.f32("layers." + nanLayer + ".mlp_out")[r.nextInt(c.f32("layers." + nanLayer + ".mlp_out").length)] = Float.NaN;
+            }
+            Object[] port = ports.get(k);
+            String planted = (String) port[0];
+            Verdict v;
+            try (Conformance judged = Conformance.candidate(write(c, "port-" + k), Path.of(dump), List.of())) {
+                v = LossyReport.of(judged, all(), true).verdict(null, null);
+            }
+            Evidence.text(planted, v.text());
+            boolean named = v.findings().stream().anyMatch(f -> f.contains((String) port[2]) && (port[1] == null || f.contains("L" + port[1] + " ")));
+            if (v.green() || !named) {
+                Caught.missed("wrong port", planted).attach();
+                missed.add(planted + ": " + v.line());
+            } else {
+                new Caught("wrong port", planted, (Integer) port[1], (String) port[2], v.outcome().words(), null).attach();
+            }
+        }
+        assertTrue(missed.isEmpty(), "not caught, or caught at another layer or stage: " + missed);
     }
 
     // ---------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ public final class LogitParity {
 
     /**
      * @param relToMaxRef       max|diff| / max|ref| over all rows ("relative to max|ref|")
-     * @param budget            eps32 · sqrt(vocab) · factor
+     * @param budget            eps32 · sqrt(hidden) · factor (each logit a dot product over the hidden width)
      * @param argmaxEqual       positions whose argmax agrees, of {@code rows}
      * @param spanArgmaxWrong   rows NP−1 … T−2 (they produced the greedy ids) whose argmax is not the next id: must be none
      */

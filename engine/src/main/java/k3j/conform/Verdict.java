@@ -63,9 +63,12 @@ public record Verdict(Outcome outcome, List<String> findings, List<String> judge
         return outcome == Outcome.REFUSED ? 2 : outcome.green() ? 0 : 1;
     }
 
-    /** "VERDICT: ..." and the first finding. */
+    private static final java.util.regex.Pattern TAG = java.util.regex.Pattern.compile("\\[[a-z0-9 -]+\\]");
+
+    /** "VERDICT: DOES NOT CONFORM [binding error]": the outcome and the first finding's category tag, when it has one (the findings are listed above it). */
     public String line() {
-        return "VERDICT: " + outcome.words() + (findings.isEmpty() ? "" : " (" + findings.getFirst() + (findings.size() > 1 ? "; +" + (findings.size() - 1) + " more" : "") + ")");
+        java.util.regex.Matcher m = findings.isEmpty() ? null : TAG.matcher(findings.getFirst());
+        return "VERDICT: " + outcome.words() + (m != null && m.find() ? " " + m.group() : "");
     }
 
     /** The verdict block: the line, every finding, and what was not judged. */
