@@ -48,7 +48,7 @@ import picocli.CommandLine.Parameters;
                 "compared as they are. NOT checked then: the prompt (a plain vector does not say which ids it followed), any layer, the greedy",
                 "ids, which weights the reference was made from; a dump checks its own budget constants and gives each row its position and id.",
                 "--lossy: KL(ref||cand) of the softmax per position, same top-1, dp of the reference's top token, its rank; mean/median/p99/max",
-                "KL, %% same top-1, RMS dp (llama.cpp's KL-divergence convention); exit by --max-kl (mean KL, nats) and --min-top1 (percent), default 0.5 and 50.",
+                "KL, %% same top-1, RMS dp (llama.cpp's KL-divergence convention); exit by --max-kl (mean KL, nats) and --min-top1 (percent), default 0.5 and 25.",
                 "A candidate dump is checked as conform --candidate checks it, and every logits array it holds is judged. Any value non-finite or",
                 "past 16x max|reference| is refused (docs/semantics.md section 10.10).",
                 "Exit codes: 0 within budget and the same argmax (--lossy: within the thresholds), 1 not (or incomplete),",
@@ -232,6 +232,7 @@ final class CompareLogitsCommand implements Callable<Integer> {
                 if (!ref.dump()) throw usage("refused: " + file + " is a candidate dump; it is judged against the reference dump it was made from (--reference DUMP), not a plain vector");
                 CandidateDump c = CandidateDump.open(LogitFile.candidateRoot(file));
                 Invariants.requireCandidateFits(c, ref.source());
+                Invariants.requireReferenceLayers(c, ref.source());
                 for (boolean incremental : new boolean[] {false, true}) {
                     float[] values = c.logits(incremental);
                     if (values != null) m.put(incremental ? "incremental" : "full recompute", LogitFile.ofCandidate(c, values, ref.vocab()));

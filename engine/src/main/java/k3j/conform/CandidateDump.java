@@ -163,6 +163,11 @@ public final class CandidateDump {
         return entry(i).path("mixer").asText("").toUpperCase(java.util.Locale.ROOT);
     }
 
+    /** The MLP the engine ran layer {@code i} with ("dense" / "moe"; "" when it does not say). */
+    public String mlp(int i) {
+        return entry(i).path("mlp").asText("");
+    }
+
     private JsonNode entry(int i) {
         for (JsonNode l : files.field("layers")) if (l.path("index").asInt(-1) == i) return l;
         return com.fasterxml.jackson.databind.node.MissingNode.getInstance();

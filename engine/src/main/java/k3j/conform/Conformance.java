@@ -317,6 +317,10 @@ public final class Conformance implements AutoCloseable {
         if (!mixer.isEmpty() && !mixer.equals(info.mixer())) {
             return new LayerRun.Failed(LayerReport.notRun(i, kind, Finding.BINDING_ERROR, Finding.BINDING_ERROR.tag() + head + "the engine ran it as " + mixer + ", the reference's layer is " + info.mixer(), 0));
         }
+        String mlp = candidate.mlp(i);
+        if (!mlp.isEmpty() && !mlp.equals(info.mlp())) {   // invariant 3: layer 0 of the release is dense; a port running it as moe is wrong there
+            return new LayerRun.Failed(LayerReport.notRun(i, kind, Finding.BINDING_ERROR, Finding.BINDING_ERROR.tag() + head + "the engine ran its MLP as " + mlp + ", the reference's is " + info.mlp(), 0));
+        }
         return new LayerRun.Ran(candidate.stages(i, tokens), 0);
     }
 

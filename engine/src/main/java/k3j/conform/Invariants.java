@@ -105,7 +105,9 @@ public final class Invariants {
     /**
      * Invariants 2 and 3: a candidate is read and checked the same way by every entry point before any of its values is
      * used: made from this reference (manifest sha256), holding only arrays the reference defines with its dtypes and
-     * shapes, and listing only layers the reference has (index in range) with the reference's mixer and MLP.
+     * shapes, and listing only layers the reference has (index within 0..L-1). A layer listed with another mixer or MLP
+     * than the reference's is judged where layers are judged ({@code conform}: that layer's [binding error]); a
+     * comparison that judges the logits alone refuses it ({@link #requireReferenceLayers}).
      */
     public static void requireCandidateFits(CandidateDump candidate, ReferenceDump reference) {
         candidate.checkAgainst(reference);
@@ -113,19 +115,34 @@ public final class Invariants {
         List<String> problems = new ArrayList<>();
         JsonNode layers = candidate.manifest().path("layers");
         for (int k = 0; k < layers.size(); k++) {
+            long index = layers.get(k).path("index").asLong();
+            if (index < 0 || index >= n) problems.add("layers[" + k + "].index " + index + " is outside the reference's 0.." + (n - 1));
+        }
+        refuse(candidate, problems);
+    }
+
+    /**
+     * Invariant 3 for a comparison that judges no layer (compare-logits): a candidate whose manifest gives a layer another
+     * mixer or MLP than the reference's ran another model; its logits are refused, not judged apart from the layer
+     * {@code conform --candidate} fails.
+     */
+    public static void requireReferenceLayers(CandidateDump candidate, ReferenceDump reference) {
+        List<String> problems = new ArrayList<>();
+        JsonNode layers = candidate.manifest().path("layers");
+        for (int k = 0; k < layers.size(); k++) {
             JsonNode l = layers.get(k);
-            long index = l.path("index").asLong();
-            if (index < 0 || index >= n) {
-                problems.add("layers[" + k + "].index " + index + " is outside the reference's 0.." + (n - 1));
-                continue;
-            }
-            ReferenceDump.LayerInfo info = reference.layer((int) index);
+            int index = (int) l.path("index").asLong();
+            ReferenceDump.LayerInfo info = reference.layer(index);
             String mixer = l.path("mixer").asText(""), mlp = l.path("mlp").asText("");
             if (!mixer.isEmpty() && !mixer.equalsIgnoreCase(info.mixer())) {
-                problems.add("layers[" + k + "] (layer " + index + ").mixer is '" + mixer + "', the reference's is '" + info.mixer().toLowerCase(Locale.ROOT) + "'");
+                problems.add("layer " + index + " ran as mixer '" + mixer + "', the reference's is '" + info.mixer().toLowerCase(Locale.ROOT) + "'");
             }
-            if (!mlp.isEmpty() && !mlp.equals(info.mlp())) problems.add("layers[" + k + "] (layer " + index + ").mlp is '" + mlp + "', the reference's is '" + info.mlp() + "'");
+            if (!mlp.isEmpty() && !mlp.equals(info.mlp())) problems.add("layer " + index + " ran with mlp '" + mlp + "', the reference's is '" + info.mlp() + "'");
         }
+        refuse(candidate, problems);
+    }
+
+    private static void refuse(CandidateDump candidate, List<String> problems) {
         if (!problems.isEmpty()) {
             throw ReferenceDump.mismatch("refused (invariant 3): " + candidate.source() + ": the candidate's layers are not the reference's: "
                     + String.join("; ", problems.subList(0, Math.min(8, problems.size()))));
