@@ -357,7 +357,7 @@ public final class Engine implements AutoCloseable {
             g = r.generation();
             spec = new Generated.Speculation(Math.min(s.speculative(), Speculative.MAX_DRAFT), r.verifications(), r.drafted(), r.accepted());
         } else {
-            Sampler sampler = new Sampler(s.sampling(), 0);
+            Sampler sampler = new Sampler(s.sampling().sampler(), 0);
             g = Generation.run(forward, fed, s.maxTokens(), state, (l, v) -> sampler.next(l, 0, v), false, listener::token, stop);
         }
         int[] ids = g.generated();
@@ -415,7 +415,7 @@ public final class Engine implements AutoCloseable {
     }
 
     /** A chat over this engine (needs a tokenizer with the K3 chat markers). */
-    public Chat chat(k3j.chat.History history, k3j.chat.Thinking thinking, Sampler.Settings sampling) {
+    public Chat chat(History history, Thinking thinking, Sampling sampling) {
         return new Chat(this, history, thinking, sampling);
     }
 

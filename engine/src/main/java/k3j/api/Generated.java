@@ -23,6 +23,14 @@ public record Generated(int[] prompt, int[] ids, String text, Stop stop, double[
         }
     }
 
+    /** One line: how many ids, why it stopped, and the text (shortened) or the first ids. */
+    @Override
+    public String toString() {
+        String shown = text != null ? "\"" + (text.length() > 60 ? text.substring(0, 57) + "..." : text) + "\""
+                : java.util.Arrays.toString(java.util.Arrays.copyOf(ids, Math.min(ids.length, 12))) + (ids.length > 12 ? "..." : "");
+        return "Generated[" + ids.length + " id(s) after a prompt of " + prompt.length + ", stopped: " + stop + ", " + shown + "]";
+    }
+
     public double seconds() {
         double s = 0;
         for (double x : stepSeconds) s += x;

@@ -466,7 +466,8 @@ final class RunCommand implements Callable<Integer> {
                 }
                 o.printf("resumed %d positions from %s; this prompt continues them%n", from.positions(), text.loadState);
             }
-            k3j.api.Settings settings = new k3j.api.Settings(session.sampling(), gen, !ignoreEos, incremental, specDraft);
+            k3j.sample.Sampler.Settings s = session.sampling();
+            k3j.api.Settings settings = new k3j.api.Settings(new k3j.api.Sampling(s.temperature(), s.topP(), s.topK(), s.seed()), gen, !ignoreEos, incremental, specDraft);
             int eos = ignoreEos ? -1 : engine.eos();
             int fedLength = (from != null ? from.pending().length : 0) + promptIds.length;
             StepTable table = new StepTable();
@@ -474,8 +475,8 @@ final class RunCommand implements Callable<Integer> {
             double[] expertReadSeconds = {0};
             if (cache != null) cache.resetStep();
             Streamed shown = new Streamed(stdout, engine.tokenizer(), eos);
-            try (StopSignals signals = new StopSignals(s -> {
-                err.println(s);
+            try (StopSignals signals = new StopSignals(line -> {
+                err.println(line);
                 err.flush();
             })) {
                 o.println(StepTable.HEADER);
@@ -587,7 +588,11 @@ final class RunCommand implements Callable<Integer> {
 
     /** The chat loop over this run's engine. */
     private int chat(k3j.api.Engine engine, PrintWriter err) throws IOException {
-        ChatLoop loop = new ChatLoop(engine.chat(session.history(), session.thinking(), session.sampling()), text, gen, System.out, err);
+        k3j.sample.Sampler.Settings s = session.sampling();
+        k3j.api.Chat chat = engine.chat(new k3j.api.History(session.history().messages().stream().map(m -> new k3j.api.History.Message(
+                        k3j.api.History.Role.valueOf(m.role().name()), m.content(), m.reasoning())).toList()),
+                new k3j.api.Thinking(session.thinking().on(), session.thinking().effort()), new k3j.api.Sampling(s.temperature(), s.topP(), s.topK(), s.seed()));
+        ChatLoop loop = new ChatLoop(chat, text, gen, System.out, err);
         try {
             if (text.loadState != null) loop.resume();
             return loop.run(prompt, System.in);

@@ -53,6 +53,12 @@ public record LayerReport(int layer, String kind, List<StageMetric> stages, Rout
         return finding.passes();
     }
 
+    /** "L37 MLA: conforms", or the layer's name and its one-line reason. */
+    @Override
+    public String toString() {
+        return name() + ": " + (finding == Finding.CONFORMS ? "conforms" : message);
+    }
+
     /** "L37 MLA". */
     public String name() {
         return "L" + layer + " " + kind;
