@@ -53,10 +53,13 @@ public record LayerReport(int layer, String kind, List<StageMetric> stages, Rout
         return finding.passes();
     }
 
-    /** "L37 MLA: conforms", or the layer's name and its one-line reason. */
+    /** One short line: "L37 MLA: conforms", or "L4 KDA: [binding error] first at attn_out, worst stage 3.23e+05x its budget" (the message has the rest). */
     @Override
     public String toString() {
-        return name() + ": " + (finding == Finding.CONFORMS ? "conforms" : message);
+        if (finding == Finding.CONFORMS) return name() + ": conforms";
+        String first = firstDivergence();
+        return name() + ": " + finding.tag() + (first != null ? " first at " + first : "")
+                + (stages.isEmpty() ? "" : String.format(Locale.ROOT, ", worst stage %.3gx its budget", worstRatioToBudget()));
     }
 
     /** "L37 MLA". */
