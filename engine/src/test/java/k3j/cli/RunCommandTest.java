@@ -94,7 +94,6 @@ class RunCommandTest {
         String m = tiny().toString(), out = dir.resolve("x.json").toString();
         assertEquals(2, run(m).code(), "no prompt source");
         assertEquals(2, run(m, "--ids", "1", "--prompt", "hi").code(), "two prompt sources");
-        assertEquals(2, run(m, "--prompt", "hi", "--tok", dir.resolve("none").toString()).code(), "needs a tokenizer (the model folder's is the default)");
         Run oov = run(m, "--ids", "1,256", "--out", out);
         assertEquals(2, oov.code());
         assertTrue(oov.err().contains("token id 256 is outside the vocabulary of 256"), oov.err());
