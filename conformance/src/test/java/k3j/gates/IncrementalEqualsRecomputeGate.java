@@ -35,10 +35,10 @@ import org.junit.jupiter.params.provider.MethodSource;
 class IncrementalEqualsRecomputeGate {
     static Stream<Arguments> runs() {
         return Stream.of(
-                Arguments.of("tiny-k3", "greedy, 64 ids past the end of sequence", List.of("--ids", "250,17,101,3,199,64", "--gen", "64", "--ignore-eos")),
-                Arguments.of("tiny-k3", "sampled (temperature 1.5, top-k 40), text", List.of("--prompt", "hello there", "--gen", "48", "--temperature", "1.5",
+                Arguments.of("tiny-k3", "greedy, 32 ids past the end of sequence", List.of("--ids", "250,17,101,3,199,64", "--gen", "32", "--ignore-eos")),
+                Arguments.of("tiny-k3", "sampled (temperature 1.5, top-k 40), text", List.of("--prompt", "hello there", "--gen", "24", "--temperature", "1.5",
                         "--top-k", "40", "--seed", "7", "--ignore-eos")),
-                Arguments.of("mini-k3-93", "greedy, 93 layers", List.of("--ids", "1,2,3,4,5", "--gen", "12")));
+                Arguments.of("mini-k3-93", "greedy, 93 layers", List.of("--ids", "1,2,3,4,5", "--gen", "8")));
     }
 
     private record Run(int exit, String out, String err, JsonNode json, byte[] logits) {}
