@@ -5,7 +5,7 @@ import java.lang.foreign.Arena;
 /**
  * The kernels at real width, back to back, as ci/bench-boxing runs them under JFR: each round is one bf16
  * 7168 x 12288 matvec, one 8-token product of the same matrix, the 16 experts' 48 MXFP4 matvecs and the same for 4
- * tokens. Prints {@code ROUND r START epoch-ms END epoch-ms <kernel> ms ...} so the script can sort JFR's allocation
+ * tokens, one KDA step of 96 heads (128 x 128 state). Prints {@code ROUND r START epoch-ms END epoch-ms <kernel> ms ...} so the script can sort JFR's allocation
  * samples into rounds.
  *
  * <p>usage: BoxingBench ROUNDS THREADS
@@ -22,6 +22,8 @@ public final class BoxingBench {
             PeerInputs.Expert[] experts = PeerInputs.experts();
             float[] xh = PeerInputs.x(PeerInputs.HID * 4, 31), xi = PeerInputs.x(PeerInputs.INTER * 4, 32);
             float[] ye = new float[PeerInputs.HID * 4];
+            PeerInputs.KdaInputs kda = PeerInputs.kda();
+            float[] state = PeerInputs.kdaState(0), o = new float[PeerInputs.H * PeerInputs.D];
             for (int r = 0; r < rounds; r++) {
                 long start = System.currentTimeMillis();
                 long t0 = System.nanoTime();
@@ -37,8 +39,10 @@ public final class BoxingBench {
                     for (int m = 0; m < 3; m++) Mxfp4.matmul(workers, ye, m < 2 ? xh : xi, 4, e.repacked()[m]);
                 }
                 long t4 = System.nanoTime();
-                System.out.printf("ROUND %d START %d END %d bf16 %.1f bf16x8 %.1f mxfp4 %.1f mxfp4x4 %.1f%n", r, start,
-                        System.currentTimeMillis(), (t1 - t0) / 1e6, (t2 - t1) / 1e6, (t3 - t2) / 1e6, (t4 - t3) / 1e6);
+                Kda.stepAllHeads(workers, true, state, o, kda.q(), kda.k(), kda.v(), kda.alpha(), kda.beta(), PeerInputs.H, PeerInputs.D);
+                long t5 = System.nanoTime();
+                System.out.printf("ROUND %d START %d END %d bf16 %.1f bf16x8 %.1f mxfp4 %.1f mxfp4x4 %.1f kda %.1f%n", r, start,
+                        System.currentTimeMillis(), (t1 - t0) / 1e6, (t2 - t1) / 1e6, (t3 - t2) / 1e6, (t4 - t3) / 1e6, (t5 - t4) / 1e6);
                 System.out.flush();
             }
         }
