@@ -67,7 +67,7 @@ class StrictDumpGate {
                 json("format_version as the string \"1\"", m -> m.put("format_version", "1"), "format_version is the string \"1\", must be an integer"),
                 json("format_version as true", m -> m.put("format_version", true), "format_version is true, must be an integer"),
                 json("format_version as 1.9", m -> m.put("format_version", 1.9), "format_version is the number 1.9, must be an integer"),
-                text("a second object after the manifest", t -> t + "\n{\"format\": \"k3ref-dump\"}\n", "Trailing token"),
+                text("a second object after the manifest", t -> t + "\n{\"format\": \"k3ref-dump\"}\n", "a second JSON value after the first"),
                 json("layers[0].snapshots_attn as the string \"0\"", m -> ((ObjectNode) m.path("layers").get(0)).put("snapshots_attn", "0"),
                         "layers[0].snapshots_attn is the string \"0\", must be an integer"),
                 json("layers[40].boundary as the number 0", m -> ((ObjectNode) m.path("layers").get(40)).put("boundary", 0),
@@ -240,7 +240,7 @@ class StrictDumpGate {
                 {"text", "not a zip file"}};
         byte[][] files = {
                 k3j.harness.ZipParts.replaced(zip, stage, k3j.harness.ZipParts.withHeader(npy, h -> h.replace("}", " 'shape': (1, 1), }"))),
-                k3j.harness.ZipParts.replaced(zip, stage, k3j.harness.ZipParts.withHeader(npy, h -> h.replace("}", " 'note': 1, }"))),
+                k3j.harness.ZipParts.replaced(zip, stage, k3j.harness.ZipParts.withHeader(npy, h -> h.replace("}", " 'note': 'x', }"))),
                 k3j.harness.ZipParts.centralPointingElsewhere(zip, stage, k3j.harness.ZipParts.scaled(npy, 50f)),
                 k3j.harness.ZipParts.withoutCentralDirectory(zip),
                 "PK this is text".getBytes(java.nio.charset.StandardCharsets.US_ASCII)};
