@@ -158,36 +158,40 @@ def header_text(b):
     return b[s:e].decode("latin-1").rstrip(" \n")
 
 
+# header edits: (text, its replacement or a list to pick one from), the first occurrence replaced; or a function
 HEADER_EDITS = [
-    lambda h, r: h.replace("}", " 'descr': '>f4', }", 1),
-    lambda h, r: h.replace("}", " 'shape': (2, 3), }", 1),
-    lambda h, r: h.replace("}", " 'fortran_order': True, }", 1),
-    lambda h, r: h.replace("{", "{'descr': '<i4', ", 1),
-    lambda h, r: h.replace("}", " 'extra': 1, }", 1),
-    lambda h, r: h.replace("'descr'", "'note': 'descr', 'descr'", 1),
-    lambda h, r: h.replace("'shape'", "'x': \"'shape': (1,)\", 'shape'", 1),
+    ("}", " 'descr': '>f4', }"),  # a key twice: numpy takes the last
+    ("}", " 'shape': (2, 3), }"),
+    ("}", " 'fortran_order': True, }"),
+    ("{", "{'descr': '<i4', "),
+    ("}", " 'extra': 1, }"),  # an extra key: numpy refuses
+    ("'descr'", "'note': 'descr', 'descr'"),  # a key's name inside a string
+    ("'shape'", "'x': \"'shape': (1,)\", 'shape'"),
     lambda h, r: h.replace("'", '"'),
-    lambda h, r: h.replace("'<f4'", r.choice(["'f4'", "'=f4'", "'float32'", "'|f4'", "'<f8'", "'>f4'", "b'<f4'", "'<' 'f4'", "'\\x3cf4'", "u'<f4'", "('<f4')"]), 1),
-    lambda h, r: h.replace("'<i4'", r.choice(["'i4'", "'int32'", "'>i4'", "'<u4'", "'<i4' ", "'<i8'"]), 1),
-    lambda h, r: h.replace("False", r.choice(["0", "True", "'False'", "None", "False ", "(False)", "not True"]), 1),
-    lambda h, r: h.replace("(", r.choice(["(True, ", "(0x2, ", "(1_0, ", "(-1, ", "(03, ", "(3L, ", "[", "( ", "(+2, ", "(2.0, "]), 1),
-    lambda h, r: h.replace(",)", ")", 1),
-    lambda h, r: h.replace(", }", "}", 1),
-    lambda h, r: h.replace(", }", ",, }", 1),
+    ("'<f4'", ["'f4'", "'=f4'", "'float32'", "'|f4'", "'<f8'", "'>f4'", "b'<f4'", "'<' 'f4'", "'\\x3cf4'", "u'<f4'", "('<f4')"]),
+    ("'<i4'", ["'i4'", "'int32'", "'>i4'", "'<u4'", "'<i4' ", "'<i8'"]),
+    ("False", ["0", "True", "'False'", "None", "False ", "(False)", "not True"]),
+    ("(", ["(True, ", "(0x2, ", "(1_0, ", "(-1, ", "(03, ", "(3L, ", "[", "( ", "(+2, ", "(2.0, "]),
+    (",)", ")"),
+    (", }", ["}", ",, }"]),
     lambda h, r: h + " # comment",
-    lambda h, r: " " + h,
-    lambda h, r: "\t" + h,
-    lambda h, r: h.replace(" ", "\t", 1),
-    lambda h, r: h.replace(" ", "\n", 1),
-    lambda h, r: h.replace("'shape'", "'sh\\x61pe'", 1),
-    lambda h, r: h.replace("'descr'", "'descr' ", 1),
-    lambda h, r: h.replace("'descr'", "'d\u00e9scr'", 1),
-    lambda h, r: h.replace("}", "\x00}", 1),
-    lambda h, r: "dict(" + h + ")",
-    lambda h, r: "(" + h + ")",
+    lambda h, r: r.choice([" ", "\t"]) + h,
+    (" ", ["\t", "\n"]),
+    ("'shape'", "'sh\\x61pe'"),
+    ("'descr'", ["'descr' ", "'d\u00e9scr'"]),
+    ("}", "\x00}"),
+    lambda h, r: r.choice(["dict(", "("]) + h + ")",
     lambda h, r: h + "\n\n",
     lambda h, r: h[: r.randint(0, max(0, len(h) - 1))],
 ]
+
+
+def edit_header(i, h, rng):
+    e = HEADER_EDITS[i]
+    if callable(e):
+        return e(h, rng)
+    old, new = e
+    return h.replace(old, rng.choice(new) if isinstance(new, list) else new, 1)
 
 
 def mutate_npy(b, rng, log):
@@ -195,7 +199,7 @@ def mutate_npy(b, rng, log):
     if m <= 2:
         i = rng.randrange(len(HEADER_EDITS))
         log.append(f"header edit {i}")
-        return with_header(b, HEADER_EDITS[i](header_text(b), rng), rng)
+        return with_header(b, edit_header(i, header_text(b), rng), rng)
     if m == 3:
         i, v = rng.choice([(6, rng.choice([0, 1, 2, 3, 4, 255])), (7, rng.choice([0, 1, 2])), (0, 0x92), (3, ord("n"))])
         log.append(f"byte {i} = {v}")
@@ -365,22 +369,15 @@ def mutate_npz(b, rng, log):
         if rng.random() < 0.5:
             tail = put(tail, 16, "<I", 0xFFFFFFFF)
         return b[:e] + r64 + loc + tail
-    if m == 12:  # a local entry's name changed (central keeps its own)
-        lh = pick(rec["local"])
-        if lh is None:
+    if m in (12, 13):  # a name byte changed in the local header or the central record only
+        where, at, name_at = ("local", pick(rec["local"]), 30) if m == 12 else ("central", pick(rec["central"]), 46)
+        if at is None:
             return b
-        i = lh + 30 + rng.randint(0, 3)
-        log.append(f"local name byte {i}")
-        return put(b, i, "<B", rng.choice([ord("z"), 0, 0xE9, ord("/")]))
-    if m == 13:  # central name byte
-        c = pick(rec["central"])
-        if c is None:
-            return b
-        i = c + 46 + rng.randint(0, 3)
-        log.append(f"central name byte {i}")
+        i = at + name_at + rng.randint(0, 3)
+        log.append(f"{where} name byte {i}")
         return put(b, i, "<B", rng.choice([ord("z"), 0, 0xE9, ord("/")]))
     if m == 14:  # both names changed alike
-        c, lh = pick(rec["central"]), None
+        c = pick(rec["central"])
         if c is None:
             return b
         off = struct.unpack("<I", b[c + 42:c + 46])[0]

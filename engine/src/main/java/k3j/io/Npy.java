@@ -60,7 +60,7 @@ public record Npy(String descr, long[] shape, ByteBuffer data) {
             throw new NpyException(source + ": dtype " + HeaderParser.show(d.get("descr")) + "; only little-endian float32 ('<f4') and int32 ('<i4') are read");
         }
         if (!Boolean.FALSE.equals(d.get("fortran_order"))) {
-            throw new NpyException(source + ": fortran_order " + HeaderParser.show(d.get("fortran_order")) + "; only C order (False) is read");
+            throw new NpyException(source + ": fortran_order " + HeaderParser.show(d.get("fortran_order")) + (Boolean.TRUE.equals(d.get("fortran_order")) ? ": Fortran order" : "") + "; only C order (False) is read");
         }
         if (!(d.get("shape") instanceof long[] shape)) throw new NpyException(source + ": .npy shape " + HeaderParser.show(d.get("shape")) + " is not a tuple of integers");
         long need = 4;
