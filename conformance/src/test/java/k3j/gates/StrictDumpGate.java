@@ -228,7 +228,7 @@ class StrictDumpGate {
     @Feature("candidate dump")
     @DisplayName("an .npz candidate that numpy would read otherwise is refused: a key twice in an .npy header, a central directory pointing past the local entries, no central directory, text")
     void anNpzReadOtherwiseByNumpyIsRefused() throws IOException {
-        byte[] zip = Files.readAllBytes(Project.root().resolve("conformance/src/test/resources/k3j/gates/FuzzGateInputs/candidate/valid-two-stages-npz"));
+        byte[] zip = Files.readAllBytes(Project.fuzzSeed("candidate", "valid-two-stages-npz"));
         assertEquals(1, CandidateDump.open(Files.write(tmp.resolve("ok.npz"), zip)).manifest().path("format_version").asInt(), "the base is read");
         String stage = "layers.0.attn_norm.npy";
         byte[] npy = k3j.harness.ZipParts.entry(zip, stage);
