@@ -336,6 +336,8 @@ public final class Engine implements AutoCloseable {
      * result says {@link Generated.Stop#INTERRUPTED}. At least one token is generated.
      */
     public Generated generate(State from, int[] prompt, Settings s, TokenListener listener, java.util.function.BooleanSupplier stopRequested) {
+        if (listener == null) throw new IllegalArgumentException("the token listener is null: pass id -> {} to ignore the tokens as they come");
+        if (stopRequested == null) throw new IllegalArgumentException("the stop request is null: pass () -> false to generate until the end");
         if (prompt.length == 0) throw new IllegalArgumentException("no prompt ids");
         int[] fed = prompt, prior = new int[0];
         DecodeState state = null;
@@ -425,8 +427,12 @@ public final class Engine implements AutoCloseable {
         return out;
     }
 
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** Frees the engine's memory and threads; a second call does nothing. */
     @Override
     public void close() {
+        if (closed.getAndSet(true)) return;
         try (assembly) {
             workers.close();
         }
