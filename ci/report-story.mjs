@@ -168,7 +168,7 @@ function readEnvironment(dir) {
   return Object.fromEntries(readFileSync(f, "utf8").split("\n").filter((l) => l.includes("=")).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1).replaceAll("\\\\", "\\")]));
 }
 
-const TAGS = { BINDING_ERROR: "binding error", ROUNDING_DRIFT: "rounding drift", NON_FINITE: "non-finite", MISSING_TENSOR: "missing tensor", MISSING_STAGE: "missing stage", REFERENCE_MISMATCH: "reference mismatch", NEAR_TIE: "near-tie" };
+const TAGS = { BINDING_ERROR: "binding error", WRONG_FORMULA: "wrong constant or formula", PRECISION: "precision", ROUNDING_DRIFT: "rounding drift", NON_FINITE: "non-finite", MISSING_TENSOR: "missing tensor", MISSING_STAGE: "missing stage", REFERENCE_MISMATCH: "reference mismatch", NEAR_TIE: "near-tie" };
 const tagOf = (finding) => TAGS[finding] ?? (finding ? finding.toLowerCase().replaceAll("_", " ") : "-");
 const category = (r) => /^\s*\[([^\]]+)\]/.exec(r.statusDetails?.message ?? "")?.[1] ?? (r.status === "broken" ? "broken" : "failed");
 const firstLine = (r) => (r.statusDetails?.message ?? "").split("\n")[0];
