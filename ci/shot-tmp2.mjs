@@ -1,0 +1,12 @@
+import { chromium } from "playwright-core";
+const [url, out, w, h, y] = process.argv.slice(2);
+const b = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox", "--disable-gpu"] });
+const p = await (await b.newContext({ viewport: { width: +w, height: +h } })).newPage();
+await p.goto(url, { timeout: 180000, waitUntil: "domcontentloaded" });
+await p.waitForTimeout(5000);
+await p.mouse.wheel(0, +y);
+await p.waitForTimeout(1000);
+await p.screenshot({ path: out });
+const info = await p.evaluate(() => [...document.querySelectorAll("*")].filter(e => ["sticky","fixed"].includes(getComputedStyle(e).position)).map(e => e.tagName + "." + e.className + " top=" + getComputedStyle(e).top + " h=" + e.getBoundingClientRect().height + " z=" + getComputedStyle(e).zIndex));
+console.log(info.join("\n"));
+await b.close();
