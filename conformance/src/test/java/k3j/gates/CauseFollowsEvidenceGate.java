@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.qameta.allure.Allure;
 import io.qameta.allure.Epic;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 import k3j.conform.Conformance;
@@ -39,10 +38,7 @@ class CauseFollowsEvidenceGate {
     static final List<String> MORE = List.of("misbound", "noise-logits", "noise-stages");
 
     static Stream<String> ports() {
-        List<String> names = new ArrayList<>();
-        PortsGate.mutants().forEach(names::add);
-        names.addAll(MORE);
-        return names.stream();
+        return Stream.concat(PortsGate.mutants(), MORE.stream());
     }
 
     @ParameterizedTest(name = "{0}")

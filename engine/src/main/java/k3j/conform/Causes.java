@@ -30,7 +30,7 @@ import java.util.Map;
  */
 public final class Causes {
     /** The thresholds (causes.json). */
-    public record Rules(double precisionMaxCorrelation, double precisionMinLayerShare, int systematicMinLayers, double systematicMinShare,
+    public record Rules(double precisionMaxCorrelation, double precisionMaxLogitCorrelation, double precisionMinLayerShare, int systematicMinLayers, double systematicMinShare,
                         double lossyOutlierFactor) {}
 
     public static final Rules RULES = load();
@@ -41,7 +41,7 @@ public final class Causes {
         try (InputStream in = Causes.class.getResourceAsStream("causes.json")) {
             if (in == null) throw new IllegalStateException("k3j/conform/causes.json is missing from the build");
             JsonNode j = new ObjectMapper().readTree(in);
-            return new Rules(number(j, "precision", "max_abs_correlation"), number(j, "precision", "min_layer_share"),
+            return new Rules(number(j, "precision", "max_abs_correlation"), number(j, "precision", "max_abs_correlation_logits"), number(j, "precision", "min_layer_share"),
                     (int) number(j, "systematic", "min_layers"), number(j, "systematic", "min_share"), number(j, "lossy", "outlier_factor"));
         } catch (IOException e) {
             throw new UncheckedIOException("k3j/conform/causes.json: " + e.getMessage(), e);
@@ -54,9 +54,17 @@ public final class Causes {
         return v.doubleValue();
     }
 
-    /** Whether a difference this correlated with the reference is noise-like (rounding, precision), not a wrong computation. */
+    /** Whether a layer's difference this correlated with the reference is noise-like (rounding, precision), not a wrong computation. */
     public static boolean noiseLike(double correlation) {
         return Math.abs(correlation) <= RULES.precisionMaxCorrelation();
+    }
+
+    /**
+     * The same for logits, with a tighter bound: logits alone have no layers to show a pattern, and the logits of
+     * another prompt differ from the reference's in a way only weakly correlated with them.
+     */
+    public static boolean noiseLikeLogits(double correlation) {
+        return Math.abs(correlation) <= RULES.precisionMaxLogitCorrelation();
     }
 
     /** A layer the cause rules read: judged by its stages' ratios (not non-finite, missing or refused). */

@@ -39,7 +39,7 @@ public final class LogitParity {
      * @param argmaxEqual       positions whose argmax agrees, of {@code rows}
      * @param spanArgmaxWrong   rows NP−1 … T−2 (they produced the greedy ids) whose argmax is not the next id: must be none
      * @param diffCorrelation   correlation of the difference (engine − ref) with the reference: a difference over the binding ratio
-     *                          that is uncorrelated with it ({@link Causes#noiseLike}) is {@link Finding#PRECISION}
+     *                          that is uncorrelated with it ({@link Causes#noiseLikeLogits}) is {@link Finding#PRECISION}
      */
     public record Result(String mode, int rows, int vocab, int promptLength, double maxAbsDiff, double maxAbsRef, double relToMaxRef,
             double budget, double meanAbsDiff, double correlation, int top10OverlapMin, double top10OverlapMean, int argmaxEqual,
@@ -51,7 +51,7 @@ public final class LogitParity {
         public Finding finding() {
             if (refFinite != (long) rows * vocab || engineFinite != (long) rows * vocab) return Finding.NON_FINITE;
             Finding f = Finding.ofRatio(ratioToBudget());
-            if (f == Finding.BINDING_ERROR && Causes.noiseLike(diffCorrelation)) return Finding.PRECISION;
+            if (f == Finding.BINDING_ERROR && Causes.noiseLikeLogits(diffCorrelation)) return Finding.PRECISION;
             return f == Finding.CONFORMS && !spanArgmaxWrong.isEmpty() ? Finding.ROUNDING_DRIFT : f;
         }
 
