@@ -7,7 +7,7 @@
 //   node report-story.mjs inject STORY.json INDEX.html...
 //       puts the story above Allure's own page in each report file (the folder's and the single file)
 import { createHash } from "node:crypto";
-import { appendFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 // the parts of the report (the harness's ReportPart titles), in causal order
@@ -71,6 +71,59 @@ function counts(rs) {
 /** A case's key across runs: Allure 3 keys its history by ids of its own, a case is its full name and its name. */
 const caseKey = (r) => `${r.fullName ?? ""} ${r.name}`;
 
+// a history line longer than this is no run Allure wrote: skipped unread
+const HISTORY_LINE_MAX = 16 << 20;
+
+/** Why a history line is not a run Allure wrote, or null when it is one: UTF-8 JSON of an object with a finite timestamp and testResults. */
+function badHistoryLine(buf) {
+  if (buf.length > HISTORY_LINE_MAX) return `${buf.length} bytes, more than ${HISTORY_LINE_MAX}`;
+  let v;
+  try {
+    v = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(buf));
+  } catch (e) {
+    return e instanceof TypeError ? "not UTF-8 text" : "not JSON";
+  }
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return `a JSON ${Array.isArray(v) ? "array" : v === null ? "null" : typeof v}, not a run`;
+  if (!Number.isFinite(v.timestamp)) return "no finite timestamp";
+  if (v.testResults === null || typeof v.testResults !== "object" || Array.isArray(v.testResults)) return "no testResults object";
+  return null;
+}
+
+/**
+ * Allure's history (one JSON data point a line), its bad lines skipped and never fatal: each is moved to
+ * HISTORY.skipped (kept, not lost) and the history rewritten without it, so Allure, which reads every line, reads
+ * good ones only. Returns the last run, as case key -> test result, and a note per skipped line for the report.
+ */
+function readHistory(historyFile) {
+  const none = { previous: null, skipped: [] };
+  if (!historyFile || !existsSync(historyFile)) return none;
+  if (!statSync(historyFile).isFile()) return { previous: null, skipped: [`${historyFile} is not a regular file: no history read`] };
+  const all = readFileSync(historyFile);
+  const good = [], bad = [], skipped = [];
+  let line = 0;
+  for (let at = 0; at < all.length; ) {
+    let end = all.indexOf(0x0a, at);
+    if (end < 0) end = all.length;
+    const buf = all.subarray(at, end);
+    line++;
+    at = end + 1;
+    if (buf.toString("latin1").trim() === "") continue;
+    const why = badHistoryLine(buf);
+    if (why) {
+      bad.push(buf);
+      skipped.push(`line ${line}: ${why}`);
+    } else good.push(buf);
+  }
+  if (bad.length) {
+    appendFileSync(`${historyFile}.skipped`, Buffer.concat(bad.flatMap((b) => [b, Buffer.from("\n")])));
+    writeFileSync(`${historyFile}.tmp`, Buffer.concat(good.flatMap((b) => [b, Buffer.from("\n")])));
+    renameSync(`${historyFile}.tmp`, historyFile);
+  }
+  if (good.length === 0) return { previous: null, skipped };
+  const last = JSON.parse(good[good.length - 1].toString("utf8"));
+  return { previous: { timestamp: last.timestamp, results: new Map(Object.values(last.testResults).map((r) => [caseKey(r), r])) }, skipped };
+}
+
 /**
  * The runs the trend compares, one JSON line each beside Allure's history (HISTORY.jsonl -> HISTORY.runs.jsonl):
  * when, the model, the reference and every layer case's worst ratio to budget. Allure's own history holds no
@@ -78,10 +131,23 @@ const caseKey = (r) => `${r.fullName ?? ""} ${r.name}`;
  */
 export const runsFile = (historyFile) => historyFile.replace(/(\.jsonl)?$/, ".runs.jsonl");
 
-function readRuns(historyFile) {
+/** The runs kept beside the history; a line that is not one (not JSON, no reference, layers or worst ratios) is skipped with a note. */
+function readRuns(historyFile, skipped) {
   const f = historyFile ? runsFile(historyFile) : null;
-  if (!f || !existsSync(f)) return [];
-  return readFileSync(f, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+  if (!f || !existsSync(f) || !statSync(f).isFile()) return [];
+  const runs = [];
+  readFileSync(f, "utf8").split("\n").forEach((l, i) => {
+    if (!l.trim()) return;
+    let v = null;
+    try {
+      v = JSON.parse(l);
+    } catch {}
+    const ok = v && typeof v === "object" && Number.isFinite(v.timestamp) && typeof v.reference === "string" && Array.isArray(v.layers)
+      && v.worst && typeof v.worst === "object" && !Array.isArray(v.worst);
+    if (ok) runs.push(v);
+    else skipped.push(`${f} line ${i + 1}: not a run (the trend does not read it)`);
+  });
+  return runs;
 }
 
 const sameLayers = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
@@ -151,7 +217,11 @@ function prepare(dir, storyFile, historyFile) {
     timestamp: Date.now(), model, reference, layers: layers.map((l) => l.layer),
     worst: Object.fromEntries(layers.map((l) => [l.name, l.metrics?.worst_ratio_to_budget ?? Number(label(l.r, WORST_LABEL))])),
   };
-  const trend = historyFile ? trendOf(run, readRuns(historyFile)) : { factor: TREND_FACTOR, previous: null, grew: [], nothing: null, noHistory: true };
+  // Allure's history read first: its bad lines are moved aside before Allure reads it (readHistory)
+  const history = readHistory(historyFile);
+  const skipped = [...history.skipped];
+  const trend = historyFile ? trendOf(run, readRuns(historyFile, skipped)) : { factor: TREND_FACTOR, previous: null, grew: [], nothing: null, noHistory: true };
+  trend.skipped = skipped;
   const idOf = new Map(layers.map((l) => [l.name, l.id]));
   for (const g of trend.grew) g.id = idOf.get(g.name);
   if (historyFile) appendFileSync(runsFile(historyFile), JSON.stringify(run) + "\n");
@@ -263,6 +333,8 @@ export function panel(s) {
         ? `<span data-k3-trend-same>no layer's worst ratio grew more than ${t.factor}x ${since}</span>`
         : `<span class="k3-warn" data-k3-trend>${t.grew.length} layer${t.grew.length > 1 ? "s" : ""} got worse by more than ${t.factor}x ${since}:</span> ` +
           folded(t.grew.map((g) => `<a href="#${esc(g.id)}">${esc(g.name.replaceAll("\u2007", ""))}</a> ${esc(fmt(g.before))} → ${esc(fmt(g.now))}x budget (${esc(fmt(g.growth))}x${g.inBudget ? ", still within budget" : ""})`), "data-k3-trend-more");
+  const skippedHtml = (t.skipped ?? []).length === 0 ? ""
+    : ` <span class="k3-warn" data-k3-history-skipped>${t.skipped.length} history line${t.skipped.length > 1 ? "s" : ""} skipped (moved to the history's .skipped file): ${esc(t.skipped.slice(0, 5).join("; "))}${t.skipped.length > 5 ? "; …" : ""}</span>`;
   const missed = s.catches.filter((c) => !c.category || c.failed);
   const catchesHtml = s.catches.length === 0
     ? "no planted wrong port in this run (the mutation, experts, faults and ports gates plant them)"
@@ -278,7 +350,7 @@ ${s.model === "-" ? "" : `<span class="k3-model">${esc(s.model)} against ${esc(s
 <dt class="k3-keep">first divergence</dt><dd class="k3-keep" data-k3-first-divergence>${firstHtml}</dd>
 <dt>bisect</dt><dd data-k3-bisect>${diag}</dd>
 <dt>counts</dt><dd>${countsHtml}</dd>
-<dt>trend</dt><dd>${trendHtml}</dd>
+<dt>trend</dt><dd>${trendHtml}${skippedHtml}</dd>
 <dt>the harness catches</dt><dd>${catchesHtml}</dd>
 </dl>
 </section>
