@@ -41,12 +41,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The invariants of the one verdict path (docs/semantics.md §10.10), one property each, over candidates generated from
+ * The invariants of the one verdict path (docs/semantics.md §10.11), one property each, over candidates generated from
  * the 93-layer oracle's reference dump: a perfect port made from the reference's own arrays, a lossy port (every array
  * with seeded relative noise), and each with one planted fault drawn at random. Every property holds for every draw,
  * through the API and through {@code k3 conform} / {@code k3 compare-logits} run in-process on the written files; a
  * failing draw names its property, seed and draw. Each property fails when the check behind it is removed (the list
- * of which removal fails which property is in docs/semantics.md §10.10).
+ * of which removal fails which property is in docs/semantics.md §10.11).
  */
 @Tag("verdict")
 @Epic("verdicts")

@@ -50,7 +50,7 @@ import picocli.CommandLine.Parameters;
                 "--lossy: KL(ref||cand) of the softmax per position, same top-1, dp of the reference's top token, its rank; mean/median/p99/max",
                 "KL, %% same top-1, RMS dp (llama.cpp's KL-divergence convention); exit by --max-kl (mean KL, nats) and --min-top1 (percent), default 0.5 and 25.",
                 "A candidate dump is checked as conform --candidate checks it, and every logits array it holds is judged. Any value non-finite or",
-                "past 16x max|reference| is refused (docs/semantics.md section 10.10).",
+                "past 16x max|reference| is refused (docs/semantics.md section 10.11).",
                 "Exit codes: 0 within budget and the same argmax (--lossy: within the thresholds), 1 not (or incomplete),",
                 "2 bad usage, a refused file or a refused value."})
 final class CompareLogitsCommand implements Callable<Integer> {

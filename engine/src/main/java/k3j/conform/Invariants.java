@@ -6,7 +6,7 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * The one decision every verdict goes through, and the invariants it enforces (docs/semantics.md §10.10, numbered
+ * The one decision every verdict goes through, and the invariants it enforces (docs/semantics.md §10.11, numbered
  * there as here). Entry points gather {@link Item}s — what they judged and how it came out — and {@link #decide}
  * turns them into a {@link Verdict}; the checks below run before anything is graded, in the same order for every
  * entry point (conform, conform --lossy, compare-logits, the API, the gates).

@@ -7,7 +7,7 @@ import java.io.InputStream;
 
 /**
  * The constants of the one verdict path, read from the product's own manifest {@code k3j/conform/verdict-limits.json}
- * (docs/semantics.md §10.10 states each and why): none is chosen where a check is made.
+ * (docs/semantics.md §10.11 states each and why): none is chosen where a check is made.
  *
  * @param magnitudeMultiple      a value entering a verdict is refused when |x| &gt; this · max|reference| of its array
  * @param growthLimit            a lossy layer whose error growth exceeds this is a binding signature (OUTSIDE)
