@@ -191,7 +191,7 @@ final class ConformCommand implements Callable<Integer> {
             var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
             AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(java.util.Map.of("lossy", r.json(lossy.maxKl, lossy.minTop1))));
         }
-        return r.verdict(lossy.maxKl, lossy.minTop1).exitCode();
+        return r.verdict(lossy.maxKl, lossy.minTop1).green() ? ExitCode.OK : ExitCode.RUNTIME;   // conform exits 1 for any verdict that is not green (docs/semantics.md §10.11)
     }
 
     /** The model under the memory flags' plan: the preset line, the plan block and what was opened printed as they come. */
