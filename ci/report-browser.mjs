@@ -3,7 +3,8 @@
 // numeric order (L2 before L10) with the failing ones first, a failing layer's page shows its whole stage table,
 // and the single file beside the folder opens from file:// with the same first screen.
 //   node report-browser.mjs [--shots DIR] [--worse LAYER] [--catches] EXPECTED=REPORT_DIR ...
-//     EXPECTED is the verdict the report must show: "fail" (DOES NOT CONFORM) or "pass" (CONFORMS);
+//     EXPECTED is the verdict the report must show: "fail" (DOES NOT CONFORM), "pass" (CONFORMS) or "incomplete"
+//     (INCOMPLETE, an interrupted run: what was not judged, layers by name, on the first screen);
 //     REPORT_DIR is ci/report's folder (REPORT_DIR.html is its single file); --worse LAYER: a failing report's trend
 //     (against the previous run in its history) marks that layer as worse; --catches: a passing report lists the
 //     planted wrong ports (mutation, experts, faults and ports gates) and every one is caught. Exit 1 when any
@@ -15,7 +16,7 @@ import { pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
 
 const VIEW = { width: 1400, height: 900 };
-const VERDICT = { fail: "DOES NOT CONFORM", pass: "CONFORMS" };
+const VERDICT = { fail: "DOES NOT CONFORM", pass: "CONFORMS", incomplete: "INCOMPLETE" };
 const args = process.argv.slice(2);
 let shots = null, worse = null, catches = false;
 const reports = [];
@@ -86,6 +87,13 @@ async function firstScreen(page, r, where) {
     check(m !== null && Number(m[1]) > 0 && m[1] === m[2] && !/not caught/.test(summary), `${where}: what the harness catches lists every planted wrong port as caught: "${summary}"`);
   }
   if (r.expect === "fail") check(/L\d+ .* stage \S+ · \[[^\]]+\]/.test(text(await first.innerText())), `${where}: the first divergence names layer, stage and category: "${text(await first.innerText())}"`);
+  if (r.expect === "incomplete") {
+    const missing = page.locator("[data-k3-missing]");
+    const said = text(await missing.innerText().catch(() => ""));
+    check(await onScreen(page, missing) && /planned but not judged: \d+ of \d+ \(.*\bL\d+\b/.test(said) && /did not end/.test(said),
+      `${where}: what was not judged is on the first screen, naming layers: "${said.slice(0, 160)}"`);
+    check(!/within budget/.test(text(await first.innerText())), `${where}: the first divergence claims nothing within budget: "${text(await first.innerText())}"`);
+  }
   const percentages = await page.evaluate(({ h }) => [...document.querySelectorAll("body *")]
     .filter((e) => e.children.length === 0 && /^\s*\d+(\.\d+)?\s*%\s*$/.test(e.textContent))
     .filter((e) => { const b = e.getBoundingClientRect(); return b.width > 0 && b.height > 0 && b.top < h && getComputedStyle(e).visibility !== "hidden"; })
@@ -187,7 +195,7 @@ async function checkReport(r) {
     await page.goto(url);
     await firstScreen(page, r, "folder report");
     if (shots) await page.screenshot({ path: join(shots, `${r.expect}-overview.png`) });
-    await layerOrder(page, r);
+    if (r.expect !== "incomplete") await layerOrder(page, r);
     if (r.expect === "fail") await failingLayerPage(page, r, "folder report");
     await context.close();
     server.close();
