@@ -204,7 +204,7 @@ async function checkReport(r) {
     if (check(existsSync(single), `the single-file report ${single} sits beside the folder`)) {
       const c2 = await browser.newContext({ viewport: VIEW });
       const p2 = await c2.newPage();
-      await p2.goto(pathToFileURL(single).href);
+      await p2.goto(pathToFileURL(single).href, { timeout: 180000 }); // one file of several MB: slow to parse on a loaded machine
       await firstScreen(p2, r, "single file from file://");
       if (shots) await p2.screenshot({ path: join(shots, `${r.expect}-single-file.png`) });
       await c2.close();

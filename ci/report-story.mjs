@@ -152,7 +152,7 @@ function prepare(dir, storyFile, historyFile) {
     const st = (m.stages ?? []).find((s) => s.stage === stage);
     first = { id: badLayer.id, where: badLayer.name, layer: badLayer.layer, stage, ratio: st?.ratio_to_budget ?? m.worst_ratio_to_budget, category: tagOf(m.finding), diagnosis: m.diagnosis ?? null };
   } else if (badExperts) first = { id: badExperts.reportId, where: badExperts.name, stage: "experts", category: category(badExperts), message: firstLine(badExperts) };
-  else if (badLogits) first = { id: badLogits.reportId, where: "logits (every layer within budget)", stage: "-", category: category(badLogits), message: firstLine(badLogits) };
+  else if (badLogits) first = { id: badLogits.reportId, where: decided.outcome === "INCOMPLETE" ? "logits (not every layer was judged: the cause may be one of them)" : "logits (every layer within budget)", stage: "-", category: category(badLogits), message: firstLine(badLogits) };
 
   const prev = previousRun(historyFile);
   const trend = { factor: TREND_FACTOR, previous: prev ? new Date(prev.timestamp).toISOString() : null, grew: [] };
@@ -175,7 +175,7 @@ function prepare(dir, storyFile, historyFile) {
       catches.push({ ...c, id: r.reportId, gate: /(\w+Gate)\./.exec(r.fullName ?? "")?.[1] ?? "-", failed: failed(r) });
     }
   }
-  const KINDS = ["torch mutant", "binding mutant", "expert corruption", "tampered dump"];
+  const KINDS = ["torch mutant", "binding mutant", "expert corruption", "tampered dump", "edited trunk"];
   catches.sort((a, b) => KINDS.indexOf(a.kind) - KINDS.indexOf(b.kind) || a.gate.localeCompare(b.gate) || a.planted.localeCompare(b.planted));
 
   const verdict = decided.words;

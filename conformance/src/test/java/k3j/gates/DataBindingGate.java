@@ -24,6 +24,7 @@ import k3j.bisect.Corruption;
 import k3j.bisect.Corruptions;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
+import k3j.harness.Caught;
 import k3j.harness.Child;
 import k3j.harness.Evidence;
 import k3j.harness.PackedTrunk;
@@ -56,6 +57,7 @@ import org.junit.jupiter.api.io.TempDir;
 @Epic("faults")
 class DataBindingGate {
     static final String Q = "self_attn.q_proj.weight", K = "self_attn.k_proj.weight";
+    static final String EDITED_BIN = "a byte of trunk.bin changed in L40, its CRC-32C and sha256 in trunk.json recomputed";
 
     @TempDir
     Path tmp;
@@ -116,13 +118,7 @@ class DataBindingGate {
         CheckpointIndex index = CheckpointIndex.open(model);
         TensorInfo t = largestTrunkTensor(index, 40);
         FileTime mtime = Files.getLastModifiedTime(t.file());
-        try (FileChannel ch = FileChannel.open(t.file(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            long at = t.offset() + t.length() / 2;
-            ByteBuffer b = ByteBuffer.allocate(1);
-            ch.read(b, at);
-            b.put(0, (byte) (b.get(0) ^ 0x01)).rewind();
-            ch.write(b, at);
-        }
+        Tamper.flipByte(t.file(), t.offset() + t.length() / 2, 0x01);
         Files.setLastModifiedTime(t.file(), mtime);   // the change time still moves: no user can set it back
         TrunkException e = assertThrows(TrunkException.class, () -> TrunkManifest.read(trunk).checkSource(CheckpointIndex.open(model)));
         Evidence.text("refusal", e.getMessage());
@@ -202,13 +198,9 @@ class DataBindingGate {
         TensorInfo t = largestTrunkTensor(CheckpointIndex.open(mini), 40);
         TrunkManifest.Layer layer = TrunkManifest.read(trunk).layer(40);
         long at = layer.offset() + layer.tensors().get(t.name()).offset() + t.length() / 2;
-        byte[] bin;
-        try (FileChannel ch = FileChannel.open(trunk.resolve(TrunkManifest.BIN), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            ByteBuffer b = ByteBuffer.allocate(1);
-            ch.read(b, at);
-            b.put(0, (byte) (b.get(0) ^ 0x01)).rewind();
-            ch.write(b, at);
-            bin = new byte[(int) layer.nbytes()];
+        Tamper.flipByte(trunk.resolve(TrunkManifest.BIN), at, 0x01);
+        byte[] bin = new byte[(int) layer.nbytes()];
+        try (FileChannel ch = FileChannel.open(trunk.resolve(TrunkManifest.BIN), StandardOpenOption.READ)) {
             ch.read(ByteBuffer.wrap(bin), layer.offset());
         }
         TrunkManifest.Tensor meta = layer.tensors().get(t.name());
@@ -222,11 +214,11 @@ class DataBindingGate {
         });
         assertEquals(0, TrunkManifest.read(trunk).checkSource(CheckpointIndex.open(mini)).tensorsHashed(), "the fast check reads no data");
 
-        refusedNaming(40, "conform --trunk (edited trunk.bin)", "conform", mini.toString(), "--reference", Project.dump("mini-k3-93").toString(),
+        refusedNaming(40, EDITED_BIN, "conform --trunk", "conform", mini.toString(), "--reference", Project.dump("mini-k3-93").toString(),
                 "--trunk", trunk.toString(), "--cache-gb", "0.001", "--no-logits", "--layers", "38-41");
-        refusedNaming(40, "bisect --trunk (edited trunk.bin)", "bisect", mini.toString(), "--reference", Project.dump("mini-k3-93").toString(),
+        refusedNaming(40, EDITED_BIN, "bisect --trunk", "bisect", mini.toString(), "--reference", Project.dump("mini-k3-93").toString(),
                 "--trunk", trunk.toString(), "--cache-gb", "0.001", "--layers", "40");
-        refusedNaming(40, "run --no-trunk-crc --verify-trunk full (edited trunk.bin)", mini.toString(), "--ids", "1,2", "--gen", "1", "--trunk", trunk.toString(),
+        refusedNaming(40, EDITED_BIN, "run --no-trunk-crc --verify-trunk full", mini.toString(), "--ids", "1,2", "--gen", "1", "--trunk", trunk.toString(),
                 "--cache-gb", "0.01", "--no-trunk-crc", "--verify-trunk", "full", "--out", tmp.resolve("full.json").toString());
         try (Child c = Child.k3(mini.toString(), "--ids", "1,2", "--gen", "1", "--trunk", trunk.toString(), "--cache-gb", "0.01", "--no-trunk-crc",
                 "--out", tmp.resolve("fast.json").toString())) {
@@ -267,7 +259,7 @@ class DataBindingGate {
             assertNotEquals(0, rc, c.transcript());
             assertTrue(c.out().stream().anyMatch(l -> l.startsWith("L5") && l.contains("FAIL")), c.transcript());
         }
-        refusedNaming(5, "conform COPY --trunk T (identities rebadged)", "conform", model.toString(), "--reference", ref, "--trunk", trunk.toString(),
+        refusedNaming(5, "L5 q_proj/k_proj swapped in the shard after the pack, trunk.json's shard identities rebadged", "conform --trunk", "conform", model.toString(), "--reference", ref, "--trunk", trunk.toString(),
                 "--cache-gb", "0.001", "--no-logits", "--layers", "4-6");
     }
 
@@ -289,7 +281,7 @@ class DataBindingGate {
         Evidence.text("full check", e.getMessage());
         assertEquals(7, e.layer(), e.getMessage());
         assertTrue(e.getMessage().contains("trunk.json records another data digest"), e.getMessage());
-        refusedNaming(7, "conform --trunk (digests swapped)", "conform", mini.toString(), "--reference", Project.dump("mini-k3-93").toString(),
+        refusedNaming(7, "two tensors' sha256 swapped in trunk.json (L7)", "conform --trunk", "conform", mini.toString(), "--reference", Project.dump("mini-k3-93").toString(),
                 "--trunk", trunk.toString(), "--cache-gb", "0.001", "--no-logits", "--layers", "6-8");
     }
 
@@ -303,13 +295,7 @@ class DataBindingGate {
         save(index, state, Binding.of(config(), config().layerCount(), index));
         StateFile.load(state, Binding.of(config(), config().layerCount(), CheckpointIndex.open(model)), emptyState());   // the same files: loads
         TensorInfo expert = index.tensors().stream().filter(x -> x.name().contains(".experts.")).max(Comparator.comparingLong(TensorInfo::length)).orElseThrow();
-        try (FileChannel ch = FileChannel.open(expert.file(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            long at = expert.offset() + expert.length() / 2;
-            ByteBuffer b = ByteBuffer.allocate(1);
-            ch.read(b, at);
-            b.put(0, (byte) (b.get(0) ^ 0x11)).rewind();
-            ch.write(b, at);
-        }
+        Tamper.flipByte(expert.file(), expert.offset() + expert.length() / 2, 0x11);
         StateException e = assertThrows(StateException.class,
                 () -> StateFile.load(state, Binding.of(config(), config().layerCount(), CheckpointIndex.open(model)), emptyState()));
         Evidence.text("refusal", e.getMessage());
@@ -318,16 +304,24 @@ class DataBindingGate {
 
     /**
      * Runs k3 with {@code args}; it must exit non-zero naming layer {@code layer}: a refusal before any verdict or
-     * token, or that layer failed (conform's FAIL line), never ALL LAYERS CONFORM nor generated ids.
+     * token, or that layer failed (conform's FAIL line), never ALL LAYERS CONFORM nor generated ids. With {@code planted},
+     * the report's catches table gets its row (kind "edited trunk") before the assertions.
      */
-    private static void refusedNaming(int layer, String what, String... args) {
+    private static void refusedNaming(int layer, String planted, String what, String... args) {
         try (Child c = Child.k3(args)) {
             int rc = c.exitCode();
             Evidence.text(what, c.transcript());
+            boolean named = c.transcript().contains("layer " + layer);
+            boolean green = c.out().stream().anyMatch(l -> l.contains("ALL LAYERS CONFORM") || l.startsWith("generated ids")
+                    || (l.startsWith("L" + layer + " ") && l.contains(" PASS ")));
+            if (planted != null) {
+                boolean caught = rc != 0 && named && !green;
+                String category = c.transcript().contains("[binding error] L" + layer) ? "binding error" : "refused";
+                (caught ? new Caught("edited trunk", planted + " (" + what + ")", layer, "trunk witness", category, null) : Caught.missed("edited trunk", planted + " (" + what + ")")).attach();
+            }
             assertNotEquals(0, rc, c.transcript());
-            assertTrue(c.transcript().contains("layer " + layer), c.transcript());
-            assertTrue(c.out().stream().noneMatch(l -> l.contains("ALL LAYERS CONFORM") || l.startsWith("generated ids")), "no green verdict, no ids:\n" + c.transcript());
-            assertTrue(c.out().stream().noneMatch(l -> l.startsWith("L" + layer + " ") && l.contains(" PASS ")), "L" + layer + " not passed:\n" + c.transcript());
+            assertTrue(named, c.transcript());
+            assertTrue(!green, "no green verdict, no ids, L" + layer + " not passed:\n" + c.transcript());
         }
     }
 
