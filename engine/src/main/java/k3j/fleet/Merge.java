@@ -22,13 +22,16 @@ import k3j.io.StrictJson;
  *
  * @param shards    one line per shard of the run and per foreign or unreadable folder
  * @param notJudged the layer ranges (and "logits") not judged; empty when complete
+ * @param toRun     the run's shards with no folder or an unfinished one: what to run again (a duplicate is not among them)
  */
-public record Merge(Path root, Identity identity, List<String> shards, List<String> problems, List<String> notJudged, List<Integer> judgedLayers, Judged judged) {
+public record Merge(Path root, Identity identity, List<String> shards, List<String> problems, List<String> notJudged, List<Integer> judgedLayers, List<Integer> toRun,
+                    Judged judged) {
     public Merge {
         shards = List.copyOf(shards);
         problems = List.copyOf(problems);
         notJudged = List.copyOf(notJudged);
         judgedLayers = List.copyOf(judgedLayers);
+        toRun = List.copyOf(toRun);
     }
 
     public boolean complete() {
@@ -47,7 +50,7 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
         List<String> lines = new ArrayList<>(), problems = new ArrayList<>();
         if (reads.isEmpty()) {
             return new Merge(root, null, List.of(), List.of("no shard folder (shard-I-of-N with a " + ShardFolder.PLAN + ") under " + root),
-                    List.of("every layer"), List.of(), new Judged(List.of(), null, List.of(), List.of(), null));
+                    List.of("every layer"), List.of(), List.of(), new Judged(List.of(), null, List.of(), List.of(), null));
         }
         // the run: the identity most folders name, ties to the first folder
         Map<Identity, Integer> votes = new LinkedHashMap<>();
@@ -55,7 +58,7 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
         Identity run = votes.entrySet().stream().max(Comparator.comparingInt(Map.Entry<Identity, Integer>::getValue)).map(Map.Entry::getKey).orElse(null);
         if (run == null) {
             for (ShardFolder.Read r : reads) problems.add(r.dir().getFileName() + ": " + r.problem());
-            return new Merge(root, null, problems, problems, List.of("every layer"), List.of(), new Judged(List.of(), null, List.of(), List.of(), null));
+            return new Merge(root, null, problems, problems, List.of("every layer"), List.of(), List.of(), new Judged(List.of(), null, List.of(), List.of(), null));
         }
         List<String> parts = List.of(run.plan().split(" \\| "));
         List<ShardFolder.Read> mine = new ArrayList<>();
@@ -75,6 +78,7 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
         boolean logitsNotJudged = false;
         List<Integer> judgedLayers = new ArrayList<>();
         List<Judged> complete = new ArrayList<>();
+        List<Integer> toRun = new ArrayList<>();
         for (int i = 0; i < run.count(); i++) {
             int index = i;
             String part = i < parts.size() ? parts.get(i) : "?";
@@ -88,6 +92,7 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
                 status = claim.isEmpty() ? "MISSING     no folder of this run holds it"
                         : claim.size() > 1 ? "DUPLICATE   " + claim.size() + " folders claim it: " + String.join(", ", claim.stream().map(r -> r.dir().getFileName().toString()).toList())
                         : "UNFINISHED  " + claim.getFirst().problem();
+                if (claim.size() < 2) toRun.add(i);
                 problems.add("shard " + i + "/" + run.count() + " (" + part + "): " + status.substring(12));
                 String layers = part.replace(" + logits", "");
                 if (!layers.equals("-") && !layers.equals("?")) notJudged.addAll(LayerSelection.parse(layers, k3j.config.ModelConfig.MAX_LAYERS));
@@ -99,7 +104,7 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
         if (!notJudged.isEmpty()) nj.add(LayerSelection.format(new ArrayList<>(notJudged)));
         if (logitsNotJudged) nj.add("logits");
         if (!problems.isEmpty() && nj.isEmpty()) nj.add("none of the run's own, but foreign or unreadable folders are mixed in");
-        return new Merge(root, run, lines, problems, nj, judgedLayers.stream().sorted().toList(), combine(complete));
+        return new Merge(root, run, lines, problems, nj, judgedLayers.stream().sorted().toList(), toRun, combine(complete));
     }
 
     /** The complete shards' results as one run's: layers in order, the sweep, the logit part. */
@@ -154,6 +159,8 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
         ObjectNode root = StrictJson.MAPPER.createObjectNode();
         Judged.putLayers(root.putArray("layers"), judged.layers());
         Summary.putVerdict(root, judged, judgedLayers, notJudged);
+        if (identity != null) root.put("count", identity.count());
+        toRun.forEach(root.putArray("shards_to_run")::add);
         shards.forEach(root.putArray("shards")::add);
         return root;
     }
