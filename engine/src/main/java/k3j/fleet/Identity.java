@@ -17,8 +17,9 @@ import k3j.io.SafetensorsFile;
 import k3j.io.StrictJson;
 
 /**
- * What every shard of one run must share, or it is foreign: the model (sha256 over its config and every shard file's
- * name, size and header), the reference dump (its manifest's sha256), the build (the k3 jar's sha256), the shard count,
+ * What every shard of one run must share, or it is foreign: the model (sha256 over its folder's real path, its config
+ * and every shard file's name, size and header: headers only, so the path tells a corrupted copy, whose headers equal the
+ * original's, from the original; every node must mount the checkpoint at one path), the reference dump (its manifest's sha256), the build (the k3 jar's sha256), the shard count,
  * what the run judges ({@code logits}, {@code experts}) and the whole work plan (every shard's layers).
  */
 public record Identity(String model, String reference, String build, int count, String scope, String plan) {
@@ -61,9 +62,11 @@ public record Identity(String model, String reference, String build, int count, 
         return String.join(" | ", p.parts().stream().map(x -> (x.layers().isEmpty() ? "-" : k3j.conform.LayerSelection.format(x.layers())) + (x.logits() ? " + logits" : "")).toList());
     }
 
-    /** sha256 over the model's config.json and each safetensors shard's file name, size and header (headers only, no data). */
+    /** sha256 over the model folder's real path, its config.json and each safetensors shard's file name, size and header (no data). */
     public static String model(Path folder, List<SafetensorsFile> shards) throws IOException {
         MessageDigest md = sha256();
+        md.update(folder.toRealPath().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        md.update((byte) 0);
         md.update(Files.readAllBytes(folder.resolve("config.json")));
         for (SafetensorsFile s : shards.stream().sorted(java.util.Comparator.comparing(f -> f.file().getFileName().toString())).toList()) {
             md.update(s.file().getFileName().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
