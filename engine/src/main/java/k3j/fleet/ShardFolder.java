@@ -41,13 +41,8 @@ public final class ShardFolder {
             throw new IOException(dir + " is already complete (" + DONE + " is there): remove the folder to judge shard " + id + " again");
         }
         Files.deleteIfExists(dir.resolve(RESULTS));
-        ObjectNode plan = StrictJson.MAPPER.createObjectNode();
-        plan.put("format", FORMAT);
-        plan.put("format_version", 1);
-        plan.put("shard", id.index());
-        plan.put("of", id.count());
-        identity.put(plan.putObject("identity"));
-        plan.put("layers", LayerSelection.format(part.layers()));
+        ObjectNode plan = header(id, identity);
+        plan.put("layers", part.layers().isEmpty() ? "-" : LayerSelection.format(part.layers()));
         plan.put("logits", part.logits());
         plan.put("work", part.work());
         plan.put("bytes_read", part.bytesRead());
@@ -59,18 +54,24 @@ public final class ShardFolder {
     public static void finish(Path dir, ShardId id, Identity identity, WorkPlan.Part part, Judged judged) throws IOException {
         String results = pretty(judged.json());
         AtomicWrite.string(dir.resolve(RESULTS), "the shard results", results);
-        ObjectNode done = StrictJson.MAPPER.createObjectNode();
-        done.put("format", FORMAT);
-        done.put("format_version", 1);
-        done.put("shard", id.index());
-        done.put("of", id.count());
-        identity.put(done.putObject("identity"));
-        done.put("layers_judged", LayerSelection.format(judged.layers().stream().map(Judged.Layer::layer).toList()));
+        ObjectNode done = header(id, identity);
+        done.put("layers_judged", fmt(judged.layers().stream().map(Judged.Layer::layer).toList()));
         done.put("logits_judged", !judged.logits().isEmpty());
         done.put("plan_sha256", Identity.sha256(Files.readAllBytes(dir.resolve(PLAN))));
         done.put("results_sha256", Identity.sha256(results.getBytes(StandardCharsets.UTF_8)));
         done.put("finished", java.time.Instant.now().toString());
         AtomicWrite.string(dir.resolve(DONE), "the completion marker", pretty(done));
+    }
+
+    /** What the plan and the marker both start with: the format, the shard and the run's identity. */
+    private static ObjectNode header(ShardId id, Identity identity) {
+        ObjectNode o = StrictJson.MAPPER.createObjectNode();
+        o.put("format", FORMAT);
+        o.put("format_version", 1);
+        o.put("shard", id.index());
+        o.put("of", id.count());
+        identity.put(o.putObject("identity"));
+        return o;
     }
 
     /** Reads a folder; null when it holds no plan and its name is not a shard's (not a shard folder at all). */

@@ -75,7 +75,8 @@ public record WorkPlan(int layers, long[] layerWork, long[] layerBytes, long log
     /**
      * The N contiguous parts of the items (layers, then the logit part when {@code logitWork > 0}) with the smallest
      * heaviest part; among the cuttings within {@link #BLOCK_SLACK} of it, the one with the most cuts on block
-     * boundaries (a layer that is a multiple of {@code block}, or the logit part), then the lightest heaviest part.
+     * boundaries (a layer that is a multiple of {@code block}, or the logit part), then the lightest heaviest part. When
+     * the logit part alone outweighs that heaviest part, it takes the last shard and the layers are balanced over the rest.
      */
     public static WorkPlan balance(int layers, long[] work, long[] read, long logitWork, long logitBytes, int block, int shards) {
         int m = layers + (logitWork > 0 ? 1 : 0);
@@ -89,6 +90,13 @@ public record WorkPlan(int layers, long[] layerWork, long[] layerBytes, long log
         long[] pre = new long[m + 1];
         for (int i = 0; i < m; i++) pre[i + 1] = pre[i] + Math.max(1, w[i]);
         long best = minMax(pre, m, shards);
+        if (m > layers && shards > 1 && w[layers] >= best) {
+            // the logit part alone is the longest pole: it gets the last shard, the layers are balanced over the others
+            WorkPlan rest = balance(layers, work, read, 0, 0, block, shards - 1);
+            List<Part> parts = new ArrayList<>(rest.parts());
+            parts.add(new Part(shards - 1, List.of(), true, logitWork, logitBytes));
+            return new WorkPlan(layers, work, read, logitWork, logitBytes, parts);
+        }
         long cap = (long) Math.floor(best * (1 + BLOCK_SLACK));
         // score[k][j]: the first j items in k parts, each within cap: {aligned cuts, -heaviest part}, best first
         long[][] aligned = new long[shards + 1][m + 1], heavy = new long[shards + 1][m + 1];
