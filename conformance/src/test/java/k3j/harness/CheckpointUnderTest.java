@@ -117,7 +117,7 @@ public final class CheckpointUnderTest {
 
     /**
      * The -Dk3.layers selection, or -Dk3.shard=I/N's part of the work plan ({@code k3 conform --shard}'s layers, the
-     * logit part counted: docs/formats.md §17.2); all layers when neither is set.
+     * logit part counted: docs/formats.md §18.2); all layers when neither is set.
      */
     public static List<Integer> selected() {
         String shard = Project.property("k3.shard"), layers = Project.property("k3.layers");

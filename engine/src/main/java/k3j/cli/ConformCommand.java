@@ -74,7 +74,7 @@ final class ConformCommand implements Callable<Integer> {
             + "per layer and the peak RSS as JSON")
     Path json;
 
-    @Option(names = "--shard", paramLabel = "I/N|auto", description = "judge shard I of N (from 0) of the run, balanced by work (docs/formats.md §17); "
+    @Option(names = "--shard", paramLabel = "I/N|auto", description = "judge shard I of N (from 0) of the run, balanced by work (docs/formats.md §18); "
             + "auto reads SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or PBS_ARRAY_INDEX, with K3_SHARD_COUNT (or Slurm's array size); needs --results")
     String shard;
 
@@ -267,7 +267,7 @@ final class ConformCommand implements Callable<Integer> {
         return rs.stream().map(k3j.fleet.Judged.Experts::of).toList();
     }
 
-    /** The --json report: every layer's finding, message, seconds and stage ratios (doubles as computed), the verdict (docs/formats.md §17.3), the plan. */
+    /** The --json report: every layer's finding, message, seconds and stage ratios (doubles as computed), the verdict (docs/formats.md §15), the plan. */
     private void writeJson(k3j.fleet.Judged all, List<Integer> sel, Conform judge) throws IOException {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
         var root = mapper.createObjectNode();

@@ -16,7 +16,7 @@ import k3j.io.StrictJson;
 
 /**
  * What one run (or one shard of it) judged, as a shard writes it and the merge reads it back: every judged layer, the
- * expert sweep's layers, the logit blocks and greedy generation (docs/formats.md §17.3). Ratios keep every bit of the
+ * expert sweep's layers, the logit blocks and greedy generation (docs/formats.md §18.3). Ratios keep every bit of the
  * double they were computed as.
  *
  * @param logits the elementwise logit blocks (full recompute, incremental) as printed; empty when this run holds no logit part
@@ -89,7 +89,7 @@ public record Judged(List<Layer> layers, String sweep, List<Experts> experts, Li
 
     // ---------------------------------------------------------------------------------------------- JSON
 
-    /** The layers array of --json (docs/formats.md §17.3). */
+    /** The layers array of --json (docs/formats.md §18.3). */
     public static void putLayers(ArrayNode arr, List<Layer> layers) {
         for (Layer r : layers) {
             ObjectNode o = arr.addObject();

@@ -12,7 +12,7 @@ import k3j.io.AtomicWrite;
 import k3j.io.StrictJson;
 
 /**
- * One shard's folder under the results root, {@code shard-I-of-N/} (docs/formats.md §17.3): {@code plan.json} written
+ * One shard's folder under the results root, {@code shard-I-of-N/} (docs/formats.md §18.3): {@code plan.json} written
  * before the first layer runs, {@code results.json} after the last check, and the completion marker {@code done.json}
  * written last, atomically, holding the sha256 of the other two. A folder without the marker is unfinished, whatever
  * the scheduler said of the job.

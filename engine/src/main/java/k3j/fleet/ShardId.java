@@ -24,7 +24,7 @@ public record ShardId(int index, int count) {
         return new ShardId(number(spec.substring(0, slash), "--shard " + spec + " index"), number(spec.substring(slash + 1), "--shard " + spec + " count"));
     }
 
-    /** The launcher's array index: Slurm, a Kubernetes Indexed Job, or PBS (docs/formats.md §17.1). */
+    /** The launcher's array index: Slurm, a Kubernetes Indexed Job, or PBS (docs/formats.md §18.1). */
     public static ShardId auto(Map<String, String> env) {
         String given = env.get("K3_SHARD_COUNT");
         if (env.containsKey("SLURM_ARRAY_TASK_ID")) {

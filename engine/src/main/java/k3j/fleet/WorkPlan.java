@@ -11,7 +11,7 @@ import k3j.io.TensorInfo;
  * generation), cut into N contiguous parts balanced by work, on AttnRes block boundaries where that costs little.
  *
  * <p>Work is counted in weight bytes: the bytes a part reads from disk plus, for every token it runs, the weight bytes
- * that token multiplies in (docs/formats.md §17.2). A layer run alone reads its trunk tensors and the routed experts its
+ * that token multiplies in (docs/formats.md §18.2). A layer run alone reads its trunk tensors and the routed experts its
  * tokens select (at most min(E, tokens × K)) and runs every token through its trunk and K experts; {@code --experts}
  * adds every expert read once and run on the probes. The logit part reads every layer and the embedding and head once
  * per mode and runs the prompt twice and the generated ids once through all of them.

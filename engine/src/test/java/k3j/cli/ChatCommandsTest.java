@@ -22,7 +22,7 @@ class ChatCommandsTest {
     void resetNeverOverwritesASavedConversationAndUnknownCommandsAreRefused(@TempDir Path dir) throws Exception {
         Path h = dir.resolve("h.jsonl"), s = dir.resolve("s.k3state");
         ChildK3 r = ChatCommandsTest.chat(dir, "hello\n/save\n/reset\nagain\n/helpme\n//slash\n", "--history", h.toString(), "--save-state", s.toString());
-        assertEquals(ExitCode.USAGE, r.exit(), "a refused command makes the exit 2:\n" + r.err());
+        assertEquals(ExitCode.OK, r.exit(), "a refused command is said, and does not change the exit code of a conversation that went on:\n" + r.err());
         String first = Files.readString(h), second = Files.readString(dir.resolve("h-2.jsonl"));
         assertEquals(2, first.lines().count(), "the saved conversation keeps its user message and reply:\n" + first);
         assertTrue(first.contains("\"hello\"") && !first.contains("again"), "/reset then a turn did not overwrite " + h + ":\n" + first);
@@ -40,6 +40,25 @@ class ChatCommandsTest {
         assertEquals(0, resumed.exit(), "the first conversation's files still go together:\n" + resumed.err());
         assertTrue(resumed.err().contains("k3: resumed "), resumed.err());
         assertTrue(resumed.err().contains("  chat     : 2 message(s) in the history, continuing the state in " + s), resumed.err());
+    }
+
+    @Test
+    void aDanglingLinkIsANameTakenAndANulLineIsRefusedAtInput(@TempDir Path dir) throws Exception {
+        Path h = dir.resolve("h.jsonl"), dangling = dir.resolve("h-2.jsonl");
+        Files.createSymbolicLink(dangling, dir.resolve("gone.jsonl"));
+        ChildK3 r = ChatCommandsTest.chat(dir, "hello\n/save\n/reset\nagain\n", "--history", h.toString());
+        assertEquals(0, r.exit(), r.err());
+        assertTrue(r.err().contains("this one is saved to " + dir.resolve("h-3.jsonl")), "after /reset the next free name is h-3.jsonl:\n" + r.err());
+        assertTrue(Files.isSymbolicLink(dangling) && !Files.exists(dir.resolve("gone.jsonl")), "the dangling link is neither followed nor replaced");
+        assertTrue(Files.readString(dir.resolve("h-3.jsonl")).contains("\"again\""));
+
+        Path n = dir.resolve("n.jsonl");
+        ChildK3 nul = ChatCommandsTest.chat(dir, "hello\na\u0000b\n", "--history", n.toString());
+        assertEquals(ExitCode.USAGE, nul.exit(), nul.err());
+        assertTrue(nul.err().contains("k3: the message contains NUL: refused, not sent"), nul.err());
+        ChildK3 again = ChatCommandsTest.chat(dir, "more\n", "--history", n.toString());
+        assertEquals(0, again.exit(), "--history reads back its own file:\n" + again.err());
+        assertFalse(Files.readString(n).contains("\\u0000"), "no NUL was saved");
     }
 
     private static ChildK3 chat(Path dir, String stdin, String... more) {

@@ -38,6 +38,18 @@ class MessagesTest {
         assertFalse(far.err().contains("did you mean"), "no suggestion when nothing is close:\n" + far.err());
     }
 
+    /** Other engines' names for the options get k3's name (the nearest spelling of "--temp" is "--help", of "--max-tokens" nothing). */
+    @Test
+    void anotherEnginesNameForAnOptionGetsK3sName() {
+        for (String[] c : new String[][] {{"--temp", "--temperature"}, {"--tokens", "--gen"}, {"--max-tokens", "--gen"}, {"--max-new-tokens", "--gen"},
+                {"--tokenizer", "--tok"}}) {
+            assertShortUsageError(k3(TINY, "--ids", "1", c[0], "7"), "run", "k3: Unknown option '" + c[0] + "'; did you mean '" + c[1] + "'?");
+        }
+        CliRun ref = k3("bisect", MINI, "--ref", MINI_DUMP);
+        assertShortUsageError(ref, "bisect", "k3: Unknown option '--ref'; did you mean '--reference'?");
+        assertFalse(ref.err().contains("Missing"), "an unknown option, not a missing --reference:\n" + ref.err());
+    }
+
     @Test
     void everySubcommandAnswersVersion() {
         for (String sub : K3.commandLine().getSubcommands().keySet()) {
@@ -59,6 +71,17 @@ class MessagesTest {
             assertEquals("", r.out(), "nothing planned or run before the refusal:\n" + r.out());
         }
         assertTrue(k3("conform", MINI, "--layers", "99").err().contains("outside 0-92"));
+    }
+
+    @Test
+    void anEmptyLayerListOrOutputPathIsSaidAsEmpty() {
+        CliRun layers = k3("conform", MINI, "--layers", "");
+        assertShortUsageError(layers, "conform", "k3: --layers '' names no layer: give layers like 0-92 or 40,41, or leave --layers out to check all 93");
+        assertEquals("", layers.out(), "nothing planned or run:\n" + layers.out());
+        CliRun out = k3(TINY, "--ids", "1", "--gen", "1", "--out", "");
+        assertEquals(ExitCode.USAGE, out.exit(), out.err());
+        assertTrue(out.err().contains("cannot write '' (--out): the path is empty: name a file or folder"), out.err());
+        assertFalse(out.err().contains("directory") || out.err().contains("a folder;"), out.err());
     }
 
     @Test
