@@ -22,6 +22,7 @@ public final class Summary {
         sb.append(String.format(Locale.ROOT, "LAYERS %s   %d passed, %d failed   (%d KDA, %d MLA)   %.1f s total%n", LayerSelection.format(selection),
                 selection.size() - failed, failed, kda, j.layers().size() - kda, seconds));
         sb.append(String.format(Locale.ROOT, "worst stage across all passing layers: %.3gx of its rounding budget%n", worstPassing(j)));
+        if (failed > 0) sb.append("causes, read from every selected layer together (docs/semantics.md §10.10; the lines above give each layer's band alone):\n");
         for (Finding f : Finding.values()) {
             List<Integer> found = layersWith(j, f);
             if (f != Finding.CONFORMS && !found.isEmpty()) sb.append(String.format(Locale.ROOT, "%-22s %d layer(s): %s%n", f.tag(), found.size(), LayerSelection.format(found)));
