@@ -115,9 +115,21 @@ public final class CheckpointUnderTest {
         return workers;
     }
 
-    /** The -Dk3.layers selection (all layers when unset). */
+    /**
+     * The -Dk3.layers selection, or -Dk3.shard=I/N's part of the work plan ({@code k3 conform --shard}'s layers, the
+     * logit part counted: docs/formats.md §18.2); all layers when neither is set.
+     */
     public static List<Integer> selected() {
-        return LayerSelection.parse(Project.property("k3.layers"), open().layerCount());
+        String shard = Project.property("k3.shard"), layers = Project.property("k3.layers");
+        if (shard.isEmpty()) return LayerSelection.parse(layers, open().layerCount());
+        if (!layers.isEmpty()) throw new AssertionError("-Dk3.shard=" + shard + " picks the layers from the work plan: not with -Dk3.layers=" + layers);
+        if (!Project.property("k3.candidate").isEmpty()) throw new AssertionError("-Dk3.shard splits k3j's run of -Dk3.model, not a candidate");
+        Conformance c = open();
+        Path model = resolve(Project.property("k3.model"));
+        var id = k3j.fleet.ShardId.parse(shard, System.getenv());
+        var plan = k3j.fleet.WorkPlan.of(k3j.io.CheckpointIndex.open(model).tensors(), k3j.config.ConfigReader.read(model.resolve("config.json")), c.tokens(),
+                c.dump().generatedIds().length, true, false, id.count());
+        return plan.part(id.index()).layers();
     }
 
     public static Path resolve(String p) {

@@ -35,7 +35,8 @@ import picocli.CommandLine.Option;
         description = "Per-layer conformance and logit parity of a checkpoint against its torch reference dump.",
         footer = {"The dump defaults to the one whose manifest matches the model's shards (names, sizes, header sha256),",
                 "searched in --dumps, ./reference-dumps, the repository's reference-dumps/, the model directory and next to it.",
-                "Exit codes: 0 every layer and the logits conform, 1 something does not (or a runtime failure), 2 bad usage."})
+                "Exit codes: 0 every layer and the logits conform, 1 something does not (or a runtime failure), 2 bad usage,",
+                "3 (--merge) INCOMPLETE: a shard is missing, duplicated, unfinished or foreign."})
 final class ConformCommand implements Callable<Integer> {
     @CommandLine.Mixin
     ModelFolder modelFolder;
@@ -75,12 +76,25 @@ final class ConformCommand implements Callable<Integer> {
             + "per layer and the peak RSS as JSON")
     Path json;
 
+    @Option(names = "--shard", paramLabel = "I/N|auto", description = "judge shard I of N (from 0) of the run, balanced by work (docs/formats.md §18); "
+            + "auto reads SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or PBS_ARRAY_INDEX, with K3_SHARD_COUNT (or Slurm's array size); needs --results")
+    String shard;
+
+    @Option(names = "--results", paramLabel = "ROOT", description = "with --shard: the shared folder the shard writes its own shard-I-of-N/ folder into")
+    Path results;
+
+    @Option(names = "--merge", paramLabel = "ROOT", description = "merge the shard folders under ROOT into one verdict (and --json); "
+            + "exit 3 INCOMPLETE when a shard is missing, duplicated, unfinished or foreign")
+    Path merge;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
     @Override
     public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
+        if (merge != null) return merged(out, err);
+        k3j.fleet.ShardId shardId = shardId();
         if (candidate != null && modelFolder.given()) throw usage("--candidate judges a dump without a model: give no MODEL_DIR");
         if (candidate != null && verifyData) throw usage("--verify-data hashes a model's files: not with --candidate");
         if (candidate == null && !modelFolder.given()) throw usage("give MODEL_DIR, or --candidate DUMP");
@@ -123,6 +137,29 @@ final class ConformCommand implements Callable<Integer> {
         try (Conform judge = candidate != null ? Conform.candidate(candidate, o) : planned(model, o, out, err)) {
             Conformance c = judge.conformance();
             List<Integer> sel = scope.select(c.layerCount());
+            k3j.fleet.WorkPlan.Part part = null;
+            Path shardDir = null;
+            k3j.fleet.Identity identity = null;
+            if (shardId != null) {
+                var cfg = k3j.config.ConfigReader.read(modelFolder.config());
+                var index = k3j.io.CheckpointIndex.open(model);
+                k3j.fleet.WorkPlan plan;
+                try {
+                    plan = k3j.fleet.WorkPlan.of(index.tensors(), cfg, c.tokens(), c.dump().generatedIds().length, !noLogits, scope.experts, shardId.count());
+                } catch (IllegalArgumentException e) {
+                    throw usage("--shard " + shardId + ": " + e.getMessage());
+                }
+                part = plan.part(shardId.index());
+                sel = part.layers();
+                identity = new k3j.fleet.Identity(k3j.fleet.Identity.model(model, index.shards()), c.dump().manifestSha256(), k3j.fleet.Identity.runningBuild(),
+                        shardId.count(), "logits=" + !noLogits + " experts=" + scope.experts, k3j.fleet.Identity.plan(plan));
+                try {
+                    shardDir = k3j.fleet.ShardFolder.start(results, shardId, identity, part);
+                } catch (IOException e) {
+                    throw usage(e.getMessage());
+                }
+                out.println("shard     : " + shardId + " of the plan " + identity.plan() + " -> " + shardDir);
+            }
             out.println(candidate != null ? "candidate : " + c.engine() : "model     : " + model);
             out.println("reference : " + c.dump().source() + " (" + c.tokens() + " ids)");
             out.println("budget    : " + c.budget().rule());
@@ -137,22 +174,8 @@ final class ConformCommand implements Callable<Integer> {
             });
             ConformReport report = judge.report(layers, (System.nanoTime() - t0) / 1e9);
             int failed = report.failing().size();
-            long kda = layers.stream().filter(r -> r.kind().startsWith("KDA")).count();
-            out.println("=".repeat(78));
-            out.printf(Locale.ROOT, "LAYERS %s   %d passed, %d failed   (%d KDA, %d MLA)   %.1f s total%n", LayerSelection.format(sel),
-                    sel.size() - failed, failed, kda, layers.size() - kda, report.layerSeconds());
-            out.printf(Locale.ROOT, "worst stage across all passing layers: %.3gx of its rounding budget%n", report.worstPassing());
-            if (failed > 0) out.println("causes, read from every selected layer together (docs/semantics.md §10.10; the lines above give each layer's band alone):");
-            for (Finding f : Finding.values()) {
-                List<Integer> found = report.layersWith(f);
-                if (f != Finding.CONFORMS && !found.isEmpty()) {
-                    out.printf(Locale.ROOT, "%-22s %d layer(s): %s%n", f.tag(), found.size(), LayerSelection.format(found));
-                }
-            }
-            LayerReport first = report.firstDivergence();
-            if (first != null) out.println("FIRST DIVERGENCE: " + first.name() + (first.firstDivergence() != null ? " " + first.firstDivergence() : "") + " " + first.finding().tag());
-            out.println("=".repeat(78));
-            out.println(report.verdict());
+            List<k3j.fleet.Judged.Layer> judgedLayers = layers.stream().map(k3j.fleet.Judged.Layer::of).toList();
+            out.print(k3j.fleet.Summary.layers(new k3j.fleet.Judged(judgedLayers, null, List.of(), List.of(), null), sel, report.layerSeconds()));
             List<ExpertLayerReport> swept = scope.experts ? sweep(judge, sel, out, judged) : List.of();
             if (candidate == null) report(out, judge);
             else k3j.plan.MemInfo.peakRss().ifPresent(p -> out.println("PEAK RSS for the whole run: " + k3j.plan.Human.bytes(p)));
@@ -162,7 +185,7 @@ final class ConformCommand implements Callable<Integer> {
             }
             List<ConformReport.Logits> logits = new ArrayList<>();
             ConformReport.Greedy greedy = null;
-            if (judge.hasLogits()) {
+            if (judge.hasLogits() && (part == null || part.logits())) {
                 for (boolean incremental : new boolean[] {false, true}) {
                     logits.add(judge.logits(incremental));
                     int f = logits(out, logits.getLast());
@@ -174,7 +197,14 @@ final class ConformCommand implements Callable<Integer> {
             verdict = new ConformReport(report.subject(), report.reference(), report.budget(), layers, report.layerSeconds(), swept, logits, greedy).decision();
             out.println();
             out.print(verdict.text());
-            if (json != null) writeJson(layers, judge);
+            var all = new k3j.fleet.Judged(judgedLayers, scope.experts ? judge.conformance().expertSweep().describe() : null,
+                    swept.stream().map(k3j.fleet.Judged.Experts::of).toList(), logits.stream().map(k3j.fleet.Judged::logits).toList(),
+                    greedy == null ? null : k3j.fleet.Judged.greedy(greedy));
+            if (json != null) writeJson(all, sel, judge);
+            if (shardDir != null) {
+                k3j.fleet.ShardFolder.finish(shardDir, shardId, identity, part, all);
+                out.println("shard " + shardId + " complete: " + shardDir.resolve(k3j.fleet.ShardFolder.DONE));
+            }
         } catch (k3j.plan.PlanRefused e) {
             err.println(e.getMessage());
             return e.refusal().exitCode();
@@ -297,26 +327,17 @@ final class ConformCommand implements Callable<Integer> {
         AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(root));
     }
 
-    /** The --json report: per layer its finding, message, seconds and every stage's ratio to budget (doubles as computed). */
-    private void writeJson(List<LayerReport> reports, Conform judge) throws IOException {
+    /**
+     * The --json report: the run's plan and its verdict (docs/formats.md §15), every layer's finding, message, seconds and
+     * stage ratios (doubles as computed), and the summary a merge of shards reproduces (docs/formats.md §18).
+     */
+    private void writeJson(k3j.fleet.Judged all, List<Integer> sel, Conform judge) throws IOException {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
         var root = mapper.createObjectNode();
         root.set("run_plan", runPlan);
         root.set("verdict", mapper.valueToTree(k3j.conform.PlanVerdict.decide(planned, judged, true, true).json()));
-        var arr = root.putArray("layers");
-        for (LayerReport r : reports) {
-            var o = arr.addObject();
-            o.put("layer", r.layer());
-            o.put("kind", r.kind());
-            o.put("finding", r.finding().name());
-            o.put("message", r.message());
-            o.put("seconds", r.seconds());
-            var ratios = o.putObject("ratios_to_budget");
-            for (var m : r.stages()) ratios.put(m.stage(), m.ratioToBudget());
-            var diffs = o.putObject("max_abs_diff");
-            for (var m : r.stages()) diffs.put(m.stage(), m.maxAbsDiff());
-            if (r.routing() != null) o.put("routing_tokens_differing", r.routing().tokensDiffering());
-        }
+        k3j.fleet.Judged.putLayers(root.putArray("layers"), all.layers());
+        k3j.fleet.Summary.putVerdict(root, all, sel, List.of());
         k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
         if (judge.plan() != null) {
             var plan = root.putObject("plan");
@@ -354,4 +375,43 @@ final class ConformCommand implements Callable<Integer> {
     private CommandLine.ParameterException usage(String msg) {
         return new CommandLine.ParameterException(spec.commandLine(), msg);
     }
+
+    /** --merge ROOT: the shard folders as one run's verdict, or INCOMPLETE. */
+    private int merged(PrintWriter out, PrintWriter err) throws IOException {
+        if (modelFolder.given() || candidate != null || shard != null || results != null || scope.layers != null || scope.experts || verifyData || lossy.on || chart != null) {
+            throw usage("--merge ROOT merges what the shards judged: give no MODEL_DIR, --candidate, --shard, --results, --layers, --experts, --verify-data, --lossy or --chart");
+        }
+        try {
+            new k3j.io.Outputs().input(merge, "the results root (--merge)").file(json, "--json");
+        } catch (IOException e) {
+            throw usage(e.getMessage());
+        }
+        k3j.fleet.Merge m;
+        try {
+            m = k3j.fleet.Merge.of(merge);
+        } catch (IOException e) {
+            err.println("k3: " + e.getMessage());
+            return ExitCode.USAGE;
+        }
+        out.print(m.text());
+        if (json != null) AtomicWrite.string(json, "--json", k3j.fleet.ShardFolder.pretty(m.json()));
+        out.flush();
+        return !m.complete() ? ExitCode.INCOMPLETE : m.judged().conforms() ? ExitCode.OK : ExitCode.RUNTIME;
+    }
+
+    /** --shard I/N or auto (with --results), or null; refused with --layers, --candidate and --lossy. */
+    private k3j.fleet.ShardId shardId() {
+        if (results != null && shard == null) throw usage("--results ROOT is where a shard writes: give --shard I/N (or auto) too");
+        if (shard == null) return null;
+        if (results == null) throw usage("--shard " + shard + ": give --results ROOT, the shared folder every shard writes into");
+        if (candidate != null || !modelFolder.given()) throw usage("--shard splits k3j's run of a model: give MODEL_DIR, not --candidate");
+        if (scope.layers != null) throw usage("--shard picks the shard's layers from the work plan: not with --layers");
+        if (lossy.on || verifyData) throw usage("--shard judges the float32 conformance: not with --lossy or --verify-data");
+        try {
+            return k3j.fleet.ShardId.parse(shard, System.getenv());
+        } catch (IllegalArgumentException e) {
+            throw usage(e.getMessage());
+        }
+    }
+
 }

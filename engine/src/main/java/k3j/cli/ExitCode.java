@@ -8,6 +8,8 @@ public final class ExitCode {
     public static final int RUNTIME = 1;
     /** Usage or request validation: bad flags, config refusal, out-of-vocab id, KV-cache refusal. */
     public static final int USAGE = 2;
+    /** conform --merge: INCOMPLETE, a shard of the run is missing, duplicated, unfinished or foreign (never a pass). */
+    public static final int INCOMPLETE = 3;
     /** Run invalid: one or more routed experts failed to load, so the tokens are corrupt. */
     public static final int RUN_INVALID = 4;
     /** Stopped by SIGINT (Ctrl-C) during generation: the tokens generated so far were printed and written (128 + 2). */

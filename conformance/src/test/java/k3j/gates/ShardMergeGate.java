@@ -1,0 +1,231 @@
+package k3j.gates;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.qameta.allure.Allure;
+import io.qameta.allure.Epic;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.stream.Stream;
+import k3j.harness.ChildJvm;
+import k3j.harness.Evidence;
+import k3j.harness.Project;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Claim: {@code k3 conform --merge ROOT} is never green on a missing, duplicated, unfinished or foreign shard, and a
+ * complete merge gives the one-machine run's verdict. The 13-layer oracle and a {@code k3 corrupt} copy of it (L5 q_proj
+ * and k_proj swapped) are each judged in one process and as 3 shard processes ({@code --shard I/3}); the clean run's
+ * shard folders are then broken one way at a time, each the way a scheduler or a person leaves them: a shard never run,
+ * its marker not written, its results cut short or edited after the marker, the judged layers fewer than its plan, a
+ * copied folder claiming the same shard, a shard of the corrupt copy (another model), a shard of a 2-shard run (another N),
+ * a shard of another build. Each merge must exit 3, say INCOMPLETE and name the layers not judged; an empty root too.
+ */
+@Tag("fleet")
+@Epic("fleet")
+class ShardMergeGate {
+    static final ObjectMapper JSON = new ObjectMapper();
+    static final int N = 3;
+    static Path tmp, model, broken, reference;
+
+    @BeforeAll
+    static void runShards() throws Exception {
+        tmp = Files.createTempDirectory("k3-shard-merge");
+        model = Project.fixture("tiny-k3");
+        reference = Project.dump("tiny-k3");
+        broken = tmp.resolve("broken-model");
+        k3ok(0, "corrupt", model.toString(), broken.toString(), "--corruption", "swap:5:self_attn.q_proj.weight,self_attn.k_proj.weight");
+        for (Path m : List.of(model, broken)) {
+            String name = m == model ? "clean" : "broken";
+            k3ok(m == model ? 0 : 1, "conform", m.toString(), "--reference", reference.toString(), "--threads", "1", "--json", tmp.resolve(name + "-one.json").toString());
+            for (int i = 0; i < N; i++) {
+                k3ok(m == model ? 0 : -1, "conform", m.toString(), "--reference", reference.toString(), "--threads", "1", "--shard", i + "/" + N, "--results", tmp.resolve(name).toString());
+            }
+        }
+        // another N: shard 0 of a 2-shard run of the same model
+        k3ok(-1, "conform", model.toString(), "--reference", reference.toString(), "--threads", "1", "--shard", "0/2", "--results", tmp.resolve("two").toString());
+    }
+
+    @AfterAll
+    static void clean() throws IOException {
+        if (tmp != null) try (Stream<Path> s = Files.walk(tmp)) {
+            for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
+        }
+    }
+
+    @Test
+    void aCompleteMergeGivesTheOneMachineVerdictOnTheCleanModelAndTheCorruptCopy() throws Exception {
+        for (String name : List.of("clean", "broken")) {
+            Allure.step(name, () -> {
+                ChildJvm.Result r = merge(tmp.resolve(name));
+                assertEquals(name.equals("clean") ? 0 : 1, r.exit(), "merge of the " + name + " run:\n" + r.output());
+                JsonNode one = JSON.readTree(tmp.resolve(name + "-one.json").toFile()), merged = JSON.readTree(tmp.resolve(name + ".merged.json").toFile());
+                assertEquals(one.get("summary"), merged.get("summary"), "the summary object");
+                assertEquals(layers(one), layers(merged), "every layer's finding, message, first divergence and ratios (every bit)");
+                assertEquals(13, merged.get("layers").size(), "layers in the merged JSON");
+                if (name.equals("broken")) assertTrue(r.output().contains("FIRST DIVERGENCE: L5 KDA"), "the corrupt copy's first divergence is L5:\n" + r.output());
+                assertTrue(r.output().contains(one.path("summary").path("layers_line").asText()), "the merge prints the one-machine verdict line");
+            });
+        }
+    }
+
+    @Test
+    void aMissingShardIsIncomplete() throws Exception {
+        incomplete("shard 1 never ran", root -> delete(root.resolve("shard-1-of-3")), 1);
+    }
+
+    @Test
+    void anUnfinishedShardIsIncomplete() throws Exception {
+        incomplete("no completion marker", root -> delete(root.resolve("shard-1-of-3/done.json")), 1);
+        incomplete("results cut short after the marker", root -> {
+            Path r = root.resolve("shard-2-of-3/results.json");
+            byte[] b = Files.readAllBytes(r);
+            Files.write(r, java.util.Arrays.copyOf(b, b.length / 2));
+        }, 2);
+        incomplete("a finding edited after the marker", root -> {
+            Path r = root.resolve("shard-0-of-3/results.json");
+            String text = Files.readString(r), edited = text.replaceFirst("\"finding\" : \"CONFORMS\"", "\"finding\" : \"NEAR_TIE\"");
+            if (edited.equals(text)) fail("no finding to edit in " + r);
+            Files.writeString(r, edited);
+        }, 0);
+        incomplete("results judging fewer layers than the plan (marker consistent)", root -> {
+            Path dir = root.resolve("shard-0-of-3");
+            ObjectNode results = (ObjectNode) JSON.readTree(dir.resolve("results.json").toFile());
+            ((com.fasterxml.jackson.databind.node.ArrayNode) results.get("layers")).remove(0);
+            String text = JSON.writerWithDefaultPrettyPrinter().writeValueAsString(results);
+            Files.writeString(dir.resolve("results.json"), text);
+            ObjectNode done = (ObjectNode) JSON.readTree(dir.resolve("done.json").toFile());
+            done.put("results_sha256", sha256(text.getBytes(StandardCharsets.UTF_8)));
+            Files.writeString(dir.resolve("done.json"), JSON.writeValueAsString(done));
+        }, 0);
+    }
+
+    @Test
+    void aDuplicatedShardIsIncomplete() throws Exception {
+        incomplete("shard 1 copied beside itself", root -> copy(root.resolve("shard-1-of-3"), root.resolve("shard-1-of-3-rerun")), 1);
+    }
+
+    @Test
+    void aForeignShardIsIncomplete() throws Exception {
+        incomplete("shard 2 of the corrupt copy (another model)", root -> {
+            delete(root.resolve("shard-2-of-3"));
+            copy(tmp.resolve("broken/shard-2-of-3"), root.resolve("shard-2-of-3"));
+        }, 2);
+        incomplete("a shard of a 2-shard run mixed in (another N)", root -> copy(tmp.resolve("two/shard-0-of-2"), root.resolve("shard-0-of-2")), -1);
+        incomplete("shard 1 of another build (plan and marker consistent)", root -> {
+            Path dir = root.resolve("shard-1-of-3");
+            ObjectNode plan = (ObjectNode) JSON.readTree(dir.resolve("plan.json").toFile());
+            ((ObjectNode) plan.get("identity")).put("build", "0".repeat(64));
+            String text = JSON.writerWithDefaultPrettyPrinter().writeValueAsString(plan);
+            Files.writeString(dir.resolve("plan.json"), text);
+            ObjectNode done = (ObjectNode) JSON.readTree(dir.resolve("done.json").toFile());
+            ((ObjectNode) done.get("identity")).put("build", "0".repeat(64));
+            done.put("plan_sha256", sha256(text.getBytes(StandardCharsets.UTF_8)));
+            Files.writeString(dir.resolve("done.json"), JSON.writeValueAsString(done));
+        }, 1);
+    }
+
+    @Test
+    void anEmptyRootIsIncomplete() throws Exception {
+        Path empty = Files.createDirectories(tmp.resolve("empty"));
+        ChildJvm.Result r = merge(empty);
+        Evidence.text("merge of an empty root", r.output());
+        assertEquals(3, r.exit(), "an empty root:\n" + r.output());
+        assertTrue(r.output().contains("VERDICT: INCOMPLETE"), r.output());
+    }
+
+    interface Break {
+        void apply(Path root) throws IOException;
+    }
+
+    /** A copy of the clean run's root broken by {@code how}: exit 3, INCOMPLETE, shard {@code shard}'s layers named (-1: any). */
+    static void incomplete(String what, Break how, int shard) throws Exception {
+        Allure.step(what, () -> {
+            Path root = tmp.resolve("case-" + what.replaceAll("[^a-z0-9]+", "-"));
+            copy(tmp.resolve("clean"), root);
+            how.apply(root);
+            ChildJvm.Result r = merge(root);
+            Evidence.text(what, r.output());
+            assertEquals(3, r.exit(), what + ": the merge's exit\n" + r.output());
+            assertTrue(r.output().contains("VERDICT: INCOMPLETE"), what + ":\n" + r.output());
+            assertTrue(!r.output().contains("VERDICT: ALL LAYERS CONFORM"), what + ": a green verdict line\n" + r.output());
+            JsonNode m = JSON.readTree(Path.of(root + ".merged.json").toFile());
+            assertEquals("INCOMPLETE", m.path("summary").path("verdict").asText(), what);
+            if (shard >= 0) {
+                JsonNode plan = JSON.readTree(tmp.resolve("clean/shard-" + shard + "-of-3/plan.json").toFile());
+                List<String> expected = new ArrayList<>();
+                if (!plan.path("layers").asText().equals("-")) expected.add(plan.path("layers").asText());
+                if (plan.path("logits").asBoolean()) expected.add("logits");
+                List<String> notJudged = new ArrayList<>();
+                m.path("summary").path("not_judged").forEach(x -> notJudged.add(x.asText()));
+                assertEquals(expected, notJudged, what + ": the parts of shard " + shard + " are named as not judged");
+            }
+        });
+    }
+
+    static ChildJvm.Result merge(Path root) throws IOException, InterruptedException {
+        return ChildJvm.k3("conform", "--merge", root.toString(), "--json", root + ".merged.json");
+    }
+
+    /** {@code k3 args}, which must exit {@code exit} (-1: 0 or 1, a verdict either way). */
+    static void k3ok(int exit, String... args) throws IOException, InterruptedException {
+        ChildJvm.Result r = ChildJvm.k3(args);
+        if (exit >= 0 ? r.exit() != exit : r.exit() > 1) fail("k3 " + String.join(" ", args) + " exited " + r.exit() + ":\n" + r.output());
+    }
+
+    /**
+     * Each layer's JSON without its timing ("seconds", and the seconds at the end of "line") and without the cross-layer
+     * "cause:" clause of a failing layer's message: it is read from the layers a process selected, so a shard's names
+     * its own selection (a known gap of the merge: it does not yet recompute causes over every layer).
+     */
+    static List<String> layers(JsonNode run) {
+        List<String> out = new ArrayList<>();
+        for (JsonNode l : run.get("layers")) {
+            ObjectNode o = l.deepCopy();
+            o.remove("seconds");
+            o.put("message", o.path("message").asText().replaceAll("; cause: .*$", ""));
+            o.put("line", o.path("line").asText().replaceAll("; cause: .*$", "").replaceAll("\\s+[0-9.]+ s(\\s|$)", "$1"));
+            out.add(o.toString());
+        }
+        return out;
+    }
+
+    static void copy(Path from, Path to) throws IOException {
+        try (Stream<Path> s = Files.walk(from)) {
+            for (Path p : s.toList()) {
+                Path t = to.resolve(from.relativize(p).toString());
+                if (Files.isDirectory(p)) Files.createDirectories(t);
+                else Files.copy(p, t);
+            }
+        }
+    }
+
+    static void delete(Path p) throws IOException {
+        if (!Files.exists(p)) fail("nothing to delete at " + p);
+        try (Stream<Path> s = Files.walk(p)) {
+            for (Path q : s.sorted(java.util.Comparator.reverseOrder()).toList()) Files.delete(q);
+        }
+    }
+
+    static String sha256(byte[] b) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(b));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

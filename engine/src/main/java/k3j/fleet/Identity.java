@@ -1,0 +1,125 @@
+package k3j.fleet;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.stream.Stream;
+import k3j.io.SafetensorsFile;
+import k3j.io.StrictJson;
+
+/**
+ * What every shard of one run must share, or it is foreign: the model (sha256 over its folder's real path, its config
+ * and every shard file's name, size and header: headers only, so the path tells a corrupted copy, whose headers equal the
+ * original's, from the original; every node must mount the checkpoint at one path), the reference dump (its manifest's sha256), the build (the k3 jar's sha256), the shard count,
+ * what the run judges ({@code logits}, {@code experts}) and the whole work plan (every shard's layers).
+ */
+public record Identity(String model, String reference, String build, int count, String scope, String plan) {
+    public static final List<String> FIELDS = List.of("model", "reference", "build", "count", "scope", "plan");
+
+    public void put(ObjectNode o) {
+        o.put("model", model);
+        o.put("reference", reference);
+        o.put("build", build);
+        o.put("count", count);
+        o.put("scope", scope);
+        o.put("plan", plan);
+    }
+
+    public static Identity read(JsonNode o, String where) {
+        java.util.function.Function<String, RuntimeException> bad = IllegalArgumentException::new;
+        return new Identity(StrictJson.text(o, "model", where, bad), StrictJson.text(o, "reference", where, bad), StrictJson.text(o, "build", where, bad),
+                StrictJson.int32(StrictJson.need(o, "count", where, bad), where + " count", bad), StrictJson.text(o, "scope", where, bad),
+                StrictJson.text(o, "plan", where, bad));
+    }
+
+    /** The fields in which {@code other} differs, named ("model", "build", ...); empty when equal. */
+    public List<String> differences(Identity other) {
+        return FIELDS.stream().filter(f -> !field(f).equals(other.field(f))).toList();
+    }
+
+    private String field(String f) {
+        return switch (f) {
+            case "model" -> model;
+            case "reference" -> reference;
+            case "build" -> build;
+            case "count" -> Integer.toString(count);
+            case "scope" -> scope;
+            default -> plan;
+        };
+    }
+
+    /** "0-11 | 12-23 | ... | 84-92 + logits": every part's layers, shard 0 first. */
+    public static String plan(WorkPlan p) {
+        return String.join(" | ", p.parts().stream().map(x -> (x.layers().isEmpty() ? "-" : k3j.conform.LayerSelection.format(x.layers())) + (x.logits() ? " + logits" : "")).toList());
+    }
+
+    /** sha256 over the model folder's real path, its config.json and each safetensors shard's file name, size and header (no data). */
+    public static String model(Path folder, List<SafetensorsFile> shards) throws IOException {
+        MessageDigest md = sha256();
+        md.update(folder.toRealPath().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        md.update((byte) 0);
+        md.update(Files.readAllBytes(folder.resolve("config.json")));
+        for (SafetensorsFile s : shards.stream().sorted(java.util.Comparator.comparing(f -> f.file().getFileName().toString())).toList()) {
+            md.update(s.file().getFileName().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            md.update(ByteBuffer.allocate(16).putLong(s.fileSize()).putLong(s.headerLength()).flip());
+            try (FileChannel ch = FileChannel.open(s.file())) {
+                ByteBuffer header = ByteBuffer.allocate(Math.toIntExact(s.headerLength()));
+                while (header.hasRemaining()) {
+                    if (ch.read(header, 8 + header.position()) < 0) throw new IOException(s.file() + ": shorter than its header");
+                }
+                md.update(header.flip());
+            }
+        }
+        return HexFormat.of().formatHex(md.digest());
+    }
+
+    /** sha256 of the code this process runs: the k3 jar, or every class file of a classes folder (a test run). */
+    public static String runningBuild() throws IOException {
+        Path where;
+        try {
+            where = Path.of(Identity.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (java.net.URISyntaxException | NullPointerException e) {
+            throw new IOException("the build's own location is not a file: " + e.getMessage());
+        }
+        MessageDigest md = sha256();
+        if (Files.isRegularFile(where)) {
+            digest(md, where);
+        } else {
+            try (Stream<Path> s = Files.walk(where)) {
+                for (Path p : s.filter(Files::isRegularFile).sorted().toList()) {
+                    md.update(where.relativize(p).toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    digest(md, p);
+                }
+            }
+        }
+        return HexFormat.of().formatHex(md.digest());
+    }
+
+    public static String sha256(byte[] bytes) {
+        return HexFormat.of().formatHex(sha256().digest(bytes));
+    }
+
+    private static void digest(MessageDigest md, Path file) throws IOException {
+        try (InputStream in = Files.newInputStream(file)) {
+            byte[] buf = new byte[1 << 16];
+            for (int n; (n = in.read(buf)) > 0; ) md.update(buf, 0, n);
+        }
+    }
+
+    private static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}
