@@ -461,10 +461,7 @@ class PortsGate {
     }
 
     static Path candidates() {
-        String p = Project.property("k3.candidates");
-        if (p.isEmpty()) fail("gate data missing: -Dk3.candidates is not set (the torch candidates: reference-dumps/torch/dump_candidate.py ... --all-mutants)");
-        Path path = Path.of(p);
-        return Project.existing(path.isAbsolute() ? path : Project.root().resolve(path).normalize());
+        return k3j.harness.TorchCandidates.dir();
     }
 
     static ReferenceDump reference() {
