@@ -33,7 +33,7 @@ import k3j.io.StrictJson;
  */
 public record ProviderResponse(Path source, String form, List<Token> tokens) {
     /** Larger than any response with logprobs for a run's 36,864 positions and 20 alternatives each. */
-    public static final long MAX_BYTES = 512L << 20;
+    public static final long MAX_BYTES = 256L << 20;
     /** At most this many completion tokens (the run's positions) and alternatives per token. */
     public static final int MAX_TOKENS = 36864, MAX_TOP = 64;
     /** How far a chosen token's logprob may differ from its own entry among the alternatives (providers print both from one float). */
