@@ -10,7 +10,7 @@ import k3j.kernels.Argmax;
 import k3j.tokenizer.Tokenizer;
 
 /**
- * A candidate's logits graded against a hosted API's logprobs (docs/semantics.md §10.9), in the terms mlx-lm used to
+ * A candidate's logits graded against a hosted API's logprobs (docs/semantics.md §10.11), in the terms mlx-lm used to
  * judge its K3 port: per completion position, whether the candidate's top-1 is the provider's, the rank the candidate
  * gives the provider's chosen token and whether it is in the candidate's top-k (k = the alternatives the provider
  * listed), |Δlogprob| = |log_softmax(candidate)[t] − provider logprob of t| over the provider's top-k tokens t, and

@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * Where two candidate dumps of one engine part (docs/semantics.md §10.11): the same engine in two modes (chunked
+ * Where two candidate dumps of one engine part (docs/semantics.md §10.12): the same engine in two modes (chunked
  * against one-shot prefill, a restored against a recomputed state, batched against alone), each run over the same
  * reference's inputs. Layer by layer in index order, stage by stage in the dump's order, token by token: the first
  * place where the two differ at all (the bits), and the first where they differ by more than that stage's rounding
