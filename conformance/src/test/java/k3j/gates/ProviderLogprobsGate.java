@@ -28,7 +28,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * a provider whose logprobs are the reference's own is within any threshold; one serving the same logits rounded to
  * bf16 is graded (a |dlogprob| the exact file does not have, within the defaults); one with a misbound layer is
  * outside the defaults; a response with a NaN logprob or a token the model's tokenizer does not hold is refused
- * (exit 2, naming the place), never graded.
+ * (exit 2, naming the place), never graded, and so is a response to another prompt than the one rebuilt from the request
+ * (its usage.prompt_tokens differs).
  *
  * <p>Data: {@code reference-dumps/provider/} (its make_provider.py writes them from reference-dumps/tiny-k3's
  * logits; every file pinned by sha256 in its manifest, which also holds the tolerances). The candidate is the
@@ -82,6 +83,21 @@ class ProviderLogprobsGate {
         assertEquals(2, r.exit(), r.output());
         String names = kind.equals("nan") ? "content[3].logprob is NaN" : "completion token 4 'ab' is no token of the model's tokenizer";
         assertTrue(r.output().contains(names), "the refusal must name the place: " + r.output());
+        assertTrue(!r.output().contains("VERDICT"), "a refused file has no verdict: " + r.output());
+    }
+
+    @org.junit.jupiter.api.Test
+    @DisplayName("a response to another prompt is refused: the chat template's prompt is not the provider's usage.prompt_tokens long")
+    void aResponseToAnotherPromptIsRefused(@TempDir Path tmp) throws Exception {
+        Allure.feature("refused");
+        Path request = tmp.resolve("chat.request.json");
+        Files.writeString(request, "{\"model\": \"kimi-k3\", \"messages\": [{\"role\": \"user\", \"content\": \"hello\"}], \"logprobs\": true, \"top_logprobs\": 5}");
+        List<String> args = new ArrayList<>(List.of("compare-logits", "--run", "--reference", pinned("exact.chat.json").toString(), "--request", request.toString(),
+                "--model", Project.fixture(MODEL).toString()));
+        ChildJvm.Result r = ChildJvm.k3(args.toArray(String[]::new));
+        Evidence.text("k3 compare-logits", r.output());
+        assertEquals(2, r.exit(), r.output());
+        assertTrue(r.output().contains("the provider counted 12 prompt tokens (usage.prompt_tokens)"), r.output());
         assertTrue(!r.output().contains("VERDICT"), "a refused file has no verdict: " + r.output());
     }
 

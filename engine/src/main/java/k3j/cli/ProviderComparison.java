@@ -76,6 +76,10 @@ final class ProviderComparison {
         for (int id : prompt.ids()) if (id < 0 || id >= v) throw usage.apply("refused: prompt id " + id + " is outside the model's vocabulary 0.." + (v - 1));
         int np = prompt.ids().length, n = mapped.size();
         if (np == 0) throw usage.apply("refused: the prompt is empty");
+        if (response.promptTokens() >= 0 && response.promptTokens() != np) {
+            throw usage.apply("refused: the provider counted " + response.promptTokens() + " prompt tokens (usage.prompt_tokens), the prompt here is " + np + " ids from "
+                    + prompt.how() + ": it saw another prompt (a system prompt it adds, another chat template, a BOS): grade only what was read alike");
+        }
         int[] ids = new int[np + n];
         System.arraycopy(prompt.ids(), 0, ids, 0, np);
         System.arraycopy(mapped.chosen(), 0, ids, np, n);
@@ -110,7 +114,8 @@ final class ProviderComparison {
         out.println("candidate             : " + candidate);
         out.println("reference             : " + cmd.reference + " (a provider's logprobs, " + response.form() + " form: " + n + " completion tokens, top-"
                 + Arrays.stream(mapped.top()).mapToInt(a -> a.length).max().orElseThrow() + " alternatives)");
-        out.println("prompt                : " + np + " ids from " + prompt.how());
+        out.println("prompt                : " + np + " ids from " + prompt.how() + (response.promptTokens() >= 0 ? ", as many as the provider counted"
+                : "; the provider reports no usage.prompt_tokens: its prompt length is not checked"));
         out.println("tokenizer             : " + tokDir + " (every provider token mapped to one id)");
         out.println("not checked           : the provider's weights and serving precision (a provider says neither), any layer, positions before the completion"
                 + (idsChecked ? "" : ", which ids the candidate's rows followed (a bare logit file does not say)"));

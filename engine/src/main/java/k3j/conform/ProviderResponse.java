@@ -28,10 +28,11 @@ import k3j.io.StrictJson;
  * positive logprob, a token listed twice among the alternatives, alternatives whose probabilities sum past 1, or a
  * chosen token whose logprob contradicts its own entry among the alternatives is refused, naming the place.
  *
- * @param form   "chat" or "completions"
- * @param tokens the completion, in order
+ * @param form          "chat" or "completions"
+ * @param tokens        the completion, in order
+ * @param promptTokens  the prompt length the provider reports ({@code usage.prompt_tokens}), or -1 when it reports none
  */
-public record ProviderResponse(Path source, String form, List<Token> tokens) {
+public record ProviderResponse(Path source, String form, List<Token> tokens, int promptTokens) {
     /** Larger than any response with logprobs for a run's 36,864 positions and 20 alternatives each. */
     public static final long MAX_BYTES = 256L << 20;
     /** At most this many completion tokens (the run's positions) and alternatives per token. */
@@ -94,7 +95,13 @@ public record ProviderResponse(Path source, String form, List<Token> tokens) {
         }
         List<Token> tokens = chat ? chat(lp, w + " choices[0].logprobs") : legacy(lp, w + " choices[0].logprobs");
         if (tokens.isEmpty()) throw fail.apply(w + " has no completion token to grade");
-        return new ProviderResponse(path, chat ? "chat" : "completions", List.copyOf(tokens));
+        JsonNode usage = root.get("usage");
+        int promptTokens = -1;
+        if (usage != null && !usage.isNull()) {
+            if (!usage.isObject()) throw fail.apply(w + " usage is " + StrictJson.describe(usage) + ", must be an object");
+            if (usage.has("prompt_tokens")) promptTokens = StrictJson.int32(usage.get("prompt_tokens"), w + " usage.prompt_tokens", fail);
+        }
+        return new ProviderResponse(path, chat ? "chat" : "completions", List.copyOf(tokens), promptTokens);
     }
 
     private static List<Token> chat(JsonNode lp, String w) {
