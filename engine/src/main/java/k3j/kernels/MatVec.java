@@ -226,30 +226,39 @@ public final class MatVec {
     private static void bf16OneToken(float[] y, double[] xd, double[] xp, MemorySegment seg, int in, int first, int from, int to) {
         double[] t = new double[16];
         int o = from;
-        for (; o + 2 <= to; o += 2) {
-            long r0 = 2L * in * o, r1 = r0 + 2L * in;
-            DoubleVector e0 = DoubleVector.zero(D), o0 = e0, e1 = e0, o1 = e0, f0 = e0, p0 = e0, f1 = e0, p1 = e0;
-            int i = 0;
-            for (; i + 16 <= in; i += 16) {
-                DoubleVector xe0 = DoubleVector.fromArray(D, xp, i), xo0 = DoubleVector.fromArray(D, xp, i + 4);
-                DoubleVector xe1 = DoubleVector.fromArray(D, xp, i + 8), xo1 = DoubleVector.fromArray(D, xp, i + 12);
-                IntVector w0 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i, LE), w1 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i + 16, LE);
-                IntVector v0 = IntVector.fromMemorySegment(I128x, seg, r1 + 2L * i, LE), v1 = IntVector.fromMemorySegment(I128x, seg, r1 + 2L * i + 16, LE);
-                e0 = ((DoubleVector) w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe0, e0);
-                o0 = ((DoubleVector) w0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo0, o0);
-                e1 = ((DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe1, e1);
-                o1 = ((DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo1, o1);
-                f0 = ((DoubleVector) v0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe0, f0);
-                p0 = ((DoubleVector) v0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo0, p0);
-                f1 = ((DoubleVector) v1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe1, f1);
-                p1 = ((DoubleVector) v1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo1, p1);
-            }
-            store(t, 0, e0, o0, e1, o1);
-            y[first + o] = (float) bf16Tail(tree(t), seg, r0, xd, 0, i, in);
-            store(t, 0, f0, p0, f1, p1);
-            y[first + o + 1] = (float) bf16Tail(tree(t), seg, r1, xd, 0, i, in);
-        }
+        for (; o + 2 <= to; o += 2) bf16Pair(y, first + o, xd, xp, seg, 2L * in * o, in, t);
         for (; o < to; o++) bf16Row(y, first + o, xd, xp, 0, seg, 2L * in * o, in, t);
+    }
+
+    /** Two adjacent bf16 rows (the first at byte r0) for one token, results to y[yIndex] and y[yIndex + 1]. */
+    private static void bf16Pair(float[] y, int yIndex, double[] xd, double[] xp, MemorySegment seg, long r0, int in, double[] t) {
+        long r1 = r0 + 2L * in;
+        DoubleVector e0 = DoubleVector.zero(D), o0 = e0, e1 = e0, o1 = e0, f0 = e0, p0 = e0, f1 = e0, p1 = e0;
+        int i = 0;
+        for (; i + 16 <= in; i += 16) {
+            DoubleVector xe0 = DoubleVector.fromArray(D, xp, i), xo0 = DoubleVector.fromArray(D, xp, i + 4);
+            DoubleVector xe1 = DoubleVector.fromArray(D, xp, i + 8), xo1 = DoubleVector.fromArray(D, xp, i + 12);
+            IntVector w0 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i, LE), w1 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i + 16, LE);
+            IntVector v0 = IntVector.fromMemorySegment(I128x, seg, r1 + 2L * i, LE), v1 = IntVector.fromMemorySegment(I128x, seg, r1 + 2L * i + 16, LE);
+            e0 = ((DoubleVector) w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe0, e0);
+            o0 = ((DoubleVector) w0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo0, o0);
+            e1 = ((DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe1, e1);
+            o1 = ((DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo1, o1);
+            f0 = ((DoubleVector) v0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe0, f0);
+            p0 = ((DoubleVector) v0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo0, p0);
+            f1 = ((DoubleVector) v1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe1, f1);
+            p1 = ((DoubleVector) v1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo1, p1);
+        }
+        e0.intoArray(t, 0);
+        o0.intoArray(t, 4);
+        e1.intoArray(t, 8);
+        o1.intoArray(t, 12);
+        y[yIndex] = (float) bf16Tail(tree(t), seg, r0, xd, 0, i, in);
+        f0.intoArray(t, 0);
+        p0.intoArray(t, 4);
+        f1.intoArray(t, 8);
+        p1.intoArray(t, 12);
+        y[yIndex + 1] = (float) bf16Tail(tree(t), seg, r1, xd, 0, i, in);
     }
 
     /** One bf16 row for one token (x at xOff), result to y[yIndex]. */
@@ -263,7 +272,10 @@ public final class MatVec {
             e1 = ((DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i + 8), e1);
             o1 = ((DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i + 12), o1);
         }
-        store(t, 0, e0, o0, e1, o1);
+        e0.intoArray(t, 0);
+        o0.intoArray(t, 4);
+        e1.intoArray(t, 8);
+        o1.intoArray(t, 12);
         y[yIndex] = (float) bf16Tail(tree(t), seg, r0, xd, xOff, i, in);
     }
 
@@ -345,40 +357,45 @@ public final class MatVec {
             d2 = we1.fma(DoubleVector.fromArray(D, xp, xe + i + 8), d2);
             d3 = wo1.fma(DoubleVector.fromArray(D, xp, xe + i + 12), d3);
         }
-        store(acc, ao, a0, a1, a2, a3);
-        store(acc, ao + 16, b0, b1, b2, b3);
-        store(acc, ao + 32, c0, c1, c2, c3);
-        store(acc, ao + 48, d0, d1, d2, d3);
-    }
-
-    /** One token's four accumulator vectors to t[at .. at+16), in the order {@link #tree} reads them. */
-    private static void store(double[] t, int at, DoubleVector v0, DoubleVector v1, DoubleVector v2, DoubleVector v3) {
-        v0.intoArray(t, at);
-        v1.intoArray(t, at + 4);
-        v2.intoArray(t, at + 8);
-        v3.intoArray(t, at + 12);
+        a0.intoArray(acc, ao);
+        a1.intoArray(acc, ao + 4);
+        a2.intoArray(acc, ao + 8);
+        a3.intoArray(acc, ao + 12);
+        b0.intoArray(acc, ao + 16);
+        b1.intoArray(acc, ao + 20);
+        b2.intoArray(acc, ao + 24);
+        b3.intoArray(acc, ao + 28);
+        c0.intoArray(acc, ao + 32);
+        c1.intoArray(acc, ao + 36);
+        c2.intoArray(acc, ao + 40);
+        c3.intoArray(acc, ao + 44);
+        d0.intoArray(acc, ao + 48);
+        d1.intoArray(acc, ao + 52);
+        d2.intoArray(acc, ao + 56);
+        d3.intoArray(acc, ao + 60);
     }
 
     private static void f32Rows(float[] y, double[] xd, int tokens, MemorySegment seg, int in, int out, int first, int from, int to) {
         double[] lanes = new double[4];
         for (int o = from; o < to; o++) {
-            long r0 = 4L * in * o;
-            for (int t = 0; t < tokens; t++) {
-                int xa = t * in;
-                DoubleVector a0 = DoubleVector.zero(D), a1 = a0, a2 = a0, a3 = a0;
-                int i = 0;
-                for (; i + 16 <= in; i += 16) {
-                    long b0 = r0 + 4L * i;
-                    a0 = a0.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i)));
-                    a1 = a1.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0 + 16, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i + 4)));
-                    a2 = a2.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0 + 32, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i + 8)));
-                    a3 = a3.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0 + 48, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i + 12)));
-                }
-                a0.add(a1).add(a2.add(a3)).intoArray(lanes, 0);
-                double acc = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-                for (; i < in; i++) acc = acc + (double) seg.get(Matrix.F32, r0 + 4L * i) * xd[xa + i];
-                y[t * out + first + o] = (float) acc;
-            }
+            for (int t = 0; t < tokens; t++) y[t * out + first + o] = (float) f32Row(seg, 4L * in * o, xd, t * in, in, lanes);
         }
+    }
+
+    /** One float32 row (at byte r0) times one token's x (at xa): the contract's sum, before the rounding to float. */
+    private static double f32Row(MemorySegment seg, long r0, double[] xd, int xa, int in, double[] lanes) {
+        DoubleVector a0 = DoubleVector.zero(D), a1 = a0, a2 = a0, a3 = a0;
+        int i = 0;
+        for (; i + 16 <= in; i += 16) {
+            long b0 = r0 + 4L * i;
+            a0 = a0.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i)));
+            a1 = a1.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0 + 16, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i + 4)));
+            a2 = a2.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0 + 32, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i + 8)));
+            a3 = a3.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0 + 48, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i + 12)));
+        }
+        a0.add(a1).add(a2.add(a3)).intoArray(lanes, 0);
+        double acc = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+        for (; i < in; i++) acc = acc + (double) seg.get(Matrix.F32, r0 + 4L * i) * xd[xa + i];
+        return acc;
     }
 }

@@ -252,7 +252,6 @@ public final class Mxfp4 {
             return;
         }
         if (tokens > 1) workers.split(w.blocks(), 1, (from, to) -> blocksStaged(y, xd, tokens, w, from, to));
-        else if (w.codes() == Codes.INT8) workers.split(w.blocks(), 1, (from, to) -> blocksInt8(y, xd, tokens, w, from, to));
         else workers.split(w.blocks(), 1, (from, to) -> blocks(y, xd, tokens, w, from, to));
     }
 
@@ -266,96 +265,88 @@ public final class Mxfp4 {
      * is the same double.
      */
     private static void blocks(float[] y, double[] xd, int tokens, Repacked w, int from, int to) {
-        final int in = w.in(), rows = w.rows(), ng = groups(in), full = in / GROUP;
-        final MemorySegment pk = w.packed(), sc = w.scales();
-        final ByteVector lut = ByteVector.fromArray(B128, E2M1_TWICE, 0);
-        final double[] lanes = new double[4];
-        final double[] sv = new double[4];
+        final int ng = groups(w.in());
+        final double[] lanes = new double[4], sv = new double[4];
         // one group of a block staged on the heap (one bulk copy; the vector loads from it need no segment checks)
-        final byte[] gb = new byte[64 + 16];
+        final byte[] gb = new byte[w.codes().groupBytes + 16];
         final byte[] sb4 = new byte[ng * 4 + 8];
+        final boolean int8 = w.codes() == Codes.INT8;
         for (int bl = from; bl < to; bl++) {
-            MemorySegment.copy(sc, ValueLayout.JAVA_BYTE, (long) bl * ng * 4, sb4, 0, ng * 4);
+            MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) bl * ng * 4, sb4, 0, ng * 4);
             for (int t = 0; t < tokens; t++) {
-                final int xo = t * in;
-                DoubleVector acc = DoubleVector.zero(D);
-                for (int g = 0; g < full; g++) {
-                    MemorySegment.copy(pk, ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 64, gb, 0, 64);
-                    DoubleVector s0 = DoubleVector.zero(D), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
-                    final int xg = xo + g * GROUP;
-                    for (int c = 0; c < 4; c++) {
-                        // byte positions 4c..4c+3 of the 4 rows; a 16-byte load at 4p whose lanes 0..3 are position p
-                        final int bp = 16 * c;
-                        final int xk = xg + 8 * c;
-                        ByteVector b0 = ByteVector.fromArray(B128, gb, bp);
-                        ByteVector b1 = ByteVector.fromArray(B128, gb, bp + 4);
-                        ByteVector b2 = ByteVector.fromArray(B128, gb, bp + 8);
-                        ByteVector b3 = ByteVector.fromArray(B128, gb, bp + 12);
-                        // products of a float and a small integer are exact in double: fma == mul then add
-                        s0 = ((DoubleVector) b0.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk]), s0);
-                        s1 = ((DoubleVector) b0.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 1]), s1);
-                        s2 = ((DoubleVector) b1.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 2]), s2);
-                        s3 = ((DoubleVector) b1.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 3]), s3);
-                        s4 = ((DoubleVector) b2.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 4]), s4);
-                        s5 = ((DoubleVector) b2.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 5]), s5);
-                        s6 = ((DoubleVector) b3.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 6]), s6);
-                        s7 = ((DoubleVector) b3.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 7]), s7);
-                    }
-                    DoubleVector sub = s0.add(s4).add(s1.add(s5)).add(s2.add(s6).add(s3.add(s7)));
-                    for (int j = 0; j < 4; j++) sv[j] = E8M0_HALF[sb4[g * 4 + j] & 0xFF];
-                    DoubleVector half = DoubleVector.fromArray(D, sv, 0);
-                    // a 255 byte has half == 0: its group must contribute nothing even if sub is Inf/NaN
-                    acc = acc.blend(acc.add(sub.mul(half)), half.compare(VectorOperators.NE, 0.0));
-                }
-                acc.intoArray(lanes, 0);
+                if (int8) blockInt8(w, bl, sb4, gb, sv, xd, t * w.in(), lanes);
+                else blockNibbles(w, bl, sb4, gb, sv, xd, t * w.in(), lanes);
                 storeBlock(y, lanes, w, bl, t, xd);
             }
         }
     }
 
+    /** The full groups of block bl for the token whose x starts at xo, nibble codes: the 4 rows' sums into lanes. */
+    private static void blockNibbles(Repacked w, int bl, byte[] sb4, byte[] gb, double[] sv, double[] xd, int xo, double[] lanes) {
+        final int ng = groups(w.in()), full = w.in() / GROUP;
+        final ByteVector lut = ByteVector.fromArray(B128, E2M1_TWICE, 0);
+        DoubleVector acc = DoubleVector.zero(D);
+        for (int g = 0; g < full; g++) {
+            MemorySegment.copy(w.packed(), ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 64, gb, 0, 64);
+            DoubleVector s0 = DoubleVector.zero(D), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+            final int xg = xo + g * GROUP;
+            for (int c = 0; c < 4; c++) {
+                // byte positions 4c..4c+3 of the 4 rows; a 16-byte load at 4p whose lanes 0..3 are position p
+                final int bp = 16 * c;
+                final int xk = xg + 8 * c;
+                ByteVector b0 = ByteVector.fromArray(B128, gb, bp);
+                ByteVector b1 = ByteVector.fromArray(B128, gb, bp + 4);
+                ByteVector b2 = ByteVector.fromArray(B128, gb, bp + 8);
+                ByteVector b3 = ByteVector.fromArray(B128, gb, bp + 12);
+                // products of a float and a small integer are exact in double: fma == mul then add
+                s0 = ((DoubleVector) b0.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk]), s0);
+                s1 = ((DoubleVector) b0.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 1]), s1);
+                s2 = ((DoubleVector) b1.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 2]), s2);
+                s3 = ((DoubleVector) b1.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 3]), s3);
+                s4 = ((DoubleVector) b2.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 4]), s4);
+                s5 = ((DoubleVector) b2.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 5]), s5);
+                s6 = ((DoubleVector) b3.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 6]), s6);
+                s7 = ((DoubleVector) b3.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 7]), s7);
+            }
+            DoubleVector sub = s0.add(s4).add(s1.add(s5)).add(s2.add(s6).add(s3.add(s7)));
+            for (int j = 0; j < 4; j++) sv[j] = E8M0_HALF[sb4[g * 4 + j] & 0xFF];
+            DoubleVector half = DoubleVector.fromArray(D, sv, 0);
+            // a 255 byte has half == 0: its group must contribute nothing even if sub is Inf/NaN
+            acc = acc.blend(acc.add(sub.mul(half)), half.compare(VectorOperators.NE, 0.0));
+        }
+        acc.intoArray(lanes, 0);
+    }
+
     /**
-     * {@link #blocks} over {@link Codes#INT8} codes: element k of the 4 rows sits in 4 consecutive bytes, so a
+     * {@link #blockNibbles} over {@link Codes#INT8} codes: element k of the 4 rows sits in 4 consecutive bytes, so a
      * 16-byte load at 4k and B2D part 0 give the 4 lanes directly, with no lookup or shift. Same lane order, same
      * accumulators, same bits.
      */
-    private static void blocksInt8(float[] y, double[] xd, int tokens, Repacked w, int from, int to) {
-        final int in = w.in(), rows = w.rows(), ng = groups(in), full = in / GROUP;
-        final MemorySegment pk = w.packed(), sc = w.scales();
-        final double[] lanes = new double[4];
-        final double[] sv = new double[4];
-        // one group of a block staged on the heap (one bulk copy; the vector loads from it need no segment checks)
-        final byte[] gb = new byte[128 + 16];
-        final byte[] sb4 = new byte[ng * 4 + 8];
-        for (int bl = from; bl < to; bl++) {
-            MemorySegment.copy(sc, ValueLayout.JAVA_BYTE, (long) bl * ng * 4, sb4, 0, ng * 4);
-            for (int t = 0; t < tokens; t++) {
-                final int xo = t * in;
-                DoubleVector acc = DoubleVector.zero(D);
-                for (int g = 0; g < full; g++) {
-                    MemorySegment.copy(pk, ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 128, gb, 0, 128);
-                    DoubleVector s0 = DoubleVector.zero(D), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
-                    final int xg = xo + g * GROUP;
-                    for (int c = 0; c < 4; c++) {
-                        final int bp = 32 * c;
-                        final int xk = xg + 8 * c;
-                        s0 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk]), s0);
-                        s1 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 4).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 1]), s1);
-                        s2 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 8).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 2]), s2);
-                        s3 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 12).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 3]), s3);
-                        s4 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 16).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 4]), s4);
-                        s5 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 20).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 5]), s5);
-                        s6 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 24).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 6]), s6);
-                        s7 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 28).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 7]), s7);
-                    }
-                    DoubleVector sub = s0.add(s4).add(s1.add(s5)).add(s2.add(s6).add(s3.add(s7)));
-                    for (int j = 0; j < 4; j++) sv[j] = E8M0_HALF[sb4[g * 4 + j] & 0xFF];
-                    DoubleVector half = DoubleVector.fromArray(D, sv, 0);
-                    acc = acc.blend(acc.add(sub.mul(half)), half.compare(VectorOperators.NE, 0.0));
-                }
-                acc.intoArray(lanes, 0);
-                storeBlock(y, lanes, w, bl, t, xd);
+    private static void blockInt8(Repacked w, int bl, byte[] sb4, byte[] gb, double[] sv, double[] xd, int xo, double[] lanes) {
+        final int ng = groups(w.in()), full = w.in() / GROUP;
+        DoubleVector acc = DoubleVector.zero(D);
+        for (int g = 0; g < full; g++) {
+            MemorySegment.copy(w.packed(), ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 128, gb, 0, 128);
+            DoubleVector s0 = DoubleVector.zero(D), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+            final int xg = xo + g * GROUP;
+            for (int c = 0; c < 4; c++) {
+                final int bp = 32 * c;
+                final int xk = xg + 8 * c;
+                s0 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk]), s0);
+                s1 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 4).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 1]), s1);
+                s2 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 8).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 2]), s2);
+                s3 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 12).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 3]), s3);
+                s4 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 16).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 4]), s4);
+                s5 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 20).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 5]), s5);
+                s6 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 24).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 6]), s6);
+                s7 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 28).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 7]), s7);
             }
+            DoubleVector sub = s0.add(s4).add(s1.add(s5)).add(s2.add(s6).add(s3.add(s7)));
+            for (int j = 0; j < 4; j++) sv[j] = E8M0_HALF[sb4[g * 4 + j] & 0xFF];
+            DoubleVector half = DoubleVector.fromArray(D, sv, 0);
+            acc = acc.blend(acc.add(sub.mul(half)), half.compare(VectorOperators.NE, 0.0));
         }
+        acc.intoArray(lanes, 0);
     }
 
     /**
@@ -368,54 +359,61 @@ public final class Mxfp4 {
     private static void blocksStaged(float[] y, double[] xd, int tokens, Repacked w, int from, int to) {
         final int in = w.in(), ng = groups(in), full = in / GROUP, groupBytes = w.codes().groupBytes;
         final boolean int8 = w.codes() == Codes.INT8;
-        final MemorySegment pk = w.packed(), sc = w.scales();
-        final ByteVector lut = ByteVector.fromArray(B128, E2M1_TWICE, 0);
         final double[] lanes = new double[4], sv = new double[4], staged = new double[GROUP * 4];
         final double[] accs = new double[tokens * 4];
         final byte[] gb = new byte[128 + 16];
         final byte[] sb4 = new byte[ng * 4 + 8];
         for (int bl = from; bl < to; bl++) {
-            MemorySegment.copy(sc, ValueLayout.JAVA_BYTE, (long) bl * ng * 4, sb4, 0, ng * 4);
+            MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) bl * ng * 4, sb4, 0, ng * 4);
             java.util.Arrays.fill(accs, 0.0);
             for (int g = 0; g < full; g++) {
-                MemorySegment.copy(pk, ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * groupBytes, gb, 0, groupBytes);
-                if (int8) {
-                    for (int e = 0; e < GROUP; e++) ((DoubleVector) ByteVector.fromArray(B128, gb, 4 * e).convertShape(VectorOperators.B2D, D, 0)).intoArray(staged, 4 * e);
-                } else {
-                    for (int p = 0; p < GROUP / 2; p++) {
-                        ByteVector b = ByteVector.fromArray(B128, gb, 4 * p);
-                        ((DoubleVector) b.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).intoArray(staged, 8 * p);
-                        ((DoubleVector) b.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut)
-                                .convertShape(VectorOperators.B2D, D, 0)).intoArray(staged, 8 * p + 4);
-                    }
-                }
+                MemorySegment.copy(w.packed(), ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * groupBytes, gb, 0, groupBytes);
+                if (int8) stageInt8(gb, staged);
+                else stageNibbles(gb, staged);
                 for (int j = 0; j < 4; j++) sv[j] = E8M0_HALF[sb4[g * 4 + j] & 0xFF];
-                DoubleVector half = DoubleVector.fromArray(D, sv, 0);
-                var live = half.compare(VectorOperators.NE, 0.0);
-                for (int t = 0; t < tokens; t++) {
-                    final int xg = t * in + g * GROUP;
-                    DoubleVector s0 = DoubleVector.zero(D), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
-                    for (int c = 0; c < 4; c++) {
-                        final int e = 8 * c, xk = xg + e;
-                        s0 = DoubleVector.fromArray(D, staged, 4 * e).fma(DoubleVector.broadcast(D, xd[xk]), s0);
-                        s1 = DoubleVector.fromArray(D, staged, 4 * e + 4).fma(DoubleVector.broadcast(D, xd[xk + 1]), s1);
-                        s2 = DoubleVector.fromArray(D, staged, 4 * e + 8).fma(DoubleVector.broadcast(D, xd[xk + 2]), s2);
-                        s3 = DoubleVector.fromArray(D, staged, 4 * e + 12).fma(DoubleVector.broadcast(D, xd[xk + 3]), s3);
-                        s4 = DoubleVector.fromArray(D, staged, 4 * e + 16).fma(DoubleVector.broadcast(D, xd[xk + 4]), s4);
-                        s5 = DoubleVector.fromArray(D, staged, 4 * e + 20).fma(DoubleVector.broadcast(D, xd[xk + 5]), s5);
-                        s6 = DoubleVector.fromArray(D, staged, 4 * e + 24).fma(DoubleVector.broadcast(D, xd[xk + 6]), s6);
-                        s7 = DoubleVector.fromArray(D, staged, 4 * e + 28).fma(DoubleVector.broadcast(D, xd[xk + 7]), s7);
-                    }
-                    DoubleVector sub = s0.add(s4).add(s1.add(s5)).add(s2.add(s6).add(s3.add(s7)));
-                    DoubleVector acc = DoubleVector.fromArray(D, accs, 4 * t);
-                    acc.blend(acc.add(sub.mul(half)), live).intoArray(accs, 4 * t);
-                }
+                for (int t = 0; t < tokens; t++) stagedGroup(staged, sv, xd, t * in + g * GROUP, accs, 4 * t);
             }
             for (int t = 0; t < tokens; t++) {
                 System.arraycopy(accs, 4 * t, lanes, 0, 4);
                 storeBlock(y, lanes, w, bl, t, xd);
             }
         }
+    }
+
+    /** One group of int8 codes (gb) widened to staged[4e .. 4e+4) for element e of the 4 rows. */
+    private static void stageInt8(byte[] gb, double[] staged) {
+        for (int e = 0; e < GROUP; e++) ((DoubleVector) ByteVector.fromArray(B128, gb, 4 * e).convertShape(VectorOperators.B2D, D, 0)).intoArray(staged, 4 * e);
+    }
+
+    /** One group of nibble codes (gb) decoded to 2·E2M1 and widened to staged[4e .. 4e+4) for element e of the 4 rows. */
+    private static void stageNibbles(byte[] gb, double[] staged) {
+        final ByteVector lut = ByteVector.fromArray(B128, E2M1_TWICE, 0);
+        for (int p = 0; p < GROUP / 2; p++) {
+            ByteVector b = ByteVector.fromArray(B128, gb, 4 * p);
+            ((DoubleVector) b.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).intoArray(staged, 8 * p);
+            ((DoubleVector) b.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut)
+                    .convertShape(VectorOperators.B2D, D, 0)).intoArray(staged, 8 * p + 4);
+        }
+    }
+
+    /** One staged group times one token's x (from xg), added to that token's block accumulator accs[ao .. ao+4) unless its scale is 255. */
+    private static void stagedGroup(double[] staged, double[] sv, double[] xd, int xg, double[] accs, int ao) {
+        DoubleVector s0 = DoubleVector.zero(D), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+        for (int c = 0; c < 4; c++) {
+            final int e = 8 * c, xk = xg + e;
+            s0 = DoubleVector.fromArray(D, staged, 4 * e).fma(DoubleVector.broadcast(D, xd[xk]), s0);
+            s1 = DoubleVector.fromArray(D, staged, 4 * e + 4).fma(DoubleVector.broadcast(D, xd[xk + 1]), s1);
+            s2 = DoubleVector.fromArray(D, staged, 4 * e + 8).fma(DoubleVector.broadcast(D, xd[xk + 2]), s2);
+            s3 = DoubleVector.fromArray(D, staged, 4 * e + 12).fma(DoubleVector.broadcast(D, xd[xk + 3]), s3);
+            s4 = DoubleVector.fromArray(D, staged, 4 * e + 16).fma(DoubleVector.broadcast(D, xd[xk + 4]), s4);
+            s5 = DoubleVector.fromArray(D, staged, 4 * e + 20).fma(DoubleVector.broadcast(D, xd[xk + 5]), s5);
+            s6 = DoubleVector.fromArray(D, staged, 4 * e + 24).fma(DoubleVector.broadcast(D, xd[xk + 6]), s6);
+            s7 = DoubleVector.fromArray(D, staged, 4 * e + 28).fma(DoubleVector.broadcast(D, xd[xk + 7]), s7);
+        }
+        DoubleVector sub = s0.add(s4).add(s1.add(s5)).add(s2.add(s6).add(s3.add(s7)));
+        DoubleVector half = DoubleVector.fromArray(D, sv, 0);
+        DoubleVector acc = DoubleVector.fromArray(D, accs, ao);
+        acc.blend(acc.add(sub.mul(half)), half.compare(VectorOperators.NE, 0.0)).intoArray(accs, ao);
     }
 
     /**
