@@ -7,7 +7,7 @@
 //   node report-story.mjs inject STORY.json INDEX.html...
 //       puts the story above Allure's own page in each report file (the folder's and the single file)
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 // the parts of the report (the harness's ReportPart titles), in causal order
@@ -67,13 +67,57 @@ function counts(rs) {
 /** A case's key across runs: Allure 3 keys its history by ids of its own, a case is its full name and its name. */
 const caseKey = (r) => `${r.fullName ?? ""} ${r.name}`;
 
-/** The last run in Allure's history (one JSON data point a line), as case key -> test result. */
-function previousRun(historyFile) {
-  if (!historyFile || !existsSync(historyFile)) return null;
-  const lines = readFileSync(historyFile, "utf8").split("\n").filter((l) => l.trim());
-  if (lines.length === 0) return null;
-  const last = JSON.parse(lines[lines.length - 1]);
-  return { timestamp: last.timestamp, results: new Map(Object.values(last.testResults ?? {}).map((r) => [caseKey(r), r])) };
+// a history line longer than this is no run Allure wrote: skipped unread
+const HISTORY_LINE_MAX = 16 << 20;
+
+/** Why a history line is not a run Allure wrote, or null when it is one: UTF-8 JSON of an object with a finite timestamp and testResults. */
+function badHistoryLine(buf) {
+  if (buf.length > HISTORY_LINE_MAX) return `${buf.length} bytes, more than ${HISTORY_LINE_MAX}`;
+  let v;
+  try {
+    v = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(buf));
+  } catch (e) {
+    return e instanceof TypeError ? "not UTF-8 text" : "not JSON";
+  }
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return `a JSON ${Array.isArray(v) ? "array" : v === null ? "null" : typeof v}, not a run`;
+  if (!Number.isFinite(v.timestamp)) return "no finite timestamp";
+  if (v.testResults === null || typeof v.testResults !== "object" || Array.isArray(v.testResults)) return "no testResults object";
+  return null;
+}
+
+/**
+ * Allure's history (one JSON data point a line), its bad lines skipped and never fatal: each is moved to
+ * HISTORY.skipped (kept, not lost) and the history rewritten without it, so Allure, which reads every line, reads
+ * good ones only. Returns the last run, as case key -> test result, and a note per skipped line for the report.
+ */
+function readHistory(historyFile) {
+  const none = { previous: null, skipped: [] };
+  if (!historyFile || !existsSync(historyFile)) return none;
+  if (!statSync(historyFile).isFile()) return { previous: null, skipped: [`${historyFile} is not a regular file: no history read`] };
+  const all = readFileSync(historyFile);
+  const good = [], bad = [], skipped = [];
+  let line = 0;
+  for (let at = 0; at < all.length; ) {
+    let end = all.indexOf(0x0a, at);
+    if (end < 0) end = all.length;
+    const buf = all.subarray(at, end);
+    line++;
+    at = end + 1;
+    if (buf.toString("latin1").trim() === "") continue;
+    const why = badHistoryLine(buf);
+    if (why) {
+      bad.push(buf);
+      skipped.push(`line ${line}: ${why}`);
+    } else good.push(buf);
+  }
+  if (bad.length) {
+    appendFileSync(`${historyFile}.skipped`, Buffer.concat(bad.flatMap((b) => [b, Buffer.from("\n")])));
+    writeFileSync(`${historyFile}.tmp`, Buffer.concat(good.flatMap((b) => [b, Buffer.from("\n")])));
+    renameSync(`${historyFile}.tmp`, historyFile);
+  }
+  if (good.length === 0) return { previous: null, skipped };
+  const last = JSON.parse(good[good.length - 1].toString("utf8"));
+  return { previous: { timestamp: last.timestamp, results: new Map(Object.values(last.testResults).map((r) => [caseKey(r), r])) }, skipped };
 }
 
 function prepare(dir, storyFile, historyFile) {
@@ -100,8 +144,9 @@ function prepare(dir, storyFile, historyFile) {
   } else if (badExperts) first = { id: badExperts.reportId, where: badExperts.name, stage: "experts", category: category(badExperts), message: firstLine(badExperts) };
   else if (badLogits) first = { id: badLogits.reportId, where: "logits (every layer within budget)", stage: "-", category: category(badLogits), message: firstLine(badLogits) };
 
-  const prev = previousRun(historyFile);
-  const trend = { factor: TREND_FACTOR, previous: prev ? new Date(prev.timestamp).toISOString() : null, grew: [] };
+  const history = readHistory(historyFile);
+  const prev = history.previous;
+  const trend = { factor: TREND_FACTOR, previous: prev ? new Date(prev.timestamp).toISOString() : null, grew: [], skipped: history.skipped };
   if (prev) {
     for (const l of layers) {
       const before = Number(label(prev.results.get(l.key) ?? {}, WORST_LABEL));
@@ -206,6 +251,8 @@ export function panel(s) {
       ? `no layer's worst ratio grew more than ${t.factor}x since the run of ${esc(t.previous)}`
       : `<span class="k3-warn" data-k3-trend>${t.grew.length} layer${t.grew.length > 1 ? "s" : ""} got worse by more than ${t.factor}x since the run of ${esc(t.previous)}:</span> ` +
         t.grew.map((g) => `<a href="#${esc(g.id)}">${esc(g.name.replaceAll("\u2007", ""))}</a> ${esc(fmt(g.before))} → ${esc(fmt(g.now))}x budget (${esc(fmt(g.growth))}x${g.inBudget ? ", still within budget" : ""})`).join("; ");
+  const skippedHtml = (t.skipped ?? []).length === 0 ? ""
+    : ` <span class="k3-warn" data-k3-history-skipped>${t.skipped.length} history line${t.skipped.length > 1 ? "s" : ""} skipped (moved to the history's .skipped file): ${esc(t.skipped.slice(0, 5).join("; "))}${t.skipped.length > 5 ? "; …" : ""}</span>`;
   const missed = s.catches.filter((c) => !c.category || c.failed);
   const catchesHtml = s.catches.length === 0
     ? "no planted wrong port in this run (the mutation, experts, faults and ports gates plant them)"
@@ -221,7 +268,7 @@ ${s.model === "-" ? "" : `<span class="k3-model">${esc(s.model)} against ${esc(s
 <dt class="k3-keep">first divergence</dt><dd class="k3-keep" data-k3-first-divergence>${firstHtml}</dd>
 <dt>bisect</dt><dd data-k3-bisect>${diag}</dd>
 <dt>counts</dt><dd>${countsHtml}</dd>
-<dt>trend</dt><dd>${trendHtml}</dd>
+<dt>trend</dt><dd>${trendHtml}${skippedHtml}</dd>
 <dt>the harness catches</dt><dd>${catchesHtml}</dd>
 </dl>
 </section>

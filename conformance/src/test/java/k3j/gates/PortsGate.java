@@ -31,11 +31,13 @@ import k3j.harness.ChildJvm;
 import k3j.harness.Caught;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
+import k3j.harness.ZipParts;
 import k3j.kernels.Workers;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
@@ -262,6 +264,39 @@ class PortsGate {
             }
         }
         refused(wide, "'layers.5.attn_out' has shape");
+    }
+
+    static Stream<Arguments> parserDifferentials() {
+        String stage = "layers.5.attn_out.npy";
+        return Stream.of(
+                Arguments.of("an .npy header giving 'shape' twice (numpy reads the last, transposed)", stage, "given twice"),
+                Arguments.of("an .npz whose central directory points at the stage 50x over (the local entries good)", stage, "after a gap from byte"),
+                Arguments.of("an .npz without a central directory (the local entries good)", stage, "the central directory is missing"));
+    }
+
+    /** The torch float32 port (which conforms) as a file numpy and zipfile read otherwise than a lax reader: each must be refused. */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("parserDifferentials")
+    void aPortNumpyReadsOtherwiseIsCaught(String planted, String stage, String says, @TempDir Path tmp) throws Exception {
+        Evidence.caseName("parser differential: " + planted);
+        Allure.feature("parser differentials");
+        byte[] zip = Files.readAllBytes(candidates().resolve("float32.npz"));
+        byte[] npy = ZipParts.entry(zip, stage);
+        byte[] bad = switch (says) {
+            case "given twice" -> ZipParts.replaced(zip, stage, ZipParts.withHeader(npy, h -> h.replaceFirst("'shape': \\((\\d+), (\\d+)\\)(.*)\\}", "'shape': ($1, $2)$3 'shape': ($2, $1), }")));
+            case "after a gap from byte" -> ZipParts.centralPointingElsewhere(zip, stage, ZipParts.scaled(npy, 50f));
+            default -> ZipParts.withoutCentralDirectory(zip);
+        };
+        Path f = Files.write(tmp.resolve("float32-planted.npz"), bad);
+        try (Conformance c = Conformance.candidate(f, Project.dump("mini-k3-93"), List.of())) {
+            Caught.missed("parser differential", planted).attach();
+            fail(planted + " was read: " + firstDivergence(c));
+        } catch (k3j.conform.ConformException e) {
+            new Caught("parser differential", planted, null, stage, e.finding().tag(), null).attach();
+            Evidence.text("refused", e.getMessage());
+            assertEquals(Finding.REFERENCE_MISMATCH, e.finding(), e.getMessage());
+            assertTrue(e.getMessage().contains(says), "should say '" + says + "': " + e.getMessage());
+        }
     }
 
     static void refused(Path file, String fragment) {

@@ -67,7 +67,7 @@ class StrictDumpGate {
                 json("format_version as the string \"1\"", m -> m.put("format_version", "1"), "format_version is the string \"1\", must be an integer"),
                 json("format_version as true", m -> m.put("format_version", true), "format_version is true, must be an integer"),
                 json("format_version as 1.9", m -> m.put("format_version", 1.9), "format_version is the number 1.9, must be an integer"),
-                text("a second object after the manifest", t -> t + "\n{\"format\": \"k3ref-dump\"}\n", "Trailing token"),
+                text("a second object after the manifest", t -> t + "\n{\"format\": \"k3ref-dump\"}\n", "a second JSON value after the first"),
                 json("layers[0].snapshots_attn as the string \"0\"", m -> ((ObjectNode) m.path("layers").get(0)).put("snapshots_attn", "0"),
                         "layers[0].snapshots_attn is the string \"0\", must be an integer"),
                 json("layers[40].boundary as the number 0", m -> ((ObjectNode) m.path("layers").get(40)).put("boundary", 0),
@@ -222,6 +222,36 @@ class StrictDumpGate {
             ConformException e = assertThrows(ConformException.class, () -> CandidateDump.open(dir), c[1]);
             assertTrue(e.getMessage().contains(c[2]), e.getMessage());
         }
+    }
+
+    @Test
+    @Feature("candidate dump")
+    @DisplayName("an .npz candidate that numpy would read otherwise is refused: a key twice in an .npy header, a central directory pointing past the local entries, no central directory, text")
+    void anNpzReadOtherwiseByNumpyIsRefused() throws IOException {
+        byte[] zip = Files.readAllBytes(Project.fuzzSeed("candidate", "valid-two-stages-npz"));
+        assertEquals(1, CandidateDump.open(Files.write(tmp.resolve("ok.npz"), zip)).manifest().path("format_version").asInt(), "the base is read");
+        String stage = "layers.0.attn_norm.npy";
+        byte[] npy = k3j.harness.ZipParts.entry(zip, stage);
+        String[][] cases = {
+                {"a key twice", "key 'shape' given twice (numpy would take the last)"},
+                {"an extra key", "header keys"},
+                {"the central record pointing past the local entries", "after a gap from byte"},
+                {"no central directory", "no end-of-central-directory record: the central directory is missing"},
+                {"text", "not a zip file"}};
+        byte[][] files = {
+                k3j.harness.ZipParts.replaced(zip, stage, k3j.harness.ZipParts.withHeader(npy, h -> h.replace("}", " 'shape': (1, 1), }"))),
+                k3j.harness.ZipParts.replaced(zip, stage, k3j.harness.ZipParts.withHeader(npy, h -> h.replace("}", " 'note': 'x', }"))),
+                k3j.harness.ZipParts.centralPointingElsewhere(zip, stage, k3j.harness.ZipParts.scaled(npy, 50f)),
+                k3j.harness.ZipParts.withoutCentralDirectory(zip),
+                "PK this is text".getBytes(java.nio.charset.StandardCharsets.US_ASCII)};
+        for (int i = 0; i < cases.length; i++) {
+            Path f = Files.write(tmp.resolve("plant" + i + ".npz"), files[i]);
+            ConformException e = assertThrows(ConformException.class, () -> CandidateDump.open(f), cases[i][0]);
+            Evidence.text("refused: " + cases[i][0], e.getMessage());
+            assertTrue(e.getMessage().contains(cases[i][1]), cases[i][0] + ": " + e.getMessage());
+        }
+        // the replacement itself is read: only the plant is refused
+        CandidateDump.open(Files.write(tmp.resolve("same.npz"), k3j.harness.ZipParts.replaced(zip, stage, npy)));
     }
 
     @Test

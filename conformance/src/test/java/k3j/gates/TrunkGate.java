@@ -249,6 +249,43 @@ class TrunkGate {
 
     @Test
     @Feature("packing")
+    @DisplayName("a pack journal that is a link, a FIFO, 3 GB or not text is refused unread (the link's target untouched); deleting it as the message says lets the pack run")
+    void badJournalIsRefusedAndItsAdviceWorks() throws Exception {
+        Path model = tmp.resolve("model");
+        MarkedCheckpoint.write(model, 4, 1, 1, Defect.NONE);
+        CheckpointIndex index = CheckpointIndex.open(model);
+        Path out = Files.createDirectories(tmp.resolve("trunk"));
+        Path journal = out.resolve("trunk.bin.journal"), victim = tmp.resolve("victim.txt");
+        Files.writeString(victim, "someone else's file");
+        Files.writeString(out.resolve("trunk.bin.partial"), "partial");
+        Files.createSymbolicLink(journal, victim);
+        refusedJournal(index, out, "a symbolic link");
+        assertEquals("someone else's file", Files.readString(victim), "the link's target is neither read nor written");
+        Files.delete(journal);
+        assertEquals(0, new ProcessBuilder("mkfifo", journal.toString()).start().waitFor(), "mkfifo");
+        org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(60), () -> refusedJournal(index, out, "a FIFO"));
+        Files.delete(journal);
+        try (RandomAccessFile r = new RandomAccessFile(journal.toFile(), "rw")) {
+            r.setLength(3L << 30);   // sparse: 3 GB that take no disk
+        }
+        refusedJournal(index, out, "3221225472 bytes");
+        Files.write(journal, new byte[] {'k', '3', (byte) 0xff, (byte) 0xfe, '\n'});
+        String advice = refusedJournal(index, out, "not ASCII text");
+        assertTrue(advice.contains("delete it and trunk.bin.partial"), advice);
+        Files.delete(journal);
+        Files.delete(out.resolve("trunk.bin.partial"));
+        checkPackedAgainstShards(model, TrunkPacker.pack(index, out, Progress.silent(), QUIET, null));
+    }
+
+    private static String refusedJournal(CheckpointIndex index, Path out, String says) {
+        TrunkException e = assertThrows(TrunkException.class, () -> TrunkPacker.pack(index, out, Progress.silent(), QUIET, null), says);
+        Evidence.text("refused: " + says, e.getMessage());
+        assertTrue(e.getMessage().contains(says) && e.getMessage().contains("trunk.bin.journal") && e.getMessage().contains("run pack-trunk again"), e.getMessage());
+        return e.getMessage();
+    }
+
+    @Test
+    @Feature("packing")
     @DisplayName("pack killed mid-write (SIGKILL of a k3 pack-trunk process) leaves nothing that opens")
     void killedPackLeavesNothingThatOpens() throws Exception {
         Path model = tmp.resolve("model");

@@ -77,6 +77,11 @@ public final class Project {
         }
     }
 
+    /** A checked-in input of a fuzz target's corpus (FuzzGate replays them), which must exist. */
+    public static Path fuzzSeed(String target, String name) {
+        return existing(root().resolve("conformance/src/test/resources/k3j/gates/FuzzGateInputs").resolve(target).resolve(name));
+    }
+
     /** A system property the checkpoint profile passes through (k3.model, k3.reference, k3.layers); blank when unset. */
     public static String property(String name) {
         return System.getProperty(name, "").trim();

@@ -9,5 +9,5 @@ import org.junit.platform.suite.api.SuiteDisplayName;
 @Suite
 @SuiteDisplayName("ports gates")
 @SelectPackages("k3j.gates")
-@IncludeTags({"ports", "fanout"})
+@IncludeTags({"ports", "fanout", "differential"})
 public class PortsSuite {}

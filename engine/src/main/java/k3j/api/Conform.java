@@ -95,6 +95,7 @@ public final class Conform implements AutoCloseable {
 
     /** The model in {@code modelDir} under {@code plan}, against its matching reference dump. */
     public static Conform model(Path modelDir, Plan plan, Options o) {
+        k3j.config.ConfigReader.read(modelDir.resolve("config.json"));   // a folder without one is named as such, before any dump is looked for
         ReferenceDump dump = ReferenceMatch.locate(modelDir, o.reference(), o.dumpDirs());
         return model(modelDir, dump, plan, o);
     }

@@ -327,6 +327,7 @@ public final class Engine implements AutoCloseable {
      * {@link k3j.model.ExpertDropException} or {@link k3j.model.CorruptWeightsException} makes the run invalid.
      */
     public Generated generate(State from, int[] prompt, Settings s, TokenListener listener) {
+        if (listener == null) throw new IllegalArgumentException("the token listener is null: pass id -> {} to ignore the tokens as they come");
         if (prompt.length == 0) throw new IllegalArgumentException("no prompt ids");
         int[] fed = prompt, prior = new int[0];
         DecodeState state = null;
@@ -420,8 +421,12 @@ public final class Engine implements AutoCloseable {
         return out;
     }
 
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** Frees the engine's memory and threads; a second call does nothing. */
     @Override
     public void close() {
+        if (closed.getAndSet(true)) return;
         try (assembly) {
             workers.close();
         }

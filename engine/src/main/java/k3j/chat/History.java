@@ -129,8 +129,8 @@ public final class History {
         return new Message(r, content, reasoning);
     }
 
-    /** NUL and unpaired surrogates (both only reachable through \\u escapes) are refused. */
-    private static String badText(String s) {
+    /** NUL and unpaired surrogates (both only reachable through \\u escapes) are refused: why, or null when the text is fine. */
+    public static String badText(String s) {
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
             if (c == 0) return "contains NUL";

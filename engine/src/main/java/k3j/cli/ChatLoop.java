@@ -144,7 +144,7 @@ final class ChatLoop {
         String stem = dot > 0 ? name.substring(0, dot) : name, ext = dot > 0 ? name.substring(dot) : "";
         for (int i = 2; ; i++) {
             Path p = f.resolveSibling(stem + "-" + i + ext);
-            if (!Files.exists(p)) return p;
+            if (!Files.exists(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) return p;   // a dangling link is a name taken
         }
     }
 
@@ -175,6 +175,13 @@ final class ChatLoop {
     /** Generates one reply, streaming it; false when the turn could not run. */
     /** One reply, streamed; the exit code of a turn that could not run (2: refused by the position limit, the conversation kept). */
     private int turn(String user) {
+        String bad = k3j.chat.History.badText(user);
+        if (bad != null) {
+            // refused at input: a history file holding it would be refused when read back (--history)
+            err.println("k3: the message " + bad + ": refused, not sent (a history file cannot hold it); type it without that character");
+            err.flush();
+            return ExitCode.USAGE;
+        }
         stop.set(false);
         Display display = new Display(xtml);
         Conversation.Reply r;

@@ -29,6 +29,10 @@ final class LayerScope {
 
     /** The selected layers of a model of {@code layerCount} layers, or a usage error naming what is wrong with --layers. */
     List<Integer> select(int layerCount) {
+        if (layers != null && layers.isBlank()) {
+            throw new CommandLine.ParameterException(mixee.commandLine(), "--layers '" + layers + "' names no layer: give layers like 0-" + (layerCount - 1)
+                    + " or 40,41, or leave --layers out to check all " + layerCount);
+        }
         try {
             return LayerSelection.parse(layers, layerCount);
         } catch (IllegalArgumentException e) {

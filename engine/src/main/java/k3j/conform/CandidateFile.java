@@ -1,12 +1,9 @@
 package k3j.conform;
 
-import java.io.BufferedInputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -14,15 +11,14 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.zip.ZipEntry;
-import java.util.zip.ZipException;
-import java.util.zip.ZipInputStream;
 import k3j.io.CheckpointException;
 import k3j.io.DType;
 import k3j.io.Npy;
 import k3j.io.SafeFiles;
 import k3j.io.SafetensorsFile;
 import k3j.io.TensorInfo;
+import k3j.io.Npz;
+import k3j.io.ZipArchive;
 
 /**
  * A candidate dump in ONE file (reference-dumps/FORMAT.md §9.5): a {@code .safetensors} whose tensors are the
@@ -31,8 +27,9 @@ import k3j.io.TensorInfo;
  * form's without {@code arrays}: the file's own tensors are the arrays, F32 or I32 only.
  *
  * <p>Checked before any array is used: the safetensors header by the validated reader ({@link SafetensorsFile}), and
- * its tensors must tile the data section exactly (no gap, no overlap, no byte after the last); every npz entry is read
- * within a cap, CRC-checked by the zip reader, and its .npy header must account for every byte; names are unique.
+ * its tensors must tile the data section exactly (no gap, no overlap, no byte after the last); the npz by the strict zip
+ * reader ({@link ZipArchive}: the central directory, each local header against it, crc, caps, unique names) and
+ * each entry by the strict .npy reader ({@link Npy}), whose header must account for every byte.
  * The arrays then go through the same container checks as a folder's (dtype and size against the declared shape), and
  * the candidate through the same judgement.
  */
@@ -101,48 +98,28 @@ final class CandidateFile {
     }
 
     private static Contents npz(Path path) {
-        long size;
+        byte[] all;
         try {
-            size = Files.size(path);
+            all = SafeFiles.readAll(path, MAX_BYTES, "a one-file candidate");
         } catch (IOException e) {
             throw ReferenceDump.mismatch("cannot read " + path + ": " + SafeFiles.why(e));
         }
-        if (size > MAX_BYTES) throw ReferenceDump.mismatch(path + " is " + size + " bytes, more than one candidate file may hold in memory");
-        byte[] manifest = null;
+        Npz npz;
+        try {
+            npz = Npz.read(all, path.toString(), MAX_BYTES);
+        } catch (ZipArchive.ZipFormatException | Npy.NpyException e) {
+            throw ReferenceDump.mismatch(e.getMessage() + " (an .npz candidate is a zip of <key>.npy arrays and " + MANIFEST + ")");
+        }
+        for (String name : npz.others().keySet()) {
+            if (!name.equals(MANIFEST)) throw ReferenceDump.mismatch(path + ": entry '" + name + "' is neither " + MANIFEST + " nor an .npy array");
+        }
         Map<String, Array> arrays = new LinkedHashMap<>();
-        long total = 0;
-        try (InputStream raw = new BufferedInputStream(Files.newInputStream(path), 1 << 16); ZipInputStream zip = new ZipInputStream(raw)) {
-            for (ZipEntry e; (e = zip.getNextEntry()) != null; ) {
-                String name = e.getName();
-                if (e.isDirectory() || name.contains("/") || name.contains("\\")) throw ReferenceDump.mismatch(path + ": entry '" + name + "': an npz candidate holds flat entries only");
-                // never more than the file's own size per entry (a zip bomb stops here), and the declared size must be the real one
-                long cap = Math.min(MAX_BYTES - total, Math.max(size, 1) * (e.getMethod() == ZipEntry.STORED ? 1 : 1024));
-                byte[] b = zip.readNBytes((int) Math.min(cap + 1, MAX_BYTES));
-                if (b.length > cap) throw ReferenceDump.mismatch(path + ": entry '" + name + "' inflates past " + cap + " bytes");
-                if (e.getSize() >= 0 && e.getSize() != b.length) throw ReferenceDump.mismatch(path + ": entry '" + name + "' holds " + b.length + " bytes, its header says " + e.getSize());
-                total += b.length;
-                if (name.equals(MANIFEST)) {
-                    if (manifest != null) throw ReferenceDump.mismatch(path + ": two " + MANIFEST + " entries");
-                    manifest = b;
-                    continue;
-                }
-                if (!name.endsWith(".npy")) throw ReferenceDump.mismatch(path + ": entry '" + name + "' is neither " + MANIFEST + " nor an .npy array");
-                String key = name.substring(0, name.length() - 4);
-                Npy a;
-                try {
-                    a = Npy.parse(b, path + ":" + name);
-                } catch (Npy.NpyException x) {
-                    throw ReferenceDump.mismatch(x.getMessage());
-                }
-                if (arrays.put(key, new Array(a.descr().equals("<f4") ? "F32" : "I32", a.shape(), a.bytes())) != null) {
-                    throw ReferenceDump.mismatch(path + ": array '" + key + "' appears twice");
-                }
-            }
-        } catch (ZipException e) {
-            throw ReferenceDump.mismatch(path + ": not a valid npz (zip) file: " + e.getMessage());
-        } catch (IOException e) {
-            throw ReferenceDump.mismatch("cannot read " + path + ": " + SafeFiles.why(e));
+        for (var en : npz.arrays().entrySet()) {
+            if (en.getKey().contains("/") || en.getKey().contains("\\")) throw ReferenceDump.mismatch(path + ": entry '" + en.getKey() + ".npy': an npz candidate holds flat entries only");
+            Npy a = en.getValue();
+            arrays.put(en.getKey(), new Array(a.descr().equals("<f4") ? "F32" : "I32", a.shape(), a.bytes()));
         }
+        byte[] manifest = npz.others().get(MANIFEST);
         if (manifest == null) throw ReferenceDump.mismatch(path + ": the npz holds no " + MANIFEST + " entry (the candidate's manifest)");
         return new Contents(manifest, arrays);
     }

@@ -174,10 +174,11 @@ public final class ReferenceDump {
      * candidate dump ({@link CandidateDump}) is read through it.
      */
     static ReferenceDump open(Path path, String format) {
-        if (!Files.exists(path)) throw mismatch("no reference dump at " + path);
+        String what = format.equals(CandidateDump.FORMAT) ? "candidate dump" : "reference dump";
+        if (!Files.exists(path)) throw mismatch("no " + what + " at " + path + ": no such file or folder");
         if (Files.isDirectory(path)) {
             Path m = path.resolve("manifest.json");
-            if (!Files.exists(m)) throw mismatch(path + " holds no manifest.json: not a reference dump");
+            if (!Files.exists(m)) throw mismatch(path + " holds no manifest.json: not a " + what);
             try {
                 return new ReferenceDump(path, false, "", SafeFiles.readAll(m, MAX_MANIFEST, "a dump manifest"), format);
             } catch (IOException e) {

@@ -129,6 +129,8 @@ public final class Outputs {
 
     /** The folder an output goes into exists and is writable. */
     private static void checkParent(Path target, Path abs, String flag) throws IOException {
+        // '' resolves to the working folder: said as what it is, not as "a directory"
+        if (target.toString().isEmpty()) throw new IOException("cannot write '' (" + flag + "): the path is empty: name a file or folder");
         Path dir = abs.getParent();
         if (dir == null || !Files.isDirectory(dir)) throw refuse(target, flag, "its folder " + dir + " does not exist: create it first or name another path");
         if (!Files.isWritable(dir)) throw refuse(target, flag, "its folder " + dir + " is not writable");

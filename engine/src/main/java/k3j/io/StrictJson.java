@@ -30,7 +30,15 @@ public final class StrictJson {
 
     /** Parses {@code bytes}; a duplicate key, trailing text or a syntax error is an IOException whose message names it. */
     public static JsonNode read(byte[] bytes) throws IOException {
-        return MAPPER.readTree(bytes);
+        try {
+            return MAPPER.readTree(bytes);
+        } catch (com.fasterxml.jackson.databind.exc.MismatchedInputException e) {
+            // Jackson's own words name its classes and settings: said here as what the file holds
+            if (e.getOriginalMessage() == null || !e.getOriginalMessage().startsWith("Trailing token")) throw e;
+            var at = e.getLocation();
+            throw new com.fasterxml.jackson.core.JsonParseException(null, "a second JSON value after the first" + (at == null ? "" : ", at line " + at.getLineNr()
+                    + " column " + at.getColumnNr()) + " (the file must hold exactly one JSON value)");
+        }
     }
 
     /** A required member of {@code obj}: present and not null. */

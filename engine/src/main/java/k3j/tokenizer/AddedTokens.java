@@ -108,6 +108,8 @@ public final class AddedTokens {
         }
         if (content == null) throw bad(name, p, "id " + id + ": no content");
         if (content.isEmpty()) throw bad(name, p, "id " + id + ": empty content");
+        // a lone surrogate (a \\uD800 escape without its pair) is no text: it has no UTF-8 bytes to match or print
+        if (content.codePoints().anyMatch(cp -> cp >= Character.MIN_SURROGATE && cp <= Character.MAX_SURROGATE)) throw bad(name, p, "id " + id + ": content holds an unpaired surrogate (a \\uD800-\\uDFFF escape without its pair)");
         return new AddedToken(id, content, special);
     }
 

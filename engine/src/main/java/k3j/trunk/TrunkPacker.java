@@ -206,6 +206,7 @@ public final class TrunkPacker {
         Path bin = out.resolve(TrunkManifest.BIN), json = out.resolve(TrunkManifest.JSON);
         Path binPart = out.resolve(TrunkManifest.BIN + PARTIAL), jsonPart = out.resolve(TrunkManifest.JSON + PARTIAL);
         Path journal = out.resolve(JOURNAL);
+        List<String> journalLines = readJournal(journal, binPart, layout);
         int copiedLayers = 0;
         try {
             Files.createDirectories(out);
@@ -214,7 +215,7 @@ public final class TrunkPacker {
             String headers = SourceId.headerSha256(index);
             Map<String, DataBinding.FileIdentity> before = DataBinding.identities(index);
             String id = layoutId(headers, layout);
-            List<TrunkManifest.Layer> resumed = resume(binPart, journal, id, layout, notes);
+            List<TrunkManifest.Layer> resumed = resume(binPart, journal, journalLines, id, layout, notes);
             List<TrunkManifest.Layer> written = copy(layout, binPart, journal, resumed, progress, hook);
             copiedLayers = written.size();
             written = verify(binPart, written, layout.fileSize(), notes, progress.next("verified"));
@@ -285,6 +286,39 @@ public final class TrunkPacker {
     static final String JOURNAL = TrunkManifest.BIN + ".journal";
     private static final String JOURNAL_HEAD = "k3j-trunk-journal 1 ";
 
+    /**
+     * The lines of a previous pack's journal (none when there is none), read as every other input is: refused, not
+     * followed, opened or allocated for, when it is a link, a FIFO or another special file, larger than a journal of
+     * this layout can be, or not ASCII text. The refusal says what works: delete it (and the partial trunk), and the
+     * pack starts over.
+     */
+    static List<String> readJournal(Path journal, Path binPart, Layout layout) {
+        String fix = "; delete it and " + binPart.getFileName() + " and run pack-trunk again (it starts over)";
+        java.nio.file.attribute.BasicFileAttributes a;
+        try {
+            a = Files.readAttributes(journal, java.nio.file.attribute.BasicFileAttributes.class, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        } catch (java.nio.file.NoSuchFileException e) {
+            return List.of();
+        } catch (IOException e) {
+            throw new TrunkException(journal, TrunkException.NO_LAYER, "cannot read the pack journal: " + k3j.io.SafeFiles.why(e) + fix, e);
+        }
+        if (!a.isRegularFile()) {
+            throw new TrunkException(journal, TrunkException.NO_LAYER, "is " + k3j.io.SafeFiles.kind(journal, a) + ", not a regular file: refused as the pack journal, neither followed nor opened" + fix);
+        }
+        long cap = 256 + 32L * layout.layers().size();
+        if (a.size() > cap) throw new TrunkException(journal, TrunkException.NO_LAYER, "is " + a.size() + " bytes; a pack journal of this layout holds at most " + cap + ": not read" + fix);
+        try {
+            byte[] b = k3j.io.SafeFiles.readAll(journal, cap, "the pack journal");
+            String text = java.nio.charset.StandardCharsets.US_ASCII.newDecoder().onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+                    .decode(ByteBuffer.wrap(b)).toString();
+            return text.lines().toList();
+        } catch (java.nio.charset.CharacterCodingException e) {
+            throw new TrunkException(journal, TrunkException.NO_LAYER, "is not a pack journal (not ASCII text)" + fix, e);
+        } catch (IOException e) {
+            throw new TrunkException(journal, TrunkException.NO_LAYER, "cannot read the pack journal: " + k3j.io.SafeFiles.why(e) + fix, e);
+        }
+    }
+
     /** What a journal must match to be resumed: the checkpoint's headers and the whole layout, pieces included. */
     private static String layoutId(String headerSha256, Layout layout) {
         java.security.MessageDigest md = SourceId.sha256();
@@ -305,11 +339,10 @@ public final class TrunkPacker {
      * and its CRC-32C checked against the journal; the journal is rewritten to hold just those. Anything else
      * (no journal, another layout, a mismatch at layer 0) starts over with a fresh journal.
      */
-    private static List<TrunkManifest.Layer> resume(Path binPart, Path journal, String id, Layout layout, Consumer<String> notes)
+    private static List<TrunkManifest.Layer> resume(Path binPart, Path journal, List<String> lines, String id, Layout layout, Consumer<String> notes)
             throws IOException {
         List<TrunkManifest.Layer> ok = new ArrayList<>();
-        if (Files.isRegularFile(binPart) && Files.isRegularFile(journal)) {
-            List<String> lines = Files.readAllLines(journal);
+        if (Files.isRegularFile(binPart, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
             if (!lines.isEmpty() && lines.getFirst().equals(JOURNAL_HEAD + id)) {
                 try (FileChannel in = FileChannel.open(binPart, StandardOpenOption.READ)) {
                     ByteBuffer buf = ByteBuffer.allocateDirect(BUFFER);
@@ -326,8 +359,11 @@ public final class TrunkPacker {
         }
         StringBuilder j = new StringBuilder(JOURNAL_HEAD + id + "\n");
         for (TrunkManifest.Layer l : ok) j.append(l.layer()).append(' ').append(TrunkManifest.hex(l.crc32c())).append('\n');
-        Files.writeString(journal, j);
-        force(journal);
+        // a new file renamed over the old one: never written through a link
+        k3j.io.AtomicFile.replace(journal.toAbsolutePath(), ch -> {
+            ByteBuffer text = ByteBuffer.wrap(j.toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            while (text.hasRemaining()) ch.write(text);
+        });
         if (ok.isEmpty()) {
             Files.deleteIfExists(binPart);
         } else {
@@ -363,7 +399,7 @@ public final class TrunkPacker {
         long copied = 0;
         for (TrunkManifest.Layer l : resumed) copied += l.nbytes();
         try (FileChannel dst = FileChannel.open(binPart, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
-             FileChannel log = FileChannel.open(journal, StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
+             FileChannel log = FileChannel.open(journal, StandardOpenOption.WRITE, StandardOpenOption.APPEND, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
             Map<Path, FileChannel> src = new HashMap<>();
             try {
                 for (int i = resumed.size(); i < layout.layers().size(); i++) {

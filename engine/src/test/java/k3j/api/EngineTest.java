@@ -63,4 +63,35 @@ class EngineTest {
             assertTrue(r.conforms() && r.failing().isEmpty() && r.greedy().conforms(), "the untouched model conforms");
         }
     }
+
+    @Test
+    void closeTwiceIsQuietAndANullListenerIsNamed() {
+        Engine k3 = Engine.open(TINY, Plan.resident(), Engine.Options.DEFAULTS.withThreads(1));
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> k3.generate(new int[] {250, 17}, Settings.greedy(2), null));
+        assertEquals("the token listener is null: pass id -> {} to ignore the tokens as they come", e.getMessage());
+        k3.close();
+        k3.close();
+    }
+
+    @Test
+    void aMissingCandidateOrModelFileIsNamed(@TempDir Path dir) throws Exception {
+        Conform.Options o = Conform.Options.DEFAULTS.withThreads(1).withReference(null, List.of(Repo.path("reference-dumps")));
+        RuntimeException missing = org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class, () -> Conform.candidate(dir.resolve("missing.npz"), o).close());
+        assertTrue(missing.getMessage().contains("no candidate dump at " + dir.resolve("missing.npz") + ": no such file or folder"), missing.getMessage());
+        java.nio.file.Files.createDirectories(dir.resolve("empty"));
+        RuntimeException noManifest = org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class, () -> Conform.candidate(dir.resolve("empty"), o).close());
+        assertTrue(noManifest.getMessage().contains(dir.resolve("empty") + " holds no manifest.json: not a candidate dump"), noManifest.getMessage());
+        java.nio.file.Files.writeString(dir.resolve("text.npz"), "this is text, not a zip");
+        RuntimeException notZip = org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class, () -> Conform.candidate(dir.resolve("text.npz"), o).close());
+        assertTrue(notZip.getMessage().contains("text.npz: not a zip file"), notZip.getMessage());
+        java.nio.file.Files.createDirectories(dir.resolve("two"));
+        java.nio.file.Files.writeString(dir.resolve("two/manifest.json"), "{\"format\": \"k3j-candidate\"}\n{\"format\": \"k3j-candidate\"}\n");
+        RuntimeException two = org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class, () -> Conform.candidate(dir.resolve("two"), o).close());
+        assertTrue(two.getMessage().contains("a second JSON value after the first, at line 2"), two.getMessage());
+        assertFalse(two.getMessage().contains("jackson") || two.getMessage().contains("Deserialization") || two.getMessage().contains("JsonNode"), two.getMessage());
+        java.nio.file.Files.createDirectories(dir.resolve("nomodel"));
+        RuntimeException model = org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class, () -> Conform.model(dir.resolve("nomodel"), Plan.resident(), o).close());
+        assertTrue(model.getMessage().contains(dir.resolve("nomodel").resolve("config.json").toString()), model.getMessage());
+    }
 }

@@ -42,6 +42,25 @@ class ChatCommandsTest {
         assertTrue(resumed.err().contains("  chat     : 2 message(s) in the history, continuing the state in " + s), resumed.err());
     }
 
+    @Test
+    void aDanglingLinkIsANameTakenAndANulLineIsRefusedAtInput(@TempDir Path dir) throws Exception {
+        Path h = dir.resolve("h.jsonl"), dangling = dir.resolve("h-2.jsonl");
+        Files.createSymbolicLink(dangling, dir.resolve("gone.jsonl"));
+        ChildK3 r = ChatCommandsTest.chat(dir, "hello\n/save\n/reset\nagain\n", "--history", h.toString());
+        assertEquals(0, r.exit(), r.err());
+        assertTrue(r.err().contains("this one is saved to " + dir.resolve("h-3.jsonl")), "after /reset the next free name is h-3.jsonl:\n" + r.err());
+        assertTrue(Files.isSymbolicLink(dangling) && !Files.exists(dir.resolve("gone.jsonl")), "the dangling link is neither followed nor replaced");
+        assertTrue(Files.readString(dir.resolve("h-3.jsonl")).contains("\"again\""));
+
+        Path n = dir.resolve("n.jsonl");
+        ChildK3 nul = ChatCommandsTest.chat(dir, "hello\na\u0000b\n", "--history", n.toString());
+        assertEquals(ExitCode.USAGE, nul.exit(), nul.err());
+        assertTrue(nul.err().contains("k3: the message contains NUL: refused, not sent"), nul.err());
+        ChildK3 again = ChatCommandsTest.chat(dir, "more\n", "--history", n.toString());
+        assertEquals(0, again.exit(), "--history reads back its own file:\n" + again.err());
+        assertFalse(Files.readString(n).contains("\\u0000"), "no NUL was saved");
+    }
+
     private static ChildK3 chat(Path dir, String stdin, String... more) {
         String[] a = new String[8 + more.length];
         System.arraycopy(new String[] {TINY, "--tok", TINY, "--chat", "--think", "off", "--gen", "4"}, 0, a, 0, 8);

@@ -62,6 +62,17 @@ class MessagesTest {
     }
 
     @Test
+    void anEmptyLayerListOrOutputPathIsSaidAsEmpty() {
+        CliRun layers = k3("conform", MINI, "--layers", "");
+        assertShortUsageError(layers, "conform", "k3: --layers '' names no layer: give layers like 0-92 or 40,41, or leave --layers out to check all 93");
+        assertEquals("", layers.out(), "nothing planned or run:\n" + layers.out());
+        CliRun out = k3(TINY, "--ids", "1", "--gen", "1", "--out", "");
+        assertEquals(ExitCode.USAGE, out.exit(), out.err());
+        assertTrue(out.err().contains("cannot write '' (--out): the path is empty: name a file or folder"), out.err());
+        assertFalse(out.err().contains("directory") || out.err().contains("a folder;"), out.err());
+    }
+
+    @Test
     void aCorruptionSpecNamesItsBadFieldAndAMaskMayBeHex() throws Exception {
         String out = dir.resolve("copy").toString();
         CliRun bad = k3("corrupt", MINI, out, "--corruption", "byte:30:5:w2_packed:3:zz");

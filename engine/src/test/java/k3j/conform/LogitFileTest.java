@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Logit files for {@code k3 compare-logits}: raw --dump-logits vectors, .npy versions 1 and 2 of one row or
+ * Logit files for {@code k3 compare-logits}: raw --dump-logits vectors, .npy versions 1.0, 2.0 and 3.0 of one row or
  * all rows, and the refusals (wrong length, another dtype, Fortran order, a NaN, an infinity); the command
  * passes the reference's own row and fails a row with one logit moved.
  */
@@ -49,7 +49,9 @@ class LogitFileTest {
         refused(Files.write(tmp.resolve("f8.npy"), npy(1, "<f8", false, "(2,)", v)), 4, "only little-endian float32");
         refused(Files.write(tmp.resolve("be.npy"), npy(1, ">f4", false, "(4,)", v)), 4, "only little-endian float32");
         refused(Files.write(tmp.resolve("fortran.npy"), npy(1, "<f4", true, "(2, 2)", v)), 2, "Fortran order");
-        refused(Files.write(tmp.resolve("v3.npy"), npy(3, "<f4", false, "(4,)", v)), 4, "format version 3");
+        refused(Files.write(tmp.resolve("v4.npy"), npy(4, "<f4", false, "(4,)", v)), 4, "format version 4.0 (numpy reads 1.0, 2.0 and 3.0 only)");
+        assertEquals(4, LogitFile.read(Files.write(tmp.resolve("v3.npy"), npy(3, "<f4", false, "(4,)", v)), 4).vocab(), "version 3.0 is numpy's too");
+        refused(Files.write(tmp.resolve("twice.npy"), npy(1, "<f4", false, "(4,), 'shape': (2, 2)", v)), 4, "key 'shape' given twice (numpy would take the last)");
         refused(Files.write(tmp.resolve("vocab.npy"), npy(1, "<f4", false, "(4,)", v)), 5, "vocabulary is V = 5");
         byte[] whole = npy(1, "<f4", false, "(4,)", v);
         refused(Files.write(tmp.resolve("cut.npy"), Arrays.copyOf(whole, whole.length - 3)), 4, "data is 13 bytes");

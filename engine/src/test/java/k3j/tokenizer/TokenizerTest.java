@@ -65,4 +65,16 @@ class TokenizerTest {
         assertEquals(2, r.length);
         assertArrayEquals("h".getBytes(), r[1]);
     }
+
+    @Test
+    void aLoneSurrogateInTheAddedTokensIsRefused(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path tiny = k3j.Repo.path("oracle-fixtures/tiny-k3");
+        java.nio.file.Files.copy(tiny.resolve(Tokenizer.RANKS_FILE), dir.resolve(Tokenizer.RANKS_FILE));
+        String config = java.nio.file.Files.readString(tiny.resolve(Tokenizer.CONFIG_FILE));
+        java.nio.file.Files.writeString(dir.resolve(Tokenizer.CONFIG_FILE), config.replace("\"[EOS]\"", "\"[EOS\\ud800]\""));
+        TokenizerException e = org.junit.jupiter.api.Assertions.assertThrows(TokenizerException.class, () -> Tokenizer.load(dir));
+        org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("id 251: content holds an unpaired surrogate"), e.getMessage());
+        java.nio.file.Files.writeString(dir.resolve(Tokenizer.CONFIG_FILE), config.replace("\"[EOS]\"", "\"[EOS\\ud83d\\ude00]\""));
+        Tokenizer.load(dir);   // a surrogate pair (an emoji) is text
+    }
 }
