@@ -15,6 +15,8 @@ import { pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
 
 const VIEW = { width: 1400, height: 900 };
+// the sizes the sticky parts of the page must not clip the title card and the tab strip at
+const SIZES = [VIEW, { width: 1920, height: 1080 }];
 const VERDICT = { fail: "DOES NOT CONFORM", pass: "CONFORMS" };
 const args = process.argv.slice(2);
 let shots = null, worse = null, catches = false;
@@ -86,6 +88,16 @@ async function firstScreen(page, r, where) {
     check(m !== null && Number(m[1]) > 0 && m[1] === m[2] && !/not caught/.test(summary), `${where}: what the harness catches lists every planted wrong port as caught: "${summary}"`);
   }
   if (r.expect === "fail") check(/L\d+ .* stage \S+ · \[[^\]]+\]/.test(text(await first.innerText())), `${where}: the first divergence names layer, stage and category: "${text(await first.innerText())}"`);
+  // the story stays a first screen: long lists fold ("and N more"), so the panel never fills the page
+  const storyBox = await page.locator("#k3-story").boundingBox();
+  check(storyBox !== null && storyBox.height <= VIEW.height * 0.45, `${where}: the story panel is ${Math.round(storyBox?.height ?? -1)} px high, at most 45% of the screen (long lists folded)`);
+  // every skip says why
+  const skips = text(await page.locator("[data-k3-skipped]").allInnerTexts().then((t) => t.join(" | ")));
+  check(!/no reason given/.test(skips), `${where}: every skipped case gives its reason${skips ? ": " + skips : " (none skipped)"}`);
+  // the trend says what it compared, or that there was nothing to compare; never "no layer grew" against a run without layers
+  const trend = text(await page.locator("#k3-story dd").nth(3).innerText());
+  check(/^(nothing to compare: |no history kept|no layer's worst ratio grew .* \(same reference, same layers|\d+ layers? got worse .* \(same reference, same layers)/.test(trend), `${where}: the trend compares like with like or says there is nothing to compare: "${trend.slice(0, 160)}"`);
+
   const percentages = await page.evaluate(({ h }) => [...document.querySelectorAll("body *")]
     .filter((e) => e.children.length === 0 && /^\s*\d+(\.\d+)?\s*%\s*$/.test(e.textContent))
     .filter((e) => { const b = e.getBoundingClientRect(); return b.width > 0 && b.height > 0 && b.top < h && getComputedStyle(e).visibility !== "hidden"; })
@@ -120,6 +132,9 @@ async function treeTitles(page, open) {
 
 async function layerOrder(page, r) {
   const names = await treeTitles(page, /^(2 · layers|failing|passing)$/);
+  // no Flaky mark on the cases now shown: the harness's results are deterministic
+  const flaky = await page.locator("[data-testid=tree-leaf-flaky]").count();
+  check(names.length > 0 && flaky === 0, `no case of the ${names.length} shown is marked flaky (${flaky} marks)`);
   if (process.env.K3_DEBUG) console.log(names.slice(0, 30));
   const layers = names.filter((x) => /^L\d+ /.test(x) && !/experts/.test(x));
   const at = (n) => layers.findIndex((x) => new RegExp(`^L${n} `).test(x));
@@ -129,8 +144,42 @@ async function layerOrder(page, r) {
   check(parts.join("|") === [...parts].sort().join("|"), `the parts follow cause to symptom: ${parts.join(", ")}`);
   if (r.expect === "fail") {
     const failing = await page.locator("[data-testid=tree-leaf]").filter({ has: page.locator("[data-testid=tree-leaf-status-failed]") }).allInnerTexts();
-    const firstFailing = failing.map(text).map((t) => t.replace(/^\d+\s*/, "")).find((x) => /^L\d+ /.test(x) && !/experts/.test(x));
+    const failingNames = failing.map(text).map((t) => t.replace(/^\d+\s*/, ""));
+    const firstFailing = failingNames.find((x) => /^L\d+ /.test(x) && !/experts/.test(x));
     check(firstFailing !== undefined && at(Number(/^L(\d+)/.exec(firstFailing)[1])) === 0, `a failing layer (${firstFailing}) comes first among the layers`);
+    const nums = failingNames.filter((x) => /^L\d+ /.test(x) && !/experts/.test(x)).map((x) => Number(/^L(\d+)/.exec(x)[1]));
+    check(nums.length > 1 && nums.every((n, i) => i === 0 || nums[i - 1] < n), `the failing layers in the tree are in numeric order: ${nums.map((n) => "L" + n).join(", ")}`);
+    // the story's list: the same layers in the same numeric order
+    const listed = (await page.locator("[data-k3-count=layers] ~ a, [data-k3-count=layers] ~ details a").allInnerTexts().catch(() => [])).map(text);
+    const storyNums = listed.filter((x) => /^L\d+ /.test(x)).map((x) => Number(/^L(\d+)/.exec(x)[1]));
+    check(storyNums.length === nums.length && storyNums.every((n, i) => n === nums[i]), `the story lists the failing layers as the tree does: ${storyNums.map((n) => "L" + n).join(", ")}`);
+  }
+  // the counts agree with the tree: the layers part's failing cases (the overview among them) as its branch shows them
+  const failedLeaves = await page.locator("[data-testid=tree-leaf]").filter({ has: page.locator("[data-testid=tree-leaf-status-failed]") }).allInnerTexts();
+  const inLayers = failedLeaves.map(text).map((t) => t.replace(/^\d+\s*/, "")).filter((x) => /^(L\d+ |overview)/.test(x) && !/experts/.test(x)).length;
+  const said = Number(await page.locator("[data-k3-count=layers]").getAttribute("data-k3-failed").catch(() => "NaN"));
+  check(said === inLayers, `the story's layers count (${said} failing) agrees with the tree's layers branch (${inLayers} failing cases)`);
+}
+
+/** The title card and the tab strip, scrolled to the top of the window, are not covered by a sticky or fixed bar. */
+async function noClipping(r, url, where) {
+  for (const size of SIZES) {
+    const context = await browser.newContext({ viewport: size });
+    const page = await context.newPage();
+    await page.goto(url, { timeout: 180000 });
+    await page.locator("[data-testid=tree-section-title]").first().waitFor({ timeout: 120000 });
+    await page.waitForTimeout(1000);
+    for (const [name, locator] of [["title card", page.getByText("k3j conformance", { exact: true }).first()], ["tab strip", page.getByText(/^Results/).first()]]) {
+      const covered = await locator.evaluate((el) => {
+        el.scrollIntoView({ block: "start" });
+        const b = el.getBoundingClientRect();
+        const at = document.elementFromPoint(b.left + Math.min(b.width / 2, 40), b.top + Math.min(b.height / 2, 8));
+        return at === null || !(el === at || el.contains(at) || at.contains(el)) ? (at?.tagName ?? "nothing") + "." + (at?.className ?? "") : null;
+      }).catch((e) => "not found: " + e.message.split("\n")[0]);
+      check(covered === null, `${where}: the ${name} scrolled to the top at ${size.width}x${size.height} is not clipped${covered ? " (covered by " + covered + ")" : ""}`);
+    }
+    if (shots) await page.screenshot({ path: join(shots, `${r.expect}-scrolled-${size.width}x${size.height}.png`) });
+    await context.close();
   }
 }
 
@@ -190,7 +239,17 @@ async function checkReport(r) {
     await layerOrder(page, r);
     if (r.expect === "fail") await failingLayerPage(page, r, "folder report");
     await context.close();
+    await noClipping(r, url, "folder report");
     server.close();
+
+    // the folder copy from file:// cannot load its data: it says so and names the single file, never spins forever
+    const c3 = await browser.newContext({ viewport: VIEW });
+    const p3 = await c3.newPage();
+    await p3.goto(pathToFileURL(join(r.dir, "index.html")).href, { timeout: 180000 });
+    const banner = p3.locator("[data-k3-file-banner]");
+    await banner.waitFor({ timeout: 30000 }).catch(() => {});
+    check(await onScreen(p3, banner) && /\.html/.test(await banner.innerText()), `the folder copy opened from file:// names the single file at once`);
+    await c3.close();
 
     const single = `${r.dir}.html`;
     if (check(existsSync(single), `the single-file report ${single} sits beside the folder`)) {

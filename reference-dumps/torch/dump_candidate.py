@@ -21,7 +21,9 @@ matrix (not the routed experts, already MXFP4; not the router or the short convo
 exact) fake-quantised symmetrically per group of 32 inputs to int8 or int4 (absmax scale, round to nearest),
 or, for bf16, every such matrix and every matmul's input and output rounded to bfloat16. --all-mutants
 also writes the lossy ladder DIR/bf16, DIR/int8, DIR/int4, an int4 port that also has a binding
-mutant (DIR/int4-misbound: layer 45's o_proj bound from layer 46), and one-file copies (reference-dumps/candidate_file.py) of a few
+mutant (DIR/int4-misbound: layer 45's o_proj bound from layer 46), that binding mutant alone in float32
+(DIR/misbound), two noise ports (DIR/noise-logits, DIR/noise-stages: Gaussian noise of sigma 0.05 on the float32
+candidate's logits, or on every stage and the logits), and one-file copies (reference-dumps/candidate_file.py) of a few
 candidates: DIR/<name>.safetensors and DIR/<name>.npz.
 """
 from __future__ import annotations
@@ -95,9 +97,40 @@ class LossyModel(Model):
 
     def _get(self, name):
         t = super()._get(name)
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.dim() != 2 or name.endswith("gate.weight") or "conv1d" in name:
+        if not self.lossy or not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.dim() != 2 or name.endswith("gate.weight") or "conv1d" in name:
             return t
         return bf16(t) if self.lossy == "bf16" else fake_quant(t, 8 if self.lossy == "int8" else 4)
+
+
+# noise ports: the float32 candidate with Gaussian noise of this sigma added (seeded), on the logits alone or on every
+# layer's stages and the logits: an engine that is imprecise everywhere, which must be called precision, never binding
+NOISE = {"noise-logits": ("logits",), "noise-stages": ("layers.", "logits")}
+NOISE_SIGMA = 0.05
+NOISE_SEED = 20260
+
+
+def noisy(src_dir, out_dir, name):
+    """A copy of the candidate at src_dir with N(0, NOISE_SIGMA) added to its float arrays whose key starts with NOISE[name]."""
+    with open(os.path.join(src_dir, "manifest.json")) as f:
+        m = json.load(f)
+    rng = np.random.default_rng(NOISE_SEED)
+    w = Writer(out_dir)
+    for key, a in m["arrays"].items():
+        v = np.fromfile(os.path.join(src_dir, a["file"]), dtype="<f4" if a["dtype"] == "F32" else "<i4").reshape(a["shape"])
+        if a["dtype"] == "F32" and key.startswith(NOISE[name]) and key != "logits_incremental":
+            v = (v.astype(np.float64) + rng.normal(0.0, NOISE_SIGMA, v.shape)).astype("<f4")
+        if key in ("logits_incremental", "greedy_ids"):
+            continue  # the noisy full-recompute logits already fail; no incremental pair to keep consistent
+        w.put(key, torch.from_numpy(v.astype(np.float64) if a["dtype"] == "F32" else v.astype(np.int64)))
+    m["arrays"] = w.arrays
+    m["engine"]["name"] += f", Gaussian noise sigma {NOISE_SIGMA} on " + ("the logits" if name == "noise-logits" else "every stage and the logits")
+    m["mutant"] = {"name": name, "wrong": f"N(0, {NOISE_SIGMA}) added to " + ", ".join(NOISE[name]) + " (seed %d)" % NOISE_SEED,
+                   "rule": "docs/semantics.md §10.10: precision", "cause": "precision",
+                   "acts_at": {"layer": None, "stage": "logits"} if name == "noise-logits" else {"layer": 0, "stage": "attn_in"}}
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(m, f, indent=1)
+        f.write("\n")
+    print(f"{out_dir}: {m['engine']['name']}")
 
 
 class Bf16Activations:
@@ -174,6 +207,16 @@ def acts_at(ref, model_dir, mutant, clean):
     return None
 
 
+# the cause (docs/semantics.md §10.10) each planted wrong port must be given: a wrong constant or formula acts on every
+# layer of a kind; a tensor bound from another layer is a binding error of that layer alone; a layer map read
+# zero-based leaves layers the port cannot bind (missing stage); a model-level mutant shows only in the logits
+CAUSE = {"layer_map_zero_based": "missing stage", "no_output_mix": "logits", "o_proj_misbound": "binding error"}
+
+
+def cause(name):
+    return CAUSE.get(name, "wrong constant or formula")
+
+
 def write(ref, out_dir, dtype_name, mutant=None, clean=None, greedy_ids=True, log=print, lossy=None, misbound=False):
     if lossy == "bf16":
         with Bf16Activations():
@@ -185,7 +228,7 @@ def _write(ref, out_dir, dtype_name, mutant, clean, greedy_ids, log, lossy, misb
     dtype = DTYPES[dtype_name]
     model_dir = ref.model_dir()
     mut = {mutant} if mutant else ()
-    model = LossyModel(model_dir, dtype, mut, lossy, misbound) if lossy else Model(model_dir, dtype, mut=mut)
+    model = LossyModel(model_dir, dtype, mut, lossy, misbound) if lossy or misbound else Model(model_dir, dtype, mut=mut)
     w = Writer(out_dir)
     layers = []
     for i, rec in sorted(run_layers(ref, model, dtype).items()):
@@ -227,14 +270,14 @@ def _write(ref, out_dir, dtype_name, mutant, clean, greedy_ids, log, lossy, misb
         manifest["notes"] = notes
     if misbound:
         manifest["mutant"] = {"name": "o_proj_misbound", "wrong": f"layer {MISBOUND['layer']}'s {MISBOUND['tensor']} is layer {MISBOUND['from']}'s",
-                              "rule": "docs/semantics.md: every layer binds its own tensors", "acts_at": {"layer": MISBOUND["layer"], "stage": "attn_out"}}
+                              "rule": "docs/semantics.md: every layer binds its own tensors", "cause": cause("o_proj_misbound"), "acts_at": {"layer": MISBOUND["layer"], "stage": "attn_out"}}
         manifest["engine"]["name"] += f", layer {MISBOUND['layer']} o_proj bound from layer {MISBOUND['from']}"
     if mutant in ops.INVARIANCE:
         what, bug = ops.INVARIANCE[mutant]
         manifest["invariance"] = {"name": mutant, "wrong": what, "stands_for": bug, "chunk": ops.CHUNK}
     elif mutant:
         what, where = ops.MUTANTS[mutant]
-        manifest["mutant"] = {"name": mutant, "wrong": what, "rule": where, "acts_at": acts_at(ref, model_dir, mutant, clean or Model(model_dir, torch.float64))}
+        manifest["mutant"] = {"name": mutant, "wrong": what, "rule": where, "cause": cause(mutant), "acts_at": acts_at(ref, model_dir, mutant, clean or Model(model_dir, torch.float64))}
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")
@@ -278,6 +321,9 @@ def main():
         for lossy in LOSSY:  # the lossy ladder, and an int4 port that is also wrong
             write(ref, os.path.join(a.out, lossy), a.dtype, greedy_ids=False, lossy=lossy)
         write(ref, os.path.join(a.out, "int4-misbound"), a.dtype, greedy_ids=False, lossy="int4", misbound=True)
+        write(ref, os.path.join(a.out, "misbound"), a.dtype, greedy_ids=False, misbound=True)
+        for name in NOISE:
+            noisy(os.path.join(a.out, a.dtype), os.path.join(a.out, name), name)
         npy(os.path.join(a.out, "int4"), os.path.join(a.out, "logits-int4.npy"))
         for name in ONE_FILE:
             for ext in ("safetensors", "npz"):

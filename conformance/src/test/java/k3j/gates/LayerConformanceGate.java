@@ -13,6 +13,7 @@ import java.util.TreeMap;
 import java.util.stream.Stream;
 import k3j.bisect.Bisect;
 import k3j.conform.Budget;
+import k3j.conform.Causes;
 import k3j.conform.Charts;
 import k3j.conform.Conformance;
 import k3j.conform.Finding;
@@ -85,10 +86,7 @@ class LayerConformanceGate {
         Evidence.part(ReportPart.LAYERS);
         int layer = lc.layer();
         Conformance c = CheckpointUnderTest.open();
-        LayerReport r = c.layer(layer);
-        synchronized (reports) {
-            reports.put(layer, r);
-        }
+        LayerReport r = classified(c).get(layer);
         // the page opens with the evidence: the failure box holds the verdict, bisect's diagnosis and the stage table;
         // one label (the worst ratio, which the report's trend compares run to run) and no parameters
         Allure.label(WORST_LABEL, Evidence.format(r.worstRatioToBudget()));
@@ -99,6 +97,21 @@ class LayerConformanceGate {
         Evidence.text("verdict", r.line());
         if (diagnosis != null) Evidence.text("bisect", diagnosis);
         if (!r.conforms()) fail(failure(r, diagnosis));
+    }
+
+    /**
+     * Every selected layer's report with its cause ({@link Causes}: the cause of one layer's failure is read from all
+     * selected layers together), judged once on the first layer case.
+     */
+    static Map<Integer, LayerReport> classified(Conformance c) {
+        synchronized (reports) {
+            if (reports.isEmpty()) {
+                List<LayerReport> all = new ArrayList<>();
+                for (int l : CheckpointUnderTest.selected()) all.add(c.layer(l));
+                for (LayerReport r : Causes.classify(all, c.dump())) reports.put(r.layer(), r);
+            }
+            return reports;
+        }
     }
 
     /** The report's label holding a layer's worst ratio to budget (kept in the report's history for the trend). */
@@ -170,13 +183,7 @@ class LayerConformanceGate {
         Evidence.part(ReportPart.LAYERS);
         Conformance c = CheckpointUnderTest.open();
         List<LayerReport> all = new ArrayList<>();
-        for (int l : CheckpointUnderTest.selected()) {
-            LayerReport r;
-            synchronized (reports) {
-                r = reports.get(l);
-            }
-            all.add(r != null ? r : c.layer(l)); // the overview alone (-Dtest=...#overview...) still sees every layer
-        }
+        for (int l : CheckpointUnderTest.selected()) all.add(classified(c).get(l)); // the overview alone (-Dtest=...#overview...) still sees every layer
         String title = "ratio to budget, " + selection + " of " + (c.candidateDump() != null ? c.candidateDump().source() : c.modelDir()).getFileName() + " (reference " + c.dump().source().getFileName() + ")";
         String svg = Charts.overview(all, title);
         Allure.addAttachment("layers x stages (ratio to budget)", "image/svg+xml", svg, ".svg");

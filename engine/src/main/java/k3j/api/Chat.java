@@ -6,11 +6,8 @@ import java.util.HexFormat;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntConsumer;
 import k3j.chat.Conversation;
-import k3j.chat.History;
-import k3j.chat.Thinking;
 import k3j.chat.Xtml;
 import k3j.model.DecodeState;
-import k3j.sample.Sampler;
 import k3j.state.StateException;
 import k3j.state.StateFile;
 
@@ -24,15 +21,16 @@ public final class Chat {
     private final Xtml xtml;
     private final Conversation conversation;
 
-    Chat(Engine engine, History history, Thinking thinking, Sampler.Settings sampling) {
+    Chat(Engine engine, History history, Thinking thinking, Sampling sampling) {
         this.engine = engine;
         this.xtml = new Xtml(engine.tokenizer());
-        this.conversation = new Conversation(engine.forward(), xtml, thinking, sampling, history)
+        this.conversation = new Conversation(engine.forward(), xtml, thinking.chat(), sampling.sampler(), history.chat())
                 .limitPositions(engine.maxPositions(), engine.maxPositionsSource());
     }
 
+    /** The conversation so far (a copy: later turns do not change it). */
     public History history() {
-        return conversation.history();
+        return History.of(conversation.history());
     }
 
     /** The chat markup over the engine's tokenizer (for showing a reply as it streams). */
@@ -76,7 +74,7 @@ public final class Chat {
         DecodeState st = engine.forward().newState(StateFile.idCount(file, engine.maxPositions() - room, "a chat may still hold beside " + room
                 + " more (the " + engine.maxPositions() + " " + engine.maxPositionsSource() + ")") + room);
         StateFile.Loaded l = StateFile.load(file, engine.binding(), st);
-        History h = conversation.history();
+        k3j.chat.History h = conversation.history();
         if (!Arrays.equals(l.conversation(), h.sha256())) {
             throw new StateException(file + ": refusing the state: it follows another conversation than " + historyName + " (history sha256 "
                     + HexFormat.of().formatHex(l.conversation()).substring(0, 16) + "…, this history's " + h.sha256Hex().substring(0, 16) + "…)");

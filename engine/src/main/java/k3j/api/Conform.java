@@ -158,7 +158,10 @@ public final class Conform implements AutoCloseable {
         return l;
     }
 
-    /** The selected layers, each report told to {@code each} as it is made. */
+    /**
+     * The selected layers, each report told to {@code each} as it is made (with its band); the list returned carries
+     * each failing layer's cause, read from every selected layer together ({@link k3j.conform.Causes}).
+     */
     public List<LayerReport> layers(List<Integer> selection, Consumer<LayerReport> each) {
         List<LayerReport> out = new ArrayList<>();
         for (int layer : selection) {
@@ -166,7 +169,7 @@ public final class Conform implements AutoCloseable {
             out.add(r);
             each.accept(r);
         }
-        return out;
+        return k3j.conform.Causes.classify(out, conformance.dump());
     }
 
     /** The expert sweep of the selected layers that have routed experts, each told to {@code each}. */

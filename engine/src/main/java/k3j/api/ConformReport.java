@@ -64,6 +64,15 @@ public record ConformReport(String subject, String reference, String budget, Lis
         return failing().isEmpty() && failingExperts().isEmpty() && logits.stream().allMatch(Logits::conforms) && (greedy == null || greedy.conforms());
     }
 
+    /** One line: what was judged against what, and the verdict (the layers, the experts, the logits, the greedy ids). */
+    @Override
+    public String toString() {
+        LayerReport first = firstDivergence();
+        return subject + " against " + reference + ": " + (conforms() ? "conforms" : "does not conform") + " (" + layers.size() + " layer(s), "
+                + failing().size() + " failing" + (first != null ? ", first " + first : "") + "; " + failingExperts().size() + " MoE layer(s) with failing experts; "
+                + logits.stream().filter(l -> !l.conforms()).count() + " of " + logits.size() + " logit comparison(s) failing" + (greedy == null ? "" : "; greedy ids " + (greedy.conforms() ? "equal" : "differ")) + ")";
+    }
+
     /** The layers' verdict line. */
     public String verdict() {
         int failed = failing().size();

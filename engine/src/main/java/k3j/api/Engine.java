@@ -327,7 +327,17 @@ public final class Engine implements AutoCloseable {
      * {@link k3j.model.ExpertDropException} or {@link k3j.model.CorruptWeightsException} makes the run invalid.
      */
     public Generated generate(State from, int[] prompt, Settings s, TokenListener listener) {
+        return generate(from, prompt, s, listener, () -> false);
+    }
+
+    /**
+     * As {@link #generate(State, int[], Settings, TokenListener)}, stopping after the token during which
+     * {@code stopRequested} turns true (a signal, a user's stop): the ids generated so far are kept, and the
+     * result says {@link Generated.Stop#INTERRUPTED}. At least one token is generated.
+     */
+    public Generated generate(State from, int[] prompt, Settings s, TokenListener listener, java.util.function.BooleanSupplier stopRequested) {
         if (listener == null) throw new IllegalArgumentException("the token listener is null: pass id -> {} to ignore the tokens as they come");
+        if (stopRequested == null) throw new IllegalArgumentException("the stop request is null: pass () -> false to generate until the end");
         if (prompt.length == 0) throw new IllegalArgumentException("no prompt ids");
         int[] fed = prompt, prior = new int[0];
         DecodeState state = null;
@@ -339,7 +349,8 @@ public final class Engine implements AutoCloseable {
             state = forward.newState(Generation.capacity(prompt.length, s.maxTokens()));
         }
         int eos = s.stopAtEos() ? eos() : -1;
-        IntPredicate stop = id -> eos >= 0 && id == eos;
+        IntPredicate end = id -> eos >= 0 && id == eos;
+        IntPredicate stop = id -> end.test(id) || stopRequested.getAsBoolean();
         Generation g;
         Generated.Speculation spec = null;
         if (s.speculative() > 0) {
@@ -348,11 +359,12 @@ public final class Engine implements AutoCloseable {
             g = r.generation();
             spec = new Generated.Speculation(Math.min(s.speculative(), Speculative.MAX_DRAFT), r.verifications(), r.drafted(), r.accepted());
         } else {
-            Sampler sampler = new Sampler(s.sampling(), 0);
+            Sampler sampler = new Sampler(s.sampling().sampler(), 0);
             g = Generation.run(forward, fed, s.maxTokens(), state, (l, v) -> sampler.next(l, 0, v), false, listener::token, stop);
         }
         int[] ids = g.generated();
-        Generated.Stop why = ids.length > 0 && stop.test(ids[ids.length - 1]) ? Generated.Stop.END_OF_SEQUENCE : Generated.Stop.MAX_TOKENS;
+        Generated.Stop why = ids.length > 0 && end.test(ids[ids.length - 1]) ? Generated.Stop.END_OF_SEQUENCE
+                : ids.length < s.maxTokens() ? Generated.Stop.INTERRUPTED : Generated.Stop.MAX_TOKENS;
         State after = state == null ? null : new State(concat(prior, concat(fed, ids)), state);
         int[] shown = why == Generated.Stop.END_OF_SEQUENCE ? Arrays.copyOf(ids, ids.length - 1) : ids;   // the text ends before the end of sequence
         return new Generated(prompt.clone(), ids, tokenizer != null ? decode(shown) : null, why, g.stepSeconds(),
@@ -411,7 +423,7 @@ public final class Engine implements AutoCloseable {
     }
 
     /** A chat over this engine (needs a tokenizer with the K3 chat markers). */
-    public Chat chat(k3j.chat.History history, k3j.chat.Thinking thinking, Sampler.Settings sampling) {
+    public Chat chat(History history, Thinking thinking, Sampling sampling) {
         return new Chat(this, history, thinking, sampling);
     }
 

@@ -7,13 +7,28 @@ package k3j.api;
  */
 public record Generated(int[] prompt, int[] ids, String text, Stop stop, double[] stepSeconds, float[] firstLogits, State state, Speculation speculation) {
     /** Why a generation ended. */
-    public enum Stop { MAX_TOKENS, END_OF_SEQUENCE }
+    public enum Stop {
+        /** Every token asked for was generated. */
+        MAX_TOKENS,
+        /** The end-of-sequence token was generated (it is the last id; the text ends before it). */
+        END_OF_SEQUENCE,
+        /** A stop was requested (a signal): the ids generated until then are kept. */
+        INTERRUPTED
+    }
 
     /** Speculative decoding's counts: verifying forwards, ids drafted, drafts accepted. */
     public record Speculation(int draftLimit, int verifications, int drafted, int accepted) {
         public double acceptance() {
             return drafted == 0 ? 0.0 : (double) accepted / drafted;
         }
+    }
+
+    /** One line: how many ids, why it stopped, and the text (shortened) or the first ids. */
+    @Override
+    public String toString() {
+        String shown = text != null ? "\"" + (text.length() > 60 ? text.substring(0, 57) + "..." : text) + "\""
+                : java.util.Arrays.toString(java.util.Arrays.copyOf(ids, Math.min(ids.length, 12))) + (ids.length > 12 ? "..." : "");
+        return "Generated[" + ids.length + " id(s) after a prompt of " + prompt.length + ", stopped: " + stop + ", " + shown + "]";
     }
 
     public double seconds() {

@@ -1,18 +1,19 @@
 package k3j.api;
 
-import k3j.sample.Sampler;
-
 /**
  * How to generate: the sampler (temperature 0 is greedy; top-p, top-k and the seed otherwise), how many tokens at
  * most, whether to stop at the end-of-sequence token, incremental decoding (KV cache and carried KDA state) or
  * full recompute, and speculative drafts (greedy and incremental only). The same settings give the same ids at
  * every thread count and memory plan.
  *
+ * @param sampling    how the next id is drawn ({@link Sampling#GREEDY}: the first maximal id)
  * @param maxTokens   tokens to generate at most
  * @param stopAtEos   stop after the tokenizer's end-of-sequence token (needs a tokenizer; ids without one never stop early)
+ * @param incremental incremental decoding (a KV cache and the carried KDA state, one token fed a step) rather than full
+ *                    recompute (every step one forward over the whole sequence); the same ids either way
  * @param speculative draft up to this many ids per verifying forward (0: off)
  */
-public record Settings(Sampler.Settings sampling, int maxTokens, boolean stopAtEos, boolean incremental, int speculative) {
+public record Settings(Sampling sampling, int maxTokens, boolean stopAtEos, boolean incremental, int speculative) {
     public Settings {
         if (sampling == null) throw new IllegalArgumentException("sampling settings are required");
         if (maxTokens < 0) throw new IllegalArgumentException("maxTokens must be >= 0, got " + maxTokens);
@@ -22,11 +23,11 @@ public record Settings(Sampler.Settings sampling, int maxTokens, boolean stopAtE
 
     /** Greedy, incremental, {@code maxTokens} at most, stopping at the end of sequence. */
     public static Settings greedy(int maxTokens) {
-        return new Settings(Sampler.Settings.GREEDY, maxTokens, true, true, 0);
+        return new Settings(Sampling.GREEDY, maxTokens, true, true, 0);
     }
 
     public Settings withSampling(double temperature, double topP, int topK, long seed) {
-        return new Settings(new Sampler.Settings(temperature, topP, topK, seed), maxTokens, stopAtEos, incremental, speculative);
+        return new Settings(new Sampling(temperature, topP, topK, seed), maxTokens, stopAtEos, incremental, speculative);
     }
 
     public Settings withMaxTokens(int n) {

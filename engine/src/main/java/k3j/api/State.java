@@ -18,6 +18,11 @@ public record State(int[] ids, DecodeState decode) {
         return ids.clone();
     }
 
+    @Override
+    public String toString() {
+        return "State[" + positions() + " position(s) absorbed, " + (ids.length - positions()) + " id(s) pending]";
+    }
+
     /** The positions absorbed. */
     public int positions() {
         return decode.cached();

@@ -161,6 +161,13 @@ public final class Bisect {
             return experts.stream().filter(e -> !e.conforms()).map(ExpertLayerReport::layer).toList();
         }
 
+        /** The failing layers' causes with their counts (docs/semantics.md §10.10): "cause [wrong constant or formula] x24". */
+        public String causes() {
+            java.util.Map<String, Long> by = new java.util.LinkedHashMap<>();
+            for (LayerReport l : layers) if (!l.conforms()) by.merge(l.finding().tag(), 1L, Long::sum);
+            return "cause " + String.join(", ", by.entrySet().stream().map(e -> e.getKey() + " x" + e.getValue()).toList());
+        }
+
         /** The line a report's summary carries: every failing layer's stage and diagnosis (or expert), and how many fail. */
         public String summary() {
             List<Integer> f = failing(), fe = failingExperts();
@@ -168,7 +175,7 @@ public final class Bisect {
                     ? "; every expert of " + experts.size() + " MoE layers conforms (" + experts.stream().mapToInt(ExpertLayerReport::checked).sum() + " checked)"
                     : " [the experts of " + fe.size() + " of " + experts.size() + " MoE layers fail: " + fe + "]";
             if (!diagnoses.isEmpty()) {
-                return String.join("; ", diagnoses.stream().map(Diagnosis::summary).toList()) + " [" + f.size() + " of " + layers.size() + " layers fail: " + f + "]"
+                return String.join("; ", diagnoses.stream().map(Diagnosis::summary).toList()) + " [" + f.size() + " of " + layers.size() + " layers fail: " + f + "; " + causes() + "]"
                         + (fe.isEmpty() ? "" : sweep);
             }
             if (!f.isEmpty()) return "first failing layer " + layers.stream().filter(l -> !l.conforms()).findFirst().orElseThrow().message();
@@ -204,6 +211,7 @@ public final class Bisect {
                              java.util.function.Consumer<Diagnosis> diagnosed) {
         List<LayerReport> checks = new ArrayList<>();
         for (int l : layers) checks.add(conformance.check(l));
+        checks = k3j.conform.Causes.classify(checks, conformance.conformance().dump());
         List<LayerReport> failing = checks.stream().filter(c -> !c.conforms()).toList();
         List<Diagnosis> ds = new ArrayList<>();
         int tried = 0;

@@ -67,7 +67,6 @@ final class ChatLoop {
         if (prompt != null) return turn(prompt);
         if (System.console() != null && System.console().isTerminal()) return interactive();
         InputStream in = new java.io.BufferedInputStream(stdin);
-        boolean refused = false;
         while (true) {
             String line;
             try {
@@ -86,10 +85,10 @@ final class ChatLoop {
                 continue;
             }
             if (l.command().equals("/quit")) break;
-            refused |= !command(l.command(), s -> err.println("k3: " + s));
+            command(l.command(), s -> err.println("k3: " + s));   // a refused command is said on stderr; the conversation goes on, and so does the exit code
             err.flush();
         }
-        return refused ? ExitCode.USAGE : ExitCode.OK;
+        return ExitCode.OK;
     }
 
     /** A line read: a command (the word after '/'), or a message ("//x" is the message "/x"). */
@@ -102,8 +101,8 @@ final class ChatLoop {
         }
     }
 
-    /** Runs a command, telling {@code say} what it did; false when it is not one (it is refused, naming the commands). */
-    private boolean command(String c, java.util.function.Consumer<String> say) {
+    /** Runs a command, telling {@code say} what it did; one that is not a command is refused, naming the commands. */
+    private void command(String c, java.util.function.Consumer<String> say) {
         switch (c) {
             case "/help" -> say.accept(HELP);
             case "/reset" -> {
@@ -131,10 +130,8 @@ final class ChatLoop {
             case "/quit" -> { }
             default -> {
                 say.accept("unknown command " + c + " (not sent to the model); the commands are " + COMMANDS + "; //text sends a message that starts with '/'");
-                return false;
             }
         }
-        return true;
     }
 
     /** {@code f} with "-2", "-3", ... before its extension: the first name no file has. */

@@ -149,6 +149,7 @@ final class ConformCommand implements Callable<Integer> {
             out.printf(Locale.ROOT, "LAYERS %s   %d passed, %d failed   (%d KDA, %d MLA)   %.1f s total%n", LayerSelection.format(sel),
                     sel.size() - failed, failed, kda, layers.size() - kda, report.layerSeconds());
             out.printf(Locale.ROOT, "worst stage across all passing layers: %.3gx of its rounding budget%n", report.worstPassing());
+            if (failed > 0) out.println("causes, read from every selected layer together (docs/semantics.md §10.10; the lines above give each layer's band alone):");
             for (Finding f : Finding.values()) {
                 List<Integer> found = report.layersWith(f);
                 if (f != Finding.CONFORMS && !found.isEmpty()) {

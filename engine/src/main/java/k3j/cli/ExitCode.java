@@ -10,6 +10,10 @@ public final class ExitCode {
     public static final int USAGE = 2;
     /** Run invalid: one or more routed experts failed to load, so the tokens are corrupt. */
     public static final int RUN_INVALID = 4;
+    /** Stopped by SIGINT (Ctrl-C) during generation: the tokens generated so far were printed and written (128 + 2). */
+    public static final int INTERRUPTED = 130;
+    /** Stopped by SIGTERM during generation: the tokens generated so far were printed and written (128 + 15). */
+    public static final int TERMINATED = 143;
 
     private ExitCode() {}
 }

@@ -189,11 +189,21 @@ public final class K3 implements Runnable {
         StringBuilder m = new StringBuilder();
         for (String o : options) {
             if (!m.isEmpty()) m.append("; ");
-            m.append("Unknown option '").append(o).append("'").append(closest(o, names.stream().filter(n -> n.startsWith("--")).toList()));
+            String alias = ALIASES.get(o);
+            m.append("Unknown option '").append(o).append("'").append(alias != null && names.contains(alias) ? "; did you mean '" + alias + "'?"
+                    : closest(o, names.stream().filter(n -> n.startsWith("--")).toList()));
         }
         if (!stray.isEmpty()) m.append("; unexpected argument(s) ").append(String.join(", ", stray.stream().map(a -> "'" + a + "'").toList()));
         return m.toString();
     }
+
+    /**
+     * Other engines' and tools' names for k3's options, suggested before the nearest spelling (which for "--temp"
+     * is "--help", two edits away, and for "--max-tokens" nothing).
+     */
+    static final Map<String, String> ALIASES = Map.ofEntries(Map.entry("--temp", "--temperature"), Map.entry("--tokens", "--gen"),
+            Map.entry("--max-tokens", "--gen"), Map.entry("--max-new-tokens", "--gen"), Map.entry("--n-predict", "--gen"),
+            Map.entry("--tokenizer", "--tok"), Map.entry("--ref", "--reference"), Map.entry("--top_p", "--top-p"), Map.entry("--top_k", "--top-k"));
 
     private static String didYouMean(String word) {
         return closest(word, SUBCOMMANDS.keySet());

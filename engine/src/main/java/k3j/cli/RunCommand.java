@@ -50,9 +50,10 @@ import picocli.CommandLine.Option;
  * generating, chatting and the state are {@link k3j.api.Engine}'s, and this class prints what it returns.
  */
 @Command(name = "run", mixinStandardHelpOptions = true, version = K3.VERSION,
-        description = "Greedy generation: k3 <model_dir> --ids 1,2,3 [--gen N] [--incremental] [--trunk DIR [--preset NAME | --trunk-gb X --cache-gb Y]] ...",
+        description = "Greedy generation: k3 <model_dir> --ids 1,2,3 [--gen N] [--recompute] [--trunk DIR [--preset NAME | --trunk-gb X --cache-gb Y]] ...",
         footer = "Exit codes: 0 success, 1 runtime failure (checkpoint, bind, trunk, forward, memory plan refused), 2 bad request, "
-                + "4 RUN INVALID (expert drops). Files (docs/files.md): every output is written whole or not at all, never onto a device, an input "
+                + "4 RUN INVALID (expert drops), 130 stopped by SIGINT (Ctrl-C) and 143 by SIGTERM during generation (the tokens so far are "
+                + "printed and written, with \"stopped\": \"interrupted\" in --out). Files (docs/files.md): every output is written whole or not at all, never onto a device, an input "
                 + "or another output; every input must be a regular file within its size cap.")
 final class RunCommand implements Callable<Integer> {
     static final int MAX_PROMPT = 32768, MAX_GEN = 4096, MAX_POSITIONS = k3j.api.Engine.MAX_POSITIONS;
@@ -83,7 +84,8 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--ids", paramLabel = "IDS", description = "raw token ids, separated by ',' or spaces")
     String ids;
 
-    @Option(names = "--prompt", paramLabel = "TEXT", description = "text prompt, tokenized with --tok (added tokens such as <|end_of_msg|> are recognised)")
+    @Option(names = "--prompt", paramLabel = "TEXT", description = "text prompt, tokenized with --tok, by default the model folder's tokenizer "
+            + "(added tokens such as <|end_of_msg|> are recognised)")
     String prompt;
 
     @Option(names = "--prompt-file", paramLabel = "PATH", description = "prompt bytes from a file, tokenized with --tok")
@@ -98,8 +100,15 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--gen", paramLabel = "N", defaultValue = "8", description = "tokens to generate, 0..4096 (default ${DEFAULT-VALUE})")
     int gen;
 
-    @Option(names = "--incremental", description = "KV cache + carried KDA state (default: full recompute)")
-    boolean incremental;
+    @Option(names = "--recompute", description = "full recompute: every step one forward over the whole sequence (the same ids and logits "
+            + "as the default incremental decoding, which carries a KV cache and the KDA state and feeds one token a step)")
+    boolean recompute;
+
+    @Option(names = "--incremental", description = "incremental decoding, the default (accepted for older command lines)")
+    boolean incrementalFlag;
+
+    /** Incremental decoding (the default) rather than full recompute. */
+    private boolean incremental;
 
     @Option(names = "--dump-cache-trace", paramLabel = "DIR", description = "write expert_trace.bin and expert_hist.json into DIR")
     Path dumpCacheTrace;
@@ -128,7 +137,7 @@ final class RunCommand implements Callable<Integer> {
     ReferenceOption reference;
 
     @Option(names = "--spec", paramLabel = "N", defaultValue = "0", description = "speculative decoding: draft up to N ids (clamped to "
-            + "8) from the n-gram history and verify them in one forward; the same ids as without it (needs --incremental, greedy)")
+            + "8) from the n-gram history and verify them in one forward; the same ids as without it (greedy, not with --recompute)")
     int specDraft;
 
     @Option(names = "--kernels", paramLabel = "PATH", defaultValue = "adaptive", description = "kernel path: adaptive (the Vector API for "
@@ -234,11 +243,17 @@ final class RunCommand implements Callable<Integer> {
         int sources = (ids != null ? 1 : 0) + (prompt != null ? 1 : 0) + (promptFile != null ? 1 : 0);
         if (sources == 0 && !text.chat) throw usage("one of --ids, --prompt or --prompt-file is required");
         if (sources > 1) throw usage("--ids, --prompt and --prompt-file are mutually exclusive");
-        if (ids == null && text.tok() == null) throw usage((text.chat ? "--chat" : prompt != null ? "--prompt" : "--prompt-file") + " needs --tok DIR (tiktoken.model + tokenizer_config.json)");
+        if (recompute && incrementalFlag) throw usage("--recompute and --incremental are mutually exclusive");
+        incremental = !recompute;
+        Path tokDir = tokenizerFolder(modelDir);
+        if (ids == null && tokDir == null) {
+            throw usage((text.chat ? "--chat" : prompt != null ? "--prompt" : "--prompt-file") + " needs --tok DIR (tiktoken.model + tokenizer_config.json): "
+                    + modelDir + " holds no " + k3j.tokenizer.Tokenizer.RANKS_FILE);
+        }
         if (text.chat && (ids != null || promptFile != null)) throw usage("--chat takes its messages from stdin or --prompt, not --ids or --prompt-file");
         if (text.chatOnlyWithoutChat() != null) throw usage(text.chatOnlyWithoutChat() + " needs --chat (it applies only to a conversation; without --chat it would be ignored)");
         if ((text.saveState != null || text.loadState != null) && !incremental && !text.chat) {
-            throw usage((text.saveState != null ? "--save-state" : "--load-state") + " needs --incremental (a state is what incremental decoding carries)");
+            throw usage((text.saveState != null ? "--save-state" : "--load-state") + " needs incremental decoding, not --recompute (a state is what incremental decoding carries)");
         }
         if (tfCheck && (text.loadState != null || text.chat)) throw usage("--tf-check runs on --ids alone");
         if (text.loadState != null) {
@@ -257,10 +272,10 @@ final class RunCommand implements Callable<Integer> {
             throw usage(e.getMessage());
         }
         if (specDraft < 0) throw usage("--spec must be >= 0, got " + specDraft);
-        if (specDraft > 0 && (!incremental || text.chat)) throw usage("--spec needs --incremental (it verifies drafts against the carried state), outside --chat");
+        if (specDraft > 0 && (!incremental || text.chat)) throw usage("--spec needs incremental decoding, not --recompute (it verifies drafts against the carried state), outside --chat");
         if (specDraft > 0 && !sampling.greedy()) throw usage("--spec is greedy-exact only: it cannot be combined with sampling");
         if (ignoreEos && text.chat) throw usage("--ignore-eos is for generation: a chat reply ends at the end of its message");
-        if (text.chat) incremental = true;
+        if (text.chat && recompute) throw usage("--recompute is for generation: a chat carries its state from turn to turn");
         int workers = threads.count();
         KernelPath.Mode kernelPath;
         try {
@@ -292,7 +307,7 @@ final class RunCommand implements Callable<Integer> {
         k3j.chat.History history = null;
         int[] promptIds;
         try {
-            if (text.tok() != null) tokenizer = k3j.tokenizer.Tokenizer.load(text.tok());
+            if (tokDir != null) tokenizer = k3j.tokenizer.Tokenizer.load(tokDir);
             if (text.chat) {
                 history = text.history != null ? readHistory() : new k3j.chat.History();
                 if (text.system != null) {
@@ -394,6 +409,16 @@ final class RunCommand implements Callable<Integer> {
         return ActivationDump.write(o, err, modelDir, activationsReference, dumpActivations, workers);
     }
 
+    /**
+     * --tok, or for text input (--prompt, --prompt-file, --chat) the model folder when it holds a tokenizer; null for
+     * ids without --tok (their output stays ids).
+     */
+    private Path tokenizerFolder(Path modelDir) {
+        if (text.tok() != null) return text.tok();
+        if (ids != null || !Files.isRegularFile(modelDir.resolve(k3j.tokenizer.Tokenizer.RANKS_FILE))) return null;
+        return modelDir;
+    }
+
     /** Every sampling setting, and where generation stops. */
     private String samplingLine(k3j.sample.Sampler.Settings s, k3j.tokenizer.Tokenizer tok) {
         String how = s.greedy() ? "greedy (temperature 0)"
@@ -414,6 +439,9 @@ final class RunCommand implements Callable<Integer> {
         if (!p.isBlank()) return new MemInfo(OptionalLong.empty(), OptionalLong.of(Long.parseLong(p.trim())));
         return MemInfo.read();
     }
+
+    /** The signal that stopped the generation ("SIGINT", "SIGTERM"), or null. */
+    private String interrupted;
 
     private int generate(PrintWriter o, PrintWriter err, k3j.api.Engine engine, int[] promptIds) throws IOException {
         PrintWriter stdout = spec.commandLine().getOut();
@@ -438,18 +466,24 @@ final class RunCommand implements Callable<Integer> {
                 }
                 o.printf("resumed %d positions from %s; this prompt continues them%n", from.positions(), text.loadState);
             }
-            k3j.api.Settings settings = new k3j.api.Settings(session.sampling(), gen, !ignoreEos, incremental, specDraft);
+            k3j.sample.Sampler.Settings s = session.sampling();
+            k3j.api.Settings settings = new k3j.api.Settings(new k3j.api.Sampling(s.temperature(), s.topP(), s.topK(), s.seed()), gen, !ignoreEos, incremental, specDraft);
             int eos = ignoreEos ? -1 : engine.eos();
             int fedLength = (from != null ? from.pending().length : 0) + promptIds.length;
             StepTable table = new StepTable();
             long[] trunkReadBefore = {stream != null ? stream.stats().readNanos() : 0};
             double[] expertReadSeconds = {0};
             if (cache != null) cache.resetStep();
-            o.println(StepTable.HEADER);
-            o.println(StepTable.RULE);
-            o.flush();
-            try {
+            Streamed shown = new Streamed(stdout, engine.tokenizer(), eos);
+            try (StopSignals signals = new StopSignals(line -> {
+                err.println(line);
+                err.flush();
+            })) {
+                o.println(StepTable.HEADER);
+                o.println(StepTable.RULE);
+                o.flush();
                 k3j.api.TokenListener progress = (step, id, secs) -> {
+                    if (forward.expertDrops() == 0) shown.token(id);   // from the first drop on the ids are corrupt: never shown
                     CacheStats cs = cache != null ? cache.stepStats() : CacheStats.ZERO;
                     boolean last = step == gen - 1 || (eos >= 0 && id == eos);
                     if (cache != null && !last) cache.resetStep();   // the last step's counters stay for the final-step report
@@ -461,7 +495,11 @@ final class RunCommand implements Callable<Integer> {
                     o.println(table.add(new StepTable.Row(step, id, fedNow, secs, 100 * cs.hitRate(), cs.bytesRead(), io)));
                     o.flush();
                 };
-                g = engine.generate(from, promptIds, settings, progress);
+                g = engine.generate(from, promptIds, settings, progress, signals::requested);
+                if (g.stop() == k3j.api.Generated.Stop.INTERRUPTED) {
+                    interrupted = signals.name();
+                    rc = signals.exitCode();
+                }
                 if (g.speculation() != null) {
                     var sr = g.speculation();
                     o.printf(Locale.ROOT, "speculative (--spec %d): %d verifying forwards, %d ids drafted, %d accepted (%.1f%%)%n",
@@ -478,7 +516,11 @@ final class RunCommand implements Callable<Integer> {
                 failure = MappedShards.describeFault(rt.index(), e);
                 rc = ExitCode.RUN_INVALID;
             }
+            shown.end();
             o.println(table.footer());
+            if (interrupted != null) {
+                o.printf("stopped: interrupted (%s) after step %d: %d of %d tokens generated, kept below and in --out%n", interrupted, g.ids().length - 1, g.ids().length, gen);
+            }
             if (g != null) {
                 o.println("generated ids: " + ids(g.ids()));
                 if (g.text() != null) o.println("generated text: " + g.text());
@@ -494,10 +536,8 @@ final class RunCommand implements Callable<Integer> {
                     o.printf("wrote %s (%d float32 logits)%n", dumpLogits, l.length);
                 }
             }
-            if (g != null && rc == ExitCode.OK && forward.expertDrops() == 0) {
-                if (g.stop() == k3j.api.Generated.Stop.END_OF_SEQUENCE) o.printf("stopped at %s after %d of %d tokens%n", k3j.api.Engine.EOS, g.ids().length, gen);
-                stdout.println(g.text() != null ? g.text() : ids(g.ids()));   // the output alone, for a pipe
-                stdout.flush();
+            if (g != null && g.stop() == k3j.api.Generated.Stop.END_OF_SEQUENCE && rc == ExitCode.OK && forward.expertDrops() == 0) {
+                o.printf("stopped at %s after %d of %d tokens%n", k3j.api.Engine.EOS, g.ids().length, gen);
             }
             long peak = MemInfo.peakRss().orElse(0);
             o.printf("PEAK RSS for the whole run: %s   <- quote this, not the plan%n", Human.bytes(peak));
@@ -548,7 +588,11 @@ final class RunCommand implements Callable<Integer> {
 
     /** The chat loop over this run's engine. */
     private int chat(k3j.api.Engine engine, PrintWriter err) throws IOException {
-        ChatLoop loop = new ChatLoop(engine.chat(session.history(), session.thinking(), session.sampling()), text, gen, System.out, err);
+        k3j.sample.Sampler.Settings s = session.sampling();
+        k3j.api.Chat chat = engine.chat(new k3j.api.History(session.history().messages().stream().map(m -> new k3j.api.History.Message(
+                        k3j.api.History.Role.valueOf(m.role().name()), m.content(), m.reasoning())).toList()),
+                new k3j.api.Thinking(session.thinking().on(), session.thinking().effort()), new k3j.api.Sampling(s.temperature(), s.topP(), s.topK(), s.seed()));
+        ChatLoop loop = new ChatLoop(chat, text, gen, System.out, err);
         try {
             if (text.loadState != null) loop.resume();
             return loop.run(prompt, System.in);
@@ -632,7 +676,11 @@ final class RunCommand implements Callable<Integer> {
         int[] generated = g == null ? new int[0] : g.ids();
         double wall = g == null ? 0 : g.seconds();
         String generatedText = g != null ? g.text() : null;
-        String stopped = g == null ? null : g.stop() == k3j.api.Generated.Stop.END_OF_SEQUENCE ? "eos" : "max_tokens";
+        String stopped = g == null ? null : switch (g.stop()) {
+            case END_OF_SEQUENCE -> "eos";
+            case MAX_TOKENS -> "max_tokens";
+            case INTERRUPTED -> "interrupted";
+        };
         AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText, tables,
                 settings, eos, stopped, trunkBinding));
     }
@@ -692,6 +740,7 @@ final class RunCommand implements Callable<Integer> {
             else j.writeNullField("eos_id");
             if (stopped != null) j.writeStringField("stopped", stopped);
             else j.writeNullField("stopped");
+            j.writeNumberField("steps", generated.length);
             j.writeEndObject();
         }
     }

@@ -15,8 +15,18 @@ public enum Finding {
     NEAR_TIE("[near-tie]"),
     /** over budget but under {@value #BINDING_RATIO} budgets: accumulation order or precision */
     ROUNDING_DRIFT("[rounding drift]"),
-    /** {@value #BINDING_RATIO} budgets or more, or a different routing decision: a wrong, swapped or transposed weight */
+    /**
+     * over budget on (nearly) every layer, the difference uncorrelated with the reference: a lower precision or noise,
+     * not a wrong computation (a run-level category, {@link Causes})
+     */
+    PRECISION("[precision]"),
+    /** {@value #BINDING_RATIO} budgets or more, or a different routing decision, localised: a wrong, swapped or transposed weight */
     BINDING_ERROR("[binding error]"),
+    /**
+     * over budget on (nearly) every layer of a kind, each first at the same stage: a wrong constant or formula in
+     * that stage's code, not a weight (a run-level category, {@link Causes})
+     */
+    WRONG_FORMULA("[wrong constant or formula]"),
     /** the checkpoint lacks a tensor the layer needs or holds it with the wrong shape or dtype */
     MISSING_TENSOR("[missing tensor]"),
     /** the dump was made for other weights, or is unreadable */

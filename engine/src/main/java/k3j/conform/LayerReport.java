@@ -53,6 +53,15 @@ public record LayerReport(int layer, String kind, List<StageMetric> stages, Rout
         return finding.passes();
     }
 
+    /** One short line: "L37 MLA: conforms", or "L4 KDA: [binding error] first at attn_out, worst stage 3.23e+05x its budget" (the message has the rest). */
+    @Override
+    public String toString() {
+        if (finding == Finding.CONFORMS) return name() + ": conforms";
+        String first = firstDivergence();
+        return name() + ": " + finding.tag() + (first != null ? " first at " + first : "")
+                + (stages.isEmpty() ? "" : String.format(Locale.ROOT, ", worst stage %.3gx its budget", worstRatioToBudget()));
+    }
+
     /** "L37 MLA". */
     public String name() {
         return "L" + layer + " " + kind;

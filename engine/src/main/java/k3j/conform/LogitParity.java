@@ -38,10 +38,12 @@ public final class LogitParity {
      * @param budget            eps32 · sqrt(vocab) · factor
      * @param argmaxEqual       positions whose argmax agrees, of {@code rows}
      * @param spanArgmaxWrong   rows NP−1 … T−2 (they produced the greedy ids) whose argmax is not the next id: must be none
+     * @param diffCorrelation   correlation of the difference (engine − ref) with the reference: a difference over the binding ratio
+     *                          that is uncorrelated with it ({@link Causes#noiseLikeLogits}) is {@link Finding#PRECISION}
      */
     public record Result(String mode, int rows, int vocab, int promptLength, double maxAbsDiff, double maxAbsRef, double relToMaxRef,
             double budget, double meanAbsDiff, double correlation, int top10OverlapMin, double top10OverlapMean, int argmaxEqual,
-            List<String> spanArgmaxWrong, List<Position> positions, long refFinite, long engineFinite) {
+            List<String> spanArgmaxWrong, List<Position> positions, long refFinite, long engineFinite, double diffCorrelation) {
         public double ratioToBudget() {
             return relToMaxRef / budget;
         }
@@ -49,25 +51,29 @@ public final class LogitParity {
         public Finding finding() {
             if (refFinite != (long) rows * vocab || engineFinite != (long) rows * vocab) return Finding.NON_FINITE;
             Finding f = Finding.ofRatio(ratioToBudget());
+            if (f == Finding.BINDING_ERROR && Causes.noiseLikeLogits(diffCorrelation)) return Finding.PRECISION;
             return f == Finding.CONFORMS && !spanArgmaxWrong.isEmpty() ? Finding.ROUNDING_DRIFT : f;
         }
 
         /** The logit-comparison block. */
         public String text() {
             StringBuilder sb = new StringBuilder();
-            sb.append(String.format(Locale.ROOT, "mode                  : %s, %d positions (prompt %d), vocab %d%n", mode, rows, promptLength, vocab));
+            // promptLength > rows: the rows' ids are not known (a plain reference), so there is no prompt and no generated span to check
+            boolean span = promptLength <= rows;
+            sb.append(String.format(Locale.ROOT, "mode                  : %s, %d positions%s, vocab %d%n", mode, rows, span ? " (prompt " + promptLength + ")" : "", vocab));
             sb.append(String.format(Locale.ROOT, "finite                : ref %d/%d, engine %d/%d%s%n", refFinite, (long) rows * vocab, engineFinite,
                     (long) rows * vocab, finding() == Finding.NON_FINITE ? "   " + Finding.NON_FINITE.tag() : ""));
             sb.append(String.format(Locale.ROOT, "max |diff|            : %.6e%n", maxAbsDiff));
             sb.append(String.format(Locale.ROOT, "relative to max|ref|  : %.6e   (budget %.2e, %.3gx budget)%n", relToMaxRef, budget, ratioToBudget()));
             sb.append(String.format(Locale.ROOT, "mean |diff|           : %.6e%n", meanAbsDiff));
-            sb.append(String.format(Locale.ROOT, "correlation           : %.9f%n", correlation));
+            sb.append(String.format(Locale.ROOT, "correlation           : %.9f   (of the difference with the reference: %.3g)%n", correlation, diffCorrelation));
             sb.append(String.format(Locale.ROOT, "top-10 overlap        : min %d/10, mean %.2f/10%n", top10OverlapMin, top10OverlapMean));
             sb.append(String.format(Locale.ROOT, "argmax equal          : %d/%d positions%n", argmaxEqual, rows));
-            sb.append(String.format(Locale.ROOT, "generated span argmax : %s%n", spanArgmaxWrong.isEmpty() ? "all equal to the next id" : String.join("; ", spanArgmaxWrong)));
+            sb.append(String.format(Locale.ROOT, "generated span argmax : %s%n", !span ? "not checked (the reference does not say which ids its rows followed)"
+                    : spanArgmaxWrong.isEmpty() ? "all equal to the next id" : String.join("; ", spanArgmaxWrong)));
             sb.append(String.format(Locale.ROOT, "%n%4s %6s %12s %10s %8s %8s %6s%n", "pos", "id", "max|diff|", "xbudget", "engine", "ref", "top10"));
             for (Position p : positions) {
-                sb.append(String.format(Locale.ROOT, "%4d %6d %12.4e %10.3g %8d %8d %6d%s%n", p.position(), p.lastId(), p.maxAbsDiff(), p.ratioToBudget(),
+                sb.append(String.format(Locale.ROOT, "%4d %6s %12.4e %10.3g %8d %8d %6d%s%n", p.position(), p.lastId() < 0 ? "-" : String.valueOf(p.lastId()), p.maxAbsDiff(), p.ratioToBudget(),
                         p.engineArgmax(), p.referenceArgmax(), p.top10Overlap(), p.argmaxEqual() ? "" : "   <- argmax differs"));
             }
             return sb.toString();
@@ -148,8 +154,9 @@ public final class LogitParity {
         double cov = sxy / n - (sx / n) * (sy / n), vx = sxx / n - (sx / n) * (sx / n), vy = syy / n - (sy / n) * (sy / n);
         double corr = nan ? Double.NaN : cov / Math.sqrt(vx * vy);
         double rel = worst == 0 ? 0 : refMax == 0 ? Double.POSITIVE_INFINITY : worst / refMax;
+        double vd = vx + vy - 2 * cov, diffCorr = nan || !(vd > 0 && vy > 0) ? Double.NaN : (cov - vy) / Math.sqrt(vd * vy);
         return new Result(mode, rows, vocab, promptLength, worst, refMax, rel, b, sum / n, corr, topMin, topSum / (double) rows, argEq,
-                List.copyOf(spanWrong), List.copyOf(positions), refFinite, engineFinite);
+                List.copyOf(spanWrong), List.copyOf(positions), refFinite, engineFinite, diffCorr);
     }
 
     /**

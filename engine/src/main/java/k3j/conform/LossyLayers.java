@@ -122,13 +122,32 @@ public record LossyLayers(List<Layer> layers, int worstLayer, String worstStage,
         return a.length % 2 == 1 ? a[a.length / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
     }
 
-    /** The line naming the layer singled out. */
+    /** The median over the graded layers of each layer's largest growth (what a port's precision makes a layer add). */
+    public double medianGrowth() {
+        return median(layers.stream().filter(l -> l.note().isEmpty()).map(Layer::maxGrowth).toList());
+    }
+
+    /**
+     * Whether the largest growth stands out (docs/semantics.md §10.10): at least {@code lossy.outlier_factor}
+     * (k3j/conform/causes.json) times the median layer's largest growth. A healthy port's layers all grow alike and name none.
+     */
+    public boolean outlier() {
+        double med = medianGrowth();
+        return worstLayer >= 0 && worstGrowth >= Causes.RULES.lossyOutlierFactor() * (med > 0 ? med : 1);
+    }
+
+    /** The line naming the layer singled out, or saying that none stands out. */
     public String worstLine() {
         if (worstLayer < 0) return "LARGEST ERROR GROWTH: none (no stage to grade)";
         Layer l = layers.stream().filter(x -> x.layer() == worstLayer).findFirst().orElseThrow();
         int s = Stage.NAMES.indexOf(worstStage);
-        return String.format(Locale.ROOT, "LARGEST ERROR GROWTH: L%d %s %s: NMSE %.3g, %.3gx the median of its kind, %.3gx its input's excess (cosine %.6f)",
-                worstLayer, l.kind(), worstStage, l.nmse()[s], l.excess()[s], worstGrowth, l.cosine()[s]);
+        if (!outlier()) {
+            return String.format(Locale.ROOT, "LARGEST ERROR GROWTH: none stands out (the largest, L%d %s %s at %.3gx its input's excess, is under %.3gx the median layer's %.3gx)",
+                    worstLayer, l.kind(), worstStage, worstGrowth, Causes.RULES.lossyOutlierFactor(), medianGrowth());
+        }
+        return String.format(Locale.ROOT, "LARGEST ERROR GROWTH: L%d %s %s: NMSE %.3g, %.3gx the median of its kind, %.3gx its input's excess (cosine %.6f);"
+                        + " %.3gx the median layer's largest growth (an outlier at %.3gx or more)",
+                worstLayer, l.kind(), worstStage, l.nmse()[s], l.excess()[s], worstGrowth, l.cosine()[s], worstGrowth / medianGrowth(), Causes.RULES.lossyOutlierFactor());
     }
 
     /** One line per layer: NMSE per stage, the lowest cosine, the largest growth and its stage. */

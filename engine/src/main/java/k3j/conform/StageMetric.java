@@ -11,9 +11,12 @@ import java.util.Locale;
  * @param elements     the compared length (the reference's)
  * @param refFinite    finite elements of the reference
  * @param engineFinite finite elements of the engine's output (0 when it is missing or of another length)
+ * @param correlation  Pearson correlation of the difference (engine − ref) with the reference: near 0 for rounding or
+ *                     noise, far from 0 for a wrong constant, formula or binding (NaN when either side is constant or
+ *                     not finite, or the lengths differ); what {@link Causes} tells precision from the rest by
  */
 public record StageMetric(String stage, int width, double maxAbsDiff, double maxAbsRef, double meanAbsDiff, double ratio, double budget,
-        int elements, int refFinite, int engineFinite) {
+        int elements, int refFinite, int engineFinite, double correlation) {
 
     public double ratioToBudget() {
         return ratio / budget;
@@ -38,7 +41,7 @@ public record StageMetric(String stage, int width, double maxAbsDiff, double max
         int refFinite = finiteCount(reference);
         if (engine == null || engine.length != reference.length) {
             return new StageMetric(stage, width, Double.POSITIVE_INFINITY, absMax(reference), Double.POSITIVE_INFINITY, Double.POSITIVE_INFINITY, budget,
-                    reference.length, refFinite, 0);
+                    reference.length, refFinite, 0, Double.NaN);
         }
         double worst = 0, ref = 0, sum = 0;
         for (int i = 0; i < engine.length; i++) {
@@ -50,7 +53,28 @@ public record StageMetric(String stage, int width, double maxAbsDiff, double max
         }
         double ratio = worst == 0 ? 0 : ref == 0 || !Double.isFinite(ref) ? Double.POSITIVE_INFINITY : worst / ref;
         return new StageMetric(stage, width, worst, ref, engine.length == 0 ? 0 : sum / engine.length, ratio, budget,
-                reference.length, refFinite, finiteCount(engine));
+                reference.length, refFinite, finiteCount(engine), correlation(engine, reference));
+    }
+
+    /** Pearson correlation of (engine − reference) with reference, in double; NaN when either is constant or not finite. */
+    static double correlation(float[] engine, float[] reference) {
+        int n = reference.length;
+        double mr = 0, md = 0;
+        for (int i = 0; i < n; i++) {
+            mr += reference[i];
+            md += (double) engine[i] - reference[i];
+        }
+        mr /= n;
+        md /= n;
+        double srd = 0, srr = 0, sdd = 0;
+        for (int i = 0; i < n; i++) {
+            double r = reference[i] - mr, d = (double) engine[i] - reference[i] - md;
+            srd += r * d;
+            srr += r * r;
+            sdd += d * d;
+        }
+        double c = srd / Math.sqrt(srr * sdd);
+        return Double.isFinite(c) ? c : Double.NaN;
     }
 
     static int finiteCount(float[] a) {

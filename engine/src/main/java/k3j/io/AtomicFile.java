@@ -29,10 +29,26 @@ public final class AtomicFile {
 
     private AtomicFile() {}
 
+    /**
+     * A new, empty file or folder beside {@code target} with a name no other has, created with the permissions the
+     * umask gives (Files.createTempFile would make it 0600, and the output would keep that).
+     */
+    private static Path fresh(Path target, boolean folder) throws IOException {
+        java.security.SecureRandom random = new java.security.SecureRandom();
+        for (int tries = 0; ; tries++) {
+            Path p = target.resolveSibling("." + target.getFileName() + "." + Long.toUnsignedString(random.nextLong(), 36) + (folder ? "" : ".tmp"));
+            try {
+                return folder ? Files.createDirectory(p) : Files.createFile(p);
+            } catch (java.nio.file.FileAlreadyExistsException e) {
+                if (tries >= 16) throw e;
+            }
+        }
+    }
+
     public static void replace(Path target, Content content) throws IOException {
         Path abs = target.toAbsolutePath();
         Outputs.checkFile(abs, "output");
-        Path tmp = Files.createTempFile(abs.getParent(), "." + abs.getFileName(), ".tmp");
+        Path tmp = fresh(abs, false);
         try {
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
                 content.write(ch);
@@ -53,7 +69,7 @@ public final class AtomicFile {
     public static void replaceFolder(Path target, FolderContent content) throws IOException {
         Path abs = target.toAbsolutePath();
         Outputs.checkFolder(abs, "output");
-        Path tmp = Files.createTempDirectory(abs.getParent(), "." + abs.getFileName() + ".");
+        Path tmp = fresh(abs, true);
         Path old = null;
         try {
             content.write(tmp);

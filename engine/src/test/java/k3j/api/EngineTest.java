@@ -42,6 +42,34 @@ class EngineTest {
         }
     }
 
+    /** The chat and the sampler's own types never appear in the API: a caller needs k3j.api alone for settings, history and thinking. */
+    @Test
+    void theApiTakesAndReturnsItsOwnTypesForSettingsHistoryAndThinking() {
+        List<String> leaks = new ArrayList<>();
+        for (Class<?> c : List.of(Engine.class, Chat.class, Settings.class, Sampling.class, Thinking.class, History.class, History.Message.class, Generated.class,
+                State.class, TokenListener.class, Plan.class, Conform.class, ConformReport.class)) {
+            List<java.lang.reflect.Executable> members = new ArrayList<>(List.of(c.getConstructors()));
+            members.addAll(List.of(c.getMethods()));
+            for (var m : members) {
+                List<Class<?>> types = new ArrayList<>(List.of(m.getParameterTypes()));
+                if (m instanceof java.lang.reflect.Method method) types.add(method.getReturnType());
+                for (Class<?> t : types) {
+                    String n = t.getName();
+                    if (n.startsWith("k3j.chat.") && !n.startsWith("k3j.chat.Conversation") && !n.startsWith("k3j.chat.Xtml") || n.startsWith("k3j.sample.")) {
+                        leaks.add(c.getSimpleName() + "." + m.getName() + ": " + n);
+                    }
+                }
+            }
+        }
+        assertEquals(List.of(), leaks);
+        History h = History.of(History.Message.system("be brief"), History.Message.user("hello"));
+        assertEquals("History[2 message(s)]", h.toString());
+        assertEquals("thinking on, effort max", Thinking.DEFAULT.toString());
+        assertEquals("greedy", Sampling.GREEDY.toString());
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> new Thinking(true, "medium"));
+        org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class, () -> History.of(History.Message.user("a"), History.Message.user("b")));
+    }
+
     @Test
     void aCorruptedCopysReportNamesTheLayerAndDoesNotConform(@TempDir Path dir) {
         Path bad = dir.resolve("bad");
@@ -53,6 +81,10 @@ class EngineTest {
             assertEquals(13, r.layers().size());
             assertEquals(List.of(4), r.failing().stream().map(LayerReport::layer).toList(), "each layer runs alone from the dump's inputs: only L4 fails");
             assertEquals(4, r.firstDivergence().layer());
+            String first = r.firstDivergence().toString();
+            assertTrue(first.startsWith("L4 KDA: [") && first.length() < 240 && !first.contains("\n") && !first.contains("StageMetric"), "one short line: " + first);
+            String whole = r.toString();
+            assertTrue(whole.contains("does not conform") && whole.contains("first " + first) && !whole.contains("\n"), "one line: " + whole);
             assertEquals("VERDICT: 1 LAYER(S) DO NOT CONFORM", r.verdict());
             assertEquals(2, r.logits().size(), "full recompute and incremental");
             assertFalse(r.logits().get(0).conforms(), "the logits of the swapped model differ");

@@ -86,7 +86,7 @@ class BisectCommandTest {
         assertTrue(o.indexOf("diagnosis of L20") < o.indexOf("diagnosis of L40"), o);
         assertTrue(o.contains("budget 30 candidates of 60 candidates"), "the first of two layers gets half the budget:\n" + o);
         assertTrue(o.contains("family order: same-shape swaps, stored transposes"), o);
-        assertTrue(o.contains("[2 of 23 layers fail: [20, 40]]"), o);
+        assertTrue(o.contains("[2 of 23 layers fail: [20, 40]; cause [binding error] x2]"), o);
         var tree = new com.fasterxml.jackson.databind.ObjectMapper().readTree(json.toFile());
         assertEquals(2, tree.path("diagnoses").size(), tree.toPrettyString());
         assertEquals(40, tree.path("diagnoses").get(1).path("layer").asInt());

@@ -38,6 +38,18 @@ class MessagesTest {
         assertFalse(far.err().contains("did you mean"), "no suggestion when nothing is close:\n" + far.err());
     }
 
+    /** Other engines' names for the options get k3's name (the nearest spelling of "--temp" is "--help", of "--max-tokens" nothing). */
+    @Test
+    void anotherEnginesNameForAnOptionGetsK3sName() {
+        for (String[] c : new String[][] {{"--temp", "--temperature"}, {"--tokens", "--gen"}, {"--max-tokens", "--gen"}, {"--max-new-tokens", "--gen"},
+                {"--tokenizer", "--tok"}}) {
+            assertShortUsageError(k3(TINY, "--ids", "1", c[0], "7"), "run", "k3: Unknown option '" + c[0] + "'; did you mean '" + c[1] + "'?");
+        }
+        CliRun ref = k3("bisect", MINI, "--ref", MINI_DUMP);
+        assertShortUsageError(ref, "bisect", "k3: Unknown option '--ref'; did you mean '--reference'?");
+        assertFalse(ref.err().contains("Missing"), "an unknown option, not a missing --reference:\n" + ref.err());
+    }
+
     @Test
     void everySubcommandAnswersVersion() {
         for (String sub : K3.commandLine().getSubcommands().keySet()) {

@@ -35,13 +35,24 @@ class RunTextTest {
     }
 
     @Test
-    void refusesTextWithoutTokenizerAndStateWithoutIncremental(@TempDir Path dir) {
-        CliRun r = CliRun.k3("run", TINY, "--prompt", "hello");
+    void refusesTextWithoutTokenizerAndStateWithoutIncremental(@TempDir Path dir) throws Exception {
+        Path bare = dir.resolve("bare");   // tiny-k3 without its tokenizer
+        Files.createDirectories(bare);
+        try (var files = Files.list(Path.of(TINY))) {
+            for (Path f : files.toList()) {
+                String n = f.getFileName().toString();
+                if (n.equals("config.json") || n.startsWith("model")) Files.copy(f, bare.resolve(n));
+            }
+        }
+        CliRun r = CliRun.k3("run", bare.toString(), "--prompt", "hello");
         assertEquals(2, r.exit());
-        assertTrue(r.err().contains("--prompt needs --tok DIR"), r.err());
-        r = CliRun.k3("run", TINY, "--ids", "1,2", "--save-state", dir.resolve("s").toString());
+        assertTrue(r.err().contains("--prompt needs --tok DIR") && r.err().contains("holds no tiktoken.model"), r.err());
+        r = CliRun.k3("run", TINY, "--ids", "1,2", "--save-state", dir.resolve("s").toString(), "--recompute");
         assertEquals(2, r.exit());
-        assertTrue(r.err().contains("--save-state needs --incremental"), r.err());
+        assertTrue(r.err().contains("--save-state needs incremental decoding, not --recompute"), r.err());
+        r = CliRun.k3("run", TINY, "--ids", "1,2", "--recompute", "--incremental");
+        assertEquals(2, r.exit());
+        assertTrue(r.err().contains("--recompute and --incremental are mutually exclusive"), r.err());
         r = CliRun.k3("run", TINY, "--tok", TINY, "--chat", "--effort", "medium", "--prompt", "x");
         assertEquals(2, r.exit());
         assertTrue(r.err().contains("medium"), r.err());

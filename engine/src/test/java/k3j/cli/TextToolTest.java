@@ -103,7 +103,7 @@ class TextToolTest {
         assertEquals(64, all.size(), "--ignore-eos runs to --gen");
         assertEquals(stopped, all.subList(0, stopped.size()), "the same ids up to the end of sequence");
         assertEquals("max_tokens", json(past).path("stopped").asText());
-        CliRun full = CliRun.k3(with(SAMPLED_TO_EOS, "--tok", TINY, "--out", stop.toString()));
+        CliRun full = CliRun.k3(with(SAMPLED_TO_EOS, "--tok", TINY, "--recompute", "--out", stop.toString()));
         assertEquals(0, full.exit(), full.err());
         assertEquals(stopped, ids(json(stop).path("generated_ids")), "full recompute stops at the same step");
     }
@@ -122,6 +122,35 @@ class TextToolTest {
         assertEquals(EOS, ids.get(124));
         assertEquals(ids, ids(json(spec).path("generated_ids")), "speculative decoding stops at the same id");
         assertTrue(b.err().contains("saved the state (127 positions)"), "the state holds the prompt and every id but the [EOS]:\n" + b.err());
+    }
+
+    /**
+     * A run stopped by a real signal keeps what it generated: stdout, streamed token by token, holds exactly the ids
+     * --out records, --out and --report say "interrupted" and the step reached, and the exit code is the signal's
+     * (130 SIGINT, 143 SIGTERM). Signalled right after the STEP table starts (the prompt's step), and after 20
+     * streamed ids.
+     */
+    @Test
+    void aRunStoppedBySigintOrSigtermKeepsWhatItGenerated(@TempDir Path dir) throws Exception {
+        for (var c : List.of(new Object[] {"INT", 0, ExitCode.INTERRUPTED}, new Object[] {"INT", 20, ExitCode.INTERRUPTED}, new Object[] {"TERM", 5, ExitCode.TERMINATED})) {
+            String signal = (String) c[0];
+            int after = (Integer) c[1];
+            Path out = dir.resolve(signal + after + ".json"), report = dir.resolve(signal + after + ".txt");
+            List<String> args = new java.util.ArrayList<>(List.of(TINY, "--ids", "250,17,101", "--gen", "4000", "--ignore-eos", "--threads", "1", "--out", out.toString()));
+            if (after > 0) args.addAll(List.of("--report", report.toString()));   // else the STEP table on stderr says when to signal
+            Signalled r = Signalled.run(dir, signal, after, args.toArray(String[]::new));
+            String what = "SIG" + signal + " after " + after + " streamed ids: ";
+            assertEquals((int) c[2], r.exit(), what + r.err());
+            JsonNode j = json(out);
+            List<Integer> kept = ids(j.path("generated_ids"));
+            assertTrue(!kept.isEmpty() && kept.size() < 4000 && kept.size() >= after, what + kept.size() + " ids kept");
+            assertEquals(String.join(",", kept.stream().map(String::valueOf).toList()) + "\n", r.out(), what + "stdout holds every id generated");
+            assertEquals("interrupted", j.path("stopped").asText(), what + j);
+            assertEquals(kept.size(), j.path("steps").asInt(), what + j);
+            String text = after > 0 ? Files.readString(report) : r.err();
+            assertTrue(text.contains("stopped: interrupted (SIG" + signal + ") after step " + (kept.size() - 1) + ": " + kept.size() + " of 4000 tokens"), what + text);
+            assertTrue(r.err().contains("k3: SIG" + signal + ": stopping after this token"), what + r.err());
+        }
     }
 
     private static String[] with(String[] base, String... more) {

@@ -1,0 +1,104 @@
+package k3j.api;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * A conversation's messages in order: a system message first or none, then user and assistant turns alternating.
+ * Read from and written to the JSONL history files of {@code k3 --chat --history} (docs/formats.md).
+ *
+ * @param messages the messages, oldest first
+ */
+public record History(List<Message> messages) {
+    /** No message yet. */
+    public static final History EMPTY = new History(List.of());
+
+    /** Who speaks a message. */
+    public enum Role { SYSTEM, USER, ASSISTANT }
+
+    /**
+     * One message.
+     *
+     * @param role      who speaks it
+     * @param content   its text
+     * @param reasoning an assistant's thinking channel; null when there is none (always for the other roles)
+     */
+    public record Message(Role role, String content, String reasoning) {
+        public Message {
+            chat(role, content, reasoning);   // the chat's own checks, with its messages
+        }
+
+        public static Message system(String content) {
+            return new Message(Role.SYSTEM, content, null);
+        }
+
+        public static Message user(String content) {
+            return new Message(Role.USER, content, null);
+        }
+
+        public static Message assistant(String content, String reasoning) {
+            return new Message(Role.ASSISTANT, content, reasoning);
+        }
+
+        private static k3j.chat.Message chat(Role role, String content, String reasoning) {
+            if (role == null) throw new IllegalArgumentException("a message needs a role and content");
+            return new k3j.chat.Message(k3j.chat.Role.valueOf(role.name()), content, reasoning);
+        }
+
+        @Override
+        public String toString() {
+            String shown = content.length() > 60 ? content.substring(0, 57) + "..." : content;
+            return role.name().toLowerCase(java.util.Locale.ROOT) + ": " + shown;
+        }
+    }
+
+    public History {
+        messages = List.copyOf(messages);
+        chat(messages);   // the order rules, with the chat's messages
+    }
+
+    /** A history of {@code messages}. */
+    public static History of(Message... messages) {
+        return new History(List.of(messages));
+    }
+
+    /** The history file {@code file} (refused by line when malformed). */
+    public static History read(Path file) {
+        return of(k3j.chat.History.read(file));
+    }
+
+    /** Writes this history to {@code file}, whole or not at all. */
+    public void save(Path file) {
+        chat().save(file);
+    }
+
+    /** This history and {@code m} after it. */
+    public History with(Message m) {
+        List<Message> all = new java.util.ArrayList<>(messages);
+        all.add(m);
+        return new History(all);
+    }
+
+    public int size() {
+        return messages.size();
+    }
+
+    k3j.chat.History chat() {
+        return chat(messages);
+    }
+
+    private static k3j.chat.History chat(List<Message> messages) {
+        k3j.chat.History h = new k3j.chat.History();
+        for (Message m : messages) h.add(Message.chat(m.role(), m.content(), m.reasoning()));
+        return h;
+    }
+
+    static History of(k3j.chat.History h) {
+        return new History(h.messages().stream().map(m -> new Message(Role.valueOf(m.role().name()), m.content(), m.reasoning())).toList());
+    }
+
+    @Override
+    public String toString() {
+        return "History[" + messages.size() + " message(s)]";
+    }
+}
