@@ -7,7 +7,7 @@
 //   node report-story.mjs inject STORY.json INDEX.html...
 //       puts the story above Allure's own page in each report file (the folder's and the single file)
 import { createHash } from "node:crypto";
-import { appendFileSync, existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 // the parts of the report (the harness's ReportPart titles), in causal order
@@ -183,8 +183,62 @@ export function trendOf(run, runs) {
   return trend;
 }
 
+/**
+ * The runs whose results this report shows: every k3-run-<id>-plan.json in the folder (only K3_RUN_ID's when set), each
+ * with the verdict file it wrote (docs/report.md, "Plan and verdict"). The verdict is the runs' own, never recomputed
+ * here: INCOMPLETE when a run wrote no verdict or any run's is INCOMPLETE, else DOES NOT CONFORM when any run's is, else
+ * CONFORMS when any run checked a checkpoint, else NO CHECKPOINT CHECKED.
+ */
+export function runsOf(dir, only) {
+  const runs = new Map();
+  for (const f of readdirSync(dir)) {
+    const m = /^k3-run-(.+)-(plan|verdict)\.json$/u.exec(f);
+    if (!m || (only && m[1] !== only)) continue;
+    let v;
+    try {
+      v = JSON.parse(readFileSync(join(dir, f), "utf8"));
+    } catch (e) {
+      v = { unreadable: String(e.message) };
+    }
+    runs.set(m[1], { ...runs.get(m[1]), [m[2]]: v });
+  }
+  return runs;
+}
+
+export function combinedVerdict(runs, only) {
+  const findings = [], notJudged = [];
+  let outcome = null;
+  const rank = { INCOMPLETE: 3, DOES_NOT_CONFORM: 2, CONFORMS: 1, NO_CHECKPOINT: 0 };
+  const worse = (o) => (outcome === null || rank[o] > rank[outcome] ? o : outcome);
+  if (runs.size === 0) {
+    outcome = "INCOMPLETE";
+    findings.push(only ? `no plan of run ${only} in the results: the build failed before any gate ran, or these results are another run's`
+      : "no run plan in the results: they come from no run of this harness (stale, or the build failed before any gate ran)");
+  }
+  for (const [id, r] of runs) {
+    if (!r.plan || !r.verdict || r.plan.unreadable || r.verdict.unreadable || !(r.verdict.outcome in rank)) {
+      outcome = worse("INCOMPLETE");
+      findings.push(`run ${id} wrote ${!r.plan ? "no plan" : "no readable verdict"}: it ended before its first case was written, or its files are damaged`);
+      notJudged.push(...(r.plan?.items ?? []));
+      continue;
+    }
+    outcome = worse(r.verdict.outcome);
+    findings.push(...(r.verdict.findings ?? []));
+    notJudged.push(...(r.verdict.not_judged ?? []));
+  }
+  const words = { INCOMPLETE: "INCOMPLETE", DOES_NOT_CONFORM: "DOES NOT CONFORM", CONFORMS: "CONFORMS", NO_CHECKPOINT: "NO CHECKPOINT CHECKED" }[outcome];
+  return { outcome, words, findings, notJudged };
+}
+
 function prepare(dir, storyFile, historyFile) {
-  const results = readResults(dir);
+  const only = process.env.K3_RUN_ID || null;
+  const runs = runsOf(dir, only);
+  const decided = combinedVerdict(runs, only);
+  const all = readResults(dir);
+  // results of another run (stale allure-results, a failed build's leftovers) are never shown as this run's
+  const results = all.filter((r) => runs.has(label(r, "run")));
+  const stale = all.length - results.length;
+  for (const r of all.filter((x) => !runs.has(label(x, "run")))) rmSync(join(dir, r.file), { force: true });
   const byPart = (p) => results.filter((r) => r.part === p);
   const layerCases = byPart(PART.layers).filter((r) => !Number.isNaN(layerOf(r.name)));
   const layers = layerCases
@@ -205,7 +259,7 @@ function prepare(dir, storyFile, historyFile) {
     const st = (m.stages ?? []).find((s) => s.stage === stage);
     first = { id: badLayer.id, where: badLayer.name, layer: badLayer.layer, stage, ratio: st?.ratio_to_budget ?? m.worst_ratio_to_budget, category: tagOf(m.finding), diagnosis: m.diagnosis ?? null };
   } else if (badExperts) first = { id: badExperts.reportId, where: badExperts.name, stage: "experts", category: category(badExperts), message: firstLine(badExperts) };
-  else if (badLogits) first = { id: badLogits.reportId, where: "logits (every layer within budget)", stage: "-", category: category(badLogits), message: firstLine(badLogits) };
+  else if (badLogits) first = { id: badLogits.reportId, where: decided.outcome === "INCOMPLETE" ? "logits (not every layer was judged: the cause may be one of them)" : "logits (every layer within budget)", stage: "-", category: category(badLogits), message: firstLine(badLogits) };
 
   // model and reference first: the trend compares runs of the same reference over the same layers
   const env = readEnvironment(dir);
@@ -224,7 +278,8 @@ function prepare(dir, storyFile, historyFile) {
   trend.skipped = skipped;
   const idOf = new Map(layers.map((l) => [l.name, l.id]));
   for (const g of trend.grew) g.id = idOf.get(g.name);
-  if (historyFile) appendFileSync(runsFile(historyFile), JSON.stringify(run) + "\n");
+  // an INCOMPLETE run joins neither history: it is no measurement to compare against
+  if (historyFile && decided.outcome !== "INCOMPLETE") appendFileSync(runsFile(historyFile), JSON.stringify(run) + "\n");
 
   // what the harness catches: every planted wrong port's row, as the gates that planted it attached it
   const catches = [];
@@ -235,17 +290,22 @@ function prepare(dir, storyFile, historyFile) {
       catches.push({ ...c, id: r.reportId, gate: /(\w+Gate)\./.exec(r.fullName ?? "")?.[1] ?? "-", failed: failed(r) });
     }
   }
-  const KINDS = ["torch mutant", "binding mutant", "expert corruption", "tampered dump"];
+  const KINDS = ["torch mutant", "binding mutant", "expert corruption", "tampered dump", "edited trunk"];
   catches.sort((a, b) => KINDS.indexOf(a.kind) - KINDS.indexOf(b.kind) || a.gate.localeCompare(b.gate) || a.planted.localeCompare(b.planted));
 
-  const hasStory = story.length > 0;
-  const verdict = !hasStory ? "NO CHECKPOINT CHECKED" : story.some(failed) ? "DOES NOT CONFORM" : "CONFORMS";
+  const verdict = decided.words;
   // the model and the reference as the checkpoint gate's first case names them (the environment file is the last
   // profile's when several runs share a results folder), else as the environment says (above)
   const s = {
     verdict,
     model,
     reference,
+    outcome: decided.outcome,
+    findings: decided.findings,
+    notJudged: decided.notJudged,
+    runs: [...runs.keys()],
+    stale,
+    history: decided.outcome !== "INCOMPLETE",
     first,
     failingLayers: layers.filter((l) => l.failed).map((l) => ({ id: l.id, name: l.name })),
     // each part's counts are its whole branch of the tree (the overview case among the layers), so they agree with its badges
@@ -305,7 +365,12 @@ function folded(items, attr) {
 export function panel(s) {
   const bad = s.verdict === "DOES NOT CONFORM";
   const f = s.first;
-  const firstHtml = f
+  const incomplete = s.outcome === "INCOMPLETE";
+  const firstHtml = s.outcome === "NO_CHECKPOINT"
+    ? "no checkpoint was checked in this run"
+    : incomplete && !f
+    ? "not known: the run did not judge everything it planned"
+    : f
     ? `<a href="#${esc(f.id)}" data-k3-first>${esc(f.where.replaceAll("\u2007", ""))}</a> · stage <b>${esc(f.stage)}</b> · <b>[${esc(f.category)}]</b>${f.ratio !== undefined ? ` · ${esc(fmt(f.ratio))}x budget` : ""}${f.message ? ` · ${esc(f.message)}` : ""}`
     : "none: every stage of every layer, the logits and the greedy ids are within budget";
   const diag = f?.diagnosis ? esc(f.diagnosis) : f ? "(bisect diagnoses a failing layer; the first divergence is not a layer)" : "nothing to diagnose";
@@ -344,9 +409,11 @@ export function panel(s) {
         `<td>${esc(c.stage ?? "-")}</td><td>${c.category ? esc(c.category) : "<b>NOT CAUGHT</b>"}${c.category && c.failed ? " (its case fails)" : ""}</td><td>${c.ratio_to_budget === null || c.ratio_to_budget === undefined ? "-" : esc(typeof c.ratio_to_budget === "number" ? fmt(c.ratio_to_budget) + "x" : c.ratio_to_budget)}</td></tr>`).join("") +
       "</table></details>";
   return `<section id="k3-story" data-verdict="${esc(s.verdict)}">
-<div class="k3-head"><span class="k3-verdict ${bad ? "k3-bad" : s.verdict === "CONFORMS" ? "k3-ok" : ""}" data-k3-verdict>${esc(s.verdict)}</span>
+<div class="k3-head"><span class="k3-verdict ${bad || incomplete ? "k3-bad" : s.verdict === "CONFORMS" ? "k3-ok" : ""}" data-k3-verdict>${esc(s.verdict)}</span>
 ${s.model === "-" ? "" : `<span class="k3-model">${esc(s.model)} against ${esc(s.reference.replace(/ \(found.*$/, ""))}</span>`}</div>
 <dl>
+${incomplete ? `<dt class="k3-keep">not judged</dt><dd class="k3-keep k3-bad" data-k3-missing>${esc(s.findings.join("; "))}</dd>` : ""}
+${s.stale ? `<dt>left out</dt><dd data-k3-stale>${s.stale} result${s.stale > 1 ? "s" : ""} of another run (not this run's plan)</dd>` : ""}
 <dt class="k3-keep">first divergence</dt><dd class="k3-keep" data-k3-first-divergence>${firstHtml}</dd>
 <dt>bisect</dt><dd data-k3-bisect>${diag}</dd>
 <dt>counts</dt><dd>${countsHtml}</dd>

@@ -16,6 +16,7 @@ import k3j.conform.LayerReport;
 import k3j.conform.LayerSelection;
 import k3j.conform.LogitParity;
 import k3j.harness.Evidence;
+import k3j.harness.TorchPorts;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -28,7 +29,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * and the noise ports (Gaussian σ 0.05 on the logits, or on every stage and the logits) are precision, never a
  * binding error. A failing layer whose cause is not its manifest's fails the case.
  *
- * <p>Data: {@code -Dk3.candidates=DIR} as for {@link PortsGate} (dump_candidate.py --all-mutants): one folder per
+ * <p>Data: {@code -Dk3.candidates=DIR} as for the ports gate (dump_candidate.py --all-mutants): one folder per
  * mutant of the dump's table, DIR/misbound, DIR/noise-logits and DIR/noise-stages. A missing one FAILS.
  */
 @Tag("ports")
@@ -38,7 +39,7 @@ class CauseFollowsEvidenceGate {
     static final List<String> MORE = List.of("misbound", "noise-logits", "noise-stages");
 
     static Stream<String> ports() {
-        return Stream.concat(PortsGate.mutants(), MORE.stream());
+        return Stream.concat(TorchPorts.mutants(), MORE.stream());
     }
 
     @ParameterizedTest(name = "{0}")
@@ -46,13 +47,13 @@ class CauseFollowsEvidenceGate {
     void eachPlantedPortGetsTheCauseItsManifestStates(String port) {
         Evidence.caseName("cause of " + port);
         Allure.feature("causes");
-        try (Conformance c = PortsGate.candidate(port)) {
+        try (Conformance c = TorchPorts.candidate(port)) {
             JsonNode m = c.candidateDump().manifest().path("mutant");
             String cause = m.path("cause").asText("");
             if (cause.isEmpty()) fail(port + ": the candidate's manifest states no mutant.cause (dump_candidate.py writes it)");
             Evidence.parameter("wrong", m.path("wrong").asText());
             Evidence.parameter("expected cause", cause);
-            List<LayerReport> layers = PortsGate.layers(c);
+            List<LayerReport> layers = TorchPorts.layers(c);
             List<LayerReport> failing = layers.stream().filter(r -> !r.conforms()).toList();
             List<Integer> binding = failing.stream().filter(r -> r.finding() == Finding.BINDING_ERROR).map(LayerReport::layer).toList();
             Evidence.parameter("failing layers", LayerSelection.format(failing.stream().map(LayerReport::layer).toList()));

@@ -31,6 +31,7 @@ import k3j.harness.ChildJvm;
 import k3j.harness.Caught;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
+import k3j.harness.TorchPorts;
 import k3j.harness.ZipParts;
 import k3j.kernels.Workers;
 import org.junit.jupiter.api.Tag;
@@ -85,10 +86,7 @@ class PortsGate {
     }
 
     static Stream<String> mutants() {
-        List<String> names = new ArrayList<>();
-        reference().field("mutants").forEach(m -> names.add(m.path("name").asText()));
-        if (names.isEmpty()) fail("gate data missing: the mini-k3-93 dump lists no mutant");
-        return names.stream();
+        return TorchPorts.mutants();
     }
 
     @ParameterizedTest(name = "{0}")
@@ -470,19 +468,8 @@ class PortsGate {
         return new Divergence(null, "", "logits", p.finding(), String.format(Locale.ROOT, "%.3gx budget", p.ratioToBudget()), p.ratioToBudget());
     }
 
-    /** Every layer judged and given its cause, with the run's lines and the layers x stages chart as evidence. */
     static List<LayerReport> layers(Conformance c) {
-        List<LayerReport> judged = new ArrayList<>();
-        for (int i = 0; i < c.layerCount(); i++) judged.add(c.layer(i));
-        List<LayerReport> reports = k3j.conform.Causes.classify(judged, c.dump());
-        StringBuilder lines = new StringBuilder();
-        for (LayerReport r : reports) lines.append(r.line()).append('\n');
-        List<Integer> bad = reports.stream().filter(r -> !r.conforms()).map(LayerReport::layer).toList();
-        Evidence.parameter("candidate", c.engine());
-        Evidence.parameter("conforming layers", (reports.size() - bad.size()) + "/" + reports.size() + (bad.isEmpty() ? "" : "; failing " + LayerSelection.format(bad)));
-        Evidence.text("layers", lines.toString());
-        Allure.addAttachment("layers x stages (ratio to budget)", "image/svg+xml", Charts.overview(reports, c.engine()), ".svg");
-        return reports;
+        return TorchPorts.layers(c);
     }
 
     static String expect(int exit, String fragment, String what, String... args) throws Exception {
@@ -494,17 +481,15 @@ class PortsGate {
     }
 
     static Conformance candidate(String name) {
-        Path dir = candidates().resolve(name);
-        Project.existing(dir);
-        return Conformance.candidate(dir, Project.dump("mini-k3-93"), List.of());
+        return TorchPorts.candidate(name);
     }
 
     static Path candidates() {
-        return k3j.harness.TorchCandidates.dir();
+        return TorchPorts.folder();
     }
 
     static ReferenceDump reference() {
-        return ReferenceDump.open(Project.dump("mini-k3-93"));
+        return TorchPorts.reference();
     }
 
     static String ints(int[] v) {

@@ -8,7 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.qameta.allure.Epic;
 import io.qameta.allure.Feature;
 import java.io.IOException;
-import java.nio.ByteBuffer;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,6 +23,7 @@ import k3j.harness.ChildJvm;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.harness.ScaleFixture;
+import k3j.harness.Tamper;
 import k3j.io.CheckpointIndex;
 import k3j.io.TensorInfo;
 import k3j.model.DecodeState;
@@ -30,6 +32,7 @@ import k3j.state.StateException;
 import k3j.state.StateFile;
 import k3j.trunk.DataBinding;
 import k3j.trunk.Progress;
+import k3j.trunk.ShardWitness;
 import k3j.trunk.TrunkException;
 import k3j.trunk.TrunkManifest;
 import k3j.trunk.TrunkPacker;
@@ -43,7 +46,9 @@ import org.junit.jupiter.api.Test;
  * Claim: at the released widths too, a packed trunk and a saved state bind to the checkpoint's data. A copy of the
  * scale fixture whose layer-1 shard differs from the original in ONE byte in the middle of the layer's largest
  * trunk tensor (its other shards the same files, linked) is refused by the trunk packed from the original, naming
- * layer 1 and the tensor, before any token; and a state saved against the original is refused by the copy.
+ * layer 1 and the tensor, before any token; a state saved against the original is refused by the copy; and the
+ * trunk witness that conform and bisect run on every layer they judge finds the copy's L1, its cost measured per
+ * layer kind and extrapolated to the released 108.8 GB trunk (a figure, never an assertion).
  *
  * <p>Data: the scale fixture ({@link ScaleFixture#underTest()}), the trunk packed from it under {@code build/} (the
  * one the scale conformance gate streams), the copy under {@code build/scale-binding} (one sparse shard copy, deleted
@@ -79,13 +84,7 @@ class ScaleBindingGate {
         Path shard = copy.resolve(flipped.file().getFileName());
         Process cp = new ProcessBuilder("cp", "--sparse=always", flipped.file().toString(), shard.toString()).inheritIO().start();
         assertEquals(0, cp.waitFor(), "cp --sparse=always " + flipped.file());
-        try (FileChannel ch = FileChannel.open(shard, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            long at = flipped.offset() + flipped.length() / 2;
-            ByteBuffer b = ByteBuffer.allocate(1);
-            ch.read(b, at);
-            b.put(0, (byte) (b.get(0) ^ 0x40)).rewind();
-            ch.write(b, at);
-        }
+        Tamper.flipByte(shard, flipped.offset() + flipped.length() / 2, 0x40);
     }
 
     @AfterAll
@@ -155,5 +154,56 @@ class ScaleBindingGate {
         Evidence.text("refusal", e.getMessage());
         Evidence.parameter("refused in", String.format(Locale.ROOT, "%.1f s (the copy's trunk tensors re-hashed)", seconds));
         assertTrue(e.getMessage().contains("headers match, but their data does not"), e.getMessage());
+    }
+    @Test
+    @Feature("trunk binding")
+    @DisplayName("the trunk witness (what conform and bisect run on every layer they judge) passes the original's trunk, refuses the copy's L1 naming the tensor,"
+            + " and its cost per layer kind, extrapolated to the released 108.8 GB trunk")
+    void theWitnessComparesEveryLayerWithTheShards() throws IOException {
+        TrunkManifest m = TrunkManifest.read(trunk);
+        ShardWitness clean = ShardWitness.of(CheckpointIndex.open(model));
+        java.util.Map<String, double[]> byKind = new java.util.TreeMap<>();   // kind -> {layers, bytes, seconds}
+        try (FileChannel ch = FileChannel.open(m.bin(), StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
+            MemorySegment bin = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size(), arena);
+            for (TrunkManifest.Layer l : m.layers()) {
+                MemorySegment run = bin.asSlice(l.offset(), l.nbytes());
+                long t0 = System.nanoTime();
+                clean.check(l, run, m.bin());
+                double s = (System.nanoTime() - t0) / 1e9;
+                double[] k = byKind.computeIfAbsent(kind(l), x -> new double[3]);
+                k[0]++;
+                k[1] += l.nbytes();
+                k[2] += s;
+            }
+            TrunkManifest.Layer l1 = m.layer(1);
+            TrunkException e = assertThrows(TrunkException.class, () -> ShardWitness.of(CheckpointIndex.open(copy)).check(l1, bin.asSlice(l1.offset(), l1.nbytes()), m.bin()));
+            Evidence.text("the copy's L1", e.getMessage());
+            assertEquals(1, e.layer(), e.getMessage());
+            assertTrue(e.getMessage().contains(flipped.name()), e.getMessage());
+        }
+        assertEquals(m.layerCount(), clean.layers(), "every layer compared");
+        double bytes = clean.bytes(), seconds = clean.seconds();
+        StringBuilder table = new StringBuilder("kind           layers  GB/layer  s/layer  GB/s\n");
+        for (var k : byKind.entrySet()) {
+            double[] v = k.getValue();
+            table.append(String.format(Locale.ROOT, "%-14s %6.0f  %8.3f  %7.2f  %.2f%n", k.getKey(), v[0], v[1] / v[0] / 1e9, v[2] / v[0], v[1] / v[2] / 1e9));
+        }
+        double released = 108.8e9;
+        table.append(String.format(Locale.ROOT, "all            %6d  %8.3f  %7.2f  %.2f%nreleased trunk 108.8 GB at this rate: %.0f s (%.1f min) added to a conform that reads each layer once",
+                m.layerCount(), bytes / m.layerCount() / 1e9, seconds / m.layerCount(), bytes / seconds / 1e9, released / (bytes / seconds), released / (bytes / seconds) / 60));
+        Evidence.text("trunk witness cost", table.toString());
+        System.out.println("== trunk witness at the released widths (load " + String.format(Locale.ROOT, "%.2f", java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage()) + "):\n" + table);
+        long t0 = System.nanoTime();
+        DataBinding.Result full = m.checkSource(CheckpointIndex.open(model), DataBinding.Check.FULL);
+        double fullSeconds = (System.nanoTime() - t0) / 1e9;
+        Evidence.parameter("--verify-trunk full", String.format(Locale.ROOT, "%.1f s: %s", fullSeconds, full.line()));
+        System.out.printf(Locale.ROOT, "== --verify-trunk full at the released widths: %.1f s for %.2f GB (%s)%n", fullSeconds, full.bytesHashed() / 1e9, full.line());
+    }
+
+    /** A layer's kind from its trunk tensors: MLA (a latent kv projection) or KDA, "dense" without a routed MoE. */
+    private static String kind(TrunkManifest.Layer l) {
+        boolean mla = l.tensors().keySet().stream().anyMatch(n -> n.contains("kv_a_proj"));
+        boolean moe = l.tensors().keySet().stream().anyMatch(n -> n.contains(".block_sparse_moe."));
+        return (mla ? "MLA" : "KDA") + (moe ? "" : " dense");
     }
 }

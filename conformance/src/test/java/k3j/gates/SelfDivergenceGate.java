@@ -15,7 +15,7 @@ import k3j.conform.SelfDivergence;
 import k3j.harness.ChildJvm;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
-import k3j.harness.TorchCandidates;
+import k3j.harness.TorchPorts;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -42,7 +42,7 @@ class SelfDivergenceGate {
     @DisplayName("--against names the first divergence of each invariance mutant")
     void againstNamesEachInvarianceMutantsFirstDivergence(String mutant) throws Exception {
         Allure.feature("engine against itself");
-        Path dir = TorchCandidates.dir();
+        Path dir = TorchPorts.folder();
         JsonNode inv = Project.json(dir.resolve(mutant).resolve("manifest.json")).path("invariance");
         assertEquals(mutant, inv.path("name").asText(), "the candidate's manifest names its invariance mutant");
         int position = mutant.equals("state_shared") ? 0 : inv.path("chunk").asInt(-1);
@@ -66,7 +66,7 @@ class SelfDivergenceGate {
     @DisplayName("an engine against itself does not part")
     void anEngineAgainstItselfDoesNotPart() throws Exception {
         Allure.feature("engine against itself");
-        Path dir = TorchCandidates.dir();
+        Path dir = TorchPorts.folder();
         try (Conformance a = candidate(dir, "float32"); Conformance b = candidate(dir, "float32")) {
             SelfDivergence d = SelfDivergence.of(a, b);
             Evidence.text("where A and B part", d.text());

@@ -81,6 +81,18 @@ public final class Tamper {
         }
     }
 
+    /** XORs the byte at {@code at} of {@code file} with {@code mask}, in place (the file's identity moves, its size does not). */
+    public static void flipByte(Path file, long at, int mask) {
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            ByteBuffer b = ByteBuffer.allocate(1);
+            if (ch.read(b, at) != 1) throw new IOException(file + ": no byte at " + at);
+            b.put(0, (byte) (b.get(0) ^ mask)).rewind();
+            ch.write(b, at);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     public static String sha256(byte[] b) {
         try {
             return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(b));

@@ -121,7 +121,7 @@ public final class Conform implements AutoCloseable {
         if (plan.preset() != null) {
             o.report().accept(String.format(java.util.Locale.ROOT, "preset    : %s (trunk %.2f GB / expert cache %.2f GB)%n", plan.preset(), plan.trunkGb(), plan.cacheGb()));
         }
-        Residency r = plan.residency(true, o.notes());
+        Residency r = plan.residency(true, true, o.notes());   // a verdict over a trunk is a verdict over the model's own bytes
         return new Conform(self -> Conformance.open(modelDir, dump, w, r.planned(mem, dump.ids().length, o.logits(), o.scratch(), p -> {
             if (self.plan == null) self.plan = p;
             o.report().accept(p.block(mem));

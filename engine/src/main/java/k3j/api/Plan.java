@@ -69,11 +69,15 @@ public record Plan(Path trunk, double trunkGb, double cacheGb, boolean cacheGive
         return Math.round(cacheGb * 1e9);
     }
 
-    /** How a runtime holds its weights under this plan (the trunk's notes, prefixed "k3: note: ", to {@code notes}). */
-    public Residency residency(boolean verifyCrc, Consumer<String> notes) {
+    /**
+     * How a runtime holds its weights under this plan (the trunk's notes, prefixed "k3: note: ", to {@code notes});
+     * with {@code witness} every trunk layer read is compared with the checkpoint's own bytes before it is used
+     * (what a verdict needs: {@link k3j.trunk.ShardWitness}).
+     */
+    public Residency residency(boolean verifyCrc, boolean witness, Consumer<String> notes) {
         TrunkStream.Options opts = trunk == null ? null
                 : TrunkStream.Options.budget(trunkBytes()).withRing(ring).withNotes(s -> notes.accept("k3: note: " + s)).withVerifyCrc(verifyCrc)
-                        .withCheck(verifyTrunk);
+                        .withCheck(verifyTrunk).withWitness(witness);
         return new Residency(trunk, opts, cacheBytes(), cacheGiven, ultra);
     }
 

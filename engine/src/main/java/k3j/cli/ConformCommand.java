@@ -138,9 +138,11 @@ final class ConformCommand implements Callable<Integer> {
             if (c.bindFailure() != null) err.println("k3: " + c.bindFailure().getMessage());
             out.flush();
             if (lossy.on) return graded(judge, sel, out);
+            if (json != null) startJson(judge, sel, model);
             List<LayerReport> layers = judge.layers(sel, r -> {
                 out.println(r.line());
                 out.flush();
+                judged.put("L" + r.layer(), r.conforms());
             });
             ConformReport report = judge.report(layers, (System.nanoTime() - t0) / 1e9);
             failed = report.failing().size();
@@ -160,18 +162,24 @@ final class ConformCommand implements Callable<Integer> {
             if (first != null) out.println("FIRST DIVERGENCE: " + first.name() + (first.firstDivergence() != null ? " " + first.firstDivergence() : "") + " " + first.finding().tag());
             out.println("=".repeat(78));
             out.println(report.verdict());
-            if (scope.experts) failed += sweep(judge, sel, out);
+            if (scope.experts) failed += sweep(judge, sel, out, judged);
             if (candidate == null) report(out, judge);
             else k3j.plan.MemInfo.peakRss().ifPresent(p -> out.println("PEAK RSS for the whole run: " + k3j.plan.Human.bytes(p)));
-            if (json != null) writeJson(layers, judge);
             if (chart != null) {
                 AtomicWrite.string(chart, "--chart", Charts.overview(layers, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
                 out.println("chart: " + chart);
             }
             if (judge.hasLogits()) {
-                for (boolean incremental : new boolean[] {false, true}) failed += logits(out, judge.logits(incremental));
-                failed += greedy(out, judge.greedy());
+                for (boolean incremental : new boolean[] {false, true}) {
+                    int f = logits(out, judge.logits(incremental));
+                    judged.put(incremental ? PLAN_LOGITS_INCREMENTAL : PLAN_LOGITS_FULL, f == 0);
+                    failed += f;
+                }
+                int g = greedy(out, judge.greedy());
+                judged.put(PLAN_GREEDY, g == 0);
+                failed += g;
             }
+            if (json != null) writeJson(layers, judge);
         } catch (k3j.plan.PlanRefused e) {
             err.println(e.getMessage());
             return e.refusal().exitCode();
@@ -220,7 +228,7 @@ final class ConformCommand implements Callable<Integer> {
     }
 
     /** The expert sweep of the selected MoE layers: one line per layer, every failing expert named; returns the failing layers. */
-    private static int sweep(Conform judge, List<Integer> sel, PrintWriter out) {
+    private static int sweep(Conform judge, List<Integer> sel, PrintWriter out, java.util.Map<String, Boolean> judged) {
         out.println();
         out.println("===== EXPERT SWEEP (every routed expert on the dump's probes) =====");
         out.println(judge.conformance().expertSweep().describe());
@@ -232,6 +240,7 @@ final class ConformCommand implements Callable<Integer> {
             out.flush();
             checked[0] += r.checked();
             total[0] += r.total();
+            judged.put("L" + r.layer() + " experts", r.conforms());
         });
         long failed = rs.stream().filter(r -> !r.conforms()).count();
         out.printf(Locale.ROOT, "EXPERTS %d of %d MoE layers conform; experts checked: %d of %d; %.1f s%n", rs.size() - failed, rs.size(), checked[0], total[0], (System.nanoTime() - t0) / 1e9);
@@ -285,10 +294,43 @@ final class ConformCommand implements Callable<Integer> {
         return g.conforms() ? 0 : 1;
     }
 
+    static final String PLAN_LOGITS_FULL = "logits, full recompute", PLAN_LOGITS_INCREMENTAL = "logits, incremental", PLAN_GREEDY = "greedy ids";
+
+    /** What this run judges (--json's run_plan), and what it judged so far, item by item. */
+    private final List<String> planned = new ArrayList<>();
+    private final java.util.Map<String, Boolean> judged = new java.util.LinkedHashMap<>();
+    private com.fasterxml.jackson.databind.node.ObjectNode runPlan;
+
+    /**
+     * Writes --json before the first layer: the run's plan (docs/formats.md §15: a run id, the model or candidate, the
+     * reference, every planned item) and its verdict so far, INCOMPLETE naming everything; the end of the run rewrites
+     * the file whole. A run interrupted or crashed leaves that INCOMPLETE verdict, never a green one.
+     */
+    private void startJson(Conform judge, List<Integer> sel, Path model) throws IOException {
+        var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
+        Conformance c = judge.conformance();
+        runPlan = mapper.createObjectNode();
+        runPlan.put("run", java.util.UUID.randomUUID().toString());
+        runPlan.put("model", model == null ? (String) null : model.toString());
+        runPlan.put("candidate", candidate == null ? (String) null : candidate.toString());
+        runPlan.put("reference", c.dump().source().toString());
+        for (int l : sel) planned.add("L" + l);
+        if (scope.experts) for (int l : c.moeLayers(sel)) planned.add("L" + l + " experts");
+        if (judge.hasLogits()) planned.addAll(List.of(PLAN_LOGITS_FULL, PLAN_LOGITS_INCREMENTAL, PLAN_GREEDY));
+        var items = runPlan.putArray("items");
+        planned.forEach(items::add);
+        var root = mapper.createObjectNode();
+        root.set("run_plan", runPlan);
+        root.set("verdict", mapper.valueToTree(k3j.conform.PlanVerdict.decide(planned, judged, false, true).json()));
+        AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(root));
+    }
+
     /** The --json report: per layer its finding, message, seconds and every stage's ratio to budget (doubles as computed). */
     private void writeJson(List<LayerReport> reports, Conform judge) throws IOException {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
         var root = mapper.createObjectNode();
+        root.set("run_plan", runPlan);
+        root.set("verdict", mapper.valueToTree(k3j.conform.PlanVerdict.decide(planned, judged, true, true).json()));
         var arr = root.putArray("layers");
         for (LayerReport r : reports) {
             var o = arr.addObject();

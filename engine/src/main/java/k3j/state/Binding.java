@@ -21,9 +21,11 @@ import k3j.trunk.TrunkManifest;
  * bound), the checkpoint's layout (sha256 over every shard's name, size and safetensors header bytes) and its data:
  * the trunk digest, a SHA-256 over the data digest of every decoder-layer tensor that is not a routed expert (the
  * tensors a packed trunk holds), taken from trunk.json when the run streams a trunk (whose binding to the shards is
- * checked at open) and from the shards otherwise. Each shard's file identity is recorded beside it: a load whose
- * shards are the same unchanged files skips re-hashing, any other load recomputes the trunk digest and compares.
- * Routed experts are bound by the headers and the shard identities only (hashing 1.4 TB is not a load-time check).
+ * checked at open) and from the shards otherwise. Each shard's file identity is recorded beside it. The routed
+ * experts (1.45 TB on the released checkpoint) carry no data digest: they are bound by the shards' file identity
+ * alone. So a load whose shards are the same unchanged files is accepted; any other load is refused: when the trunk
+ * digest recomputed from them differs, as other weights; when it matches, because the routed experts the state was
+ * built from cannot be checked (a copied checkpoint, or an expert byte written in place, looks the same).
  */
 public final class Binding {
     static final String[] FIELDS = {"hidden", "layers bound", "vocab", "kda heads", "kda head dim", "conv kernel", "mla heads", "qk nope", "qk rope",
@@ -120,13 +122,17 @@ public final class Binding {
 
     /**
      * Why a state saved over shards of identity {@code saved} with trunk digest {@code savedData} does not belong to this
-     * checkpoint's data, or null: the same unchanged files hold the same data; otherwise the trunk digest is recomputed.
+     * checkpoint's data, or null: only the same unchanged files are known to hold the data the state was built from.
      */
     String dataMismatch(List<DataBinding.FileIdentity> saved, byte[] savedData) {
         if (saved.equals(identities())) return null;
         byte[] now = data();
-        if (Arrays.equals(now, savedData)) return null;
-        return "it was written for other weights: the shards' headers match, but their data does not (trunk digest "
-                + HexFormat.of().formatHex(savedData).substring(0, 16) + "…, this model's " + HexFormat.of().formatHex(now).substring(0, 16) + "…)";
+        if (!Arrays.equals(now, savedData)) {
+            return "it was written for other weights: the shards' headers match, but their data does not (trunk digest "
+                    + HexFormat.of().formatHex(savedData).substring(0, 16) + "…, this model's " + HexFormat.of().formatHex(now).substring(0, 16) + "…)";
+        }
+        return "the shards are not the files it was saved against, unchanged (their file identity moved: a copy, or a write since)."
+                + " Their trunk tensors hash the same, but a state binds the routed experts by the shards' file identity only,"
+                + " so the experts it was built from cannot be checked; run the prompt again on these shards";
     }
 }

@@ -1,6 +1,8 @@
 package k3j.trunk;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -36,9 +38,15 @@ import k3j.io.TensorInfo;
  *       set back) has the data digest of every trunk tensor in it recomputed. So a swap or a flipped byte anywhere
  *       in a layer of a modified or substituted checkpoint is found; what FAST does not see is a change that keeps
  *       a file's identity: bit rot under the file system, a raw write to the block device, a clock set back by root.</li>
- *   <li>{@link Check#FULL} ({@code --verify-trunk=full}): every trunk tensor's data digest is recomputed from the
- *       shards, whatever their identity (reads the whole trunk: about 7% of the released checkpoint).</li>
+ *   <li>{@link Check#FULL} ({@code --verify-trunk=full}): every layer of trunk.bin is compared byte for byte with the
+ *       checkpoint's shards, and every trunk tensor's data digest recomputed from the shards and compared with
+ *       trunk.json's, whatever the shards' identity ({@link ShardWitness}: reads the whole trunk twice, from trunk.bin
+ *       and from the shards). trunk.json is never its own witness: a byte of trunk.bin changed with its CRC and
+ *       digest in trunk.json recomputed, or two digests swapped, is found.</li>
  * </ul>
+ * FAST never reads trunk.bin: it binds trunk.json's digests to the shards, and the CRC-32C of every layer read binds
+ * trunk.bin to trunk.json. Conform and bisect do not rely on it: they compare every layer they judge with the
+ * shards as read ({@link TrunkStream.Options#witness()}).
  * A digest that differs is refused naming the layer and the tensor.
  */
 public final class DataBinding {
@@ -74,10 +82,14 @@ public final class DataBinding {
         /** One line: which check ran and what it covered. */
         public String line() {
             String hashed = String.format(Locale.ROOT, "%d tensor data digests recomputed (%.2f GB read in %.1f s)", tensorsHashed, bytesHashed / 1e9, seconds);
-            if (mode == Check.FULL) return "trunk binding: full check, " + hashed + ", all match";
+            if (mode == Check.FULL) {
+                return String.format(Locale.ROOT, "trunk binding: full check, %d tensors of trunk.bin compared byte for byte with the checkpoint's shards"
+                        + " and their data digests with trunk.json's (%.2f GB of shards read in %.1f s), all match", tensorsHashed, bytesHashed / 1e9, seconds);
+            }
             if (changedShards.isEmpty()) {
                 return "trunk binding: fast check, all " + shards + " shard(s) are the files packed from, unchanged since (identity);"
-                        + " data digests taken at pack time; --verify-trunk=full re-hashes the data";
+                        + " data digests taken at pack time, trunk.bin not compared with the shards (its CRC-32C checked against trunk.json as read);"
+                        + " --verify-trunk=full compares it";
             }
             return "trunk binding: fast check, " + changedShards.size() + " of " + shards + " shard(s) changed since the pack ("
                     + String.join(", ", changedShards.subList(0, Math.min(3, changedShards.size()))) + (changedShards.size() > 3 ? ", ..." : "")
@@ -162,6 +174,7 @@ public final class DataBinding {
      * {@link TrunkException} naming the first layer (lowest index) and tensor whose data differs.
      */
     static Result check(TrunkManifest m, CheckpointIndex index, Check mode) {
+        if (mode == Check.FULL) return full(m, index);
         long t0 = System.nanoTime();
         Map<String, FileIdentity> now = identities(index);
         Set<String> changed = new TreeSet<>();
@@ -183,6 +196,30 @@ public final class DataBinding {
         if (!failures.isEmpty()) throw failures.stream().min(java.util.Comparator.comparingInt(TrunkException::layer)).orElseThrow();
         List<String> changedList = mode == Check.FULL ? List.of() : List.copyOf(changed);
         return new Result(mode, m.source().shards().size(), changedList, (int) tensors.get(), bytes.get(), (System.nanoTime() - t0) / 1e9);
+    }
+
+    /** {@link Check#FULL}: every layer of trunk.bin compared with the checkpoint's bytes by a {@link ShardWitness}. */
+    private static Result full(TrunkManifest m, CheckpointIndex index) {
+        long t0 = System.nanoTime();
+        ShardWitness witness = ShardWitness.of(index);
+        List<TrunkException> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+        try (FileChannel ch = FileChannel.open(m.bin(), StandardOpenOption.READ); Arena arena = Arena.ofShared()) {
+            MemorySegment bin = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size(), arena);
+            IntStream.range(0, m.layerCount()).parallel().forEach(l -> {
+                if (!failures.isEmpty()) return;
+                TrunkManifest.Layer layer = m.layer(l);
+                try {
+                    witness.check(layer, bin.asSlice(layer.offset(), layer.nbytes()), m.bin());
+                } catch (TrunkException e) {
+                    failures.add(e);
+                }
+            });
+        } catch (IOException e) {
+            throw new TrunkException(m.bin(), TrunkException.NO_LAYER, "cannot read trunk.bin to compare it with the checkpoint: " + e.getMessage(), e);
+        }
+        if (!failures.isEmpty()) throw failures.stream().min(java.util.Comparator.comparingInt(TrunkException::layer)).orElseThrow();
+        int tensors = m.layers().stream().mapToInt(l -> l.tensors().size()).sum();
+        return new Result(Check.FULL, m.source().shards().size(), List.of(), tensors, witness.bytes(), (System.nanoTime() - t0) / 1e9);
     }
 
     private static void checkLayer(TrunkManifest.Layer l, CheckpointIndex index, Set<String> changed, AtomicLong bytes, AtomicLong tensors) {

@@ -33,42 +33,49 @@ public final class TrunkStream implements TrunkSource {
      * @param layers      layers the forward walks, 0..layers-1 (--layers N); 0 means all the trunk has
      * @param verifyCrc   check every read layer's CRC-32C against the manifest (pinned layers once, ring slots on every read)
      * @param check       how the trunk's data binding to the checkpoint is checked at open ({@link DataBinding.Check})
+     * @param witness     compare every layer read with the checkpoint's own bytes before it is used ({@link ShardWitness}):
+     *                    what conform and bisect run, so that a verdict over a trunk is a verdict over the model
      */
     public record Options(long budgetBytes, int ring, TrunkPlan.Order order, boolean direct,
-                         boolean hugeAlign, Consumer<String> notes, int layers, boolean verifyCrc, DataBinding.Check check) {
+                         boolean hugeAlign, Consumer<String> notes, int layers, boolean verifyCrc, DataBinding.Check check, boolean witness) {
         public static Options budget(long bytes) {
             return new Options(bytes, 2, TrunkPlan.orderFromEnvironment(), true, System.getenv("K3_NOHUGE") == null,
-                    s -> System.err.println("k3: note: " + s), 0, true, DataBinding.Check.FAST);
+                    s -> System.err.println("k3: note: " + s), 0, true, DataBinding.Check.FAST, false);
         }
 
         public Options withRing(int r) {
-            return new Options(budgetBytes, r, order, direct, hugeAlign, notes, layers, verifyCrc, check);
+            return new Options(budgetBytes, r, order, direct, hugeAlign, notes, layers, verifyCrc, check, witness);
         }
 
         public Options withOrder(TrunkPlan.Order o) {
-            return new Options(budgetBytes, ring, o, direct, hugeAlign, notes, layers, verifyCrc, check);
+            return new Options(budgetBytes, ring, o, direct, hugeAlign, notes, layers, verifyCrc, check, witness);
         }
 
         public Options withDirect(boolean d) {
-            return new Options(budgetBytes, ring, order, d, hugeAlign, notes, layers, verifyCrc, check);
+            return new Options(budgetBytes, ring, order, d, hugeAlign, notes, layers, verifyCrc, check, witness);
         }
 
         public Options withNotes(Consumer<String> n) {
-            return new Options(budgetBytes, ring, order, direct, hugeAlign, n, layers, verifyCrc, check);
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, n, layers, verifyCrc, check, witness);
         }
 
         public Options withLayers(int l) {
-            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, l, verifyCrc, check);
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, l, verifyCrc, check, witness);
         }
 
         /** How the data binding is checked at open: {@link DataBinding.Check#FAST} (default) or FULL. */
         public Options withCheck(DataBinding.Check c) {
-            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, layers, verifyCrc, c);
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, layers, verifyCrc, c, witness);
+        }
+
+        /** Compare every layer read with the checkpoint's bytes ({@link ShardWitness}); needs {@link #open(java.nio.file.Path, k3j.io.CheckpointIndex, int, Options)}. */
+        public Options withWitness(boolean w) {
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, layers, verifyCrc, check, w);
         }
 
         /** Check every read layer's CRC-32C against trunk.json (pinned layers once, ring slots on every read). */
         public Options withVerifyCrc(boolean v) {
-            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, layers, v, check);
+            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, layers, v, check, witness);
         }
     }
 
@@ -88,6 +95,8 @@ public final class TrunkStream implements TrunkSource {
     private final TrunkPlan plan;
     /** set by {@link #open(java.nio.file.Path, k3j.io.CheckpointIndex, int, Options)} once the binding is checked */
     private DataBinding.Result binding;
+    /** set by the same open when {@link Options#witness()}: every layer read is compared with the checkpoint's bytes */
+    private volatile ShardWitness witness;
     private final Options options;
     private final DirectReader reader;
     private final Arena arena = Arena.ofShared();
@@ -154,8 +163,10 @@ public final class TrunkStream implements TrunkSource {
                     + need + "; repack with k3 pack-trunk");
         }
         DataBinding.Result binding = m.checkSource(checkpoint, options.check());
+        ShardWitness w = options.witness() ? ShardWitness.of(checkpoint) : null;
         TrunkStream s = open(m, options.layers() > 0 ? options : options.withLayers(modelLayers));
         s.binding = binding;
+        s.witness = w;
         return s;
     }
 
@@ -209,11 +220,21 @@ public final class TrunkStream implements TrunkSource {
         return readerThread != null && readerThread.isAlive();
     }
 
+    /** What the startup lines say when every layer read is compared with the checkpoint ({@link Options#witness()}). */
+    public static final String WITNESS_LINE = "trunk witness: every layer read from trunk.bin is compared byte for byte with the checkpoint's shards,"
+            + " and trunk.json's digests with their hash, before it is used";
+
+    /** Whether every layer read is compared with the checkpoint's bytes before it is used. */
+    public boolean witnessed() {
+        return witness != null;
+    }
+
     /** The startup lines: the plan, then the read method, then the data binding check. */
     public String describe() {
         return plan.describe() + "              reads use " + (reader.direct() ? "O_DIRECT (page cache bypassed)" : "buffered reads (page cache)")
                 + ", positional reads at queue depth 1 per thread, " + (readerThread != null ? "reader thread prefetching" : "no reader thread") + "\n"
-                + (binding != null ? "              " + binding.line() + "\n" : "");
+                + (binding != null ? "              " + binding.line() + "\n" : "")
+                + (witness != null ? "              " + WITNESS_LINE + "\n" : "");
     }
 
     @Override
@@ -526,6 +547,7 @@ public final class TrunkStream implements TrunkSource {
                             + TrunkManifest.hex(layer.crc32c()) + ": trunk.bin changed since it was packed");
                 }
             }
+            if (witness != null) witness.check(layer, dst, manifest.bin());
             return null;
         } catch (RuntimeException e) {
             return e;

@@ -51,6 +51,14 @@ class ConformCommandTest {
         assertEquals(0, b.exit(), b.out() + b.err());
         assertTrue(b.out().contains("trunk (STREAMED)") && b.out().contains("served by a") && b.out().contains("expert cache: "), b.out());
         assertTrue(b.out().contains("VERDICT: EVERY EXPERT CONFORMS"), "the expert sweep through the cache under the plan: " + b.out());
+        // the plan the run wrote before its first layer, and its verdict over exactly that plan
+        var plan = json(resident).path("run_plan").path("items");
+        assertEquals(16, plan.size(), "13 layers, the logits full and incremental, the greedy ids: " + plan);
+        assertEquals("CONFORMS", json(resident).path("verdict").path("outcome").asText(), json(resident).path("verdict").toString());
+        assertEquals(0, json(resident).path("verdict").path("not_judged").size());
+        assertTrue(json(capped).path("run_plan").path("items").toString().contains("\"L1 experts\""), json(capped).path("run_plan").toString());
+        assertEquals(json(capped).path("run_plan").path("items").size(), json(capped).path("verdict").path("judged").size(), "every planned item judged");
+        assertTrue(b.out().contains("trunk witness: every layer read from trunk.bin is compared byte for byte with the checkpoint's shards"), b.out());
         var x = json(resident).path("layers");
         var y = json(capped).path("layers");
         assertEquals(13, x.size());

@@ -1,0 +1,204 @@
+package k3j.harness;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import io.qameta.allure.listener.TestLifecycleListener;
+import io.qameta.allure.model.Label;
+import io.qameta.allure.model.Status;
+import io.qameta.allure.model.TestResult;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import k3j.conform.Conformance;
+import k3j.conform.PlanVerdict;
+import org.junit.platform.engine.TestSource;
+import org.junit.platform.engine.support.descriptor.ClassSource;
+import org.junit.platform.engine.support.descriptor.MethodSource;
+import org.junit.platform.launcher.TestExecutionListener;
+import org.junit.platform.launcher.TestIdentifier;
+
+/**
+ * What this run will judge, written before its first case, and its verdict, rewritten after every case (docs/report.md,
+ * "Plan and verdict"). Into the Allure results folder: {@code k3-run-<id>-plan.json} (the run id, the model and the
+ * reference, and every planned item: each selected layer, each MoE layer's experts, the logits full and incremental,
+ * the greedy ids) and {@code k3-run-<id>-verdict.json} (from {@link PlanVerdict#decide}); every result this run writes
+ * carries the label {@code run=<id>}, so results of another run are never read as this one's. The verdict file is
+ * INCOMPLETE from the plan on, naming what is not judged yet, until every planned item is judged and the run ended:
+ * a run interrupted (Ctrl-C), killed or crashed leaves an INCOMPLETE verdict naming what it did not judge.
+ *
+ * <p>{@code -Dk3.run=ID} names the run (ci/test passes one, and the same to ci/report); else a random id per test JVM.
+ * {@code -Dk3.haltAfterResults=N} (ci/report-check's interrupted run) stops the run after N results are written: it
+ * writes {@code k3-halted} beside them and waits to be interrupted.
+ */
+public final class RunPlan implements TestExecutionListener, TestLifecycleListener {
+    /** The label every result of this run carries. */
+    public static final String LABEL = "run";
+    static final String FORMAT_PLAN = "k3-plan";
+
+    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+    private static final Pattern LAYER = Pattern.compile("^L\\s*(\\d+)\\b");
+    private static final String LAYER_GATE = "k3j.gates.LayerConformanceGate", LOGIT_GATE = "k3j.gates.LogitParityGate",
+            EXPERT_GATE = "k3j.gates.ExpertConformanceGate";
+
+    private static final String RUN = Project.property("k3.run").isEmpty() ? UUID.randomUUID().toString() : Project.property("k3.run");
+    private static final Map<String, Boolean> JUDGED = new LinkedHashMap<>();   // item -> conforms
+    private static final List<String> PLANNED = new ArrayList<>();
+    private static Map<String, Object> plan;
+    private static boolean finished;
+    private static int written;
+
+    /** This run's id. */
+    public static String id() {
+        return RUN;
+    }
+
+    @Override
+    public void testPlanExecutionStarted(org.junit.platform.launcher.TestPlan testPlan) {
+        Set<String> classes = new LinkedHashSet<>();
+        for (TestIdentifier root : testPlan.getRoots()) {
+            for (TestIdentifier t : testPlan.getDescendants(root)) t.getSource().map(RunPlan::className).ifPresent(classes::add);
+        }
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put("format", FORMAT_PLAN);
+        p.put("run", RUN);
+        p.put("started", Instant.now().toString());
+        p.put("profile_gates", classes.stream().filter(c -> c.startsWith("k3j.gates.")).map(c -> c.substring("k3j.gates.".length())).toList());
+        List<String> items = new ArrayList<>();
+        boolean checkpoint = classes.contains(LAYER_GATE) || classes.contains(LOGIT_GATE) || classes.contains(EXPERT_GATE);
+        p.put("model", Project.property("k3.candidate").isEmpty() ? orNull(Project.property("k3.model")) : null);
+        p.put("candidate", orNull(Project.property("k3.candidate")));
+        if (checkpoint) {
+            items.add(CHECKPOINT_OPENED);
+            try {
+                Conformance c = CheckpointUnderTest.open();
+                List<Integer> selected = CheckpointUnderTest.selected();
+                p.put("reference", c.dump().source().toString());
+                p.put("reference_manifest_sha256", Tamper.sha256(Files.readAllBytes(c.dump().source().resolve("manifest.json"))));
+                if (classes.contains(LAYER_GATE)) {
+                    items.add(MODEL_MATCH);
+                    for (int l : selected) items.add("L" + l);
+                }
+                if (classes.contains(EXPERT_GATE) && c.candidateDump() == null) for (int l : c.moeLayers(selected)) items.add("L" + l + " experts");
+                if (classes.contains(LOGIT_GATE)) items.addAll(List.of(LOGITS_FULL, LOGITS_INCREMENTAL, GREEDY));
+                JUDGED.put(CHECKPOINT_OPENED, true);
+            } catch (RuntimeException | AssertionError | IOException e) {
+                p.put("checkpoint_error", String.valueOf(e.getMessage()));   // the plan stands: nothing of it can be judged
+            }
+        }
+        p.put("checkpoint", checkpoint);
+        p.put("items", items);
+        synchronized (RunPlan.class) {
+            PLANNED.clear();
+            PLANNED.addAll(items);
+            plan = p;
+            write("plan", p);
+            writeVerdict();
+        }
+    }
+
+    @Override
+    public void testPlanExecutionFinished(org.junit.platform.launcher.TestPlan testPlan) {
+        synchronized (RunPlan.class) {
+            finished = true;
+            writeVerdict();
+        }
+    }
+
+    @Override
+    public void beforeTestWrite(TestResult t) {
+        t.getLabels().add(new Label().setName(LABEL).setValue(RUN));
+    }
+
+    @Override
+    public void afterTestWrite(TestResult t) {
+        String item = item(t);
+        int halt;
+        synchronized (RunPlan.class) {
+            if (item != null && t.getStatus() != Status.SKIPPED) JUDGED.merge(item, t.getStatus() == Status.PASSED, Boolean::logicalAnd);
+            written++;
+            if (plan != null) writeVerdict();
+            halt = haltAfter();
+            if (halt > 0 && written >= halt) write("halted", Map.of("run", RUN, "results", written));
+        }
+        if (halt > 0 && written >= halt) {
+            System.out.println("k3.haltAfterResults=" + halt + ": " + written + " results written; waiting to be interrupted");
+            while (true) {
+                try {
+                    Thread.sleep(60_000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+    }
+
+    static final String CHECKPOINT_OPENED = "the checkpoint under test opened", MODEL_MATCH = "the reference dump matches the model",
+            LOGITS_FULL = "logits, full recompute", LOGITS_INCREMENTAL = "logits, incremental", GREEDY = "greedy ids";
+
+    /** The plan item a result judges, by its part and name (the names the checkpoint gates give their cases), or null. */
+    static String item(TestResult t) {
+        String part = t.getLabels().stream().filter(l -> ReportPart.LABEL.equals(l.getName())).map(Label::getValue).findFirst().orElse("");
+        String name = t.getName() == null ? "" : t.getName().replace('\u2007', ' ');
+        Matcher m = LAYER.matcher(name);
+        if (part.equals(ReportPart.LAYERS.title) && m.find()) return "L" + m.group(1);
+        if (part.equals(ReportPart.EXPERTS.title) && m.find()) return "L" + m.group(1) + " experts";
+        if (part.equals(ReportPart.MODEL.title) && name.equals(MODEL_MATCH)) return MODEL_MATCH;
+        if (part.equals(ReportPart.LOGITS.title)) {
+            if (name.startsWith("greedy")) return GREEDY;
+            if (name.contains("full recompute")) return LOGITS_FULL;
+            if (name.contains("incremental")) return LOGITS_INCREMENTAL;
+        }
+        return null;
+    }
+
+    private static void writeVerdict() {
+        Map<String, Object> v = new LinkedHashMap<>(PlanVerdict.decide(PLANNED, JUDGED, finished, Boolean.TRUE.equals(plan.get("checkpoint"))).json());
+        v.put("run", RUN);
+        v.put("finished", finished);
+        v.put("written", Instant.now().toString());
+        write("verdict", v);
+    }
+
+    private static int haltAfter() {
+        String h = Project.property("k3.haltAfterResults");
+        return h.isEmpty() ? 0 : Integer.parseInt(h);
+    }
+
+    private static String className(TestSource s) {
+        if (s instanceof ClassSource c) return c.getClassName();
+        if (s instanceof MethodSource m) return m.getClassName();
+        return null;
+    }
+
+    private static String orNull(String s) {
+        return s.isEmpty() ? null : s;
+    }
+
+    /** Writes {@code k3-run-<id>-<what>.json} whole (a temporary file renamed over it). */
+    private static void write(String what, Object value) {
+        String dir = System.getProperty("allure.results.directory", "");
+        if (dir.isBlank()) return;
+        try {
+            Path results = Path.of(dir);
+            Files.createDirectories(results);
+            Path tmp = results.resolve(".k3-run-" + RUN + "-" + what + ".json.tmp"), to = results.resolve("k3-run-" + RUN + "-" + what + ".json");
+            Files.write(tmp, JSON.writeValueAsBytes(value));
+            Files.move(tmp, to, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the run's " + what + " into " + dir, e);
+        }
+    }
+}
