@@ -48,7 +48,7 @@ class SelfDivergenceGate {
         int position = mutant.equals("state_shared") ? 0 : inv.path("chunk").asInt(-1);
         assertTrue(position >= 0, "the manifest states the chunk");
         int firstKda = firstKdaLayer();
-        try (Conformance a = candidate(dir, "float32"); Conformance b = candidate(dir, mutant)) {
+        try (Conformance a = TorchPorts.candidate("float32"); Conformance b = TorchPorts.candidate(mutant)) {
             SelfDivergence d = SelfDivergence.of(a, b);
             Evidence.text("where A and B part", d.text());
             assertNotNull(d.parting(), "the mutant must part from the clean run: " + d.text());
@@ -66,18 +66,13 @@ class SelfDivergenceGate {
     @DisplayName("an engine against itself does not part")
     void anEngineAgainstItselfDoesNotPart() throws Exception {
         Allure.feature("engine against itself");
-        Path dir = TorchPorts.folder();
-        try (Conformance a = candidate(dir, "float32"); Conformance b = candidate(dir, "float32")) {
+        try (Conformance a = TorchPorts.candidate("float32"); Conformance b = TorchPorts.candidate("float32")) {
             SelfDivergence d = SelfDivergence.of(a, b);
             Evidence.text("where A and B part", d.text());
             assertNull(d.firstBits(), d.text());
             assertNull(d.parting(), d.text());
             assertTrue(d.stagesCompared() > 93, "every layer's stages compared: " + d.text());
         }
-    }
-
-    private static Conformance candidate(Path dir, String name) {
-        return Conformance.candidate(dir.resolve(name), Project.dump("mini-k3-93"), List.of());
     }
 
     private static int firstKdaLayer() {
