@@ -272,14 +272,17 @@ def _write(ref, out_dir, dtype_name, mutant, clean, greedy_ids, log, lossy, misb
         manifest["mutant"] = {"name": "o_proj_misbound", "wrong": f"layer {MISBOUND['layer']}'s {MISBOUND['tensor']} is layer {MISBOUND['from']}'s",
                               "rule": "docs/semantics.md: every layer binds its own tensors", "cause": cause("o_proj_misbound"), "acts_at": {"layer": MISBOUND["layer"], "stage": "attn_out"}}
         manifest["engine"]["name"] += f", layer {MISBOUND['layer']} o_proj bound from layer {MISBOUND['from']}"
-    if mutant:
+    if mutant in ops.INVARIANCE:
+        what, bug = ops.INVARIANCE[mutant]
+        manifest["invariance"] = {"name": mutant, "wrong": what, "stands_for": bug, "chunk": ops.CHUNK}
+    elif mutant:
         what, where = ops.MUTANTS[mutant]
         manifest["mutant"] = {"name": mutant, "wrong": what, "rule": where, "cause": cause(mutant), "acts_at": acts_at(ref, model_dir, mutant, clean or Model(model_dir, torch.float64))}
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")
     log(f"{out_dir}: {manifest['engine']['name']} ({dtype_name})"
-        + (f", acts at {manifest['mutant']['acts_at']}" if mutant else ""))
+        + (f", acts at {manifest['mutant']['acts_at']}" if "mutant" in manifest else ""))
     return manifest
 
 
@@ -297,7 +300,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("reference", help="the reference dump directory")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--mutant", choices=sorted(ops.MUTANTS))
+    ap.add_argument("--mutant", choices=sorted(ops.MUTANTS) + sorted(ops.INVARIANCE),
+                    help="a named wrong port (ops.MUTANTS), or an engine that parts from itself (ops.INVARIANCE: the B of a pair "
+                         "whose A is the clean candidate, for k3 conform --candidate A --against B)")
     ap.add_argument("--all-mutants", action="store_true", help="DIR/float32 and DIR/<name> for every mutant")
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
     ap.add_argument("--lossy", choices=sorted(LOSSY), help="a quantised port: the trunk's matrices in this precision")
@@ -311,6 +316,8 @@ def main():
         for name in ops.MUTANTS:
             write(ref, os.path.join(a.out, name), a.dtype, name, clean, greedy_ids=False)
             npy(os.path.join(a.out, name), os.path.join(a.out, f"logits-{name}.npy"), row=len(ref.m["prompt_ids"]) - 1)
+        for name in ops.INVARIANCE:  # engines that part from themselves: each against DIR/float32
+            write(ref, os.path.join(a.out, name), a.dtype, name, greedy_ids=False)
         for lossy in LOSSY:  # the lossy ladder, and an int4 port that is also wrong
             write(ref, os.path.join(a.out, lossy), a.dtype, greedy_ids=False, lossy=lossy)
         write(ref, os.path.join(a.out, "int4-misbound"), a.dtype, greedy_ids=False, lossy="int4", misbound=True)

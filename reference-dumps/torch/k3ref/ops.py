@@ -56,11 +56,24 @@ MUTANTS = {
                              "§1.4, §11.1"),
 }
 
+CHUNK = 5  # the invariance mutants' prefill chunk: boundaries inside the first prompt, within and past the conv window
+# Invariance mutants: a serving engine that parts from itself (name -> (what it does, the 2026 bug it stands for)).
+# Each changes only HOW a KDA layer is run over a sequence, never the math of a token, so its candidate dump is the
+# B of a pair whose A is the clean candidate: `k3 conform --candidate A --against B` names where the two part.
+INVARIANCE = {
+    "chunk_drops_conv": (f"prefill in chunks of {CHUNK} tokens whose boundary drops the KDA conv state "
+                         "(the recurrent state is carried)", "vLLM #52909"),
+    "stale_snapshot": (f"prefill in chunks of {CHUNK} tokens, each chunk restored from the state snapshot "
+                       "taken one chunk earlier than its own", "flashinfer #4896, sglang #31474"),
+    "state_shared": ("the KDA state shared with another sequence: a fresh sequence starts from the state "
+                     "another one (its tokens reversed) left behind", "sglang #36859, tt-metal #54850"),
+}
+
 E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
 
 
 def _check_mut(mut):
-    unknown = set(mut) - set(MUTANTS)
+    unknown = set(mut) - set(MUTANTS) - set(INVARIANCE)
     if unknown:
         raise ValueError(f"unknown mutant(s): {sorted(unknown)}")
     return frozenset(mut)
@@ -175,6 +188,23 @@ def kda_layer(x, W, state=None, *, num_heads, head_dim, lower_bound, rms_eps, mu
     """
     mut = _check_mut(mut)
     T = x.shape[0]
+    kw = dict(num_heads=num_heads, head_dim=head_dim, lower_bound=lower_bound, rms_eps=rms_eps)
+    if "state_shared" in mut:
+        inner = mut - {"state_shared"}
+        if state is None:  # a fresh sequence inherits what the other sequence left
+            _, state = kda_layer(x.flip(0), W, None, **kw, mut=inner)
+        return kda_layer(x, W, state, **kw, mut=inner, trace=trace)
+    if "chunk_drops_conv" in mut or "stale_snapshot" in mut:
+        inner = mut - {"chunk_drops_conv", "stale_snapshot"}
+        outs, cur, before = [], state, state
+        for s0 in range(0, T, CHUNK):
+            o, new = kda_layer(x[s0:s0 + CHUNK], W, cur, **kw, mut=inner)
+            outs.append(o)
+            if "chunk_drops_conv" in mut:
+                cur = {"S": new["S"]}  # the conv history is lost at the boundary
+            else:
+                cur, before = before, new  # the next chunk restores the snapshot taken before this one
+        return torch.cat(outs), new
     H, D = num_heads, head_dim
     st = state or {}
     q = linear(x, W["q_proj.weight"])

@@ -38,7 +38,7 @@ import picocli.CommandLine;
  * to a scratch file first) and accepts only two outcomes: a valid result, or that reader's own refusal
  * ({@link CheckpointException}, {@link ConfigException}, {@link ConformException}, {@link TrunkException},
  * picocli's {@link CommandLine.ParameterException}, {@link ChatException}, {@link TokenizerException},
- * {@link StateException}, {@link LogitFile.LogitFileException}, a trace's {@link IOException}). Anything else escaping (an IllegalArgumentException, an
+ * {@link StateException}, {@link LogitFile.LogitFileException}, a provider response's {@code RefusedException}, a trace's {@link IOException}). Anything else escaping (an IllegalArgumentException, an
  * IndexOutOfBounds, an OutOfMemoryError) is a finding. The gate bounds each input's time and allocation
  * ({@link Limits}). {@link Target} runs any of them as a Jazzer command-line target for {@code ci/fuzz}.
  */
@@ -58,7 +58,8 @@ public final class FuzzTargets {
             Map.entry("tokenizer", (Consumer<byte[]>) FuzzTargets::tokenizer),
             Map.entry("state", (Consumer<byte[]>) FuzzTargets::state),
             Map.entry("logits", (Consumer<byte[]>) FuzzTargets::logits),
-            Map.entry("trace", (Consumer<byte[]>) FuzzTargets::trace));
+            Map.entry("trace", (Consumer<byte[]>) FuzzTargets::trace),
+            Map.entry("provider", (Consumer<byte[]>) FuzzTargets::provider));
 
     /** A safetensors file: the header reader, then the summary {@code k3 inspect} prints (it sizes per-layer strings). */
     public static void safetensors(byte[] data) {
@@ -196,6 +197,21 @@ public final class FuzzTargets {
         try {
             LogitFile.read(Scratch.file("logits.npy", data), 160);
         } catch (LogitFile.LogitFileException | ConformException refused) {
+            // a clean refusal
+        }
+    }
+
+    private static k3j.tokenizer.Tokenizer tinyTokenizer;
+
+    /** A hosted API's response with logprobs (compare-logits), its tokens mapped through the tiny oracle's tokenizer. */
+    public static void provider(byte[] data) {
+        try {
+            k3j.conform.ProviderResponse r = k3j.conform.ProviderResponse.read(Scratch.file("response.json", data));
+            synchronized (FuzzTargets.class) {
+                if (tinyTokenizer == null) tinyTokenizer = k3j.tokenizer.Tokenizer.load(Scratch.repo("oracle-fixtures/tiny-k3"));
+            }
+            k3j.conform.ProviderGrade.ids(r, tinyTokenizer, 256);
+        } catch (k3j.conform.ProviderResponse.RefusedException refused) {
             // a clean refusal
         }
     }

@@ -101,6 +101,13 @@ class FuzzGate {
     }
 
     @FuzzTest
+    @Feature("provider response")
+    @DisplayName("the provider-response reader (chat and completions logprobs) and its token mapping")
+    void provider(byte[] data) {
+        Limits.check("provider", data, FuzzTargets::provider);
+    }
+
+    @FuzzTest
     @Feature("expert trace")
     @DisplayName("the expert trace reader, checked against the released model, and one replay")
     void trace(byte[] data) {

@@ -63,7 +63,7 @@ class LayerConformanceGate {
         Evidence.part(ReportPart.MODEL);
         Conformance c = CheckpointUnderTest.open();
         Evidence.parameter(c.candidateDump() != null ? "candidate" : "model", c.candidateDump() != null ? c.engine() : c.modelDir().toString());
-        Evidence.parameter("reference", c.dump().source().toString());
+        Evidence.parameter("reference", c.dump().source() + " — " + c.dump().producer());
         Evidence.parameter("layers", LayerSelection.format(CheckpointUnderTest.selected()));
         Evidence.text("budget rule", c.budget().rule() + "\nverdict bands: <= 1 budget conforms; < " + Finding.BINDING_RATIO
                 + "x rounding drift; >= " + Finding.BINDING_RATIO + "x or a routing difference binding error");

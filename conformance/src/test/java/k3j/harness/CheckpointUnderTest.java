@@ -40,7 +40,7 @@ public final class CheckpointUnderTest {
                 Path p = resolve(cand);
                 if (!Files.exists(p)) throw new AssertionError("gate data missing: -Dk3.candidate=" + cand + " does not exist (" + p + ")");
                 conformance = Conformance.candidate(p, ref.isEmpty() ? null : resolve(ref), dumps);
-                AllureEnvironment.put("k3.reference", conformance.dump().source() + (ref.isEmpty() ? " (found: the candidate names its manifest's sha256)" : ""));
+                AllureEnvironment.put("k3.reference", conformance.dump().source() + " — " + conformance.dump().producer() + (ref.isEmpty() ? " (found: the candidate names its manifest's sha256)" : ""));
                 return conformance;
             }
             String m = Project.property("k3.model");
@@ -54,7 +54,7 @@ public final class CheckpointUnderTest {
                 AllureEnvironment.put("k3.plan", "TOTAL " + Human.bytes(p.total()) + (p.trunkStreamed() ? ", trunk streamed " : ", trunk resident ")
                         + Human.bytes(p.trunk()) + ", experts " + Human.bytes(p.expertCache()));
             }, a -> System.out.print(Residency.describe(a)), System.out::println));
-            AllureEnvironment.put("k3.reference", dump.source() + (ref.isEmpty() ? " (found: its manifest matches the model's shards)" : ""));
+            AllureEnvironment.put("k3.reference", dump.source() + " — " + dump.producer() + (ref.isEmpty() ? " (found: its manifest matches the model's shards)" : ""));
             return conformance;
         } catch (PlanRefused e) {
             failure = new IllegalStateException("the checkpoint under test does not fit its memory plan (-Dk3.trunk, -Dk3.trunkGb, -Dk3.cacheGb, -Dk3.preset): "

@@ -407,6 +407,12 @@ public final class Engine implements AutoCloseable {
         return Binding.of(assembly.config(), assembly.layers(), assembly.index(), assembly.trunk() != null ? assembly.trunk().manifest() : null);
     }
 
+    /** The [ids.length, V] logits of one teacher-forced forward over {@code ids} (row t: after ids[0..t]). */
+    public float[] teacherForcedLogits(int[] ids) {
+        if (ids.length < 1) throw new IllegalArgumentException("teacher forcing needs at least 1 id");
+        return forward.full(ids, true, null).logits();
+    }
+
     /** Teacher forcing over {@code ids} in one forward: the argmax at every position against the next id. */
     public Agreement teacherForcing(int[] ids) {
         if (ids.length < 2) throw new IllegalArgumentException("teacher forcing needs at least 2 ids");

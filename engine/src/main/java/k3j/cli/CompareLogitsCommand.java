@@ -24,6 +24,8 @@ import k3j.conform.ConformException;
 import k3j.conform.Finding;
 import k3j.conform.LogitFile;
 import k3j.conform.LogitParity;
+import k3j.conform.LossyLogits;
+import k3j.conform.ProviderResponse;
 import k3j.conform.ReferenceDump;
 import k3j.io.AtomicWrite;
 import picocli.CommandLine;
@@ -54,7 +56,7 @@ import picocli.CommandLine.Parameters;
                 "Exit codes: 0 within budget and the same argmax (--lossy: within the thresholds), 1 not (or incomplete),",
                 "2 bad usage, a refused file or a refused value."})
 final class CompareLogitsCommand implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "FILE", description = "the engine's logits")
+    @Parameters(index = "0", arity = "0..1", paramLabel = "FILE", description = "the engine's logits (with a provider response: or --run)")
     Path file;
 
     @Option(names = "--reference", required = true, paramLabel = "REF",
@@ -83,6 +85,19 @@ final class CompareLogitsCommand implements Callable<Integer> {
     @CommandLine.Mixin
     LossyOptions lossy;
 
+    @Option(names = "--request", paramLabel = "REQUEST.json", description = "with a provider response as --reference: the request it answered "
+            + "(chat messages, rendered with the model's chat template; or a completions prompt, text or ids)")
+    Path request;
+
+    @Option(names = "--prompt-ids", split = ",", paramLabel = "IDS", description = "with a provider response: the prompt as ids, instead of --request")
+    List<Integer> promptIds;
+
+    @Option(names = "--run", description = "with a provider response: the candidate is k3j's own teacher-forced run of the prompt and the completion on --model")
+    boolean run;
+
+    @Option(names = "--tok", paramLabel = "DIR", description = "with a provider response: the tokenizer folder, when it is not the --model folder")
+    Path tok;
+
     @Option(names = "--json", paramLabel = "FILE", description = "write the figures (and with --lossy the whole per-position table) as JSON")
     Path json;
 
@@ -99,6 +114,11 @@ final class CompareLogitsCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut();
+        if (ProviderResponse.isResponseName(reference)) return ProviderComparison.run(this, out, this::usage);
+        if (request != null || promptIds != null || run || tok != null || lossy.maxDlogprob != null) {
+            throw usage("--request, --prompt-ids, --run, --tok and --max-dlogprob grade against a provider response (--reference RESPONSE.json)");
+        }
+        if (file == null) throw usage("name the logit file to compare (FILE)");
         lossy.validate(spec.commandLine());
         Double maxKl = lossy.maxKl, minTop1 = lossy.minTop1;
         Reference ref = reference();
@@ -291,7 +311,7 @@ final class CompareLogitsCommand implements Callable<Integer> {
         return new Reference(reference + " (" + r.format() + ", plain: no dump)", v, r.rows(), r.values(), null, 0, b, null);
     }
 
-    private CommandLine.ParameterException usage(String msg) {
+    CommandLine.ParameterException usage(String msg) {
         return new CommandLine.ParameterException(spec.commandLine(), msg);
     }
 }

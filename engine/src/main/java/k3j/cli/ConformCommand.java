@@ -60,6 +60,10 @@ final class ConformCommand implements Callable<Integer> {
     @CommandLine.Mixin
     LossyOptions lossy;
 
+    @Option(names = "--against", paramLabel = "DUMP", description = "with --candidate A: another candidate dump B of the same engine in another mode "
+            + "(chunked, restored, batched); names the first layer, stage and position where A and B part, then judges each against the reference")
+    Path against;
+
     @Option(names = "--dumps", paramLabel = "DIR", description = "another folder to search for the matching dump (repeatable)")
     List<Path> dumps = new ArrayList<>();
 
@@ -125,6 +129,11 @@ final class ConformCommand implements Callable<Integer> {
             out.println("VERIFIED: every listed file's sha256 equals the dump's");
             return ExitCode.OK;
         }
+        if (against != null) {
+            if (candidate == null) throw usage("--against B compares two candidate dumps: give --candidate A");
+            if (lossy.on || scope.experts || json != null || chart != null) throw usage("--against names where two candidates part: not with --lossy, --experts, --json or --chart");
+            return against(out, threads.count(), search);
+        }
         if (scope.experts && candidate != null) throw usage("--experts runs k3j's forward on a model; a candidate dump holds no expert outputs");
         if (candidate != null && memory.given()) throw usage("--trunk, --trunk-gb, --cache-gb and --preset plan k3j's forward: not with --candidate");
         memory.validate();
@@ -161,7 +170,7 @@ final class ConformCommand implements Callable<Integer> {
                 out.println("shard     : " + shardId + " of the plan " + identity.plan() + " -> " + shardDir);
             }
             out.println(candidate != null ? "candidate : " + c.engine() : "model     : " + model);
-            out.println("reference : " + c.dump().source() + " (" + c.tokens() + " ids)");
+            out.println("reference : " + c.dump().source() + " (" + c.tokens() + " ids; " + c.dump().producer() + ")");
             out.println("budget    : " + c.budget().rule());
             if (c.bindFailure() != null) err.println("k3: " + c.bindFailure().getMessage());
             out.flush();
@@ -270,6 +279,28 @@ final class ConformCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "EXPERTS %d of %d MoE layers conform; experts checked: %d of %d; %.1f s%n", rs.size() - failed, rs.size(), checked[0], total[0], (System.nanoTime() - t0) / 1e9);
         out.println(failed == 0 ? "VERDICT: EVERY EXPERT CONFORMS" : "VERDICT: EXPERTS OF " + failed + " LAYER(S) DO NOT CONFORM");
         return rs;
+    }
+
+    /** --candidate A --against B: where the two part, then each one's verdict against the reference. Exit 1 when they part or either does not conform. */
+    private int against(PrintWriter out, int workers, List<Path> search) {
+        Conform.Options o = Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search).withLogits(!noLogits);
+        try (Conform a = Conform.candidate(candidate, o); Conform b = Conform.candidate(against, o)) {
+            out.println("A         : " + a.conformance().engine());
+            out.println("B         : " + b.conformance().engine());
+            out.println("reference : " + a.conformance().dump().source() + " (" + a.conformance().dump().producer() + ")");
+            k3j.conform.SelfDivergence d = k3j.conform.SelfDivergence.of(a.conformance(), b.conformance());
+            out.print(d.text());
+            boolean bad = d.parting() != null;
+            for (Conform c : List.of(a, b)) {
+                Conformance cc = c.conformance();
+                ConformReport r = c.report(c.layers(scope.select(cc.layerCount()), x -> {}), 0);
+                LayerReport first = r.firstDivergence();
+                out.println((c == a ? "A" : "B") + " against the reference: " + r.verdict()
+                        + (first != null ? "; FIRST DIVERGENCE: " + first.name() + (first.firstDivergence() != null ? " " + first.firstDivergence() : "") + " " + first.finding().tag() : ""));
+                bad |= !r.failing().isEmpty();
+            }
+            return bad ? ExitCode.RUNTIME : ExitCode.OK;
+        }
     }
 
     /** One elementwise logit block; 1 when it does not conform (a candidate without logits: its missing stage). */

@@ -210,6 +210,11 @@ public final class CandidateDump {
         return r == null || q == null || k == null || v == null ? null : new k3j.kernels.Layers.KdaState(r, q, k, v);
     }
 
+    /** A float32 array of the candidate by key ("layers.5.attn_out"), or null when it does not hold it. */
+    public float[] array(String key) {
+        return f32(key);
+    }
+
     private float[] f32(String key) {
         return files.has(key) ? files.f32(key) : null;
     }

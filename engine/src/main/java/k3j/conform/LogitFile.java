@@ -71,6 +71,15 @@ public record LogitFile(Path source, String format, int rows, int vocab, float[]
         return checked(new LogitFile(c.source(), "candidate dump (" + c.engine() + ")", v.length / vocab, vocab, v));
     }
 
+    /** The ids a candidate dump's rows followed (its manifest's reference ids), or null for a bare logit file, which does not say. */
+    public static int[] followedIds(Path path) {
+        boolean one = CandidateFile.isOneFile(path);
+        if (!one && !Files.isDirectory(path) && !path.getFileName().toString().equals("manifest.json")) return null;
+        CandidateDump c = CandidateDump.open(one || Files.isDirectory(path) ? path : path.toAbsolutePath().getParent());
+        com.fasterxml.jackson.databind.JsonNode ref = c.manifest().path("reference");
+        return ref.has("ids") ? k3j.io.StrictJson.ints(ref, "ids", c.source() + " manifest reference", ReferenceDump::mismatch) : null;
+    }
+
     private static LogitFile candidate(Path dir, int vocab) {
         CandidateDump c = CandidateDump.open(dir);
         float[] v = c.logits(false);

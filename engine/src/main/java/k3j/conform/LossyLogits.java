@@ -86,7 +86,7 @@ public record LossyLogits(List<Row> positions, double meanKl, double medianKl, d
         return v[lo] + (at - lo) * (v[hi] - v[lo]);
     }
 
-    private static void logSoftmax(float[] x, int off, int n, double[] out) {
+    static void logSoftmax(float[] x, int off, int n, double[] out) {
         double max = Double.NEGATIVE_INFINITY;
         for (int j = 0; j < n; j++) max = Math.max(max, x[off + j]);
         double sum = 0;

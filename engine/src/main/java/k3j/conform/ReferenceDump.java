@@ -259,6 +259,21 @@ public final class ReferenceDump {
         return manifest;
     }
 
+    /**
+     * Who computed the reference, as every verdict against it says: "reference: k3j VERSION (BUILD), not torch" for
+     * a dump another engine wrote in this format (its manifest's {@code producer}), else the torch reference with the
+     * generator its manifest names.
+     */
+    public String producer() {
+        JsonNode p = manifest.path("producer");
+        if (p.isObject() && !p.path("name").asText("").equals("torch")) {
+            return "reference: " + p.path("name").asText("?") + " " + p.path("version").asText("?")
+                    + (p.has("build") ? " (" + p.path("build").asText() + ")" : "") + ", not torch";
+        }
+        JsonNode g = manifest.path("generator");
+        return "reference: torch" + (g.has("torch") ? " " + g.path("torch").asText() : "") + (g.has("script") ? " (" + g.path("script").asText() + ")" : "");
+    }
+
     /** sha256 of the manifest.json bytes: how a candidate dump names the reference it was made from. */
     public String manifestSha256() {
         return manifestSha256;

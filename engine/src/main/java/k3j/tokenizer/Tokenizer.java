@@ -178,6 +178,14 @@ public final class Tokenizer {
         return r < 0 ? Integer.MAX_VALUE : r;
     }
 
+    /** The one id whose bytes are exactly {@code b} (a rank, else an added token's content), if any. */
+    public OptionalInt id(byte[] b) {
+        int r = b.length == 0 ? -1 : ranks.rank(b, 0, b.length);
+        if (r >= 0) return OptionalInt.of(r);
+        for (int i = 0; i < addedBytes.length; i++) if (Arrays.equals(addedBytes[i], b)) return OptionalInt.of(added[i].id());
+        return OptionalInt.empty();
+    }
+
     /** The bytes of one id: a rank's bytes, or an added token's content. */
     public byte[] bytes(int id) {
         if (id >= 0 && id < nBase()) return ranks.bytes(id);
