@@ -110,7 +110,9 @@ final class ProviderComparison {
         boolean anyGiven = l.maxKl != null || l.minTop1 != null || l.maxDlogprob != null;
         ProviderGrade.Thresholds t = anyGiven ? new ProviderGrade.Thresholds(l.minTop1, l.maxDlogprob, l.maxKl)
                 : new ProviderGrade.Thresholds(ProviderGrade.Thresholds.DEFAULT_MIN_TOP1, ProviderGrade.Thresholds.DEFAULT_MAX_MEAN_DLOGPROB, null);
-        boolean within = g.within(t);
+        k3j.conform.Verdict verdict = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.LOSSY,
+                List.of(k3j.conform.Invariants.providerLogits("logits against the provider's logprobs", rows, g, t, k3j.conform.VerdictLimits.shipped())));
+        boolean within = verdict.green();
         out.println("candidate             : " + candidate);
         out.println("reference             : " + cmd.reference + " (a provider's logprobs, " + response.form() + " form: " + n + " completion tokens, top-"
                 + Arrays.stream(mapped.top()).mapToInt(a -> a.length).max().orElseThrow() + " alternatives)");
@@ -120,8 +122,9 @@ final class ProviderComparison {
         out.println("not checked           : the provider's weights and serving precision (a provider says neither), any layer, positions before the completion"
                 + (idsChecked ? "" : ", which ids the candidate's rows followed (a bare logit file does not say)"));
         out.print(g.text());
+        for (String f : verdict.findings()) out.println("  finding     : " + f);
         out.println(within ? "VERDICT: WITHIN THE THRESHOLDS (" + t.text() + (anyGiven ? "" : "; the defaults") + ")"
-                : "VERDICT: OUTSIDE THE THRESHOLDS (" + t.text() + (anyGiven ? "" : "; the defaults") + ")");
+                : "VERDICT: " + verdict.outcome().words() + " (" + t.text() + (anyGiven ? "" : "; the defaults") + ")");
         if (cmd.json != null) {
             Map<String, Object> report = new LinkedHashMap<>();
             report.put("candidate", candidate);
@@ -132,10 +135,11 @@ final class ProviderComparison {
             report.put("graded", g.json());
             report.put("thresholds", t.text());
             report.put("verdict", within ? "within" : "outside");
+            report.put("decision", verdict.json());
             AtomicWrite.string(cmd.json, "--json", StrictJson.MAPPER.writerWithDefaultPrettyPrinter().writeValueAsString(report));
             out.println("json: " + cmd.json);
         }
-        return within ? ExitCode.OK : ExitCode.RUNTIME;
+        return within ? ExitCode.OK : verdict.outcome() == k3j.conform.Verdict.Outcome.REFUSED ? ExitCode.USAGE : ExitCode.RUNTIME;
     }
 
     /** A candidate dump says which ids it followed: they must be these. A bare logit file does not (false: its rows are taken as they are). */

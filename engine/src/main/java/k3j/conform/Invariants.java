@@ -196,6 +196,22 @@ public final class Invariants {
     }
 
     /**
+     * Invariants 1, 4 and 5 for logits graded against a hosted API's logprobs (docs/semantics.md §10.12): a non-finite
+     * candidate value is refused; a mean top-k KL near 0 with same top-1 far below 100 % contradicts itself and fails;
+     * otherwise the thresholds decide (the command fills in its defaults when none is given).
+     */
+    public static Item providerLogits(String what, float[] candidate, ProviderGrade g, ProviderGrade.Thresholds t, VerdictLimits limits) {
+        for (int j = 0; j < candidate.length; j++) {
+            if (!Float.isFinite(candidate[j])) return Item.refused(what, "value " + j + " is " + candidate[j] + " (non-finite)");
+        }
+        if (g.meanKl() <= limits.klNearZero() && g.sameTop1Percent() < limits.contradictionTop1()) {
+            return Item.fail(what, String.format(Locale.ROOT, "contradiction: mean top-k KL %.3g (near 0) with same top-1 %.1f%% (below %.4g%%)",
+                    g.meanKl(), g.sameTop1Percent(), limits.contradictionTop1()));
+        }
+        return g.within(t) ? Item.pass(what) : Item.fail(what, "outside the thresholds (" + t.text() + ")");
+    }
+
+    /**
      * A float32 logits comparison: within budget (and the generated span's argmax the next id); with {@code everyArgmax}
      * (compare-logits' documented rule) also every position's argmax equal.
      */

@@ -148,10 +148,7 @@ public record ProviderGrade(List<Row> rows, int first, double meanAbsDlogprob, d
         return 100.0 * sameTop1Count() / rows.size();
     }
 
-    /**
-     * The verdict: every threshold given is met. This is the one place a provider-graded verdict is decided (the
-     * compare-logits command and the gates call it); a shared verdict decision replaces its body.
-     */
+    /** Every threshold given is met: the last of the checks {@link Invariants#providerLogits} makes before the one decision. */
     public boolean within(Thresholds t) {
         return (t.minTop1Percent() == null || sameTop1Percent() >= t.minTop1Percent())
                 && (t.maxMeanAbsDlogprob() == null || meanAbsDlogprob <= t.maxMeanAbsDlogprob())
