@@ -40,9 +40,14 @@ public record PlanVerdict(String outcome, List<String> findings, List<String> ju
         }
         if (!finished) findings.addFirst("the run did not end: interrupted, killed or crashed (or still running)");
         if (!missing.isEmpty()) findings.addFirst("planned but not judged: " + missing.size() + " of " + planned.size() + " (" + abbreviate(missing) + ")");
-        String outcome = !checkpoint ? (finished ? "NO_CHECKPOINT" : "INCOMPLETE")
-                : !missing.isEmpty() || !finished ? "INCOMPLETE"
-                : done.stream().allMatch(judged::get) ? "CONFORMS" : "DOES_NOT_CONFORM";
+        // the outcome comes from the one decision every verdict goes through (Invariants.decide, docs/semantics.md §10.11)
+        List<Invariants.Item> items = new ArrayList<>();
+        for (String item : planned) {
+            Boolean ok = judged.get(item);
+            items.add(ok == null ? Invariants.Item.notJudged(item, "planned, not judged") : ok ? Invariants.Item.pass(item) : Invariants.Item.fail(item, "does not conform"));
+        }
+        if (!finished) items.add(Invariants.Item.notJudged("the run", "did not end"));
+        String outcome = !checkpoint ? (finished ? "NO_CHECKPOINT" : "INCOMPLETE") : Invariants.decide(Invariants.Mode.FLOAT32, items).outcome().name();
         return new PlanVerdict(outcome, findings, done, missing);
     }
 
