@@ -16,7 +16,7 @@ that cannot bind. --all-mutants writes DIR/float32 and DIR/<mutant> for every mu
 without incremental logits and greedy ids: their full-recompute logits already fail), and beside them logits-float32.npy
 ([T, V]) and logits-<mutant>.npy (the last prompt row) for k3 compare-logits.
 
---lossy writes a quantised port, for the graded verdicts (k3 conform --candidate --lossy): every 2-D trunk
+--lossy writes a quantised port with its incremental logits and greedy ids, for the graded verdicts (k3 conform --candidate --lossy): every 2-D trunk
 matrix (not the routed experts, already MXFP4; not the router or the short convolutions, which ports keep
 exact) fake-quantised symmetrically per group of 32 inputs to int8 or int4 (absmax scale, round to nearest),
 or, for bf16, every such matrix and every matmul's input and output rounded to bfloat16. --all-mutants
@@ -318,8 +318,8 @@ def main():
             npy(os.path.join(a.out, name), os.path.join(a.out, f"logits-{name}.npy"), row=len(ref.m["prompt_ids"]) - 1)
         for name in ops.INVARIANCE:  # engines that part from themselves: each against DIR/float32
             write(ref, os.path.join(a.out, name), a.dtype, name, greedy_ids=False)
-        for lossy in LOSSY:  # the lossy ladder, and an int4 port that is also wrong
-            write(ref, os.path.join(a.out, lossy), a.dtype, greedy_ids=False, lossy=lossy)
+        for lossy in LOSSY:  # the lossy ladder (every logits array the reference defines: a lossy grade judges both), and an int4 port that is also wrong
+            write(ref, os.path.join(a.out, lossy), a.dtype, lossy=lossy)
         write(ref, os.path.join(a.out, "int4-misbound"), a.dtype, greedy_ids=False, lossy="int4", misbound=True)
         write(ref, os.path.join(a.out, "misbound"), a.dtype, greedy_ids=False, misbound=True)
         for name in NOISE:
