@@ -81,6 +81,9 @@ public final class K3 implements Runnable {
         for (var e : SUBCOMMANDS.entrySet()) {
             if (names.contains(e.getKey())) cl.addSubcommand(e.getKey(), e.getValue());
         }
+        // no @FILE argument files: "@/" would be opened and read as more arguments, failing outside the usage errors,
+        // and a model folder or a prompt may start with '@'
+        cl.setExpandAtFiles(false);
         cl.setParameterExceptionHandler((ex, args) -> {
             CommandLine c = ex.getCommandLine();
             String msg = ex instanceof CommandLine.UnmatchedArgumentException u ? unknownOptions(u, c) : null;
