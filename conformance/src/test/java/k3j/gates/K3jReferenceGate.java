@@ -83,6 +83,11 @@ class K3jReferenceGate {
             LayerReport first = layers.stream().filter(r -> !r.conforms()).findFirst().orElse(null);
             Finding logits = c.candidateDump().logits(false) == null ? Finding.MISSING_STAGE : c.teacherForcing(false).finding();
             boolean green = first == null && logits.passes();
+            double worst = layers.stream().mapToDouble(LayerReport::worstRatioToBudget).filter(Double::isFinite).max().orElse(Double.NaN);
+            double logit = c.candidateDump().logits(false) == null ? Double.NaN : c.teacherForcing(false).ratioToBudget();
+            // the measured effect of a float32 reference (docs/semantics.md §10.14): not judged, stated
+            Evidence.parameter("worst ratio to budget against " + c.dump().producer(), String.format(java.util.Locale.ROOT, "layers %.4g, logits %.4g", worst, logit));
+            System.out.printf(java.util.Locale.ROOT, "K3jReferenceGate ratio %s | %s | layers %.4g | logits %.4g%n", candidate.getFileName(), c.dump().producer(), worst, logit);
             return new Judgement(green, first == null ? null : first.layer(), first == null ? null : first.firstDivergence(),
                     first == null ? null : first.finding().tag(), logits.tag());
         }
@@ -122,7 +127,7 @@ class K3jReferenceGate {
         Evidence.caseName("k3j reference: its producer in every verdict");
         ReferenceDump d = ReferenceDump.open(resident);
         assertFalse(d.torch(), "a k3j-written reference is not torch's");
-        assertTrue(d.producer().matches("reference: k3j 0\\.\\d+\\.\\d+ \\(k3\\.jar sha256 [0-9a-f]{16}\\), not torch"), d.producer());
+        assertTrue(d.producer().matches("reference: k3j 0\\.\\d+\\.\\d+ \\((\\S+\\.jar sha256 [0-9a-f]{16}|classes \\(no jar\\))\\), not torch"), d.producer());
         assertEquals(ReferenceDump.open(Project.dump("mini-k3-93")).manifestSha256(), d.inputsFromSha256(), "its inputs are the torch reference's");
         Verdict v = new Verdict(Verdict.Outcome.CONFORMS, List.of(), List.of("L0"), List.of()).against(d);
         assertTrue(v.line().endsWith("(" + d.producer() + ")"), v.line());
