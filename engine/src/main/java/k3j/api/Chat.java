@@ -33,21 +33,38 @@ public final class Chat {
         return History.of(conversation.history());
     }
 
-    /** The chat markup over the engine's tokenizer (for showing a reply as it streams). */
-    public Xtml xtml() {
+    Xtml xtml() {
         return xtml;
     }
 
-    /** The carried state, or null before the first reply. */
-    public DecodeState state() {
-        return conversation.state();
+    /** The positions the carried state holds: 0 before the first reply. */
+    public int positions() {
+        DecodeState st = conversation.state();
+        return st == null ? 0 : st.cached();
+    }
+
+    /**
+     * The text of {@code ids} as a reply shows it while it streams: the chat's markers left out, bytes that are not
+     * yet whole UTF-8 shown as U+FFFD.
+     */
+    public String text(int[] ids) {
+        return engine.decode(java.util.Arrays.stream(ids).filter(id -> !isMarker(id)).toArray());
+    }
+
+    private boolean isMarker(int id) {
+        Xtml.Ids m = xtml.ids();
+        return id == m.open() || id == m.close() || id == m.sep() || id == m.eom() || id == m.eos();
     }
 
     /**
      * One user turn: up to {@code maxTokens} ids, each told to {@code shown} as it is chosen; the reply ends at the
      * end of message or [EOS], at the limit, or when {@code cancelled} turns true.
      */
-    public Conversation.Reply reply(String user, int maxTokens, IntConsumer shown, BooleanSupplier cancelled) {
+    public Reply reply(String user, int maxTokens, IntConsumer shown, BooleanSupplier cancelled) {
+        return Reply.of(turn(user, maxTokens, shown, cancelled));
+    }
+
+    Conversation.Reply turn(String user, int maxTokens, IntConsumer shown, BooleanSupplier cancelled) {
         return conversation.turn(user, maxTokens, shown, cancelled);
     }
 
@@ -56,6 +73,7 @@ public final class Chat {
         conversation.reset();
     }
 
+    /** Writes the conversation so far to {@code file} as a JSONL history (docs/formats.md), whole or not at all. */
     public void saveHistory(Path file) {
         conversation.history().save(file);
     }
