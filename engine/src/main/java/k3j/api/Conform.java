@@ -54,27 +54,54 @@ public final class Conform implements AutoCloseable {
             dumpDirs = List.copyOf(dumpDirs);
         }
 
-        /** These options on {@code n} worker threads. */
+        /**
+         * These options on {@code n} worker threads.
+         *
+         * @param n the worker threads
+         * @return these options with {@code n} threads
+         */
         public Options withThreads(int n) {
             return new Options(n, reference, dumpDirs, logits, memory, report, notes);
         }
 
-        /** These options against the reference dump {@code dump} (null: the matching one), searched for in {@code dirs}. */
+        /**
+         * These options against the reference dump {@code dump} (null: the matching one), searched for in {@code dirs}.
+         *
+         * @param dump the reference dump, or null: the one that matches
+         * @param dirs the folders searched for it
+         * @return these options with that reference
+         */
         public Options withReference(Path dump, List<Path> dirs) {
             return new Options(threads, dump, dirs, logits, memory, report, notes);
         }
 
-        /** These options with logit parity and greedy generation run ({@code on}) or left out. */
+        /**
+         * These options with logit parity and greedy generation run ({@code on}) or left out.
+         *
+         * @param on whether logits and greedy ids are compared
+         * @return these options with logits on or off
+         */
         public Options withLogits(boolean on) {
             return new Options(threads, reference, dumpDirs, on, memory, report, notes);
         }
 
-        /** These options with the plan made to fit {@code m} rather than this machine's memory. */
+        /**
+         * These options with the plan made to fit {@code m} rather than this machine's memory.
+         *
+         * @param m the memory the plan must fit, or null: this machine's
+         * @return these options with that memory
+         */
         public Options withMemory(MachineMemory m) {
             return new Options(threads, reference, dumpDirs, logits, m, report, notes);
         }
 
-        /** These options reporting to {@code r} (the preset line, the plan block, what was opened) and noting to {@code n}. */
+        /**
+         * These options reporting to {@code r} (the preset line, the plan block, what was opened) and noting to {@code n}.
+         *
+         * @param r the report's sink
+         * @param n the notes' sink
+         * @return these options with those sinks
+         */
         public Options withReport(Consumer<String> r, Consumer<String> n) {
             return new Options(threads, reference, dumpDirs, logits, memory, r, n);
         }
@@ -94,7 +121,14 @@ public final class Conform implements AutoCloseable {
         this.conformance = open.apply(this);
     }
 
-    /** The model in {@code modelDir} under {@code plan}, against its matching reference dump. */
+    /**
+     * The model in {@code modelDir} under {@code plan}, against its matching reference dump.
+     *
+     * @param modelDir the model folder (config.json and the safetensors shards)
+     * @param plan how the weights are held
+     * @param o how to judge
+     * @return the opened conformance; close it
+     */
     public static Conform model(Path modelDir, Plan plan, Options o) {
         k3j.config.ConfigReader.read(modelDir.resolve("config.json"));   // a folder without one is named as such, before any dump is looked for
         ReferenceDump dump = ReferenceMatch.locate(modelDir, o.reference(), o.dumpDirs());
@@ -135,7 +169,13 @@ public final class Conform implements AutoCloseable {
         }, o.notes())), owned, modelDir.toString(), o.logits());
     }
 
-    /** Another engine's candidate dump (docs/formats.md), against the reference it names (or {@code o.reference()}). */
+    /**
+     * Another engine's candidate dump (docs/formats.md), against the reference it names (or {@code o.reference()}).
+     *
+     * @param candidate the candidate dump: a folder or an .npz file
+     * @param o how to judge (its reference and logits)
+     * @return the opened conformance; close it
+     */
     public static Conform candidate(Path candidate, Options o) {
         return new Conform(self -> Conformance.candidate(candidate, o.reference(), o.dumpDirs()), null, candidate.toString(), o.logits());
     }
@@ -152,17 +192,17 @@ public final class Conform implements AutoCloseable {
         return assembly;
     }
 
-    /** The memory plan the model was opened under (null for a candidate, or when the model did not bind). */
+    /** {@return the memory plan the model was opened under (null for a candidate, or when the model did not bind)} */
     public PlannedMemory plan() {
         return PlannedMemory.of(plan);
     }
 
-    /** The number of layers the reference dump holds. */
+    /** {@return the number of layers the reference dump holds} */
     public int layerCount() {
         return conformance.layerCount();
     }
 
-    /** Every layer of the dump. */
+    /** {@return every layer of the dump} */
     public List<Integer> all() {
         List<Integer> l = new ArrayList<>();
         for (int i = 0; i < conformance.layerCount(); i++) l.add(i);
@@ -172,6 +212,10 @@ public final class Conform implements AutoCloseable {
     /**
      * The selected layers, each report told to {@code each} as it is made (with its band); the list returned carries
      * each failing layer's cause, read from every selected layer together ({@link k3j.conform.Causes}).
+     *
+     * @param selection the layers to run, by index
+     * @param each told each layer's report as it is made
+     * @return the reports, each failing one with its cause
      */
     public List<ConformReport.Layer> layers(List<Integer> selection, Consumer<ConformReport.Layer> each) {
         List<LayerReport> out = new ArrayList<>();
@@ -183,7 +227,13 @@ public final class Conform implements AutoCloseable {
         return k3j.conform.Causes.classify(out, conformance.dump()).stream().map(ConformReport.Layer::new).toList();
     }
 
-    /** The expert sweep of the selected layers that have routed experts, each told to {@code each}. */
+    /**
+     * The expert sweep of the selected layers that have routed experts, each told to {@code each}.
+     *
+     * @param selection the layers whose MoE experts are swept
+     * @param each told each layer's sweep as it is made
+     * @return the sweeps, one per MoE layer selected
+     */
     public List<ConformReport.Experts> experts(List<Integer> selection, Consumer<ConformReport.Experts> each) {
         List<ConformReport.Experts> out = new ArrayList<>();
         for (int layer : conformance.moeLayers(selection)) {
@@ -194,12 +244,17 @@ public final class Conform implements AutoCloseable {
         return out;
     }
 
-    /** Whether logits are compared: asked for, and there is something to compare (a candidate, or a model that bound). */
+    /** {@return whether logits are compared: asked for, and there is something to compare (a candidate, or a model that bound)} */
     public boolean hasLogits() {
         return logits && (conformance.candidateDump() != null || conformance.forward() != null);
     }
 
-    /** The elementwise logit comparison at every position ({@code incremental}: the KV-cache path). */
+    /**
+     * The elementwise logit comparison at every position ({@code incremental}: the KV-cache path).
+     *
+     * @param incremental the incremental (KV cache) path rather than full recompute
+     * @return the comparison, or the stage that is missing for it
+     */
     public ConformReport.Logits logits(boolean incremental) {
         try {
             return new ConformReport.Logits(conformance.teacherForcing(incremental), null);
@@ -235,7 +290,7 @@ public final class Conform implements AutoCloseable {
         return k3j.conform.LossyReport.of(conformance, selection, logits);
     }
 
-    /** Greedy generation against the reference's ids. */
+    /** {@return greedy generation against the reference's ids} */
     public ConformReport.Greedy greedy() {
         try {
             return new ConformReport.Greedy(conformance.greedy(), null);
@@ -245,12 +300,24 @@ public final class Conform implements AutoCloseable {
         }
     }
 
-    /** The report of the layers alone (the seconds they took), before the sweep and the logits. */
+    /**
+     * The report of the layers alone (the seconds they took), before the sweep and the logits.
+     *
+     * @param layers the layers' reports, from {@link #layers}
+     * @param seconds the seconds they took
+     * @return a report of the layers alone
+     */
     public ConformReport report(List<ConformReport.Layer> layers, double seconds) {
         return new ConformReport(subject, conformance.dump().source().toString(), conformance.budget().rule(), layers, seconds, List.of(), List.of(), null);
     }
 
-    /** Every stage: the selected layers, the expert sweep when {@code experts}, then the logits and greedy generation when there is a forward. */
+    /**
+     * Every stage: the selected layers, the expert sweep when {@code experts}, then the logits and greedy generation when there is a forward.
+     *
+     * @param selection the layers to run
+     * @param experts whether the expert sweep runs
+     * @return the whole report
+     */
     public ConformReport report(List<Integer> selection, boolean experts) {
         long t0 = System.nanoTime();
         List<ConformReport.Layer> layers = layers(selection, r -> {});

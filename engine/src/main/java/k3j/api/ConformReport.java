@@ -31,52 +31,52 @@ public final class ConformReport {
             return report;
         }
 
-        /** The layer's index in the model. */
+        /** {@return the layer's index in the model} */
         public int layer() {
             return report.layer();
         }
 
-        /** The layer's kind: KDA (linear attention) or MLA (latent attention), as the config lays them out. */
+        /** {@return the layer's kind: KDA (linear attention) or MLA (latent attention), as the config lays them out} */
         public String kind() {
             return report.kind();
         }
 
-        /** The layer's name, such as {@code L37 MLA}. */
+        /** {@return the layer's name, such as {@code L37 MLA}} */
         public String name() {
             return report.name();
         }
 
-        /** What the comparison amounts to. */
+        /** {@return what the comparison amounts to} */
         public Finding finding() {
             return Finding.of(report.finding());
         }
 
-        /** Whether the layer passes: it conforms, or differs in routing only at the reference's near-ties. */
+        /** {@return whether the layer passes: it conforms, or differs in routing only at the reference's near-ties} */
         public boolean conforms() {
             return report.conforms();
         }
 
-        /** The first stage over its budget and by how much, or null when every stage is within it. */
+        /** {@return the first stage over its budget and by how much, or null when every stage is within it} */
         public String firstDivergence() {
             return report.firstDivergence();
         }
 
-        /** The largest ratio of a stage's difference to its budget (below 1 is within it; 0 when no stage ran). */
+        /** {@return the largest ratio of a stage's difference to its budget (below 1 is within it; 0 when no stage ran)} */
         public double worstRatioToBudget() {
             return report.worstRatioToBudget();
         }
 
-        /** The finding's explanation (what differs where), or empty. */
+        /** {@return the finding's explanation (what differs where), or empty} */
         public String message() {
             return report.message();
         }
 
-        /** The seconds the layer's run and comparison took. */
+        /** {@return the seconds the layer's run and comparison took} */
         public double seconds() {
             return report.seconds();
         }
 
-        /** The line {@code k3 conform} prints for the layer: its name, pass or fail, its stages, the worst ratio and the seconds. */
+        /** {@return the line {@code k3 conform} prints for the layer: its name, pass or fail, its stages, the worst ratio and the seconds} */
         public String line() {
             return report.line();
         }
@@ -100,47 +100,47 @@ public final class ConformReport {
             return report;
         }
 
-        /** The layer's index in the model. */
+        /** {@return the layer's index in the model} */
         public int layer() {
             return report.layer();
         }
 
-        /** The layer's kind (KDA or MLA). */
+        /** {@return the layer's kind (KDA or MLA)} */
         public String kind() {
             return report.kind();
         }
 
-        /** The experts compared. */
+        /** {@return the experts compared} */
         public int checked() {
             return report.checked();
         }
 
-        /** The layer's routed experts. */
+        /** {@return the layer's routed experts} */
         public int total() {
             return report.total();
         }
 
-        /** What the sweep amounts to. */
+        /** {@return what the sweep amounts to} */
         public Finding finding() {
             return Finding.of(report.finding());
         }
 
-        /** Whether every compared expert is within its budget. */
+        /** {@return whether every compared expert is within its budget} */
         public boolean conforms() {
             return report.conforms();
         }
 
-        /** The largest ratio to budget among the experts. */
+        /** {@return the largest ratio to budget among the experts} */
         public double worstRatioToBudget() {
             return report.worstRatioToBudget();
         }
 
-        /** One message per failing expert, worst first. */
+        /** {@return one message per failing expert, worst first} */
         public List<String> failing() {
             return report.failing().stream().map(ExpertReport::message).toList();
         }
 
-        /** The line {@code k3 conform --experts} prints for the layer. */
+        /** {@return the line {@code k3 conform --experts} prints for the layer} */
         public String line() {
             return report.line();
         }
@@ -173,7 +173,7 @@ public final class ConformReport {
                     Finding.of(r.finding()), r.text());
         }
 
-        /** The relative difference over its budget: below 1 is within it. */
+        /** {@return the relative difference over its budget: below 1 is within it} */
         public double ratioToBudget() {
             return relToMaxRef / budget;
         }
@@ -199,22 +199,22 @@ public final class ConformReport {
             return result;
         }
 
-        /** The comparison, or null when the stage is missing. */
+        /** {@return the comparison, or null when the stage is missing} */
         public LogitComparison comparison() {
             return result == null ? null : LogitComparison.of(result);
         }
 
-        /** Why there is no comparison, or null when there is one. */
+        /** {@return why there is no comparison, or null when there is one} */
         public String missing() {
             return missing;
         }
 
-        /** Whether there is a comparison and it conforms. */
+        /** {@return whether there is a comparison and it conforms} */
         public boolean conforms() {
             return result != null && result.finding() == k3j.conform.Finding.CONFORMS;
         }
 
-        /** The comparison block, or the missing stage's explanation. */
+        /** {@return the comparison block, or the missing stage's explanation} */
         public String text() {
             return result == null ? missing + "\n" : result.text();
         }
@@ -242,19 +242,19 @@ public final class ConformReport {
             reference = reference.clone();
         }
 
-        /** The engine's ids (a copy). */
+        /** {@return the engine's ids (a copy)} */
         @Override
         public int[] engine() {
             return engine.clone();
         }
 
-        /** The reference's ids (a copy). */
+        /** {@return the reference's ids (a copy)} */
         @Override
         public int[] reference() {
             return reference.clone();
         }
 
-        /** Whether every generated id equals the reference's. */
+        /** {@return whether every generated id equals the reference's} */
         public boolean equal() {
             return firstDivergence < 0;
         }
@@ -280,22 +280,22 @@ public final class ConformReport {
             return result;
         }
 
-        /** The ids compared, or null when the stage is missing. */
+        /** {@return the ids compared, or null when the stage is missing} */
         public GreedyIds ids() {
             return result == null ? null : new GreedyIds(result.engine(), result.reference(), result.firstDivergence(), result.nearTie(), result.text());
         }
 
-        /** Why there is no comparison, or null when there is one. */
+        /** {@return why there is no comparison, or null when there is one} */
         public String missing() {
             return missing;
         }
 
-        /** Whether the ids are equal, or part only at a reference near-tie (both are correct results). */
+        /** {@return whether the ids are equal, or part only at a reference near-tie (both are correct results)} */
         public boolean conforms() {
             return result != null && (result.equal() || result.nearTie());
         }
 
-        /** The block as {@code k3 conform} prints it, or the missing stage's explanation. */
+        /** {@return the block as {@code k3 conform} prints it, or the missing stage's explanation} */
         public String text() {
             return result == null ? missing + "\n" : result.text();
         }
@@ -338,72 +338,77 @@ public final class ConformReport {
         this.greedy = greedy;
     }
 
-    /** The model folder or candidate dump judged. */
+    /** {@return the model folder or candidate dump judged} */
     public String subject() {
         return subject;
     }
 
-    /** The reference dump it was judged against. */
+    /** {@return the reference dump it was judged against} */
     public String reference() {
         return reference;
     }
 
-    /** The rounding budget's rule. */
+    /** {@return the rounding budget's rule} */
     public String budget() {
         return budget;
     }
 
-    /** Every selected layer's report, in the order run. */
+    /** {@return every selected layer's report, in the order run} */
     public List<Layer> layers() {
         return layers;
     }
 
-    /** The seconds the layers took. */
+    /** {@return the seconds the layers took} */
     public double layerSeconds() {
         return layerSeconds;
     }
 
-    /** The expert sweep's reports: empty when not asked for. */
+    /** {@return the expert sweep's reports: empty when not asked for} */
     public List<Experts> experts() {
         return experts;
     }
 
-    /** The logit comparisons, full recompute then incremental: empty with logits off. */
+    /** {@return the logit comparisons, full recompute then incremental: empty with logits off} */
     public List<Logits> logits() {
         return logits;
     }
 
-    /** Greedy generation against the reference's ids: null with logits off. */
+    /** {@return greedy generation against the reference's ids: null with logits off} */
     public Greedy greedy() {
         return greedy;
     }
 
-    /** The layers that do not conform. */
+    /** {@return the layers that do not conform} */
     public List<Layer> failing() {
         return layers.stream().filter(r -> !r.conforms()).toList();
     }
 
-    /** The worst stage's ratio to its budget among the passing layers (0 when none passed). */
+    /** {@return the worst stage's ratio to its budget among the passing layers (0 when none passed)} */
     public double worstPassing() {
         return layers.stream().filter(Layer::conforms).mapToDouble(Layer::worstRatioToBudget).max().orElse(0);
     }
 
-    /** The layers whose finding is {@code f}. */
+    /**
+     * The layers whose finding is {@code f}.
+     *
+     * @param f the finding
+     * @return their indices, in the order run
+     */
     public List<Integer> layersWith(Finding f) {
         return layers.stream().filter(r -> r.finding() == f).map(Layer::layer).toList();
     }
 
-    /** The first layer that does not conform, or null. */
+    /** {@return the first layer that does not conform, or null} */
     public Layer firstDivergence() {
         return layers.stream().filter(r -> !r.conforms()).findFirst().orElse(null);
     }
 
-    /** The MoE layers whose experts do not all conform. */
+    /** {@return the MoE layers whose experts do not all conform} */
     public List<Experts> failingExperts() {
         return experts.stream().filter(r -> !r.conforms()).toList();
     }
 
-    /** Every layer, every swept expert, every logit comparison and greedy generation conform: the decision is CONFORMS. */
+    /** {@return every layer, every swept expert, every logit comparison and greedy generation conform: the decision is CONFORMS} */
     public boolean conforms() {
         return decision().green();
     }
@@ -411,6 +416,8 @@ public final class ConformReport {
     /**
      * The one decision on everything this report judged: each layer, each swept MoE layer, each logits array and
      * greedy generation; a candidate's missing stage or logits is not judged (INCOMPLETE), a non-finite value refused.
+     *
+     * @return the decision
      */
     public Decision decision() {
         return Decision.of(decided());
@@ -442,7 +449,7 @@ public final class ConformReport {
                 + logits.stream().filter(l -> !l.conforms()).count() + " of " + logits.size() + " logit comparison(s) failing" + (greedy == null ? "" : "; greedy ids " + (greedy.conforms() ? "equal" : "differ")) + ")";
     }
 
-    /** The layers' verdict line. */
+    /** {@return the layers' verdict line} */
     public String verdict() {
         int failed = failing().size();
         return failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM";

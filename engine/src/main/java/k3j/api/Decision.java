@@ -29,12 +29,12 @@ public record Decision(Outcome outcome, List<String> findings, List<String> judg
         /** An input broke an invariant (non-finite, implausible magnitude, other arrays than the reference's): never graded. */
         REFUSED;
 
-        /** Whether this outcome is a pass. */
+        /** {@return whether this outcome is a pass} */
         public boolean green() {
             return Verdict.Outcome.valueOf(name()).green();
         }
 
-        /** The outcome in the words of the VERDICT line, such as {@code DOES NOT CONFORM}. */
+        /** {@return the outcome in the words of the VERDICT line, such as {@code DOES NOT CONFORM}} */
         public String words() {
             return Verdict.Outcome.valueOf(name()).words();
         }
@@ -51,7 +51,7 @@ public record Decision(Outcome outcome, List<String> findings, List<String> judg
         return new Decision(Outcome.valueOf(v.outcome().name()), v.findings(), v.judged(), v.notJudged(), v.text());
     }
 
-    /** Whether the decision is a pass: every planned item judged, and every one within its budget or thresholds. */
+    /** {@return whether the decision is a pass: every planned item judged, and every one within its budget or thresholds} */
     public boolean green() {
         return outcome.green();
     }

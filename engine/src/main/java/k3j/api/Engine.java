@@ -81,52 +81,105 @@ public final class Engine implements AutoCloseable {
         public static final Options DEFAULTS = new Options(Runtime.getRuntime().availableProcessors(), -1, ExpertCodes.NIBBLES, Kernels.ADAPTIVE,
                 true, false, null, 512, 512, true, null, s -> {}, s -> {});
 
-        /** These options on {@code n} worker threads. */
+        /**
+         * These options on {@code n} worker threads.
+         *
+         * @param n the worker threads
+         * @return these options so
+         */
         public Options withThreads(int n) {
             return new Options(n, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
         }
 
-        /** These options binding the first {@code n} decoder layers only (-1: all). */
+        /**
+         * These options binding the first {@code n} decoder layers only (-1: all).
+         *
+         * @param n the layers to bind, or -1 for all
+         * @return these options so
+         */
         public Options withLayers(int n) {
             return new Options(threads, n, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
         }
 
-        /** These options holding the experts' codes as {@code c}. */
+        /**
+         * These options holding the experts' codes as {@code c}.
+         *
+         * @param c the codes' form
+         * @return these options so
+         */
         public Options withCodes(ExpertCodes c) {
             return new Options(threads, layers, c, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
         }
 
-        /** These options on the kernel path {@code k}. */
+        /**
+         * These options on the kernel path {@code k}.
+         *
+         * @param k the kernel path
+         * @return these options so
+         */
         public Options withKernels(Kernels k) {
             return new Options(threads, layers, codes, k, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
         }
 
-        /** These options with a streamed trunk's CRC32 checks on or off. */
+        /**
+         * These options with a streamed trunk's CRC32 checks on or off.
+         *
+         * @param on whether the CRC32s are checked
+         * @return these options so
+         */
         public Options withTrunkCrc(boolean on) {
             return new Options(threads, layers, codes, kernels, on, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
         }
 
-        /** These options recording the experts each token routed to, or not. */
+        /**
+         * These options recording the experts each token routed to, or not.
+         *
+         * @param on whether the expert trace is recorded
+         * @return these options so
+         */
         public Options withCacheTrace(boolean on) {
             return new Options(threads, layers, codes, kernels, trunkCrc, on, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
         }
 
-        /** These options with the tokenizer in {@code dir} (tiktoken.model and tokenizer_config.json). */
+        /**
+         * These options with the tokenizer in {@code dir} (tiktoken.model and tokenizer_config.json).
+         *
+         * @param dir the tokenizer's folder
+         * @return these options so
+         */
         public Options withTokenizer(Path dir) {
             return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, dir, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
         }
 
-        /** The plan is made for {@code prompt} + {@code tokens} positions, with a KV cache when {@code incremental}. */
+        /**
+         * The plan is made for {@code prompt} + {@code tokens} positions, with a KV cache when {@code incremental}.
+         *
+         * @param prompt the prompt's positions
+         * @param tokens the positions generated
+         * @param incremental whether a KV cache is planned
+         * @return these options so
+         */
         public Options plannedFor(int prompt, int tokens, boolean incremental) {
             return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, prompt, tokens, incremental, memory, report, notes);
         }
 
-        /** The machine's memory the plan must fit (null: read /proc/meminfo). */
+        /**
+         * The machine's memory the plan must fit (null: read /proc/meminfo).
+         *
+         * @param m the memory, or null: this machine's
+         * @return these options so
+         */
         public Options withMemory(MachineMemory m) {
             return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, m, report, notes);
         }
 
-        /** Where the open's report goes (the index, the plan block, what was opened), and the notes of the trunk and the cache. */
+        /**
+         * Where the open's report goes (the index, the plan block, what was opened), and the notes of the trunk and the cache.
+         *
+         * @param r the report's sink
+         * @param n the notes' sink
+         * @return these options so
+         */
         public Options withReport(Consumer<String> r, Consumer<String> n) {
             return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, r, n);
         }
@@ -139,8 +192,16 @@ public final class Engine implements AutoCloseable {
         }
     }
 
-    /** Teacher forcing: at how many of the positions the argmax is the next id. */
+    /**
+     * Teacher forcing: at how many of the positions the argmax is the next id.
+     *
+     * @param positions the positions compared (one fewer than the ids)
+     * @param matches the positions whose argmax is the next id
+     */
     public record Agreement(int positions, int matches) {
+        /**
+         * {@return the share of positions whose argmax is the next id}
+         */
         public double fraction() {
             return (double) matches / positions;
         }
@@ -162,13 +223,26 @@ public final class Engine implements AutoCloseable {
         forward.expertCodes(codes);
     }
 
-    /** The model in {@code modelDir} (its config.json, and its tokenizer when it has one) under {@code plan}, with the default options. */
+    /**
+     * The model in {@code modelDir} (its config.json, and its tokenizer when it has one) under {@code plan}, with the default options.
+     *
+     * @param modelDir the model folder
+     * @param plan how the weights are held
+     * @return the engine; close it
+     */
     public static Engine open(Path modelDir, Plan plan) {
         boolean tok = java.nio.file.Files.isRegularFile(modelDir.resolve(Tokenizer.RANKS_FILE));
         return open(modelDir, plan, tok ? Options.DEFAULTS.withTokenizer(modelDir) : Options.DEFAULTS);
     }
 
-    /** The model in {@code modelDir} (its config.json) under {@code plan}, with the options {@code options}. */
+    /**
+     * The model in {@code modelDir} (its config.json) under {@code plan}, with the options {@code options}.
+     *
+     * @param modelDir the model folder
+     * @param plan how the weights are held
+     * @param options how to open
+     * @return the engine; close it
+     */
     public static Engine open(Path modelDir, Plan plan, Options options) {
         Tokenizer t = options.tokenizer() == null ? null : Tokenizer.load(options.tokenizer());
         return open(modelDir, ConfigReader.read(modelDir.resolve("config.json")), plan, options, t, Assembly.Intercepts.NONE);
@@ -294,17 +368,17 @@ public final class Engine implements AutoCloseable {
         return trace;
     }
 
-    /** The memory plan the engine was opened under. */
+    /** {@return the memory plan the engine was opened under} */
     public PlannedMemory plan() {
         return PlannedMemory.of(plan);
     }
 
-    /** The opened model's widths. */
+    /** {@return the opened model's widths} */
     public ModelShape shape() {
         return ModelShape.of(assembly.config(), assembly.layers());
     }
 
-    /** Whether a tokenizer was given (or found in the model folder): {@link #encode}, {@link #decode} and text prompts need one. */
+    /** {@return whether a tokenizer was given (or found in the model folder): {@link #encode}, {@link #decode} and text prompts need one} */
     public boolean hasTokenizer() {
         return tokenizer != null;
     }
@@ -321,22 +395,37 @@ public final class Engine implements AutoCloseable {
         return trace.write(dir);
     }
 
-    /** The id of the end-of-sequence token, or -1 without a tokenizer. */
+    /** {@return the id of the end-of-sequence token, or -1 without a tokenizer} */
     public int eos() {
         return tokenizer == null ? -1 : tokenizer.addedId(EOS).orElse(-1);
     }
 
-    /** {@code text} as ids (added tokens such as {@code <|end_of_msg|>} recognised). */
+    /**
+     * {@code text} as ids (added tokens such as {@code <|end_of_msg|>} recognised).
+     *
+     * @param text the text
+     * @return its ids
+     */
     public int[] encode(String text) {
         return encode(text.getBytes(StandardCharsets.UTF_8));
     }
 
-    /** The UTF-8 bytes {@code text} as ids (added tokens recognised). */
+    /**
+     * The UTF-8 bytes {@code text} as ids (added tokens recognised).
+     *
+     * @param text UTF-8 bytes
+     * @return their ids
+     */
     public int[] encode(byte[] text) {
         return requireTokenizer().encode(text, true);
     }
 
-    /** Ids as text (ids past the tokenizer's table dropped, bytes that are not UTF-8 shown as U+FFFD). */
+    /**
+     * Ids as text (ids past the tokenizer's table dropped, bytes that are not UTF-8 shown as U+FFFD).
+     *
+     * @param ids the ids
+     * @return their text
+     */
     public String decode(int[] ids) {
         Tokenizer t = requireTokenizer();
         int[] shown = Arrays.stream(ids).filter(id -> id < t.size()).toArray();
@@ -348,12 +437,26 @@ public final class Engine implements AutoCloseable {
         return tokenizer;
     }
 
-    /** Generates after the text {@code prompt}. */
+    /**
+     * Generates after the text {@code prompt}.
+     *
+     * @param prompt the prompt's text (needs a tokenizer)
+     * @param s how to generate
+     * @param listener told each token as it is chosen
+     * @return what was generated
+     */
     public Generated generate(String prompt, Settings s, TokenListener listener) {
         return generate(null, encode(prompt), s, listener);
     }
 
-    /** Generates after the ids {@code prompt}. */
+    /**
+     * Generates after the ids {@code prompt}.
+     *
+     * @param prompt the prompt's ids
+     * @param s how to generate
+     * @param listener told each token as it is chosen
+     * @return what was generated
+     */
     public Generated generate(int[] prompt, Settings s, TokenListener listener) {
         return generate(null, prompt, s, listener);
     }
@@ -362,6 +465,12 @@ public final class Engine implements AutoCloseable {
      * Generates after {@code prompt}, continuing {@code from} (a state loaded or returned earlier; null: a fresh
      * start, incremental or full recompute as {@code s} says). The forward's failures propagate: an expert that
      * could not be loaded or weights found corrupt make the run invalid, never a silently different result.
+     *
+     * @param from the state to continue, or null
+     * @param prompt the ids that follow it
+     * @param s how to generate
+     * @param listener told each token as it is chosen
+     * @return what was generated
      */
     public Generated generate(State from, int[] prompt, Settings s, TokenListener listener) {
         return generate(from, prompt, s, listener, () -> false);
@@ -371,6 +480,13 @@ public final class Engine implements AutoCloseable {
      * As {@link #generate(State, int[], Settings, TokenListener)}, stopping after the token during which
      * {@code stopRequested} turns true (a signal, a user's stop): the ids generated so far are kept, and the
      * result says {@link Generated.Stop#INTERRUPTED}. At least one token is generated.
+     *
+     * @param from the state to continue, or null
+     * @param prompt the ids that follow it
+     * @param s how to generate
+     * @param listener told each token as it is chosen
+     * @param stopRequested asked after each token; true stops there
+     * @return what was generated
      */
     public Generated generate(State from, int[] prompt, Settings s, TokenListener listener, java.util.function.BooleanSupplier stopRequested) {
         if (listener == null) throw new IllegalArgumentException("the token listener is null: pass id -> {} to ignore the tokens as they come");
@@ -408,7 +524,12 @@ public final class Engine implements AutoCloseable {
                 g.stepLogits().isEmpty() ? null : g.stepLogits().get(0), after, spec);
     }
 
-    /** Writes {@code state} to {@code file} (bound to these weights: refused when loaded into others). */
+    /**
+     * Writes {@code state} to {@code file} (bound to these weights: refused when loaded into others).
+     *
+     * @param file the state file to write
+     * @param state the state, from {@link #generate} or {@link #loadState}
+     */
     public void saveState(Path file, State state) {
         StateFile.save(file, binding(), new byte[32], state.ids(), state.decode());
     }
@@ -416,13 +537,13 @@ public final class Engine implements AutoCloseable {
     /** The most positions a run or a chat holds in all, whatever the config says. */
     public static final int MAX_POSITIONS = 36864;
 
-    /** The positions this model may hold: the config's max_position_embeddings when it gives one, at most {@link #MAX_POSITIONS}. */
+    /** {@return the positions this model may hold: the config's max_position_embeddings when it gives one, at most {@link #MAX_POSITIONS}} */
     public int maxPositions() {
         int c = config().maxPositions();
         return c > 0 ? Math.min(c, MAX_POSITIONS) : MAX_POSITIONS;
     }
 
-    /** Where {@link #maxPositions} comes from, for refusals. */
+    /** {@return where {@link #maxPositions} comes from, for refusals} */
     public String maxPositionsSource() {
         int c = config().maxPositions();
         return c > 0 && c <= MAX_POSITIONS ? "positions of the config's max_position_embeddings" : "positions a run may hold";
@@ -431,6 +552,10 @@ public final class Engine implements AutoCloseable {
     /**
      * The state saved in {@code file}, with room for {@code room} more positions. Refused (a RuntimeException) for other
      * weights, and before anything is sized from its header when its ids and the room pass {@link #maxPositions}.
+     *
+     * @param file the state file
+     * @param room positions to hold beyond the saved ones
+     * @return the state, ready to continue with {@link #generate(State, int[], Settings, TokenListener)}
      */
     public State loadState(Path file, int room) {
         DecodeState st = forward.newState(StateFile.idCount(file, maxPositions() - room, "this model may still hold beside " + room + " more (the "
@@ -444,13 +569,23 @@ public final class Engine implements AutoCloseable {
         return Binding.of(assembly.config(), assembly.layers(), assembly.index(), assembly.trunk() != null ? assembly.trunk().manifest() : null);
     }
 
-    /** The [ids.length, V] logits of one teacher-forced forward over {@code ids} (row t: after ids[0..t]). */
+    /**
+     * The [ids.length, V] logits of one teacher-forced forward over {@code ids} (row t: after ids[0..t]).
+     *
+     * @param ids the ids, at least one
+     * @return the logits, row by row
+     */
     public float[] teacherForcedLogits(int[] ids) {
         if (ids.length < 1) throw new IllegalArgumentException("teacher forcing needs at least 1 id");
         return forward.full(ids, true, null).logits();
     }
 
-    /** Teacher forcing over {@code ids} in one forward: the argmax at every position against the next id. */
+    /**
+     * Teacher forcing over {@code ids} in one forward: the argmax at every position against the next id.
+     *
+     * @param ids the ids, at least two
+     * @return the agreement
+     */
     public Agreement teacherForcing(int[] ids) {
         if (ids.length < 2) throw new IllegalArgumentException("teacher forcing needs at least 2 ids");
         Forward.Result r = forward.full(ids, true, null);
@@ -459,7 +594,14 @@ public final class Engine implements AutoCloseable {
         return new Agreement(positions, matches);
     }
 
-    /** A chat over this engine (needs a tokenizer with the K3 chat markers). */
+    /**
+     * A chat over this engine (needs a tokenizer with the K3 chat markers).
+     *
+     * @param history the conversation so far (a system message, or earlier turns)
+     * @param thinking the thinking channel
+     * @param sampling how each reply's ids are drawn
+     * @return the chat
+     */
     public Chat chat(History history, Thinking thinking, Sampling sampling) {
         return new Chat(this, history, thinking, sampling);
     }

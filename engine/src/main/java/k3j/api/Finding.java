@@ -26,7 +26,7 @@ public enum Finding {
     /** A NaN or an infinity in the engine's output or the reference's: it never passes. */
     NON_FINITE;
 
-    /** The bracketed tag {@code k3 conform} prints after a line, such as {@code [binding error]}. */
+    /** {@return the bracketed tag {@code k3 conform} prints after a line, such as {@code [binding error]}} */
     public String tag() {
         return finding().tag();
     }

@@ -16,7 +16,7 @@ public record MachineMemory(OptionalLong totalBytes, OptionalLong availableBytes
         if (totalBytes.orElse(0) < 0 || availableBytes.orElse(0) < 0) throw new IllegalArgumentException("memory cannot be negative: total " + totalBytes + ", available " + availableBytes);
     }
 
-    /** This machine's memory, read from /proc/meminfo (both figures empty where it cannot be read). */
+    /** {@return this machine's memory, read from /proc/meminfo (both figures empty where it cannot be read)} */
     public static MachineMemory read() {
         return of(MemInfo.read());
     }

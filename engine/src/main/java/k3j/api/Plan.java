@@ -46,38 +46,56 @@ public record Plan(Path trunk, double trunkGb, double cacheGb, boolean cacheGive
         this(trunk, trunkGb, cacheGb, cacheGiven, ultra, ring, preset, TrunkCheck.FAST);
     }
 
-    /** This plan with the trunk binding checked as {@code check}. */
+    /**
+     * This plan with the trunk binding checked as {@code check}.
+     *
+     * @param check how the trunk's binding is checked
+     * @return this plan checking the trunk so
+     */
     public Plan withVerifyTrunk(TrunkCheck check) {
         return new Plan(trunk, trunkGb, cacheGb, cacheGiven, ultra, ring, preset, check);
     }
 
-    /** Everything resident; the experts go through a 64 GB cache only when they do not all fit in it. */
+    /** {@return everything resident; the experts go through a 64 GB cache only when they do not all fit in it} */
     public static Plan resident() {
         return new Plan(null, DEFAULT_TRUNK_GB, DEFAULT_CACHE_GB, false, false, 2, null);
     }
 
-    /** The trunk streamed from {@code trunk} within {@code trunkGb}, the experts through a {@code cacheGb} cache. */
+    /**
+     * The trunk streamed from {@code trunk} within {@code trunkGb}, the experts through a {@code cacheGb} cache.
+     *
+     * @param trunk the packed trunk folder ({@code k3 pack-trunk})
+     * @param trunkGb the trunk budget in GB
+     * @param cacheGb the expert cache budget in GB
+     * @return the plan
+     */
     public static Plan streamed(Path trunk, double trunkGb, double cacheGb) {
         return new Plan(trunk, trunkGb, cacheGb, true, false, 2, null);
     }
 
-    /** A named preset (ultra, laptop, desktop, workstation, server, max) over the packed trunk in {@code trunk}. */
+    /**
+     * A named preset (ultra, laptop, desktop, workstation, server, max) over the packed trunk in {@code trunk}.
+     *
+     * @param name the preset's name
+     * @param trunk the packed trunk folder
+     * @return the preset's plan
+     */
     public static Plan preset(String name, Path trunk) {
         Preset p = Preset.parse(name);
         return new Plan(trunk, p.trunkGb(), p.cacheGb(), true, p.ultra(), 2, p.id());
     }
 
-    /** Whether the trunk is streamed from a packed folder. */
+    /** {@return whether the trunk is streamed from a packed folder} */
     public boolean streamed() {
         return trunk != null;
     }
 
-    /** The trunk budget in bytes. */
+    /** {@return the trunk budget in bytes} */
     public long trunkBytes() {
         return Math.round(trunkGb * 1e9);
     }
 
-    /** The expert cache budget in bytes. */
+    /** {@return the expert cache budget in bytes} */
     public long cacheBytes() {
         return Math.round(cacheGb * 1e9);
     }
@@ -94,7 +112,12 @@ public record Plan(Path trunk, double trunkGb, double cacheGb, boolean cacheGive
         return new Residency(trunk, opts, cacheBytes(), cacheGiven, ultra);
     }
 
-    /** This plan with an expert cache of {@code gb} (the experts then always go through it). */
+    /**
+     * This plan with an expert cache of {@code gb} (the experts then always go through it).
+     *
+     * @param gb the expert cache budget in GB
+     * @return this plan with that cache
+     */
     public Plan withCacheGb(double gb) {
         return new Plan(trunk, trunkGb, gb, true, ultra, ring, preset, verifyTrunk);
     }

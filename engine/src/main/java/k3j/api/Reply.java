@@ -20,13 +20,13 @@ public record Reply(int[] fed, int[] generated, boolean ended, History.Message m
         generated = generated.clone();
     }
 
-    /** The ids fed for this turn (a copy). */
+    /** {@return the ids fed for this turn (a copy)} */
     @Override
     public int[] fed() {
         return fed.clone();
     }
 
-    /** The ids generated (a copy). */
+    /** {@return the ids generated (a copy)} */
     @Override
     public int[] generated() {
         return generated.clone();

@@ -22,17 +22,17 @@ public final class State {
         return decode;
     }
 
-    /** Every id the state follows, absorbed or pending (a copy). */
+    /** {@return every id the state follows, absorbed or pending (a copy)} */
     public int[] ids() {
         return ids.clone();
     }
 
-    /** The positions absorbed. */
+    /** {@return the positions absorbed} */
     public int positions() {
         return decode.cached();
     }
 
-    /** The ids not absorbed yet: fed before the next prompt. */
+    /** {@return the ids not absorbed yet: fed before the next prompt} */
     public int[] pending() {
         return Arrays.copyOfRange(ids, decode.cached(), ids.length);
     }
