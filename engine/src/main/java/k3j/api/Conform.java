@@ -290,7 +290,7 @@ public final class Conform implements AutoCloseable {
         return k3j.conform.LossyReport.of(conformance, selection, logits);
     }
 
-    /** {@return greedy generation against the reference's ids} */
+    /** {@return greedy generation against the reference's ids, or the stage missing for it} */
     public ConformReport.Greedy greedy() {
         try {
             return new ConformReport.Greedy(conformance.greedy(), null);

@@ -408,7 +408,7 @@ public final class ConformReport {
         return experts.stream().filter(r -> !r.conforms()).toList();
     }
 
-    /** {@return every layer, every swept expert, every logit comparison and greedy generation conform: the decision is CONFORMS} */
+    /** {@return whether every layer, every swept expert, every logit comparison and greedy generation conform: the decision is CONFORMS} */
     public boolean conforms() {
         return decision().green();
     }
@@ -449,7 +449,7 @@ public final class ConformReport {
                 + logits.stream().filter(l -> !l.conforms()).count() + " of " + logits.size() + " logit comparison(s) failing" + (greedy == null ? "" : "; greedy ids " + (greedy.conforms() ? "equal" : "differ")) + ")";
     }
 
-    /** {@return the layers' verdict line} */
+    /** {@return the layers' verdict line, such as {@code VERDICT: ALL LAYERS CONFORM}} */
     public String verdict() {
         int failed = failing().size();
         return failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM";

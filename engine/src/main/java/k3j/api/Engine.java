@@ -85,7 +85,7 @@ public final class Engine implements AutoCloseable {
          * These options on {@code n} worker threads.
          *
          * @param n the worker threads
-         * @return these options so
+         * @return a copy of these options with that change
          */
         public Options withThreads(int n) {
             return new Options(n, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
@@ -95,7 +95,7 @@ public final class Engine implements AutoCloseable {
          * These options binding the first {@code n} decoder layers only (-1: all).
          *
          * @param n the layers to bind, or -1 for all
-         * @return these options so
+         * @return a copy of these options with that change
          */
         public Options withLayers(int n) {
             return new Options(threads, n, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
@@ -105,7 +105,7 @@ public final class Engine implements AutoCloseable {
          * These options holding the experts' codes as {@code c}.
          *
          * @param c the codes' form
-         * @return these options so
+         * @return a copy of these options with that change
          */
         public Options withCodes(ExpertCodes c) {
             return new Options(threads, layers, c, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
@@ -115,7 +115,7 @@ public final class Engine implements AutoCloseable {
          * These options on the kernel path {@code k}.
          *
          * @param k the kernel path
-         * @return these options so
+         * @return a copy of these options with that change
          */
         public Options withKernels(Kernels k) {
             return new Options(threads, layers, codes, k, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
@@ -125,7 +125,7 @@ public final class Engine implements AutoCloseable {
          * These options with a streamed trunk's CRC32 checks on or off.
          *
          * @param on whether the CRC32s are checked
-         * @return these options so
+         * @return a copy of these options with that change
          */
         public Options withTrunkCrc(boolean on) {
             return new Options(threads, layers, codes, kernels, on, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
@@ -135,7 +135,7 @@ public final class Engine implements AutoCloseable {
          * These options recording the experts each token routed to, or not.
          *
          * @param on whether the expert trace is recorded
-         * @return these options so
+         * @return a copy of these options with that change
          */
         public Options withCacheTrace(boolean on) {
             return new Options(threads, layers, codes, kernels, trunkCrc, on, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
@@ -145,7 +145,7 @@ public final class Engine implements AutoCloseable {
          * These options with the tokenizer in {@code dir} (tiktoken.model and tokenizer_config.json).
          *
          * @param dir the tokenizer's folder
-         * @return these options so
+         * @return a copy of these options with that change
          */
         public Options withTokenizer(Path dir) {
             return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, dir, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
@@ -157,7 +157,7 @@ public final class Engine implements AutoCloseable {
          * @param prompt the prompt's positions
          * @param tokens the positions generated
          * @param incremental whether a KV cache is planned
-         * @return these options so
+         * @return a copy of these options with that change
          */
         public Options plannedFor(int prompt, int tokens, boolean incremental) {
             return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, prompt, tokens, incremental, memory, report, notes);
@@ -167,7 +167,7 @@ public final class Engine implements AutoCloseable {
          * The machine's memory the plan must fit (null: read /proc/meminfo).
          *
          * @param m the memory, or null: this machine's
-         * @return these options so
+         * @return a copy of these options with that change
          */
         public Options withMemory(MachineMemory m) {
             return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, m, report, notes);
@@ -178,7 +178,7 @@ public final class Engine implements AutoCloseable {
          *
          * @param r the report's sink
          * @param n the notes' sink
-         * @return these options so
+         * @return a copy of these options with that change
          */
         public Options withReport(Consumer<String> r, Consumer<String> n) {
             return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, r, n);

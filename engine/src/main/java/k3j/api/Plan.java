@@ -50,13 +50,13 @@ public record Plan(Path trunk, double trunkGb, double cacheGb, boolean cacheGive
      * This plan with the trunk binding checked as {@code check}.
      *
      * @param check how the trunk's binding is checked
-     * @return this plan checking the trunk so
+     * @return a copy of this plan with that check
      */
     public Plan withVerifyTrunk(TrunkCheck check) {
         return new Plan(trunk, trunkGb, cacheGb, cacheGiven, ultra, ring, preset, check);
     }
 
-    /** {@return everything resident; the experts go through a 64 GB cache only when they do not all fit in it} */
+    /** {@return a plan with everything resident: the experts go through a 64 GB cache only when they do not all fit in it} */
     public static Plan resident() {
         return new Plan(null, DEFAULT_TRUNK_GB, DEFAULT_CACHE_GB, false, false, 2, null);
     }

@@ -41,7 +41,7 @@ public record Settings(Sampling sampling, int maxTokens, boolean stopAtEos, bool
      * @param topP nucleus mass in (0, 1]
      * @param topK the most likely ids to draw among; 0: all
      * @param seed the generator's seed
-     * @return these settings drawing the next id so
+     * @return a copy of these settings with that change
      */
     public Settings withSampling(double temperature, double topP, int topK, long seed) {
         return new Settings(new Sampling(temperature, topP, topK, seed), maxTokens, stopAtEos, incremental, speculative);
@@ -51,7 +51,7 @@ public record Settings(Sampling sampling, int maxTokens, boolean stopAtEos, bool
      * These settings generating {@code n} tokens at most.
      *
      * @param n tokens to generate at most
-     * @return these settings with that limit
+     * @return a copy of these settings with that change
      */
     public Settings withMaxTokens(int n) {
         return new Settings(sampling, n, stopAtEos, incremental, speculative);
@@ -61,7 +61,7 @@ public record Settings(Sampling sampling, int maxTokens, boolean stopAtEos, bool
      * These settings stopping at the end of sequence, or generating through it.
      *
      * @param stop whether generation stops after the end-of-sequence token
-     * @return these settings stopping so
+     * @return a copy of these settings with that change
      */
     public Settings withStopAtEos(boolean stop) {
         return new Settings(sampling, maxTokens, stop, incremental, speculative);
@@ -71,7 +71,7 @@ public record Settings(Sampling sampling, int maxTokens, boolean stopAtEos, bool
      * These settings with incremental decoding or full recompute (the same ids either way).
      *
      * @param on incremental decoding rather than full recompute
-     * @return these settings decoding so
+     * @return a copy of these settings with that change
      */
     public Settings withIncremental(boolean on) {
         return new Settings(sampling, maxTokens, stopAtEos, on, speculative);
@@ -81,7 +81,7 @@ public record Settings(Sampling sampling, int maxTokens, boolean stopAtEos, bool
      * These settings with speculative decoding drafting up to {@code drafts} ids per verifying forward.
      *
      * @param drafts ids drafted per verifying forward at most (0: off)
-     * @return these settings drafting so
+     * @return a copy of these settings with that change
      */
     public Settings withSpeculative(int drafts) {
         return new Settings(sampling, maxTokens, stopAtEos, incremental, drafts);
