@@ -74,8 +74,9 @@ public final class ApiInternals {
 
     private ApiInternals() {}
 
-    /** Called once, by k3j.api. */
+    /** Called once, by k3j.api's own implementation (no other is taken). */
     public static void register(Access a) {
+        if (!a.getClass().getName().equals("k3j.api.Internals")) throw new IllegalArgumentException("only k3j.api.Internals gives the API's internals");
         if (access != null) throw new IllegalStateException("k3j.api's internals are registered once");
         access = a;
     }

@@ -40,6 +40,23 @@ class ApiStandsAloneTest {
         assertEquals(new TreeSet<String>(), leaks(visible));
     }
 
+    /** The API's enums mirror the engine's by name, constant for constant: a constant added to one side fails here, not at a caller's valueOf. */
+    @Test
+    void theApisEnumsNameEveryConstantOfTheEnginesOwn() {
+        List<List<Class<? extends Enum<?>>>> pairs = List.of(List.of(Kernels.class, k3j.kernels.KernelPath.Mode.class), List.of(ExpertCodes.class, k3j.kernels.Mxfp4.Codes.class),
+                List.of(TrunkCheck.class, k3j.trunk.DataBinding.Check.class), List.of(Finding.class, k3j.conform.Finding.class),
+                List.of(Decision.Outcome.class, k3j.conform.Verdict.Outcome.class), List.of(History.Role.class, k3j.chat.Role.class));
+        for (List<Class<? extends Enum<?>>> p : pairs) {
+            assertEquals(names(p.get(1)), names(p.get(0)), p.get(0).getName() + " against " + p.get(1).getName());
+        }
+        assertEquals("[binding error]", Finding.BINDING_ERROR.tag());
+        assertTrue(Decision.Outcome.CONFORMS.green() && !Decision.Outcome.INCOMPLETE.green());
+    }
+
+    private static List<String> names(Class<? extends Enum<?>> e) {
+        return Stream.of(e.getEnumConstants()).map(Enum::name).toList();
+    }
+
     /** What the check must catch: internal types nested in generic signatures, a supertype's argument, a declared exception; not a private member. */
     @Test
     void internalTypesNestedInSignaturesAreFound() {
