@@ -202,7 +202,8 @@ final class ConformCommand implements Callable<Integer> {
                 greedy = judge.greedy();
                 judged.put(PLAN_GREEDY, greedy(out, greedy) == 0);
             }
-            verdict = ApiInternals.get().verdict(new ConformReport(report.subject(), report.reference(), report.budget(), layers, report.layerSeconds(), swept, logits, greedy));
+            verdict = ApiInternals.get().verdict(new ConformReport(report.subject(), report.reference(), report.budget(), layers, report.layerSeconds(), swept, logits, greedy))
+                    .against(c.dump());
             out.println();
             out.print(verdict.text());
             var all = new k3j.fleet.Judged(judgedLayers, scope.experts ? ApiInternals.get().conformance(judge).expertSweep().describe() : null,
@@ -346,6 +347,7 @@ final class ConformCommand implements Callable<Integer> {
         runPlan.put("model", model == null ? (String) null : model.toString());
         runPlan.put("candidate", candidate == null ? (String) null : candidate.toString());
         runPlan.put("reference", c.dump().source().toString());
+        runPlan.put("reference_producer", c.dump().producer());
         for (int l : sel) planned.add("L" + l);
         if (scope.experts) for (int l : c.moeLayers(sel)) planned.add("L" + l + " experts");
         if (judge.hasLogits()) planned.addAll(List.of(PLAN_LOGITS_FULL, PLAN_LOGITS_INCREMENTAL, PLAN_GREEDY));
@@ -353,8 +355,15 @@ final class ConformCommand implements Callable<Integer> {
         planned.forEach(items::add);
         var root = mapper.createObjectNode();
         root.set("run_plan", runPlan);
-        root.set("verdict", mapper.valueToTree(k3j.conform.PlanVerdict.decide(planned, judged, false, true).json()));
+        root.set("verdict", mapper.valueToTree(referenced(k3j.conform.PlanVerdict.decide(planned, judged, false, true).json(), c.dump())));
         AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(root));
+    }
+
+    /** A verdict's JSON naming who computed the reference ("reference: k3j VERSION, not torch" for a dump k3j wrote). */
+    private static java.util.Map<String, Object> referenced(java.util.Map<String, Object> verdict, k3j.conform.ReferenceDump dump) {
+        var m = new java.util.LinkedHashMap<>(verdict);
+        m.put("reference", dump.producer());
+        return m;
     }
 
     /**
@@ -365,7 +374,7 @@ final class ConformCommand implements Callable<Integer> {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
         var root = mapper.createObjectNode();
         root.set("run_plan", runPlan);
-        root.set("verdict", mapper.valueToTree(k3j.conform.PlanVerdict.decide(planned, judged, true, true).json()));
+        root.set("verdict", mapper.valueToTree(referenced(k3j.conform.PlanVerdict.decide(planned, judged, true, true).json(), ApiInternals.get().conformance(judge).dump())));
         k3j.fleet.Judged.putLayers(root.putArray("layers"), all.layers());
         k3j.fleet.Summary.putVerdict(root, all, sel, List.of());
         k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));

@@ -133,6 +133,11 @@ final class RunCommand implements Callable<Integer> {
             + "A name ending in .safetensors or .npz writes it as one file")
     Path dumpActivations;
 
+    @Option(names = "--dump-reference", paramLabel = "DIR", description = "after the run, write k3j's results in the reference format (docs/formats.md, "
+            + "a k3j-written reference): the reference dump's inputs (--reference, default the one matching the model), every judged array k3j's, under the "
+            + "memory plan of the flags; verdicts against it say 'reference: k3j VERSION, not torch'. --ids must be the reference's prompt")
+    Path dumpReference;
+
     @CommandLine.ArgGroup(exclusive = false)
     ReferenceOption reference;
 
@@ -217,6 +222,7 @@ final class RunCommand implements Callable<Integer> {
         String name = dumpActivations == null || dumpActivations.getFileName() == null ? "" : dumpActivations.getFileName().toString().toLowerCase(Locale.ROOT);
         if (name.endsWith(".safetensors") || name.endsWith(".npz")) f.file(dumpActivations, "--dump-activations");   // a one-file candidate
         else f.folder(dumpActivations, "--dump-activations");
+        f.folder(dumpReference, "--dump-reference");
         return f;
     }
 
@@ -339,7 +345,18 @@ final class RunCommand implements Callable<Integer> {
         if (tfCheck && promptIds.length < 2) throw usage("--tf-check needs at least 2 ids");
         for (int id : promptIds) if (id < 0 || id >= cfg.vocabSize()) throw usage("token id " + id + " is outside the vocabulary of " + cfg.vocabSize());
         ReferenceDump activationsReference = null;
-        if (dumpActivations != null) {
+        if (dumpActivations != null && dumpReference != null) throw usage("--dump-activations and --dump-reference: one dump per run");
+        if (dumpReference != null) {
+            if (layers != null) throw usage("--dump-reference runs every layer: not with --layers");
+            try {
+                activationsReference = ActivationDump.reference(modelDir, ReferenceOption.of(reference), promptIds);
+            } catch (IllegalArgumentException e) {
+                throw usage(e.getMessage());
+            } catch (ConformException e) {
+                err.println("k3: " + e.getMessage());
+                return ExitCode.RUNTIME;
+            }
+        } else if (dumpActivations != null) {
             if (memory.streamed() || layers != null) throw usage("--dump-activations runs every layer resident from the reference's inputs: not with --trunk or --layers");
             try {
                 activationsReference = ActivationDump.reference(modelDir, ReferenceOption.of(reference), promptIds);
@@ -350,7 +367,7 @@ final class RunCommand implements Callable<Integer> {
                 return ExitCode.RUNTIME;
             }
         } else if (reference != null) {
-            throw usage("--reference names the dump for --dump-activations");
+            throw usage("--reference names the dump for --dump-activations or --dump-reference");
         }
         // 5. limits
         if (gen < 0 || gen > MAX_GEN) throw usage("--gen must be 0.." + MAX_GEN + ", got " + gen);
@@ -405,6 +422,7 @@ final class RunCommand implements Callable<Integer> {
             err.println("k3: " + e.getMessage());
             return ExitCode.RUNTIME;
         }
+        if (rc == ExitCode.OK && dumpReference != null) return ActivationDump.writeReference(o, err, memory, modelDir, activationsReference, dumpReference, workers);
         if (rc != ExitCode.OK || dumpActivations == null) return rc;
         return ActivationDump.write(o, err, modelDir, activationsReference, dumpActivations, workers);
     }
