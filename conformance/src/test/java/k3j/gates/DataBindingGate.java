@@ -45,8 +45,6 @@ import k3j.trunk.TrunkManifest;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.parallel.Execution;
-import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -57,7 +55,6 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Tag("faults")
 @Epic("faults")
-@Execution(ExecutionMode.CONCURRENT)   // each case has its own copies, trunks and child processes: one per core
 class DataBindingGate {
     static final String Q = "self_attn.q_proj.weight", K = "self_attn.k_proj.weight";
     static final String EDITED_BIN = "a byte of trunk.bin changed in L40, its CRC-32C and sha256 in trunk.json recomputed";
