@@ -75,15 +75,26 @@ public record ConformReport(String subject, String reference, String budget, Lis
     public Verdict decision() {
         List<Invariants.Item> items = new ArrayList<>();
         for (LayerReport r : layers) items.add(Invariants.layer(r));
-        for (ExpertLayerReport e : experts) items.add(e.conforms() ? Invariants.Item.pass("experts of L" + e.layer()) : Invariants.Item.fail("experts of L" + e.layer(), e.line()));
-        for (Logits l : logits) {
-            items.add(l.result() == null ? Invariants.Item.notJudged("logits", l.missing()) : Invariants.float32Logits("logits (" + l.result().mode() + ")", l.result(), false));
-        }
-        if (greedy != null) {
-            items.add(greedy.result() == null ? Invariants.Item.notJudged("greedy ids", greedy.missing())
-                    : greedy.conforms() ? Invariants.Item.pass("greedy ids") : Invariants.Item.fail("greedy ids", "first divergence at generated step " + greedy.result().firstDivergence()));
-        }
+        for (ExpertLayerReport e : experts) items.add(item(e));
+        for (Logits l : logits) items.add(item(l));
+        if (greedy != null) items.add(item(greedy));
         return Invariants.decide(Invariants.Mode.FLOAT32, items);
+    }
+
+    /** A swept MoE layer's item of the decision. */
+    public static Invariants.Item item(ExpertLayerReport e) {
+        return e.conforms() ? Invariants.Item.pass("experts of L" + e.layer()) : Invariants.Item.fail("experts of L" + e.layer(), e.line());
+    }
+
+    /** A logits comparison's item: not judged when the stage is missing, refused when non-finite. */
+    public static Invariants.Item item(Logits l) {
+        return l.result() == null ? Invariants.Item.notJudged("logits", l.missing()) : Invariants.float32Logits("logits (" + l.result().mode() + ")", l.result(), false);
+    }
+
+    /** Greedy generation's item. */
+    public static Invariants.Item item(Greedy g) {
+        return g.result() == null ? Invariants.Item.notJudged("greedy ids", g.missing())
+                : g.conforms() ? Invariants.Item.pass("greedy ids") : Invariants.Item.fail("greedy ids", "first divergence at generated step " + g.result().firstDivergence());
     }
 
     /** One line: what was judged against what, and the verdict (the layers, the experts, the logits, the greedy ids). */
