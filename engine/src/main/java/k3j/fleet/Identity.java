@@ -108,7 +108,10 @@ public record Identity(String model, String reference, String build, int count, 
         return HexFormat.of().formatHex(md.digest());
     }
 
-    /** sha256 of the code this process runs: the k3 jar, or every class file of a classes folder (a test run). */
+    /**
+     * sha256 of the code this process runs: every entry of the k3 jar (name and bytes; not its timestamps, its Maven
+     * metadata or manifest), or every file of a classes folder (a test run).
+     */
     public static String runningBuild() throws IOException {
         Path where;
         try {
@@ -118,7 +121,17 @@ public record Identity(String model, String reference, String build, int count, 
         }
         MessageDigest md = sha256();
         if (Files.isRegularFile(where)) {
-            digest(md, where);
+            // every entry's name and bytes, not the jar file's: two builds of one source differ only in entry timestamps
+            try (java.util.zip.ZipFile zip = new java.util.zip.ZipFile(where.toFile())) {
+                for (java.util.zip.ZipEntry e : zip.stream().filter(e -> !e.isDirectory()).sorted(java.util.Comparator.comparing(java.util.zip.ZipEntry::getName)).toList()) {
+                    if (e.getName().startsWith("META-INF/maven/") || e.getName().equals("META-INF/MANIFEST.MF")) continue;
+                    md.update(e.getName().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    try (InputStream in = zip.getInputStream(e)) {
+                        byte[] buf = new byte[1 << 16];
+                        for (int n; (n = in.read(buf)) > 0; ) md.update(buf, 0, n);
+                    }
+                }
+            }
         } else {
             try (Stream<Path> s = Files.walk(where)) {
                 for (Path p : s.filter(Files::isRegularFile).sorted().toList()) {
