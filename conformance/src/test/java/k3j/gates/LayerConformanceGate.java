@@ -78,7 +78,8 @@ class LayerConformanceGate {
         }
     }
 
-    @ParameterizedTest(name = "{0}")
+    // a -Dk3.shard=I/N part may hold the logit part alone and no layer (docs/formats.md §18.2): no layer case, the overview still runs
+    @ParameterizedTest(name = "{0}", allowZeroInvocations = true)
     @MethodSource("layerCases")
     @Order(1)
     void layerConformsFromTheReferencesOwnInputs(LayerCase lc) {
