@@ -86,6 +86,8 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
                 List<Integer> selected = CheckpointUnderTest.selected();
                 p.put("reference", c.dump().source().toString());
                 p.put("reference_manifest_sha256", Tamper.sha256(Files.readAllBytes(c.dump().source().resolve("manifest.json"))));
+                p.put("reference_producer", c.dump().producer());
+                reference = c.dump().producer();
                 if (classes.contains(LAYER_GATE)) {
                     items.add(MODEL_MATCH);
                     for (int l : selected) items.add("L" + l);
@@ -164,9 +166,13 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
         return null;
     }
 
+    /** Who computed the checkpoint's reference (ReferenceDump#producer), which the verdict names; null without a checkpoint. */
+    private static volatile String reference;
+
     private static void writeVerdict() {
         Map<String, Object> v = new LinkedHashMap<>(PlanVerdict.decide(PLANNED, JUDGED, finished, Boolean.TRUE.equals(plan.get("checkpoint"))).json());
         v.put("run", RUN);
+        if (reference != null) v.put("reference", reference);
         v.put("finished", finished);
         v.put("written", Instant.now().toString());
         write("verdict", v);

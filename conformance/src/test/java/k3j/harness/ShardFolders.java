@@ -7,7 +7,6 @@ import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
-import k3j.api.ConformReport;
 import k3j.conform.Conformance;
 import k3j.conform.LayerReport;
 import k3j.fleet.Identity;
@@ -81,8 +80,8 @@ public final class ShardFolders implements TestExecutionListener {
             List<Judged.Block> logits = new ArrayList<>();
             Judged.Block greedy = null;
             if (part.logits()) {
-                for (boolean incremental : new boolean[] {false, true}) logits.add(Judged.logits(new ConformReport.Logits(c.teacherForcing(incremental), null)));
-                greedy = Judged.greedy(new ConformReport.Greedy(c.greedy(), null));
+                for (boolean incremental : new boolean[] {false, true}) logits.add(Judged.logits(c.teacherForcing(incremental), null));
+                greedy = Judged.greedy(c.greedy(), null);
             }
             Judged judged = new Judged(layers.stream().map(r -> new Judged.Layer(r, c.dump().layer(r.layer()).boundary())).toList(), null, List.of(), logits, greedy);
             copyAllureResults(dir.resolve("allure-results"));

@@ -10,6 +10,7 @@ import k3j.conform.ConformException;
 import k3j.conform.Conformance;
 import k3j.conform.ReferenceDump;
 import k3j.conform.ReferenceMatch;
+import k3j.conform.ReferenceWriter;
 import k3j.kernels.Workers;
 
 /**
@@ -24,10 +25,49 @@ final class ActivationDump {
     static ReferenceDump reference(Path modelDir, Path explicit, int[] promptIds) {
         ReferenceDump d = ReferenceMatch.locate(modelDir, explicit, ReferenceSearch.dirs(List.of()));
         if (!Arrays.equals(promptIds, d.promptIds())) {
-            throw new IllegalArgumentException("--dump-activations runs every layer from the reference's inputs, so --ids must be its prompt "
+            throw new IllegalArgumentException("--dump-activations and --dump-reference run every layer from the reference's inputs, so --ids must be its prompt "
                     + Arrays.toString(d.promptIds()).replace(" ", "") + " (" + d.source() + ")");
         }
         return d;
+    }
+
+    /**
+     * {@code --dump-reference DIR}: k3j's results in the reference format (ReferenceWriter), computed under the memory
+     * plan of the flags (any --trunk / --cache-gb / preset: the FP contract makes the bits the same).
+     */
+    static int writeReference(PrintWriter o, PrintWriter err, MemoryOptions memory, Path modelDir, ReferenceDump ref, Path dir, int threads) {
+        long t0 = System.nanoTime();
+        try (Workers w = Workers.of(threads); Conformance c = new PlannedConformance(memory, modelDir, ref, w, true, o, err).conformance) {
+            ReferenceWriter.write(c, dir, producer());
+            o.printf(java.util.Locale.ROOT, "wrote %s (reference dump by %s: %d layers run from %s's inputs, logits, greedy ids) in %.1f s%n",
+                    dir, K3.VERSION, c.layerCount(), ref.source(), (System.nanoTime() - t0) / 1e9);
+            return ExitCode.OK;
+        } catch (k3j.plan.PlanRefused e) {
+            err.println(e.getMessage());
+            return e.refusal().exitCode();
+        } catch (IOException | ConformException | IllegalArgumentException e) {
+            err.println("k3: --dump-reference: " + e.getMessage());
+            return ExitCode.RUNTIME;
+        }
+    }
+
+    /** k3j, its version, its build (the sha256 of the running k3.jar, when it runs from one) and the FP contract. */
+    static ReferenceWriter.Producer producer() {
+        String build = "classes (no jar)";
+        try {
+            java.net.URL url = ActivationDump.class.getProtectionDomain().getCodeSource().getLocation();
+            Path jar = Path.of(url.toURI());
+            if (java.nio.file.Files.isRegularFile(jar)) {
+                java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
+                try (var in = new java.security.DigestInputStream(java.nio.file.Files.newInputStream(jar), md)) {
+                    in.transferTo(java.io.OutputStream.nullOutputStream());
+                }
+                build = jar.getFileName() + " sha256 " + java.util.HexFormat.of().formatHex(md.digest()).substring(0, 16);
+            }
+        } catch (IOException | java.net.URISyntaxException | java.security.NoSuchAlgorithmException | SecurityException e) {
+            build = "unknown (" + e.getClass().getSimpleName() + ")";
+        }
+        return new ReferenceWriter.Producer("k3j", K3.VERSION.replaceAll(".* ", ""), build, "docs/fp-contract.md (float32, one summation order at every budget, thread count and JVM)");
     }
 
     static int write(PrintWriter o, PrintWriter err, Path modelDir, ReferenceDump ref, Path dir, int threads) {

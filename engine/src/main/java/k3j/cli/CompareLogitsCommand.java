@@ -171,6 +171,7 @@ final class CompareLogitsCommand implements Callable<Integer> {
         report.put("file_format", f.format());
         report.put("reference", ref.what());
         report.put("reference_is_dump", ref.dump());
+        if (ref.source() != null) report.put("reference_producer", ref.source().producer());
         report.put("first_position", first);
         report.put("positions", rows);
         report.put("vocab", v);
@@ -211,6 +212,7 @@ final class CompareLogitsCommand implements Callable<Integer> {
             }
             out.println("budget                : " + ref.budget().source() + ", width " + ref.budget().width("logits") + " (the hidden width each logit is a reduction over)");
             verdict = Invariants.decide(Invariants.Mode.FLOAT32, items);
+            if (ref.source() != null) verdict = verdict.against(ref.source());
             out.print(verdict.text());
         }
         report.put("verdict", verdict.outcome().words().toLowerCase(Locale.ROOT));
@@ -289,7 +291,7 @@ final class CompareLogitsCommand implements Callable<Integer> {
                 int[] ids = d.ids();
                 float[] logits = d.f32("logits");
                 if (logits.length != (long) ids.length * v) throw usage("refused: the dump's logits hold " + logits.length + " floats, " + ids.length + " x " + v + " expected");
-                return new Reference(d.source() + " (reference dump)", v, ids.length, logits, ids, d.promptIds().length, d.budget(), d);
+                return new Reference(d.source() + " (reference dump; " + d.producer() + ")", v, ids.length, logits, ids, d.promptIds().length, d.budget(), d);
             } catch (ConformException e) {
                 throw usage(e.getMessage());
             }

@@ -149,7 +149,7 @@ final class ConformCommand implements Callable<Integer> {
         k3j.conform.Verdict verdict;
         Conform.Options o = Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search).withLogits(!noLogits);
         try (Conform judge = candidate != null ? Conform.candidate(candidate, o) : planned(model, o, out, err)) {
-            Conformance c = judge.conformance();
+            Conformance c = ApiInternals.get().conformance(judge);
             List<Integer> sel = scope.select(c.layerCount());
             k3j.fleet.WorkPlan.Part part = null;
             Path shardDir = null;
@@ -183,32 +183,31 @@ final class ConformCommand implements Callable<Integer> {
             if (lossy.on) return graded(judge, sel, out);
             if (json != null) startJson(judge, sel, model);
             List<LayerReport> raw = new ArrayList<>();
-            List<LayerReport> layers = judge.layers(sel, r -> {
-                raw.add(r);
+            List<ConformReport.Layer> layers = judge.layers(sel, r -> {
+                raw.add(ApiInternals.get().layer(r));
                 out.println(r.line());
                 out.flush();
                 judged.put("L" + r.layer(), r.conforms());
             });
             ConformReport report = judge.report(layers, (System.nanoTime() - t0) / 1e9);
             int failed = report.failing().size();
+            List<LayerReport> layerReports = layers.stream().map(ApiInternals.get()::layer).toList();
             java.util.function.Function<LayerReport, k3j.fleet.Judged.Layer> withBoundary = r -> new k3j.fleet.Judged.Layer(r, c.dump().layer(r.layer()).boundary());
-            List<k3j.fleet.Judged.Layer> judgedLayers = layers.stream().map(withBoundary).toList();
+            List<k3j.fleet.Judged.Layer> judgedLayers = layerReports.stream().map(withBoundary).toList();
             out.print(k3j.fleet.Summary.layers(new k3j.fleet.Judged(judgedLayers, null, List.of(), List.of(), null), sel, report.layerSeconds()));
-            List<ExpertLayerReport> swept = List.of();
+            List<ConformReport.Experts> swept = List.of();
             List<k3j.fleet.Judged.Experts> sweptParts = List.of();
             if (scope.experts && part != null) {
-                List<k3j.conform.ExpertSweep.Range> ranges = sweepRanges(judge, part.experts(), out, judged);
+                List<k3j.conform.ExpertSweep.Range> ranges = sweepRanges(c, part.experts(), out, judged);
                 sweptParts = ranges.stream().map(x -> new k3j.fleet.Judged.Experts(x.layer(), x.kind(), x.total(), x.from(), x.to(), x.experts(), x.seconds())).toList();
-                // the shard's own verdict judges its ranges (each whole in itself); the merge joins them into layers
-                swept = ranges.stream().map(x -> ExpertLayerReport.of(x.layer(), x.kind(), x.to() - x.from(), x.experts(), x.seconds())).toList();
             } else if (scope.experts) {
                 swept = sweep(judge, sel, out, judged);
-                sweptParts = swept.stream().map(k3j.fleet.Judged.Experts::of).toList();
+                sweptParts = swept.stream().map(ApiInternals.get()::experts).map(k3j.fleet.Judged.Experts::of).toList();
             }
             if (candidate == null) report(out, judge);
             else k3j.plan.MemInfo.peakRss().ifPresent(p -> out.println("PEAK RSS for the whole run: " + k3j.plan.Human.bytes(p)));
             if (chart != null) {
-                AtomicWrite.string(chart, "--chart", Charts.overview(layers, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
+                AtomicWrite.string(chart, "--chart", Charts.overview(layerReports, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
                 out.println("chart: " + chart);
             }
             List<ConformReport.Logits> logits = new ArrayList<>();
@@ -222,13 +221,23 @@ final class ConformCommand implements Callable<Integer> {
                 greedy = judge.greedy();
                 judged.put(PLAN_GREEDY, greedy(out, greedy) == 0);
             }
-            verdict = new ConformReport(report.subject(), report.reference(), report.budget(), layers, report.layerSeconds(), swept, logits, greedy).decision();
+            verdict = ApiInternals.get().verdict(new ConformReport(report.subject(), report.reference(), report.budget(), layers, report.layerSeconds(), swept, logits, greedy))
+                    .against(c.dump());
+            String sweepText = scope.experts ? c.expertSweep().describe() : null;
+            List<k3j.fleet.Judged.Block> blocks = logits.stream().map(l -> k3j.fleet.Judged.logits(ApiInternals.get().logits(l), l.missing())).toList();
+            k3j.fleet.Judged.Block greedyBlock = greedy == null ? null : k3j.fleet.Judged.greedy(ApiInternals.get().greedy(greedy), greedy.missing());
+            var all = new k3j.fleet.Judged(judgedLayers, sweepText, sweptParts, blocks, greedyBlock);
+            if (part != null && scope.experts) {
+                // a shard's expert ranges are not whole layers: its own verdict judges each range as a whole (the merge joins them)
+                List<k3j.conform.Invariants.Item> items = new ArrayList<>();
+                for (LayerReport r : layerReports) items.add(k3j.conform.Invariants.layer(r));
+                for (var x : sweptParts) items.add(k3j.conform.Invariants.experts(ExpertLayerReport.of(x.layer(), x.kind(), x.to() - x.from(), x.experts(), x.seconds())));
+                for (var b : blocks) items.add(b.item());
+                if (greedyBlock != null) items.add(greedyBlock.item());
+                verdict = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, items).against(c.dump());
+            }
             out.println();
             out.print(verdict.text());
-            String sweepText = scope.experts ? judge.conformance().expertSweep().describe() : null;
-            List<k3j.fleet.Judged.Block> blocks = logits.stream().map(k3j.fleet.Judged::logits).toList();
-            k3j.fleet.Judged.Block greedyBlock = greedy == null ? null : k3j.fleet.Judged.greedy(greedy);
-            var all = new k3j.fleet.Judged(judgedLayers, sweepText, sweptParts, blocks, greedyBlock);
             if (json != null) writeJson(all, sel, judge, verdict);
             if (shardDir != null) {
                 // the layers as run, before the causes: the merge reads those from every shard's layers together
@@ -249,7 +258,7 @@ final class ConformCommand implements Callable<Integer> {
 
     /** --lossy: the graded table of layers and logits, the exit by the thresholds; --json holds the whole table. */
     private int graded(Conform judge, List<Integer> sel, PrintWriter out) throws IOException {
-        k3j.conform.LossyReport r = judge.lossy(sel);
+        k3j.conform.LossyReport r = ApiInternals.get().lossy(judge, sel);
         out.print(r.text(lossy.maxKl, lossy.minTop1));
         if (json != null) {
             var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
@@ -263,7 +272,7 @@ final class ConformCommand implements Callable<Integer> {
         ReferenceDump dump = ReferenceMatch.locate(model, o.reference(), o.dumpDirs());
         k3j.plan.MemInfo mem = RunCommand.memInfo();
         MemoryOptions.Budgets budgets = memory.budgets(mem, out::println);
-        return Conform.model(model, dump, memory.plan(budgets), o.withMemory(mem).withReport(s -> {
+        return ApiInternals.get().conform(model, dump, memory.plan(budgets), o.withMemory(new k3j.api.MachineMemory(mem.totalBytes(), mem.availableBytes())).withReport(s -> {
             out.print(s);
             out.flush();
         }, err::println));
@@ -271,8 +280,8 @@ final class ConformCommand implements Callable<Integer> {
 
     /** The end-of-run lines: the expert cache's counters (when the experts went through it) and the peak RSS against the plan's TOTAL. */
     static void report(PrintWriter out, Conform judge) {
-        var assembly = judge.assembly();
-        var plan = judge.plan();
+        var assembly = ApiInternals.get().assembly(judge);
+        var plan = ApiInternals.get().plan(judge);
         if (assembly != null && assembly.cache() != null) {
             var s = assembly.cache().totalStats();
             out.printf(Locale.ROOT, "expert cache: %d requests, %d hits, %d misses, %d evictions, %s read%n", s.requests(), s.hits(), s.misses(), s.evictions(),
@@ -283,15 +292,15 @@ final class ConformCommand implements Callable<Integer> {
     }
 
     /** The expert sweep of the selected MoE layers: one line per layer, every failing expert named; returns every layer's report. */
-    private static List<ExpertLayerReport> sweep(Conform judge, List<Integer> sel, PrintWriter out, java.util.Map<String, Boolean> judged) {
+    private static List<ConformReport.Experts> sweep(Conform judge, List<Integer> sel, PrintWriter out, java.util.Map<String, Boolean> judged) {
         out.println();
         out.println("===== EXPERT SWEEP (every routed expert on the dump's probes) =====");
-        out.println(judge.conformance().expertSweep().describe());
+        out.println(ApiInternals.get().conformance(judge).expertSweep().describe());
         long t0 = System.nanoTime();
         int[] checked = {0}, total = {0};
-        List<ExpertLayerReport> rs = judge.experts(sel, r -> {
+        List<ConformReport.Experts> rs = judge.experts(sel, r -> {
             out.println(r.line());
-            for (ExpertReport e : r.failing()) out.println("    " + e.message());
+            for (String e : r.failing()) out.println("    " + e);
             out.flush();
             checked[0] += r.checked();
             total[0] += r.total();
@@ -304,13 +313,13 @@ final class ConformCommand implements Callable<Integer> {
     }
 
     /** A shard's expert ranges of the sweep: one line per range, every failing expert named. */
-    private static List<k3j.conform.ExpertSweep.Range> sweepRanges(Conform judge, List<k3j.fleet.WorkPlan.ExpertRange> ranges, PrintWriter out, java.util.Map<String, Boolean> judged) {
+    private static List<k3j.conform.ExpertSweep.Range> sweepRanges(Conformance c, List<k3j.fleet.WorkPlan.ExpertRange> ranges, PrintWriter out, java.util.Map<String, Boolean> judged) {
         out.println();
         out.println("===== EXPERT SWEEP (this shard's expert ranges on the dump's probes) =====");
-        out.println(judge.conformance().expertSweep().describe());
+        out.println(c.expertSweep().describe());
         List<k3j.conform.ExpertSweep.Range> rs = new ArrayList<>();
         for (var x : ranges) {
-            var r = judge.conformance().experts(x.layer(), x.from(), x.to());
+            var r = c.experts(x.layer(), x.from(), x.to());
             rs.add(r);
             var rep = ExpertLayerReport.of(r.layer(), r.kind(), r.to() - r.from(), r.experts(), r.seconds());
             out.println(x.text() + "  " + rep.line());
@@ -325,16 +334,16 @@ final class ConformCommand implements Callable<Integer> {
     private int against(PrintWriter out, int workers, List<Path> search) {
         Conform.Options o = Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search).withLogits(!noLogits);
         try (Conform a = Conform.candidate(candidate, o); Conform b = Conform.candidate(against, o)) {
-            out.println("A         : " + a.conformance().engine());
-            out.println("B         : " + b.conformance().engine());
-            out.println("reference : " + a.conformance().dump().source() + " (" + a.conformance().dump().producer() + ")");
-            k3j.conform.SelfDivergence d = k3j.conform.SelfDivergence.of(a.conformance(), b.conformance());
+            out.println("A         : " + ApiInternals.get().conformance(a).engine());
+            out.println("B         : " + ApiInternals.get().conformance(b).engine());
+            out.println("reference : " + ApiInternals.get().conformance(a).dump().source() + " (" + ApiInternals.get().conformance(a).dump().producer() + ")");
+            k3j.conform.SelfDivergence d = k3j.conform.SelfDivergence.of(ApiInternals.get().conformance(a), ApiInternals.get().conformance(b));
             out.print(d.text());
             boolean bad = d.parting() != null;
             for (Conform c : List.of(a, b)) {
-                Conformance cc = c.conformance();
+                Conformance cc = ApiInternals.get().conformance(c);
                 ConformReport r = c.report(c.layers(scope.select(cc.layerCount()), x -> {}), 0);
-                LayerReport first = r.firstDivergence();
+                ConformReport.Layer first = r.firstDivergence();
                 out.println((c == a ? "A" : "B") + " against the reference: " + r.verdict()
                         + (first != null ? "; FIRST DIVERGENCE: " + first.name() + (first.firstDivergence() != null ? " " + first.firstDivergence() : "") + " " + first.finding().tag() : ""));
                 bad |= !r.failing().isEmpty();
@@ -346,24 +355,24 @@ final class ConformCommand implements Callable<Integer> {
     /** One elementwise logit block; 1 when it does not conform (a candidate without logits: its missing stage). */
     private static int logits(PrintWriter out, ConformReport.Logits l) {
         out.println();
-        if (l.result() == null) {
+        if (l.comparison() == null) {
             out.println("===== ELEMENTWISE LOGIT COMPARISON =====");
             out.println(l.missing());
             return 1;
         }
-        out.println("===== ELEMENTWISE LOGIT COMPARISON (" + l.result().mode() + ") =====");
-        out.print(l.result().text());
+        out.println("===== ELEMENTWISE LOGIT COMPARISON (" + l.comparison().mode() + ") =====");
+        out.print(l.text());
         return l.conforms() ? 0 : 1;
     }
 
     private static int greedy(PrintWriter out, ConformReport.Greedy g) {
         out.println();
         out.println("===== GREEDY GENERATION (incremental) =====");
-        if (g.result() == null) {
+        if (g.ids() == null) {
             out.println(g.missing());
             return 1;
         }
-        out.print(g.result().text());
+        out.print(g.text());
         return g.conforms() ? 0 : 1;
     }
 
@@ -382,12 +391,13 @@ final class ConformCommand implements Callable<Integer> {
      */
     private void startJson(Conform judge, List<Integer> sel, Path model) throws IOException {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
-        Conformance c = judge.conformance();
+        Conformance c = ApiInternals.get().conformance(judge);
         runPlan = mapper.createObjectNode();
         runPlan.put("run", java.util.UUID.randomUUID().toString());
         runPlan.put("model", model == null ? (String) null : model.toString());
         runPlan.put("candidate", candidate == null ? (String) null : candidate.toString());
         runPlan.put("reference", c.dump().source().toString());
+        runPlan.put("reference_producer", c.dump().producer());
         for (int l : sel) planned.add("L" + l);
         if (scope.experts && shardPart != null) for (var x : shardPart.experts()) planned.add("L" + x.layer() + " experts " + x.from() + "-" + (x.to() - 1));
         else if (scope.experts) for (int l : c.moeLayers(sel)) planned.add("L" + l + " experts");
@@ -396,8 +406,15 @@ final class ConformCommand implements Callable<Integer> {
         planned.forEach(items::add);
         var root = mapper.createObjectNode();
         root.set("run_plan", runPlan);
-        root.set("verdict", mapper.valueToTree(k3j.conform.PlanVerdict.decide(planned, judged, false, true).json()));
+        root.set("verdict", mapper.valueToTree(referenced(k3j.conform.PlanVerdict.decide(planned, judged, false, true).json(), c.dump())));
         AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(root));
+    }
+
+    /** A verdict's JSON naming who computed the reference ("reference: k3j VERSION, not torch" for a dump k3j wrote). */
+    private static java.util.Map<String, Object> referenced(java.util.Map<String, Object> verdict, k3j.conform.ReferenceDump dump) {
+        var m = new java.util.LinkedHashMap<>(verdict);
+        m.put("reference", dump.producer());
+        return m;
     }
 
     /**
@@ -408,13 +425,13 @@ final class ConformCommand implements Callable<Integer> {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
         var root = mapper.createObjectNode();
         root.set("run_plan", runPlan);
-        root.set("verdict", mapper.valueToTree(k3j.conform.PlanVerdict.decide(planned, judged, true, true).json()));
+        root.set("verdict", mapper.valueToTree(referenced(k3j.conform.PlanVerdict.decide(planned, judged, true, true).json(), ApiInternals.get().conformance(judge).dump())));
         k3j.fleet.Judged.putLayers(root.putArray("layers"), all.layers());
         k3j.fleet.Summary.putVerdict(root, all, sel, decision, List.of());
         k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
-        if (judge.plan() != null) {
+        if (ApiInternals.get().plan(judge) != null) {
             var plan = root.putObject("plan");
-            var p = judge.plan();
+            var p = ApiInternals.get().plan(judge);
             plan.put("total_bytes", p.total());
             plan.put("trunk_streamed", p.trunkStreamed());
             plan.put("trunk_bytes", p.trunk());
@@ -423,19 +440,19 @@ final class ConformCommand implements Callable<Integer> {
             plan.put("buffers_bytes", p.buffers() + p.recurrentState() + p.kvCache());
             plan.put("jvm_bytes", p.jvm().bytes());
             plan.put("jvm_heap_max_bytes", p.jvm().heapMax());
-            if (judge.assembly() != null && judge.assembly().trunk() != null && judge.assembly().trunk().binding() != null) {
-                var b = judge.assembly().trunk().binding();
+            if (ApiInternals.get().assembly(judge) != null && ApiInternals.get().assembly(judge).trunk() != null && ApiInternals.get().assembly(judge).trunk().binding() != null) {
+                var b = ApiInternals.get().assembly(judge).trunk().binding();
                 var tb = root.putObject("trunk_binding");
                 tb.put("check", b.mode().flag());
                 tb.put("shards_changed_since_pack", b.changedShards().size());
                 tb.put("tensors_hashed", b.tensorsHashed());
                 tb.put("bytes_hashed", b.bytesHashed());
             }
-            if (judge.assembly() != null && judge.assembly().cache() != null) {
-                var s = judge.assembly().cache().totalStats();
+            if (ApiInternals.get().assembly(judge) != null && ApiInternals.get().assembly(judge).cache() != null) {
+                var s = ApiInternals.get().assembly(judge).cache().totalStats();
                 var cache = root.putObject("expert_cache");
-                cache.put("slots", judge.assembly().cache().geometry().slots());
-                cache.put("slot_bytes", judge.assembly().cache().geometry().slotBytes());
+                cache.put("slots", ApiInternals.get().assembly(judge).cache().geometry().slots());
+                cache.put("slot_bytes", ApiInternals.get().assembly(judge).cache().geometry().slotBytes());
                 cache.put("requests", s.requests());
                 cache.put("misses", s.misses());
                 cache.put("evictions", s.evictions());

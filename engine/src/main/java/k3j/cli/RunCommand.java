@@ -133,6 +133,11 @@ final class RunCommand implements Callable<Integer> {
             + "A name ending in .safetensors or .npz writes it as one file")
     Path dumpActivations;
 
+    @Option(names = "--dump-reference", paramLabel = "DIR", description = "after the run, write k3j's results in the reference format (docs/formats.md, "
+            + "a k3j-written reference): the reference dump's inputs (--reference, default the one matching the model), every judged array k3j's, under the "
+            + "memory plan of the flags; verdicts against it say 'reference: k3j VERSION, not torch'. --ids must be the reference's prompt")
+    Path dumpReference;
+
     @CommandLine.ArgGroup(exclusive = false)
     ReferenceOption reference;
 
@@ -217,6 +222,7 @@ final class RunCommand implements Callable<Integer> {
         String name = dumpActivations == null || dumpActivations.getFileName() == null ? "" : dumpActivations.getFileName().toString().toLowerCase(Locale.ROOT);
         if (name.endsWith(".safetensors") || name.endsWith(".npz")) f.file(dumpActivations, "--dump-activations");   // a one-file candidate
         else f.folder(dumpActivations, "--dump-activations");
+        f.folder(dumpReference, "--dump-reference");
         return f;
     }
 
@@ -339,7 +345,18 @@ final class RunCommand implements Callable<Integer> {
         if (tfCheck && promptIds.length < 2) throw usage("--tf-check needs at least 2 ids");
         for (int id : promptIds) if (id < 0 || id >= cfg.vocabSize()) throw usage("token id " + id + " is outside the vocabulary of " + cfg.vocabSize());
         ReferenceDump activationsReference = null;
-        if (dumpActivations != null) {
+        if (dumpActivations != null && dumpReference != null) throw usage("--dump-activations and --dump-reference: one dump per run");
+        if (dumpReference != null) {
+            if (layers != null) throw usage("--dump-reference runs every layer: not with --layers");
+            try {
+                activationsReference = ActivationDump.reference(modelDir, ReferenceOption.of(reference), promptIds);
+            } catch (IllegalArgumentException e) {
+                throw usage(e.getMessage());
+            } catch (ConformException e) {
+                err.println("k3: " + e.getMessage());
+                return ExitCode.RUNTIME;
+            }
+        } else if (dumpActivations != null) {
             if (memory.streamed() || layers != null) throw usage("--dump-activations runs every layer resident from the reference's inputs: not with --trunk or --layers");
             try {
                 activationsReference = ActivationDump.reference(modelDir, ReferenceOption.of(reference), promptIds);
@@ -350,7 +367,7 @@ final class RunCommand implements Callable<Integer> {
                 return ExitCode.RUNTIME;
             }
         } else if (reference != null) {
-            throw usage("--reference names the dump for --dump-activations");
+            throw usage("--reference names the dump for --dump-activations or --dump-reference");
         }
         // 5. limits
         if (gen < 0 || gen > MAX_GEN) throw usage("--gen must be 0.." + MAX_GEN + ", got " + gen);
@@ -389,14 +406,14 @@ final class RunCommand implements Callable<Integer> {
         if (kvLine != null) o.println(kvLine);
         // 8.-10. index, binding (once), sizes, the memory plan from the model's own sizes, loading
         k3j.api.Plan plan = memory.plan(budgets);
-        k3j.api.Engine.Options opts = k3j.api.Engine.Options.DEFAULTS.withThreads(workers).withLayers(bound).withCodes(codes).withKernels(kernelPath)
-                .withTrunkCrc(!noTrunkCrc).withCacheTrace(dumpCacheTrace != null).withTokenizer(tokenizer).plannedFor(promptIds.length, gen, incremental)
-                .withMemory(mem).withIntercepts(intercepts).withReport(s -> {
+        k3j.api.Engine.Options opts = k3j.api.Engine.Options.DEFAULTS.withThreads(workers).withLayers(bound).withCodes(k3j.api.ExpertCodes.valueOf(codes.name())).withKernels(k3j.api.Kernels.valueOf(kernelPath.name()))
+                .withTrunkCrc(!noTrunkCrc).withCacheTrace(dumpCacheTrace != null).plannedFor(promptIds.length, gen, incremental)
+                .withMemory(new k3j.api.MachineMemory(mem.totalBytes(), mem.availableBytes())).withReport(s -> {
                     o.print(s);
                     o.flush();
                 }, err::println);
         int rc;
-        try (k3j.api.Engine engine = k3j.api.Engine.open(modelDir, cfg, plan, opts)) {
+        try (k3j.api.Engine engine = ApiInternals.get().open(modelDir, cfg, plan, opts, tokenizer, intercepts)) {
             rc = generate(o, err, engine, promptIds);
         } catch (k3j.plan.PlanRefused e) {
             err.println(e.getMessage());
@@ -405,6 +422,7 @@ final class RunCommand implements Callable<Integer> {
             err.println("k3: " + e.getMessage());
             return ExitCode.RUNTIME;
         }
+        if (rc == ExitCode.OK && dumpReference != null) return ActivationDump.writeReference(o, err, memory, modelDir, activationsReference, dumpReference, workers);
         if (rc != ExitCode.OK || dumpActivations == null) return rc;
         return ActivationDump.write(o, err, modelDir, activationsReference, dumpActivations, workers);
     }
@@ -448,8 +466,8 @@ final class RunCommand implements Callable<Integer> {
         int rc = ExitCode.OK;
         k3j.api.Generated g = null;
         String failure = null;
-        Assembly rt = engine.assembly();
-        Forward forward = engine.forward();
+        Assembly rt = ApiInternals.get().assembly(engine);
+        Forward forward = ApiInternals.get().forward(engine);
         ExpertCache cache = rt.cache();
         TrunkStream stream = rt.trunk();
         int bound = rt.layers();
@@ -474,7 +492,7 @@ final class RunCommand implements Callable<Integer> {
             long[] trunkReadBefore = {stream != null ? stream.stats().readNanos() : 0};
             double[] expertReadSeconds = {0};
             if (cache != null) cache.resetStep();
-            Streamed shown = new Streamed(stdout, engine.tokenizer(), eos);
+            Streamed shown = new Streamed(stdout, ApiInternals.get().tokenizer(engine), eos);
             try (StopSignals signals = new StopSignals(line -> {
                 err.println(line);
                 err.flush();
@@ -551,9 +569,9 @@ final class RunCommand implements Callable<Integer> {
                         total != null ? total.bytesRead() : rt.model().experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak, rt.tables(), settings, eos);
                 o.println("wrote " + out);
             }
-            if (engine.trace() != null) {
+            if (dumpCacheTrace != null) {
                 Files.createDirectories(dumpCacheTrace);
-                o.println(engine.trace().write(dumpCacheTrace));
+                o.println(engine.saveCacheTrace(dumpCacheTrace));
             }
             double wall = table.seconds(), trunkSecs = ts != null ? ts.readNanos() / 1e9 : 0;
             o.printf(Locale.ROOT, "I/O share of wall clock: %.1f%%  (trunk %.2f s + experts %.2f s + model tables %.2f s of %.2f s)%n",

@@ -72,9 +72,12 @@ public final class CandidateDump {
         return files.field("reference", "manifest_sha256").asText();
     }
 
-    /** Refuses a reference other than the one the candidate was made from, naming both. */
+    /**
+     * Refuses a reference other than the one the candidate was made from, naming both; a reference written from
+     * that one's inputs (a k3j-written reference's {@code inputs_from}) feeds the same bits and is accepted.
+     */
     public void checkAgainst(ReferenceDump reference) {
-        if (!referenceSha256().equals(reference.manifestSha256())) {
+        if (!referenceSha256().equals(reference.manifestSha256()) && !referenceSha256().equals(reference.inputsFromSha256())) {
             throw ReferenceDump.mismatch("the candidate " + source() + " was made from the reference with manifest sha256 " + referenceSha256()
                     + " (" + files.manifest().path("reference").path("dir").asText("?") + "), not from " + reference.source() + " (" + reference.manifestSha256() + ")");
         }

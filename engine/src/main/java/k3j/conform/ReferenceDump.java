@@ -122,6 +122,7 @@ public final class ReferenceDump {
                 if (n < 0 || n > Integer.MAX_VALUE) throw mismatch(lw + "." + k + " = " + n + " is not a snapshot count");
             }
         }
+        checkProducer();
         JsonNode tol = manifest.get("tolerances");
         if (tol != null) {
             if (!tol.isObject()) throw mismatch(w + " tolerances is " + StrictJson.describe(tol) + ", must be an object");
@@ -151,6 +152,31 @@ public final class ReferenceDump {
             JsonNode logits = StrictJson.object(budget, "logits", w + " budget", ReferenceDump::mismatch);
             numbers(logits, w + " budget.logits");
             StrictJson.integer(logits, "width", w + " budget.logits", ReferenceDump::mismatch);
+        }
+    }
+
+    /**
+     * Who computed the reference must be unambiguous (docs/formats.md, producer): a {@code producer} is an object
+     * with a name and a version; a dump that copies another's inputs ({@code inputs_from}) names its producer, and
+     * one that claims "torch" is torch's own: no copied inputs, and the torch generator its manifest names.
+     */
+    private void checkProducer() {
+        String w = where();
+        JsonNode p = manifest.get("producer"), from = manifest.get("inputs_from");
+        if (p != null) {
+            if (!p.isObject()) throw mismatch(w + " producer is " + StrictJson.describe(p) + ", must be an object");
+            StrictJson.text(p, "name", w + " producer", ReferenceDump::mismatch);
+            StrictJson.text(p, "version", w + " producer", ReferenceDump::mismatch);
+        }
+        if (from != null) {
+            if (!from.isObject()) throw mismatch(w + " inputs_from is " + StrictJson.describe(from) + ", must be an object");
+            String sha = StrictJson.text(from, "manifest_sha256", w + " inputs_from", ReferenceDump::mismatch);
+            if (!SHA256.matcher(sha).matches()) throw mismatch(w + " inputs_from.manifest_sha256 '" + sha + "' is not a sha256");
+            if (p == null) throw mismatch(w + ": it copies the inputs of another reference (inputs_from) but names no producer: who computed it is unknown");
+        }
+        if (p != null && p.path("name").asText().trim().equalsIgnoreCase("torch")) {
+            if (from != null) throw mismatch(w + ": producer claims 'torch', but the dump copies another reference's inputs (inputs_from): another engine wrote it");
+            if (!manifest.path("generator").path("torch").isTextual()) throw mismatch(w + ": producer claims 'torch', but the manifest names no torch generator (generator.torch)");
         }
     }
 
@@ -266,12 +292,27 @@ public final class ReferenceDump {
      */
     public String producer() {
         JsonNode p = manifest.path("producer");
-        if (p.isObject() && !p.path("name").asText("").equals("torch")) {
+        if (p.isObject() && !p.path("name").asText("").trim().equalsIgnoreCase("torch")) {
             return "reference: " + p.path("name").asText("?") + " " + p.path("version").asText("?")
                     + (p.has("build") ? " (" + p.path("build").asText() + ")" : "") + ", not torch";
         }
         JsonNode g = manifest.path("generator");
         return "reference: torch" + (g.has("torch") ? " " + g.path("torch").asText() : "") + (g.has("script") ? " (" + g.path("script").asText() + ")" : "");
+    }
+
+    /**
+     * The manifest sha256 of the reference whose inputs this one copies ({@code inputs_from}, a reference another
+     * engine wrote: docs/formats.md), or null for a reference computed from its own inputs.
+     */
+    public String inputsFromSha256() {
+        JsonNode s = manifest.path("inputs_from").path("manifest_sha256");
+        return s.isTextual() && SHA256.matcher(s.asText()).matches() ? s.asText() : null;
+    }
+
+    /** Whether torch computed this reference (no {@code producer}, or one named "torch"). */
+    public boolean torch() {
+        JsonNode p = manifest.path("producer");
+        return !p.isObject() || p.path("name").asText("").trim().equalsIgnoreCase("torch");
     }
 
     /** sha256 of the manifest.json bytes: how a candidate dump names the reference it was made from. */

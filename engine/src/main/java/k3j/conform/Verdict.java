@@ -14,12 +14,22 @@ import java.util.Map;
  * @param findings  one line per thing that is not green (empty when the outcome is green)
  * @param judged    what the verdict covers
  * @param notJudged what was planned and not judged (non-empty makes the outcome at best INCOMPLETE)
+ * @param reference who computed the reference it was judged against ({@link ReferenceDump#producer()}), or null
  */
-public record Verdict(Outcome outcome, List<String> findings, List<String> judged, List<String> notJudged) {
+public record Verdict(Outcome outcome, List<String> findings, List<String> judged, List<String> notJudged, String reference) {
     public Verdict {
         findings = List.copyOf(findings);
         judged = List.copyOf(judged);
         notJudged = List.copyOf(notJudged);
+    }
+
+    public Verdict(Outcome outcome, List<String> findings, List<String> judged, List<String> notJudged) {
+        this(outcome, findings, judged, notJudged, null);
+    }
+
+    /** This verdict, naming the reference's producer: its line and JSON then say "reference: k3j VERSION, not torch" for a reference k3j wrote. */
+    public Verdict against(ReferenceDump dump) {
+        return new Verdict(outcome, findings, judged, notJudged, dump.producer());
     }
 
     /** The closed set of outcomes: two green ones (float32 and lossy), the two failures, and the two that judged nothing whole. */
@@ -68,7 +78,8 @@ public record Verdict(Outcome outcome, List<String> findings, List<String> judge
     /** "VERDICT: DOES NOT CONFORM [binding error]": the outcome and the first finding's category tag, when it has one (the findings are listed above it). */
     public String line() {
         java.util.regex.Matcher m = findings.isEmpty() ? null : TAG.matcher(findings.getFirst());
-        return "VERDICT: " + outcome.words() + (m != null && m.find() ? " " + m.group() : "");
+        return "VERDICT: " + outcome.words() + (m != null && m.find() ? " " + m.group() : "")
+                + (reference != null && !reference.startsWith("reference: torch") ? " (" + reference + ")" : "");
     }
 
     /** The verdict block: the line, every finding, and what was not judged. */
@@ -89,6 +100,7 @@ public record Verdict(Outcome outcome, List<String> findings, List<String> judge
         m.put("findings", new ArrayList<>(findings));
         m.put("judged", new ArrayList<>(judged));
         m.put("not_judged", new ArrayList<>(notJudged));
+        if (reference != null) m.put("reference", reference);
         return m;
     }
 }

@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
-import k3j.api.ConformReport;
 import k3j.conform.ExpertLayerReport;
 import k3j.conform.ExpertReport;
 import k3j.conform.Finding;
@@ -112,14 +111,15 @@ public record Judged(List<Layer> layers, String sweep, List<Experts> experts, Li
         }
     }
 
-    public static Block logits(ConformReport.Logits l) {
-        if (l.result() == null) return new Block("logits", "===== ELEMENTWISE LOGIT COMPARISON =====\n" + l.missing() + "\n", ConformReport.item(l));
-        return new Block("logits " + l.result().mode(), "===== ELEMENTWISE LOGIT COMPARISON (" + l.result().mode() + ") =====\n" + l.result().text(), ConformReport.item(l));
+    /** A logit comparison's block ({@code missing}: why there is none, when {@code r} is null). */
+    public static Block logits(k3j.conform.LogitParity.Result r, String missing) {
+        if (r == null) return new Block("logits", "===== ELEMENTWISE LOGIT COMPARISON =====\n" + missing + "\n", Invariants.logits(null, missing));
+        return new Block("logits " + r.mode(), "===== ELEMENTWISE LOGIT COMPARISON (" + r.mode() + ") =====\n" + r.text(), Invariants.logits(r, null));
     }
 
-    public static Block greedy(ConformReport.Greedy g) {
-        String head = "===== GREEDY GENERATION (incremental) =====\n";
-        return new Block("greedy", head + (g.result() == null ? g.missing() + "\n" : g.result().text()), ConformReport.item(g));
+    /** Greedy generation's block ({@code missing}: why there is none, when {@code g} is null). */
+    public static Block greedy(k3j.conform.LogitParity.Greedy g, String missing) {
+        return new Block("greedy", "===== GREEDY GENERATION (incremental) =====\n" + (g == null ? missing + "\n" : g.text()), Invariants.greedy(g, missing));
     }
 
     /** The layers that do not conform, in layer order. */

@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
 import java.util.stream.Stream;
-import k3j.api.ConformReport;
 import k3j.conform.Causes;
 import k3j.conform.ExpertLayerReport;
 import k3j.conform.ExpertReport;
@@ -167,7 +166,7 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
                 for (double v : x.ratios()) if (!Double.isFinite(v)) return Invariants.Item.refused("experts of L" + e.layer(), "refused (invariant 1): expert " + x.expert() + " passes with a non-finite ratio");
             }
         }
-        return ConformReport.item(r);
+        return Invariants.experts(r);
     }
 
     /**
