@@ -196,7 +196,7 @@ class VerdictInvariantsGate {
         }
     }
 
-    /** One array fault of FORMAT.md §9's candidate keys: what it planted. */
+    /** One array fault of docs/formats.md §9's candidate keys: what it planted. */
     static String plantArrayFault(CandidateFixture c, SplittableRandom r, int kind) {
         switch (kind) {
             case 0 -> {
