@@ -21,16 +21,18 @@ class CiSilenceTest {
     void ctrlCLeavesTheFilterPassingTheRestWithoutATraceback(@TempDir Path dir) throws Exception {
         Path json = dir.resolve("silence.json");
         Process p = new ProcessBuilder("python3", Repo.path("ci/silence.py").toString(), json.toString()).start();
+        String first;
         try (OutputStream in = p.getOutputStream()) {
             in.write("[INFO] compiling\n".getBytes(StandardCharsets.UTF_8));
             in.flush();
-            Thread.sleep(1500);   // the interpreter is up and reading
+            // the filter has echoed the first line, so it is past its SIGINT set-up (a fixed sleep raced a loaded machine)
+            first = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)).readLine();
             new ProcessBuilder("kill", "-INT", String.valueOf(p.pid())).inheritIO().start().waitFor();
             Thread.sleep(300);
             in.write("[INFO] BUILD FAILURE (interrupted)\n".getBytes(StandardCharsets.UTF_8));
         }
         assertTrue(p.waitFor(30, TimeUnit.SECONDS), "the filter ends when its input does");
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8), err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+        String out = first + "\n" + new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8), err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
         assertEquals(0, p.exitValue(), err);
         assertFalse(err.contains("Traceback") || err.contains("KeyboardInterrupt"), err);
         assertEquals("[INFO] compiling\n[INFO] BUILD FAILURE (interrupted)\n", out, "what Maven prints while it stops is passed on");
