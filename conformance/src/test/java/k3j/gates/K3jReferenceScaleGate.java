@@ -56,8 +56,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 @Tag("scale")
 @Epic("scale: the released widths")
 class K3jReferenceScaleGate {
-    /** A copy of the fixture with these corruptions (none: the fixture itself). */
-    record Case(String name, List<Corruption> corruptions) {
+    /** A copy of the fixture with these corruptions; its candidate is written to {@code build/k3j-reference/scale-candidates/<folder>}. */
+    record Case(String name, String folder, List<Corruption> corruptions) {
         @Override
         public String toString() {
             return name;
@@ -117,11 +117,11 @@ class K3jReferenceScaleGate {
             experts.add(new Corruption.Swap(layer, "block_sparse_moe.experts." + a + "." + part, "block_sparse_moe.experts." + b + "." + part));
         }
         return Stream.of(
-                new Case("L1 KDA v_proj <-> g_proj, L2 shared-expert gate_proj <-> up_proj, L3 MLA q_a_proj stored transposed", List.of(
+                new Case("L1 KDA v_proj <-> g_proj, L2 shared-expert gate_proj <-> up_proj, L3 MLA q_a_proj stored transposed", "three-layers", List.of(
                         new Corruption.Swap(1, "self_attn.v_proj.weight", "self_attn.g_proj.weight"),
                         new Corruption.Swap(2, "block_sparse_moe.shared_experts.gate_proj.weight", "block_sparse_moe.shared_experts.up_proj.weight"),
                         new Corruption.Transpose(3, "self_attn.q_a_proj.weight"))),
-                new Case("L" + layer + " routed experts " + a + " <-> " + b, experts));
+                new Case("L" + layer + " routed experts " + a + " <-> " + b, "expert-pair", experts));
     }
 
     @Test
@@ -145,7 +145,7 @@ class K3jReferenceScaleGate {
         Corruptions.write(model, copy, c.corruptions());   // the touched shards copied sparsely, every other file hard-linked
         Path candidate;
         try {
-            candidate = candidate(copy, "broken");
+            candidate = candidate(copy, c.folder());
         } finally {
             Project.deleteTree(copy);
         }

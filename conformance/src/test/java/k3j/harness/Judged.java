@@ -6,6 +6,7 @@ import java.util.Locale;
 import k3j.conform.Conformance;
 import k3j.conform.Finding;
 import k3j.conform.LayerReport;
+import k3j.conform.LogitParity;
 
 /**
  * What the one verdict path says of a candidate dump against one reference (docs/semantics.md §10.10): green or
@@ -21,9 +22,10 @@ public record Judged(boolean green, Integer firstLayer, String firstStage, Strin
             List<LayerReport> reports = TorchPorts.layers(c);
             LayerReport first = reports.stream().filter(r -> !r.conforms()).findFirst().orElse(null);
             boolean hasLogits = c.candidateDump().logits(false) != null;
-            Finding logits = hasLogits ? c.teacherForcing(false).finding() : Finding.MISSING_STAGE;
+            LogitParity.Result tf = hasLogits ? c.teacherForcing(false) : null;
+            Finding logits = hasLogits ? tf.finding() : Finding.MISSING_STAGE;
             double worst = reports.stream().mapToDouble(LayerReport::worstRatioToBudget).filter(Double::isFinite).max().orElse(Double.NaN);
-            double logit = hasLogits ? c.teacherForcing(false).ratioToBudget() : Double.NaN;
+            double logit = hasLogits ? tf.ratioToBudget() : Double.NaN;
             Evidence.parameter("worst ratio to budget against " + c.dump().producer(), String.format(Locale.ROOT, "layers %.4g, logits %.4g", worst, logit));
             System.out.printf(Locale.ROOT, "judged ratio %s | %s | layers %.4g | logits %.4g%n", candidate.getFileName(), c.dump().producer(), worst, logit);
             List<String> each = reports.stream().map(r -> "L" + r.layer() + (r.conforms() ? " conforms" : " " + r.firstDivergence() + " " + r.finding().tag())).toList();
