@@ -31,8 +31,11 @@ import k3j.harness.ScaleFixture;
 import k3j.harness.Tamper;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -55,6 +58,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 @Tag("scale")
 @Epic("scale: the released widths")
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class K3jReferenceScaleGate {
     /** A copy of the fixture with these corruptions; its candidate is written to {@code build/k3j-reference/scale-candidates/<folder>}. */
     record Case(String name, String folder, List<Corruption> corruptions) {
@@ -125,6 +129,7 @@ class K3jReferenceScaleGate {
     }
 
     @Test
+    @Order(1)
     void theCleanCandidateIsGreenAgainstBoth() {
         Evidence.caseName("k3j reference at scale: the clean candidate green against torch and k3j");
         Allure.feature("k3j reference");
@@ -137,6 +142,7 @@ class K3jReferenceScaleGate {
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("cases")
+    @Order(4)
     void eachBrokenCopyIsJudgedByTheK3jReferenceAsByTheTorchReference(Case c) throws Exception {
         Evidence.caseName("k3j reference at scale judges " + c.name());
         Allure.feature("k3j reference");
@@ -162,6 +168,7 @@ class K3jReferenceScaleGate {
     }
 
     @Test
+    @Order(2)
     void theReferenceHoldsNoGeneratedIdsAsItsSource() {
         Evidence.caseName("k3j reference at scale: the source's shape (5 ids, no generated ids), k3j named as producer");
         ReferenceDump d = ReferenceDump.open(k3j), src = ReferenceDump.open(torch);
@@ -175,6 +182,7 @@ class K3jReferenceScaleGate {
     }
 
     @Test
+    @Order(3)
     void aWrongK3jReferenceFailsTheCleanCandidate() throws IOException {
         Evidence.caseName("k3j reference at scale: a wrong one (L3 attn_out 1% off) fails the clean candidate");
         Path tmp = Files.createTempDirectory(work, "wrong");
