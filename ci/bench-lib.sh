@@ -4,6 +4,8 @@
 k3_find_jdk || exit 1
 out=$root/engine/target/bench
 mkdir -p "$out"
-"$root/ci/mvn" -B -ntp --quiet -Pbench -pl engine -am test-compile >&2
-"$root/ci/mvn" -B -ntp --quiet -Pbench -pl engine dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$out/cp.txt" >/dev/null
+# one reactor with -am: the engine's picocli is a module of this build (picocli/), never fetched; the engine, built
+# last, writes the classpath file last
+"$root/ci/mvn" -B -ntp --quiet -Pbench -pl engine -am test-compile dependency:build-classpath -Dmdep.includeScope=test \
+  -Dmdep.outputFile="$out/cp.txt" >&2
 cp="$root/engine/target/test-classes:$root/engine/target/classes:$(cat "$out/cp.txt")"

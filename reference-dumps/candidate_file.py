@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""One-file candidates (reference-dumps/FORMAT.md section 9.5): a whole k3-candidate in ONE .safetensors or .npz.
+"""One-file candidates (docs/formats.md section 9.5): a whole k3-candidate in ONE .safetensors or .npz.
 
 Numpy only, for any engine with a Python side:
 

@@ -10,8 +10,8 @@
  *          lanes) and bf16_ffma (the bf16 matvec accumulating in float with FMA: what the other contract would cost)
  *
  * Prints one line per kernel: "PEER <kernel> <threads> min <ms> median <ms> reps <n>" (stream: "GB/s").
- * Products of a float and a bf16/E2M1 value are exact in double, so a double FMA there is the contract's
- * multiply-then-add; in float (KDA) there is no FMA (-ffp-contract=off, separate mul and add).
+ * Contract v2: the bf16 matvec, the LM head and MXFP4 accumulate in float with explicit FMA (_mm256_fmadd_ps, fmaf);
+ * elsewhere (KDA) there is no FMA (-ffp-contract=off, separate mul and add).
  */
 #include <immintrin.h>
 #include <math.h>
@@ -107,160 +107,135 @@ static void dump(const char *dir, const char *name, const void *p, size_t bytes)
     fclose(f);
 }
 
-/* ------------------------------------------------------------------ bf16 matvec (fp-contract §2 "Dense matvec") */
+/* ------------------------------------------------------------------ bf16 matvec (fp-contract v2 §2 "Dense matvec") */
 
-/* per row: sixteen double accumulators a[i mod 16] over full blocks of 16; A_m holds a[4m..4m+3];
-   b = (A0 + A1) + (A2 + A3) lane-wise; acc = (b0 + b1) + (b2 + b3); tail in order; y = (float) acc */
-static inline __m256d widen4(__m128i h4) { /* 4 bf16 in the low 64 bits -> 4 doubles */
-    return _mm256_cvtps_pd(_mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h4)));
+/* per row: sixteen float accumulators a[i mod 16] over full blocks of 16, a[l] = fmaf(w, x, a[l]); one 256-bit load
+   of 16 bf16 gives the even elements (<< 16) and the odd ones (& 0xFFFF0000): E = a[0,2..14], O = a[1,3..15], x in
+   that lane order; tree c[l] = (a[l] + a[l+8]) + (a[l+4] + a[l+12]), acc = (c0 + c2) + (c1 + c3); tail by fmaf */
+static inline float tree_lane_order(__m256 e, __m256 o) {
+    float t[16];
+    _mm256_storeu_ps(t, e);
+    _mm256_storeu_ps(t + 8, o);
+    float c0 = (t[0] + t[4]) + (t[2] + t[6]), c1 = (t[8] + t[12]) + (t[10] + t[14]);
+    float c2 = (t[1] + t[5]) + (t[3] + t[7]), c3 = (t[9] + t[13]) + (t[11] + t[15]);
+    return (c0 + c2) + (c1 + c3);
 }
 
-static void matvec_rows(float *y, const double *xd, const uint16_t *w, long cols, long r0, long r1) {
+static inline float bf16f(uint16_t h) { union { uint32_t u; float f; } v = {.u = (uint32_t)h << 16}; return v.f; }
+
+static void matvec_rows(float *y, const float *x, const float *xp, const uint16_t *w, long cols, long r0, long r1) {
     long full = cols / 16 * 16;
+    const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000);
     long r = r0;
     for (; r + 2 <= r1; r += 2) { /* two rows in flight */
         const uint16_t *a = w + r * cols, *b = a + cols;
-        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        __m256 ea = _mm256_setzero_ps(), oa = ea, eb = ea, ob = ea;
         for (long i = 0; i < full; i += 16) {
-            __m256d x0 = _mm256_load_pd(xd + i), x1 = _mm256_load_pd(xd + i + 4), x2 = _mm256_load_pd(xd + i + 8), x3 = _mm256_load_pd(xd + i + 12);
-            __m128i wa0 = _mm_loadu_si128((const __m128i *)(a + i)), wa1 = _mm_loadu_si128((const __m128i *)(a + i + 8));
-            __m128i wb0 = _mm_loadu_si128((const __m128i *)(b + i)), wb1 = _mm_loadu_si128((const __m128i *)(b + i + 8));
-            a0 = _mm256_fmadd_pd(widen4(wa0), x0, a0);
-            a1 = _mm256_fmadd_pd(widen4(_mm_srli_si128(wa0, 8)), x1, a1);
-            a2 = _mm256_fmadd_pd(widen4(wa1), x2, a2);
-            a3 = _mm256_fmadd_pd(widen4(_mm_srli_si128(wa1, 8)), x3, a3);
-            b0 = _mm256_fmadd_pd(widen4(wb0), x0, b0);
-            b1 = _mm256_fmadd_pd(widen4(_mm_srli_si128(wb0, 8)), x1, b1);
-            b2 = _mm256_fmadd_pd(widen4(wb1), x2, b2);
-            b3 = _mm256_fmadd_pd(widen4(_mm_srli_si128(wb1, 8)), x3, b3);
+            __m256 xe = _mm256_loadu_ps(xp + i), xo = _mm256_loadu_ps(xp + i + 8);
+            __m256i va = _mm256_loadu_si256((const __m256i *)(a + i)), vb = _mm256_loadu_si256((const __m256i *)(b + i));
+            ea = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(va, 16)), xe, ea);
+            oa = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(va, hi)), xo, oa);
+            eb = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(vb, 16)), xe, eb);
+            ob = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(vb, hi)), xo, ob);
         }
-        double la[4], lb[4];
-        _mm256_storeu_pd(la, _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
-        _mm256_storeu_pd(lb, _mm256_add_pd(_mm256_add_pd(b0, b1), _mm256_add_pd(b2, b3)));
-        double acc = (la[0] + la[1]) + (la[2] + la[3]), bcc = (lb[0] + lb[1]) + (lb[2] + lb[3]);
+        float acc = tree_lane_order(ea, oa), bcc = tree_lane_order(eb, ob);
         for (long i = full; i < cols; i++) {
-            union { uint32_t u; float f; } wa = {.u = (uint32_t)a[i] << 16}, wb = {.u = (uint32_t)b[i] << 16};
-            acc = acc + (double)wa.f * xd[i];
-            bcc = bcc + (double)wb.f * xd[i];
+            acc = fmaf(bf16f(a[i]), x[i], acc);
+            bcc = fmaf(bf16f(b[i]), x[i], bcc);
         }
-        y[r] = (float)acc;
-        y[r + 1] = (float)bcc;
+        y[r] = acc;
+        y[r + 1] = bcc;
     }
     for (; r < r1; r++) {
         const uint16_t *a = w + r * cols;
-        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+        __m256 ea = _mm256_setzero_ps(), oa = ea;
         for (long i = 0; i < full; i += 16) {
-            __m128i wa0 = _mm_loadu_si128((const __m128i *)(a + i)), wa1 = _mm_loadu_si128((const __m128i *)(a + i + 8));
-            a0 = _mm256_fmadd_pd(widen4(wa0), _mm256_load_pd(xd + i), a0);
-            a1 = _mm256_fmadd_pd(widen4(_mm_srli_si128(wa0, 8)), _mm256_load_pd(xd + i + 4), a1);
-            a2 = _mm256_fmadd_pd(widen4(wa1), _mm256_load_pd(xd + i + 8), a2);
-            a3 = _mm256_fmadd_pd(widen4(_mm_srli_si128(wa1, 8)), _mm256_load_pd(xd + i + 12), a3);
+            __m256i va = _mm256_loadu_si256((const __m256i *)(a + i));
+            ea = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(va, 16)), _mm256_loadu_ps(xp + i), ea);
+            oa = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(va, hi)), _mm256_loadu_ps(xp + i + 8), oa);
         }
-        double la[4];
-        _mm256_storeu_pd(la, _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
-        double acc = (la[0] + la[1]) + (la[2] + la[3]);
-        for (long i = full; i < cols; i++) {
-            union { uint32_t u; float f; } wa = {.u = (uint32_t)a[i] << 16};
-            acc = acc + (double)wa.f * xd[i];
-        }
-        y[r] = (float)acc;
+        float acc = tree_lane_order(ea, oa);
+        for (long i = full; i < cols; i++) acc = fmaf(bf16f(a[i]), x[i], acc);
+        y[r] = acc;
     }
 }
 
-typedef struct { float *y; const float *x; double *xd; const uint16_t *w; long rows, cols; } mv_t;
+/* x in the lane order of the kernels: per full block of 16, [x0 x2 .. x14 | x1 x3 .. x15] */
+static void lane_order(float *xp, const float *x, long n) {
+    long i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 8; k++) xp[i + k] = x[i + 2 * k], xp[i + 8 + k] = x[i + 2 * k + 1];
+    for (; i < n; i++) xp[i] = x[i];
+}
+
+typedef struct { float *y; const float *x; float *xp; const uint16_t *w; long rows, cols; } mv_t;
 
 static void matvec(void *p) {
     mv_t *m = p;
-    for (long i = 0; i < m->cols; i++) m->xd[i] = m->x[i]; /* widened once per call, as the Java side does */
+    lane_order(m->xp, m->x, m->cols); /* once per call, as the Java side does */
 #pragma omp parallel
     {
         int t = omp_get_thread_num(), n = omp_get_num_threads();
         long per = ((m->rows + n - 1) / n + 1) / 2 * 2;
         long r0 = (long)t * per, r1 = r0 + per < m->rows ? r0 + per : m->rows;
-        if (r0 < r1) matvec_rows(m->y, m->xd, m->w, m->cols, r0, r1);
+        if (r0 < r1) matvec_rows(m->y, m->x, m->xp, m->w, m->cols, r0, r1);
     }
 }
 
-/* ------------------------------------------------------------------ MXFP4 (fp-contract §2 "MXFP4", across rows) */
+/* ------------------------------------------------------------------ MXFP4 (fp-contract v2 §2 "MXFP4") */
 
-/* repacked as Mxfp4.repack (nibble codes): rows in blocks of 4; per (block, group) 64 bytes, byte p of row j at
-   4p + j; 4 scale bytes; padding rows scale 255 */
+/* Mxfp4.repack's nibble form keeps each row's codes contiguous in groups of 16 bytes: for in % 32 == 0 (every shape
+   here) that is the checkpoint layout itself, so the peer reads the generated bytes as they are. */
 typedef struct { uint8_t *pk, *sc; int rows, in; } mx_t;
 
-static mx_t mx_repack(const uint8_t *p, const uint8_t *s, int rows, int in) {
-    int ng = (in + 31) / 32, blocks = (rows + 3) / 4, rb = in / 2;
-    mx_t m = {aligned_alloc(64, ((size_t)blocks * ng * 64 + 16 + 63) / 64 * 64), aligned_alloc(64, ((size_t)blocks * ng * 4 + 8 + 63) / 64 * 64), rows, in};
-    memset(m.pk, 0, (size_t)blocks * ng * 64 + 16);
-    memset(m.sc, 255, (size_t)blocks * ng * 4 + 8);
-    for (int bl = 0; bl < blocks; bl++)
-        for (int j = 0; j < 4 && 4 * bl + j < rows; j++)
-            for (int g = 0; g < ng; g++) {
-                for (int q = 0; q < 16 && g * 16 + q < rb; q++) m.pk[((size_t)bl * ng + g) * 64 + q * 4 + j] = p[(size_t)(4 * bl + j) * rb + g * 16 + q];
-                m.sc[((size_t)bl * ng + g) * 4 + j] = s[(size_t)(4 * bl + j) * ng + g];
-            }
-    return m;
-}
+static float e8m0[256];
 
-static double e8m0_half[256];
-
-/* lanes = the 4 rows of a block; s[k mod 8] per group over the group's 32 elements; LUT of 2·E2M1 as int8 with
-   the scale 2^(b-128), so every partial sum is exactly twice the scalar one (in % 32 == 0 here) */
-static void mx_blocks(float *y, const double *xd, const mx_t *w, int b0, int b1) {
-    const __m128i lut = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12), low = _mm_set1_epi8(0x0F);
+/* per row: the dense order over the weights T_g[code] = E2M1[code] * 2^(b-127) (exact); per group the eight
+   magnitudes times the scale in one vector, indexed by vpermps with the code's low 3 bits, bit 3 OR-ed in as the
+   sign; a byte-255 group is skipped (in % 32 == 0 here: no tail) */
+static void mx_rows(float *y, const float *xp, const mx_t *w, int r0, int r1) {
+    const __m256 mag = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+    const __m256i seven = _mm256_set1_epi32(7), sign = _mm256_set1_epi32((int)0x80000000);
     int ng = w->in / 32;
-    for (int bl = b0; bl < b1; bl++) {
-        __m256d acc = _mm256_setzero_pd();
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *row = w->pk + (size_t)r * ng * 16, *sc = w->sc + (size_t)r * ng;
+        __m256 e = _mm256_setzero_ps(), o = e;
         for (int g = 0; g < ng; g++) {
-            __m256d s[8];
-            for (int l = 0; l < 8; l++) s[l] = _mm256_setzero_pd();
-            const uint8_t *base = w->pk + ((size_t)bl * ng + g) * 64;
-            const double *xg = xd + g * 32;
-            for (int c = 0; c < 4; c++) { /* byte positions 4c..4c+3 of the 4 rows: elements 8c..8c+7 */
-                __m128i v = _mm_loadu_si128((const __m128i *)(base + 16 * c));
-                __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(v, low));
-                __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(v, 4), low));
-#define MXQ(q)                                                                                                   \
-    s[2 * q] = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm_cvtepi8_epi32(_mm_srli_si128(lo, 4 * q))),                 \
-                               _mm256_broadcast_sd(xg + 8 * c + 2 * q), s[2 * q]);                                 \
-    s[2 * q + 1] = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm_cvtepi8_epi32(_mm_srli_si128(hi, 4 * q))),             \
-                                   _mm256_broadcast_sd(xg + 8 * c + 2 * q + 1), s[2 * q + 1]);
-                MXQ(0) MXQ(1) MXQ(2) MXQ(3)
-#undef MXQ
+            if (sc[g] == 255) continue;
+            __m256 tab = _mm256_mul_ps(mag, _mm256_set1_ps(e8m0[sc[g]]));
+            for (int h = 0; h < 2; h++) {
+                __m256i ce = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(row + 16 * g + 8 * h)));
+                __m256i co = _mm256_srai_epi32(ce, 4);
+                __m256 we = _mm256_or_ps(_mm256_permutevar8x32_ps(tab, _mm256_and_si256(ce, seven)), _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(ce, 28), sign)));
+                __m256 wo = _mm256_or_ps(_mm256_permutevar8x32_ps(tab, _mm256_and_si256(co, seven)), _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(co, 28), sign)));
+                e = _mm256_fmadd_ps(we, _mm256_loadu_ps(xp + 32 * g + 16 * h), e);
+                o = _mm256_fmadd_ps(wo, _mm256_loadu_ps(xp + 32 * g + 16 * h + 8), o);
             }
-            __m256d sub = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(s[0], s[4]), _mm256_add_pd(s[1], s[5])),
-                                        _mm256_add_pd(_mm256_add_pd(s[2], s[6]), _mm256_add_pd(s[3], s[7])));
-            const uint8_t *sc = w->sc + ((size_t)bl * ng + g) * 4;
-            __m256d half = _mm256_setr_pd(e8m0_half[sc[0]], e8m0_half[sc[1]], e8m0_half[sc[2]], e8m0_half[sc[3]]);
-            __m256d keep = _mm256_cmp_pd(half, _mm256_setzero_pd(), _CMP_NEQ_OQ); /* byte 255: the group adds nothing */
-            acc = _mm256_blendv_pd(acc, _mm256_add_pd(acc, _mm256_mul_pd(sub, half)), keep);
         }
-        double lanes[4];
-        _mm256_storeu_pd(lanes, acc);
-        for (int j = 0; j < 4 && 4 * bl + j < w->rows; j++) y[4 * bl + j] = (float)lanes[j];
+        y[r] = tree_lane_order(e, o);
     }
 }
 
 #define EXPERTS 16
 #define HID 3584
 #define INTER 3072
-typedef struct { mx_t m[EXPERTS][3]; float *xh, *xi, *y; double *xdh, *xdi; } moe_t;
+typedef struct { mx_t m[EXPERTS][3]; float *xh, *xi, *y; float *xph, *xpi; } moe_t;
 
 static void mx_experts(void *p) {
     moe_t *e = p;
-    for (int i = 0; i < HID; i++) e->xdh[i] = e->xh[i];
-    for (int i = 0; i < INTER; i++) e->xdi[i] = e->xi[i];
+    lane_order(e->xph, e->xh, HID);
+    lane_order(e->xpi, e->xi, INTER);
     const int per = 2 * INTER + HID;
     for (int x = 0; x < EXPERTS; x++)
         for (int k = 0; k < 3; k++) {
             const mx_t *w = &e->m[x][k];
             float *y = e->y + (size_t)x * per + (k == 0 ? 0 : k == 1 ? INTER : 2 * INTER);
-            const double *xd = k < 2 ? e->xdh : e->xdi;
-            int blocks = (w->rows + 3) / 4;
+            const float *xp = k < 2 ? e->xph : e->xpi;
 #pragma omp parallel
             {
-                int t = omp_get_thread_num(), n = omp_get_num_threads(), sh = (blocks + n - 1) / n;
-                int b0 = t * sh, b1 = b0 + sh < blocks ? b0 + sh : blocks;
-                if (b0 < b1) mx_blocks(y, xd, w, b0, b1);
+                int t = omp_get_thread_num(), n = omp_get_num_threads(), sh = (w->rows + n - 1) / n;
+                int r0 = t * sh, r1 = r0 + sh < w->rows ? r0 + sh : w->rows;
+                if (r0 < r1) mx_rows(y, xp, w, r0, r1);
             }
         }
 }
@@ -449,7 +424,7 @@ int main(int argc, char **argv) {
     const char *out = argv[1];
     int threads = atoi(argv[2]);
     omp_set_num_threads(threads);
-    for (int b = 0; b < 255; b++) e8m0_half[b] = ldexp(1.0, b - 128);
+    for (int b = 0; b < 255; b++) e8m0[b] = ldexpf(1.0f, b - 127);
 
     if (wanted(argc, argv, "stream")) {
         bw_t b = {.n = (size_t)64 << 20}; /* 512 MB of doubles */
@@ -466,10 +441,10 @@ int main(int argc, char **argv) {
     if (wanted(argc, argv, "bf16")) {
         mv_t m = {.rows = 12288, .cols = 7168};
         m.w = gen_bf16(m.rows, m.cols, 12), m.x = gen_x(m.cols, 11);
-        m.y = aligned_alloc(64, m.rows * 4), m.xd = aligned_alloc(64, m.cols * 8);
+        m.y = aligned_alloc(64, m.rows * 4), m.xp = aligned_alloc(64, m.cols * 4);
         timeit("bf16", threads, matvec, &m, 5, 40, 2500);
         dump(out, "bf16_y.bin", m.y, m.rows * 4);
-        free((void *)m.w), free((void *)m.x), free(m.y), free(m.xd);
+        free((void *)m.w), free((void *)m.x), free(m.y), free(m.xp);
     }
     if (wanted(argc, argv, "mxfp4")) {
         moe_t *e = calloc(1, sizeof(moe_t));
@@ -477,11 +452,10 @@ int main(int argc, char **argv) {
             for (int k = 0; k < 3; k++) {
                 int rows = k < 2 ? INTER : HID, cols = k < 2 ? HID : INTER;
                 uint8_t *p = gen_bytes((size_t)rows * cols / 2, 1000 + x * 10 + k), *s = gen_scales((size_t)rows * cols / 32, 2000 + x * 10 + k);
-                e->m[x][k] = mx_repack(p, s, rows, cols);
-                free(p), free(s);
+                e->m[x][k] = (mx_t){p, s, rows, cols};
             }
         e->xh = gen_x(HID, 31), e->xi = gen_x(INTER, 32);
-        e->xdh = aligned_alloc(64, HID * 8), e->xdi = aligned_alloc(64, INTER * 8);
+        e->xph = aligned_alloc(64, HID * 4), e->xpi = aligned_alloc(64, INTER * 4);
         e->y = malloc(sizeof(float) * EXPERTS * (2 * INTER + HID));
         timeit("mxfp4", threads, mx_experts, e, 2, 12, 3000);
         dump(out, "mxfp4_y.bin", e->y, sizeof(float) * EXPERTS * (2 * INTER + HID));
@@ -528,10 +502,10 @@ int main(int argc, char **argv) {
     if (wanted(argc, argv, "lmhead")) {
         mv_t m = {.rows = 163840, .cols = 7168};
         m.w = gen_bf16(m.rows, m.cols, 13), m.x = gen_x(m.cols, 11);
-        m.y = aligned_alloc(64, m.rows * 4), m.xd = aligned_alloc(64, m.cols * 8);
+        m.y = aligned_alloc(64, m.rows * 4), m.xp = aligned_alloc(64, m.cols * 4);
         timeit("lmhead", threads, matvec, &m, 1, 6, 3000);
         dump(out, "lmhead_y.bin", m.y, m.rows * 4);
-        free((void *)m.w), free((void *)m.x), free(m.y), free(m.xd);
+        free((void *)m.w), free((void *)m.x), free(m.y), free(m.xp);
     }
     return 0;
 }

@@ -60,33 +60,27 @@ def l2norm(x, eps, A, mut=()):
 
 
 def matvec(w, x, A, mut=()):
-    """y[t,o] = sum_i w[o,i] x[t,i]; double accumulation, one rounding (docs/semantics.md §3.3)."""
+    """y[t,o] = sum_i w[o,i] x[t,i] (docs/semantics.md §3.3). At A = float32 the fp-contract v2 order: sixteen float
+    accumulators a[i mod 16] by FMA (modelled as one float rounding of the exact double a*b + c), the fixed tree
+    c[l] = (a[l] + a[l+8]) + (a[l+4] + a[l+12]), acc = (c0 + c2) + (c1 + c3), the tail by FMA. At float64: exact."""
     w = np.asarray(w)
-    x = np.asarray(x, dtype=A)
-    if "float_accum_sequential" in mut or "float_accum_16_lanes" in mut:
-        wf, xf = w.astype(F32), x.astype(F32)
-        n = w.shape[1]
-        if "float_accum_sequential" in mut:
-            acc = np.zeros((x.shape[0], w.shape[0]), F32)
-            for i in range(n):
-                acc = acc + xf[:, i:i + 1] * wf[None, :, i]
-            return acc
-        lanes = np.zeros((16, x.shape[0], w.shape[0]), F32)
-        full = n - n % 16
-        for i in range(full):
-            lanes[i % 16] = lanes[i % 16] + xf[:, i:i + 1] * wf[None, :, i]
-        a = lanes
-        b = [(a[l] + a[l + 4]) + (a[l + 8] + a[l + 12]) for l in range(4)]
-        acc = (b[0] + b[1]) + (b[2] + b[3])
-        for i in range(full, n):
-            acc = acc + xf[:, i:i + 1] * wf[None, :, i]
-        return acc
-    w64 = w.astype(F64)
-    x64 = x.astype(F64)
+    x = np.asarray(x)
+    n = w.shape[1]
+    full = n - n % 16
     if "drop_ragged_tail" in mut:
-        full = w.shape[1] - w.shape[1] % 16
-        w64, x64 = w64[:, :full], x64[:, :full]
-    return np.einsum("ti,oi->to", x64, w64).astype(A)
+        w, x = w[:, :full], x[:, :full]
+        n = full
+    if A == F32:
+        w64, x64 = w.astype(F32).astype(F64), np.asarray(x, F32).astype(F64)
+        a = [np.zeros((x64.shape[0], w.shape[0]), F32) for _ in range(16)]
+        for i in range(full):
+            a[i % 16] = (x64[:, i:i + 1] * w64[None, :, i] + a[i % 16].astype(F64)).astype(F32)
+        c = [(a[l] + a[l + 8]) + (a[l + 4] + a[l + 12]) for l in range(4)]
+        acc = (c[0] + c[2]) + (c[1] + c[3])
+        for i in range(full, n):
+            acc = (x64[:, i:i + 1] * w64[None, :, i] + acc.astype(F64)).astype(F32)
+        return acc
+    return np.einsum("ti,oi->to", np.asarray(x, F64), w.astype(F64)).astype(A)
 
 
 def mxfp4_dequant(packed, scales, n_in, mut=()):

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Candidate dumps from the torch reference (format: reference-dumps/FORMAT.md §9).
+"""Candidate dumps from the torch reference (format: docs/formats.md §9).
 
   /usr/bin/python3 reference-dumps/torch/dump_candidate.py REFERENCE_DUMP --out DIR
       [--model MODEL_DIR] [--mutant NAME | --all-mutants] [--dtype float32|float64] [--lossy bf16|int8|int4]
 
 A candidate is what an engine computes: every layer run ALONE from the reference dump's own inputs
-(FORMAT.md §6), its teacher-forced logits over the reference's ids and its greedy ids. This script
+(docs/formats.md §7.6), its teacher-forced logits over the reference's ids and its greedy ids. This script
 writes the torch reference itself as such an engine: in float32 (a correct port, judged by the
 rounding budget) or running one of its named mutants (ops.MUTANTS: a plausible wrong port).
 
@@ -48,7 +48,7 @@ from k3ref import ops  # noqa: E402
 from k3ref.model import Model, greedy  # noqa: E402
 
 FORMAT_VERSION = 1
-# the per-layer arrays a candidate holds, in the order the comparison reads them (FORMAT.md §9)
+# the per-layer arrays a candidate holds, in the order the comparison reads them (docs/formats.md §9)
 STAGES = ["attn_in", "attn_norm", "attn_out", "partial_attn", "mlp_in", "mlp_norm", "mlp_out", "partial_out"]
 MOE = ["moe_idx", "moe_weight"]
 DTYPES = {"float32": torch.float32, "float64": torch.float64}

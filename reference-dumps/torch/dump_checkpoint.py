@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference dump of a Kimi K3 checkpoint in the released layout (format: reference-dumps/FORMAT.md).
+"""Reference dump of a Kimi K3 checkpoint in the released layout (format: docs/formats.md §7).
 
   /usr/bin/python3 reference-dumps/torch/dump_checkpoint.py MODEL_DIR --ids 250,17,... --gen 20 --out DUMP
       [--no-mutants] [--no-drift] [--no-data-hash] [--safety 10] [--experts]
@@ -11,7 +11,7 @@ Runs the float64 reference: greedy decode (incremental), teacher forcing over pr
 with every stage recorded, the float32 drift (end to end and per layer from the reference's own
 inputs) from which the tolerances are derived, the mutant table, and the self checks
 (causality, incremental = full recompute). --experts adds the expert sweep (every routed expert on seeded
-probes, stored as sketches: k3ref/experts.py, FORMAT.md §10); --experts-only adds or resumes it on an existing dump.
+probes, stored as sketches: k3ref/experts.py, docs/formats.md §7.10); --experts-only adds or resumes it on an existing dump.
 """
 from __future__ import annotations
 
@@ -532,13 +532,13 @@ def main():
                     help="skip the prompt-alone causality cross-check (one extra full forward)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
     ap.add_argument("--safety", type=float, default=10.0)
-    ap.add_argument("--experts", action="store_true", help="then sweep every routed expert (FORMAT.md §10)")
+    ap.add_argument("--experts", action="store_true", help="then sweep every routed expert (docs/formats.md §7.10)")
     ap.add_argument("--experts-only", action="store_true",
                     help="add (or resume) the expert sweep on the existing dump in --out; nothing else is rewritten")
     ap.add_argument("--expert-layers", help="with --experts-only: sweep only these MoE layers (e.g. 1,5-9)")
     ap.add_argument("--layers", metavar="A-B",
                     help="dump only layers A..B (inclusive); A > 0 continues the carry an earlier range left in "
-                         "OUT/resume; the run that reaches the last layer writes the manifest (FORMAT.md §11). "
+                         "OUT/resume; the run that reaches the last layer writes the manifest (docs/formats.md §7.11). "
                          "With --experts-only: the same as --expert-layers")
     ap.add_argument("--resume", action="store_true",
                     help="continue an unfinished dump in --out from its last completed layer (to the last layer, "

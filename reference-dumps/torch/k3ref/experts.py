@@ -1,7 +1,7 @@
 """Expert sweep: every routed expert of every MoE layer on seeded probe inputs, stored as sketches.
 
 A prompt routes K of N experts per token, so a dump's per-layer stages exercise a handful of experts
-per layer; the sweep covers all of them (format: reference-dumps/FORMAT.md §10).
+per layer; the sweep covers all of them (format: docs/formats.md §7.10).
 
 Per MoE layer, P probes in the latent space and P in the expert's intermediate space (shared by the
 layer's experts), and per expert and probe four outputs ("parts"):
@@ -88,7 +88,7 @@ def expert_parts(w1, w3, w2, z, v, b1, b2):
 
 
 def budgets(latent, inter):
-    """The budget rule of FORMAT.md §4.1, eps32 · sqrt(width) · factor, per part; width = the fan-in that produced it."""
+    """The budget rule of docs/formats.md §7.4.1, eps32 · sqrt(width) · factor, per part; width = the fan-in that produced it."""
     widths = {"w1": latent, "w3": latent, "w2": inter, "out": inter}
     return {p: {"width": w, "budget": BUDGET_EPS32 * math.sqrt(w) * BUDGET_FACTOR} for p, w in widths.items()}
 

@@ -3,7 +3,7 @@
 Shared by oracle-fixtures/tiny-k3/make_tiny.py and oracle-fixtures/mini-k3-93/make_mini.py. The draw
 order of ``build`` is part of every fixture's bytes: changing it changes every checked-in checkpoint.
 
-Adversarial choices (each keeps one plausible wrong implementation visible, see FORMAT.md):
+Adversarial choices (each keeps one plausible wrong implementation visible, see docs/formats.md §7.5):
   A_log differs per head and the padding is zero (per-channel reading changes the decay);
   MLA LoRA activations have mean square ~1e-5 (LoRA-norm eps 1e-6 vs 1e-5 matters) while the
   rope slot of kv_a is O(1) (dropping it matters); the router bias is comparable to the sigmoid

@@ -262,7 +262,7 @@ class Model:
     def forward(self, ids, state=None, record=None, progress=None):
         """Logits [T, V] for ids (positions state['pos'] ... when a state is given; the state is updated).
 
-        record: a dict that receives every stage (see reference-dumps/FORMAT.md for the keys).
+        record: a dict that receives every stage (see docs/formats.md §7.2 for the keys).
         progress: called with (layer index, layer count) after each decoder layer.
         """
         lane = self.begin(ids)

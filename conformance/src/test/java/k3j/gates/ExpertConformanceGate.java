@@ -28,7 +28,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * Claim: EVERY routed expert of every selected MoE layer — not only the ones the dump's prompt routes —
  * reproduces the torch reference on the dump's seeded probes, judged by the expert sweep's sketches
- * (reference-dumps/FORMAT.md §10) through the engine's own expert path (the expert source of the checkpoint
+ * (docs/formats.md §7.10) through the engine's own expert path (the expert source of the checkpoint
  * under test: resident, or the expert cache under a memory plan). One case per MoE layer lists its worst
  * experts and "experts checked: N of M"; a failing expert is named with the projection (w1 / w2 / w3) whose own
  * probe fails, and {@code k3 bisect}'s diagnosis of it.

@@ -58,7 +58,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * probability ≤ 4.4e-6), and the misses below stay within the chi-square bound.
  *
  * <p>Data: copies of mini-k3-93 written by {@link Corruptions} (headers unchanged; the reference dump is passed
- * explicitly, as in the mutation gate) and the dump's expert sweep (reference-dumps/FORMAT.md §10).
+ * explicitly, as in the mutation gate) and the dump's expert sweep (docs/formats.md §7.10).
  */
 @Tag("experts")
 @Epic("experts")

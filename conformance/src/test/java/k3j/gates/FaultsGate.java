@@ -39,6 +39,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -53,6 +55,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 @Tag("faults")
 @Epic("faults")
+@Execution(ExecutionMode.CONCURRENT)   // each case has its own copy and child processes: one per core
 class FaultsGate {
     @TempDir
     Path tmp;
@@ -840,12 +843,15 @@ class FaultsGate {
         return Arguments.of(name, file, fifo);
     }
 
-    /** Links to /dev/zero made by the cases; removed after each, so the temp folder's cleanup never meets one (JUnit warns on each). */
+    /**
+     * Links to /dev/zero made by the cases; removed after each (its own only: the cases run side by side), so the temp
+     * folder's cleanup never meets one (JUnit warns on each).
+     */
     private static final java.util.Queue<Path> DEVICE_LINKS = new java.util.concurrent.ConcurrentLinkedQueue<>();
 
     @org.junit.jupiter.api.AfterEach
     void removeDeviceLinks() throws IOException {
-        for (Path l; (l = DEVICE_LINKS.poll()) != null; ) Files.deleteIfExists(l);
+        for (Path l : DEVICE_LINKS) if (l.startsWith(tmp) && DEVICE_LINKS.remove(l)) Files.deleteIfExists(l);
     }
 
     private static void replaceWithSpecial(Path p, boolean fifo) throws IOException {

@@ -6,6 +6,8 @@ import io.qameta.allure.Feature;
 import java.util.concurrent.TimeUnit;
 import k3j.fuzz.FuzzTargets;
 import k3j.fuzz.Limits;
+import k3j.harness.JazzerLog;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
@@ -22,6 +24,11 @@ import org.junit.jupiter.api.Timeout;
 @Epic("fuzz")
 @Timeout(value = Limits.SECONDS_PER_INPUT, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)   // per input, every target
 class FuzzGate {
+
+    @BeforeAll
+    static void quietJazzer() {
+        JazzerLog.withoutInfo();   // its per-hook and per-class info lines, before its agent loads (JazzerLog says why)
+    }
 
     @FuzzTest
     @Feature("safetensors header")

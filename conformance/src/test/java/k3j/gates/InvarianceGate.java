@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 import k3j.api.Engine;
 import k3j.api.Plan;
 import k3j.api.State;
+import k3j.cli.ApiInternals;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.kernels.Argmax;
@@ -60,7 +61,7 @@ class InvarianceGate {
 
     /** A deterministic id sequence over the model's vocabulary, different per {@code seed}. */
     static int[] ids(int n, int seed) {
-        int v = engine.config().vocabSize();
+        int v = engine.shape().vocabSize();
         int[] out = new int[n];
         long x = 0x9E3779B97F4A7C15L * (seed + 1);
         for (int i = 0; i < n; i++) {
@@ -75,7 +76,7 @@ class InvarianceGate {
     @DisplayName("prefill in chunks gives the one-shot prefill's logits at every position")
     void chunkedPrefillGivesOneShotBits(int chunk) {
         Allure.feature("chunked prefill");
-        Forward f = engine.forward();
+        Forward f = ApiInternals.get().forward(engine);
         int[] ids = ids(LONG, 0);
         float[] oneShot = f.step(ids, f.newState(LONG), true, null).logits();
         float[] full = f.full(ids, true, null).logits();
@@ -96,7 +97,7 @@ class InvarianceGate {
     @DisplayName("a state saved at every position and restored continues with the uninterrupted run's bits")
     void aRestoredStateGivesRecomputeBits(@TempDir Path tmp) {
         Allure.feature("saved and restored state");
-        Forward f = engine.forward();
+        Forward f = ApiInternals.get().forward(engine);
         int n = 40, v = vocab();
         int[] ids = ids(n, 1);
         float[] whole = f.step(ids, f.newState(n), true, null).logits();
@@ -104,10 +105,10 @@ class InvarianceGate {
             DecodeState st = f.newState(n);
             f.step(Arrays.copyOf(ids, p), st, true, null);
             Path file = tmp.resolve("at-" + p + ".k3state");
-            engine.saveState(file, new State(Arrays.copyOf(ids, p), st));
+            engine.saveState(file, ApiInternals.get().state(Arrays.copyOf(ids, p), st));
             State back = engine.loadState(file, n - p);
             assertEquals(p, back.positions(), "positions restored");
-            float[] rest = f.step(Arrays.copyOfRange(ids, p, n), back.decode(), true, null).logits();
+            float[] rest = f.step(Arrays.copyOfRange(ids, p, n), ApiInternals.get().decode(back), true, null).logits();
             same("restored after position " + (p - 1) + ", continued", Arrays.copyOfRange(whole, p * v, n * v), rest, p);
         }
         Evidence.parameter("restores", (n - 1) + " (after every position of " + n + " ids), each continued to the end");
@@ -139,7 +140,7 @@ class InvarianceGate {
     /** Prefill {@code prompt} in a state of its own, then decode greedily: every logit row, in order. */
     private static float[] session(int[] prompt, CyclicBarrier start) throws Exception {
         if (start != null) start.await(60, TimeUnit.SECONDS);
-        Forward f = engine.forward();
+        Forward f = ApiInternals.get().forward(engine);
         int v = vocab();
         DecodeState st = f.newState(prompt.length + DECODE);
         float[] out = new float[(prompt.length + DECODE) * v];
@@ -155,7 +156,7 @@ class InvarianceGate {
     }
 
     private static int vocab() {
-        return engine.forward().weights().lmHead().rows();
+        return ApiInternals.get().forward(engine).weights().lmHead().rows();
     }
 
     /** Bit-for-bit equality; the first differing position (offset by {@code first}) and id are named. */

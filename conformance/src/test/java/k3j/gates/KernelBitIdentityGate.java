@@ -38,7 +38,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * for ragged shapes (widths not a multiple of 16, odd, 1), scale byte 255, exact zeros in k and q, and
  * 1, 2 and 3 threads; a batch of T tokens equals T single calls. Metric: the number of elements whose
  * raw float bits differ (NaNs compared as NaN). Each case also runs a plausible wrong fast path (the
- * "mutant": reduceLanes, FMA, the C peer's one-chain MXFP4 order) and demands it DIFFERS, so the inputs
+ * "mutant": reduceLanes, mul+add for FMA, another tree, v1's double accumulation, an MXFP4 table without the scale,
+ * a byte-255 group multiplied as zeros, FMA in KDA, the C peer's one-chain MXFP4 order) and demands it DIFFERS, so the inputs
  * are proven able to catch an order change. Every non-mutant case runs again on the scalar path
  * ({@code scalar_path_*}), which {@code k3 run} takes for small calls.
  */
@@ -82,6 +83,9 @@ class KernelBitIdentityGate {
             c.add(new Case("matvec_bf16_equals_f32_over_widened_" + s[0] + "x" + s[1], () -> bf16EqualsF32(s[0], s[1]), false));
         }
         c.add(new Case("mutant_matvec_reduceLanes_differs", KernelBitIdentityGate::matvecReduceLanesMutant, true));
+        c.add(new Case("mutant_matvec_mul_then_add_instead_of_fma_differs", () -> matvecMutant(KernelBitIdentityGate::mulThenAdd, MatVec::tree), true));
+        c.add(new Case("mutant_matvec_tree_in_another_order_differs", () -> matvecMutant(Math::fma, KernelBitIdentityGate::sequentialTree), true));
+        c.add(new Case("mutant_matvec_v1_double_accumulation_differs", KernelBitIdentityGate::matvecDoubleMutant, true));
         int[][] mx = {{1, 2}, {3, 34}, {5, 64}, {9, 100}, {13, 96}, {64, 512}, {7, 30}};
         for (int[] s : mx) {
             for (int th = 0; th < 3; th++) {
@@ -95,6 +99,8 @@ class KernelBitIdentityGate {
             }
         }
         c.add(new Case("mutant_mxfp4_one_chain_per_group_differs", KernelBitIdentityGate::mxfp4OneChainMutant, true));
+        c.add(new Case("mutant_mxfp4_table_without_the_scale_differs", KernelBitIdentityGate::mxfp4UnscaledTableMutant, true));
+        c.add(new Case("mutant_mxfp4_byte255_group_multiplied_as_zero_differs", KernelBitIdentityGate::mxfp4ZeroGroupMutant, true));
         for (int n : new int[] {1, 7, 8, 257, 7168}) {
             c.add(new Case("rmsnorm_" + n, () -> rmsnorm(n), false));
             c.add(new Case("l2norm_" + n, () -> l2norm(n), false));
@@ -278,6 +284,71 @@ class KernelBitIdentityGate {
         return new float[][] {ref, mutant};
     }
 
+    interface Fma {
+        float apply(float w, float x, float acc);
+    }
+
+    interface Tree {
+        float apply(float[] a);
+    }
+
+    static float mulThenAdd(float w, float x, float acc) {
+        return acc + w * x;
+    }
+
+    /** The sixteen accumulators added in one chain, a0 first: a plausible other tree. */
+    static float sequentialTree(float[] a) {
+        float s = 0.0f;
+        for (float v : a) s += v;
+        return s;
+    }
+
+    /** Mutant: the v2 map with one rule changed (the multiply-add, or the tree), on the adversarial bf16 inputs. */
+    static float[][] matvecMutant(Fma fma, Tree tree) {
+        int in = 1000, out = 257;
+        SplittableRandom r = rng("mutant-mv2");
+        short[] w = bf16Weights(r, in * out);
+        float[] x = activations(r, in);
+        cancelling(r, w, x, in, out);
+        Matrix m = Matrix.bf16(w, out, in);
+        float[] wf = widen(w), ref = new float[out], mutant = new float[out], a = new float[16];
+        MatVec.reference(ref, x, 1, m);
+        for (int o = 0; o < out; o++) {
+            java.util.Arrays.fill(a, 0.0f);
+            int i = 0;
+            for (; i + 16 <= in; i += 16) {
+                for (int l = 0; l < 16; l++) a[l] = fma.apply(wf[o * in + i + l], x[i + l], a[l]);
+            }
+            float acc = tree.apply(a);
+            for (; i < in; i++) acc = fma.apply(wf[o * in + i], x[i], acc);
+            mutant[o] = acc;
+        }
+        return new float[][] {ref, mutant};
+    }
+
+    /** Mutant: the v1 contract (sixteen double accumulators, the same tree shape, one rounding at the end). */
+    static float[][] matvecDoubleMutant() {
+        int in = 1000, out = 257;
+        SplittableRandom r = rng("mutant-mv1");
+        short[] w = bf16Weights(r, in * out);
+        float[] x = activations(r, in);
+        cancelling(r, w, x, in, out);
+        float[] wf = widen(w), ref = new float[out], mutant = new float[out];
+        MatVec.reference(ref, x, 1, Matrix.bf16(w, out, in));
+        double[] a = new double[16];
+        for (int o = 0; o < out; o++) {
+            java.util.Arrays.fill(a, 0.0);
+            int i = 0;
+            for (; i + 16 <= in; i += 16) {
+                for (int l = 0; l < 16; l++) a[l] += (double) wf[o * in + i + l] * x[i + l];
+            }
+            double acc = ((a[0] + a[8]) + (a[4] + a[12]) + ((a[2] + a[10]) + (a[6] + a[14]))) + ((a[1] + a[9]) + (a[5] + a[13]) + ((a[3] + a[11]) + (a[7] + a[15])));
+            for (; i < in; i++) acc += (double) wf[o * in + i] * x[i];
+            mutant[o] = (float) acc;
+        }
+        return new float[][] {ref, mutant};
+    }
+
     record Mx(MemorySegment packed, MemorySegment scales) {}
 
     /**
@@ -328,6 +399,58 @@ class KernelBitIdentityGate {
                 acc = acc + part * s;
             }
             mutant[o] = (float) acc;
+        }
+        return new float[][] {ref, mutant};
+    }
+
+    /** Mutant: the table built without the scale (E2M1 values summed per group, the group's sum then scaled by FMA into the row). */
+    static float[][] mxfp4UnscaledTableMutant() {
+        int rows = 64, in = 512;
+        SplittableRandom r = rng("mutant-mx2");
+        float[] x = activations(r, in);
+        Mx m = mxfp4Bytes(r, rows, in, x);
+        float[] ref = new float[rows], mutant = new float[rows], a = new float[16];
+        Mxfp4.reference(ref, x, 1, m.packed(), m.scales(), rows, in);
+        float[] w = Mxfp4.dequant(m.packed(), m.scales(), rows, in);
+        for (int o = 0; o < rows; o++) {
+            float acc = 0.0f;
+            for (int g = 0; g < in / 32; g++) {
+                float s = Mxfp4.scale(m.scales().getAtIndex(java.lang.foreign.ValueLayout.JAVA_BYTE, (long) o * (in / 32) + g));
+                if (s == 0.0f) continue;
+                java.util.Arrays.fill(a, 0.0f);
+                for (int k = 0; k < 32; k++) a[k % 16] = Math.fma(w[o * in + g * 32 + k] / s, x[g * 32 + k], a[k % 16]);
+                acc = Math.fma(MatVec.tree(a), s, acc);
+            }
+            mutant[o] = acc;
+        }
+        return new float[][] {ref, mutant};
+    }
+
+    /**
+     * Mutant: a byte-255 group's weights taken as zeros and multiplied (0 · x) instead of skipped. An infinite
+     * activation in such a group of row 0 makes the difference: 0 · Inf is NaN.
+     */
+    static float[][] mxfp4ZeroGroupMutant() {
+        int rows = 13, in = 96;
+        SplittableRandom r = rng("mutant-mx3");
+        float[] x = activations(r, in);
+        Mx m = mxfp4Bytes(r, rows, in, x);
+        int ng = in / 32, g255 = -1;
+        for (int g = 0; g < ng && g255 < 0; g++) {
+            if ((m.scales().getAtIndex(java.lang.foreign.ValueLayout.JAVA_BYTE, g) & 0xFF) == 255) g255 = g;
+        }
+        if (g255 < 0) {
+            m.scales().setAtIndex(java.lang.foreign.ValueLayout.JAVA_BYTE, 1, (byte) 255);
+            g255 = 1;
+        }
+        x[g255 * 32 + 5] = Float.POSITIVE_INFINITY;
+        float[] ref = new float[rows], mutant = new float[rows], a = new float[16];
+        Mxfp4.reference(ref, x, 1, m.packed(), m.scales(), rows, in);
+        float[] w = Mxfp4.dequant(m.packed(), m.scales(), rows, in); // a byte-255 group dequantises to zeros
+        for (int o = 0; o < rows; o++) {
+            java.util.Arrays.fill(a, 0.0f);
+            for (int i = 0; i < in; i++) a[i % 16] = Math.fma(w[o * in + i], x[i], a[i % 16]);
+            mutant[o] = MatVec.tree(a);
         }
         return new float[][] {ref, mutant};
     }

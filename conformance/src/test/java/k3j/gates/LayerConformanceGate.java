@@ -46,7 +46,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <p>Run: {@code mvn verify -Pcheckpoint -Dk3.model=DIR [-Dk3.reference=DUMP] [-Dk3.layers=40,41,50-60]}; the
  * same from {@code k3 conform}. No model, an unreadable one, or no matching dump FAILS. With
  * {@code -Pcandidate -Dk3.candidate=DUMP} the activations under test are another engine's candidate dump
- * (reference-dumps/FORMAT.md §9) instead of k3j's forward: same cases, budgets and categories.
+ * (docs/formats.md §9) instead of k3j's forward: same cases, budgets and categories.
  */
 @Tag("checkpoint")
 @Epic("checkpoint conformance")
@@ -270,7 +270,7 @@ class LayerConformanceGate {
             e.put("max_abs_diff", s.maxAbsDiff());
             e.put("max_abs_ref", s.maxAbsRef());
             e.put("mean_abs_diff", s.meanAbsDiff());
-            // evidence only (the verdict is the budget): the dump's drift-derived atol for a layer run alone (FORMAT.md §4)
+            // evidence only (the verdict is the budget): the dump's drift-derived atol for a layer run alone (docs/formats.md §7.4)
             double atol = tol.path(s.stage()).path("atol_layer").asDouble(Double.NaN);
             if (Double.isFinite(atol) && atol > 0) e.put("max_abs_diff_over_atol_layer", s.maxAbsDiff() / atol);
             stages.add(e);

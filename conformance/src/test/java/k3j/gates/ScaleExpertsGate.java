@@ -51,7 +51,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  *
  * <p>Every expert comes through an expert cache of {@value #CACHE_BYTES} bytes (the memory plan's path: 896
  * experts of 17.6 MB do not stay resident). Data: the scale fixture ({@code -Dk3.scale}, generated from its seed
- * when absent), its float64 dump with the expert sweep ({@code reference-dumps/scale-k3}, FORMAT.md §10), and
+ * when absent), its float64 dump with the expert sweep ({@code reference-dumps/scale-k3}, docs/formats.md §7.10), and
  * corrupted copies written by {@link Corruptions} under {@code build/} (only the touched shard is copied,
  * sparsely; the rest hard-linked), each judged on its corrupted layer only.
  */

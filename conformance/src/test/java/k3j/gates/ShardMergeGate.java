@@ -49,15 +49,23 @@ class ShardMergeGate {
         reference = Project.dump("tiny-k3");
         broken = tmp.resolve("broken-model");
         k3ok(0, "corrupt", model.toString(), broken.toString(), "--corruption", "swap:5:self_attn.q_proj.weight,self_attn.k_proj.weight");
+        // the one-machine runs and the shards are independent single-threaded processes (as an array's tasks are): side by side
+        List<List<String>> runs = new ArrayList<>();
+        List<Integer> exits = new ArrayList<>();
         for (Path m : List.of(model, broken)) {
             String name = m == model ? "clean" : "broken";
-            k3ok(m == model ? 0 : 1, "conform", m.toString(), "--reference", reference.toString(), "--threads", "1", "--json", tmp.resolve(name + "-one.json").toString());
+            runs.add(List.of("conform", m.toString(), "--reference", reference.toString(), "--threads", "1", "--json", tmp.resolve(name + "-one.json").toString()));
+            exits.add(m == model ? 0 : 1);
             for (int i = 0; i < N; i++) {
-                k3ok(m == model ? 0 : -1, "conform", m.toString(), "--reference", reference.toString(), "--threads", "1", "--shard", i + "/" + N, "--results", tmp.resolve(name).toString());
+                runs.add(List.of("conform", m.toString(), "--reference", reference.toString(), "--threads", "1", "--shard", i + "/" + N, "--results", tmp.resolve(name).toString()));
+                exits.add(m == model ? 0 : -1);
             }
         }
         // another N: shard 0 of a 2-shard run of the same model
-        k3ok(-1, "conform", model.toString(), "--reference", reference.toString(), "--threads", "1", "--shard", "0/2", "--results", tmp.resolve("two").toString());
+        runs.add(List.of("conform", model.toString(), "--reference", reference.toString(), "--threads", "1", "--shard", "0/2", "--results", tmp.resolve("two").toString()));
+        exits.add(-1);
+        List<ChildJvm.Result> done = ChildJvm.k3All(runs);
+        for (int i = 0; i < runs.size(); i++) exitOk(exits.get(i), done.get(i), runs.get(i).toArray(String[]::new));
     }
 
     @AfterAll
@@ -183,7 +191,10 @@ class ShardMergeGate {
 
     /** {@code k3 args}, which must exit {@code exit} (-1: 0 or 1, a verdict either way). */
     static void k3ok(int exit, String... args) throws IOException, InterruptedException {
-        ChildJvm.Result r = ChildJvm.k3(args);
+        exitOk(exit, ChildJvm.k3(args), args);
+    }
+
+    static void exitOk(int exit, ChildJvm.Result r, String... args) {
         if (exit >= 0 ? r.exit() != exit : r.exit() > 1) fail("k3 " + String.join(" ", args) + " exited " + r.exit() + ":\n" + r.output());
     }
 

@@ -190,13 +190,13 @@ class VerdictInvariantsGate {
         c.arrays.remove("layers.7.attn_out");
         Path dir = write(c, "missing");
         try (Conform judge = Conform.candidate(dir, Conform.Options.DEFAULTS.withThreads(1).withReference(Path.of(dump), List.of()))) {
-            Verdict v = judge.report(judge.all(), false).decision();
+            k3j.api.Decision v = judge.report(judge.all(), false).decision();
             Evidence.text("missing layers.7.attn_out", v.text());
-            assertEquals(Verdict.Outcome.INCOMPLETE, v.outcome(), v.text());
+            assertEquals(k3j.api.Decision.Outcome.INCOMPLETE, v.outcome(), v.text());
         }
     }
 
-    /** One array fault of FORMAT.md §9's candidate keys: what it planted. */
+    /** One array fault of docs/formats.md §9's candidate keys: what it planted. */
     static String plantArrayFault(CandidateFixture c, SplittableRandom r, int kind) {
         switch (kind) {
             case 0 -> {

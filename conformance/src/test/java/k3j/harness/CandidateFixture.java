@@ -18,7 +18,7 @@ import java.util.zip.ZipOutputStream;
 import k3j.conform.ReferenceDump;
 
 /**
- * A candidate dump (reference-dumps/FORMAT.md §9) built from a reference's own arrays: as read, it is a perfect
+ * A candidate dump (docs/formats.md §9) built from a reference's own arrays: as read, it is a perfect
  * float32 port of that reference. Tests change its arrays or manifest, then write it as a folder or an .npz, the
  * forms another engine writes; nothing about it is mocked: every reader and check runs on the written files.
  */

@@ -56,4 +56,31 @@ public final class ChildJvm {
     public static Result k3(String... args) throws IOException, InterruptedException {
         return run(Map.of(), 600, "k3j.cli.K3", args);
     }
+
+    /**
+     * {@code k3 args} for each of {@code runs}, independent of one another, one child per core at a time (a set-up's
+     * single-threaded children would leave the other core idle one after another); results in the order of {@code runs}.
+     */
+    public static List<Result> k3All(List<List<String>> runs) throws IOException, InterruptedException {
+        int width = Math.max(1, Math.min(runs.size(), Runtime.getRuntime().availableProcessors()));
+        try (java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(width)) {
+            List<java.util.concurrent.Future<Result>> pending = new ArrayList<>();
+            for (List<String> args : runs) pending.add(pool.submit(() -> k3(args.toArray(String[]::new))));
+            List<Result> out = new ArrayList<>();
+            for (java.util.concurrent.Future<Result> f : pending) {
+                try {
+                    out.add(f.get());
+                } catch (java.util.concurrent.ExecutionException e) {
+                    switch (e.getCause()) {
+                        case IOException io -> throw io;
+                        case InterruptedException ie -> throw ie;
+                        case Error err -> throw err;
+                        case RuntimeException re -> throw re;
+                        default -> throw new IllegalStateException(e.getCause());
+                    }
+                }
+            }
+            return out;
+        }
+    }
 }

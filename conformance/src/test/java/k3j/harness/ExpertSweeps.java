@@ -18,7 +18,7 @@ import k3j.conform.ReferenceDump;
 import k3j.kernels.Workers;
 
 /**
- * What the expert-sweep gates share (reference-dumps/FORMAT.md §10): the mix-ups they plant in unrouted experts,
+ * What the expert-sweep gates share (docs/formats.md §7.10): the mix-ups they plant in unrouted experts,
  * the experts a dump's prompt routes, a conformance whose experts come through a bounded expert cache, and a
  * layer sweep's evidence in the report.
  */

@@ -31,8 +31,8 @@ public final class OracleLayers implements AutoCloseable {
         return workers;
     }
 
-    /** Layer {@code layer} of the oracle against {@code dump}. */
-    public LayerReport layer(Path dump, int layer) {
+    /** Layer {@code layer} of the oracle against {@code dump} (one at a time: the model and its worker are shared). */
+    public synchronized LayerReport layer(Path dump, int layer) {
         return Conformance.of(model.forward(workers), ReferenceDump.open(dump)).layer(layer);
     }
 

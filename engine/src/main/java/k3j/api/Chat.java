@@ -28,26 +28,52 @@ public final class Chat {
                 .limitPositions(engine.maxPositions(), engine.maxPositionsSource());
     }
 
-    /** The conversation so far (a copy: later turns do not change it). */
+    /** {@return the conversation so far (a copy: later turns do not change it)} */
     public History history() {
         return History.of(conversation.history());
     }
 
-    /** The chat markup over the engine's tokenizer (for showing a reply as it streams). */
-    public Xtml xtml() {
+    Xtml xtml() {
         return xtml;
     }
 
-    /** The carried state, or null before the first reply. */
-    public DecodeState state() {
-        return conversation.state();
+    /** {@return the positions the carried state holds: 0 before the first reply} */
+    public int positions() {
+        DecodeState st = conversation.state();
+        return st == null ? 0 : st.cached();
+    }
+
+    /**
+     * The text of {@code ids} as a reply shows it while it streams: the chat's markers left out, bytes that are not
+     * yet whole UTF-8 shown as U+FFFD.
+     *
+     * @param ids ids of a reply, whole or as far as it has streamed
+     * @return their text
+     */
+    public String text(int[] ids) {
+        return engine.decode(java.util.Arrays.stream(ids).filter(id -> !isMarker(id)).toArray());
+    }
+
+    private boolean isMarker(int id) {
+        Xtml.Ids m = xtml.ids();
+        return id == m.open() || id == m.close() || id == m.sep() || id == m.eom() || id == m.eos();
     }
 
     /**
      * One user turn: up to {@code maxTokens} ids, each told to {@code shown} as it is chosen; the reply ends at the
      * end of message or [EOS], at the limit, or when {@code cancelled} turns true.
+     *
+     * @param user the user message
+     * @param maxTokens the most ids the reply may have
+     * @param shown told each id of the reply as it is chosen
+     * @param cancelled asked after each id; true ends the reply there
+     * @return the reply, also appended to the history with the user message
      */
-    public Conversation.Reply reply(String user, int maxTokens, IntConsumer shown, BooleanSupplier cancelled) {
+    public Reply reply(String user, int maxTokens, IntConsumer shown, BooleanSupplier cancelled) {
+        return Reply.of(turn(user, maxTokens, shown, cancelled));
+    }
+
+    Conversation.Reply turn(String user, int maxTokens, IntConsumer shown, BooleanSupplier cancelled) {
         return conversation.turn(user, maxTokens, shown, cancelled);
     }
 
@@ -56,11 +82,20 @@ public final class Chat {
         conversation.reset();
     }
 
+    /**
+     * Writes the conversation so far to {@code file} as a JSONL history (docs/formats.md), whole or not at all.
+     *
+     * @param file the history file to write
+     */
     public void saveHistory(Path file) {
         conversation.history().save(file);
     }
 
-    /** Writes the carried state, tied to these weights and to this conversation's history. */
+    /**
+     * Writes the carried state, tied to these weights and to this conversation's history.
+     *
+     * @param file the state file to write
+     */
     public void saveState(Path file) {
         StateFile.save(file, engine.binding(), conversation.history().sha256(), conversation.ids(), conversation.state());
     }
@@ -69,6 +104,11 @@ public final class Chat {
      * Continues from the state saved in {@code file}, which must follow exactly this conversation's history
      * ({@code historyName} names it in the refusal); {@code room}: positions to hold beyond it before growing.
      * Returns the positions resumed.
+     *
+     * @param file the state file
+     * @param historyName how the refusal names this conversation's history
+     * @param room positions to hold beyond the saved ones before the state grows
+     * @return the positions resumed
      */
     public int resume(Path file, String historyName, int room) {
         DecodeState st = engine.forward().newState(StateFile.idCount(file, engine.maxPositions() - room, "a chat may still hold beside " + room

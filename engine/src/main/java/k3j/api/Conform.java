@@ -7,8 +7,6 @@ import java.util.function.Consumer;
 import java.util.function.ToLongFunction;
 import k3j.conform.ConformException;
 import k3j.conform.Conformance;
-import k3j.conform.ExpertLayerReport;
-import k3j.conform.Finding;
 import k3j.conform.LayerReport;
 import k3j.conform.ReferenceDump;
 import k3j.conform.ReferenceMatch;
@@ -31,51 +29,81 @@ import k3j.plan.MemoryPlan;
  * }</pre>
  *
  * A model is opened under a memory plan as {@link Engine} opens one (the plan's block goes to the report sink;
- * {@link k3j.plan.PlanRefused} when it does not fit). The stages are separate calls so a caller can show each
- * result as it comes; {@link #report} runs them all.
+ * refused before anything large is allocated, with a RuntimeException that says what does not fit). The stages are separate calls so a
+ * caller can show each result as it comes; {@link #report} runs them all.
  */
 public final class Conform implements AutoCloseable {
     /**
+     * How to judge.
+     *
      * @param threads   worker threads of k3j's forward
      * @param reference the reference dump, or null: the one whose manifest matches the model (or that the candidate names)
      * @param dumpDirs  the folders searched for it (besides the model's own folder and the one next to it)
      * @param logits    whether logit parity will run (its KV cache is planned)
-     * @param memory    the machine's memory the plan must fit (null: /proc/meminfo)
+     * @param memory    the machine's memory the plan must fit (null: read /proc/meminfo)
      * @param report    where the preset line, the plan block and what was opened go
-     * @param scratch   bytes the plan counts beyond the forward's, from the bound model (a bisect candidate's scratch)
      * @param notes     the trunk's and the cache's notes
      */
-    public record Options(int threads, Path reference, List<Path> dumpDirs, boolean logits, MemInfo memory, ToLongFunction<Assembly> scratch,
-                          Consumer<String> report, Consumer<String> notes) {
+    public record Options(int threads, Path reference, List<Path> dumpDirs, boolean logits, MachineMemory memory, Consumer<String> report, Consumer<String> notes) {
+        /** Every processor, the reference found in reference-dumps/, logits compared, this machine's memory, nothing reported. */
         public static final Options DEFAULTS = new Options(Runtime.getRuntime().availableProcessors(), null, List.of(Path.of("reference-dumps")), true, null,
-                a -> 0L, s -> {}, s -> {});
+                s -> {}, s -> {});
 
+        /** Keeps a copy of the folders. */
         public Options {
             dumpDirs = List.copyOf(dumpDirs);
         }
 
+        /**
+         * These options on {@code n} worker threads.
+         *
+         * @param n the worker threads
+         * @return these options with {@code n} threads
+         */
         public Options withThreads(int n) {
-            return new Options(n, reference, dumpDirs, logits, memory, scratch, report, notes);
+            return new Options(n, reference, dumpDirs, logits, memory, report, notes);
         }
 
+        /**
+         * These options against the reference dump {@code dump} (null: the matching one), searched for in {@code dirs}.
+         *
+         * @param dump the reference dump, or null: the one that matches
+         * @param dirs the folders searched for it
+         * @return these options with that reference
+         */
         public Options withReference(Path dump, List<Path> dirs) {
-            return new Options(threads, dump, dirs, logits, memory, scratch, report, notes);
+            return new Options(threads, dump, dirs, logits, memory, report, notes);
         }
 
+        /**
+         * These options with logit parity and greedy generation run ({@code on}) or left out.
+         *
+         * @param on whether logits and greedy ids are compared
+         * @return these options with logits on or off
+         */
         public Options withLogits(boolean on) {
-            return new Options(threads, reference, dumpDirs, on, memory, scratch, report, notes);
+            return new Options(threads, reference, dumpDirs, on, memory, report, notes);
         }
 
-        public Options withMemory(MemInfo m) {
-            return new Options(threads, reference, dumpDirs, logits, m, scratch, report, notes);
+        /**
+         * These options with the plan made to fit {@code m} rather than this machine's memory.
+         *
+         * @param m the memory the plan must fit, or null: this machine's
+         * @return these options with that memory
+         */
+        public Options withMemory(MachineMemory m) {
+            return new Options(threads, reference, dumpDirs, logits, m, report, notes);
         }
 
-        public Options withScratch(ToLongFunction<Assembly> bytes) {
-            return new Options(threads, reference, dumpDirs, logits, memory, bytes, report, notes);
-        }
-
+        /**
+         * These options reporting to {@code r} (the preset line, the plan block, what was opened) and noting to {@code n}.
+         *
+         * @param r the report's sink
+         * @param n the notes' sink
+         * @return these options with those sinks
+         */
         public Options withReport(Consumer<String> r, Consumer<String> n) {
-            return new Options(threads, reference, dumpDirs, logits, memory, scratch, r, n);
+            return new Options(threads, reference, dumpDirs, logits, memory, r, n);
         }
     }
 
@@ -93,7 +121,14 @@ public final class Conform implements AutoCloseable {
         this.conformance = open.apply(this);
     }
 
-    /** The model in {@code modelDir} under {@code plan}, against its matching reference dump. */
+    /**
+     * The model in {@code modelDir} under {@code plan}, against its matching reference dump.
+     *
+     * @param modelDir the model folder (config.json and the safetensors shards)
+     * @param plan how the weights are held
+     * @param o how to judge
+     * @return the opened conformance; close it
+     */
     public static Conform model(Path modelDir, Plan plan, Options o) {
         k3j.config.ConfigReader.read(modelDir.resolve("config.json"));   // a folder without one is named as such, before any dump is looked for
         ReferenceDump dump = ReferenceMatch.locate(modelDir, o.reference(), o.dumpDirs());
@@ -101,28 +136,31 @@ public final class Conform implements AutoCloseable {
     }
 
     /** The model in {@code modelDir} under {@code plan}, against {@code dump} (already located). */
-    public static Conform model(Path modelDir, ReferenceDump dump, Plan plan, Options o) {
+    static Conform model(Path modelDir, ReferenceDump dump, Plan plan, Options o) {
         Workers w = Workers.of(o.threads());
         try {
-            return model(modelDir, dump, plan, o, w, w);
+            return model(modelDir, dump, plan, o, a -> 0L, w, w);
         } catch (RuntimeException | Error e) {
             w.close();
             throw e;
         }
     }
 
-    /** As {@link #model(Path, ReferenceDump, Plan, Options)} on the caller's {@code workers} (not closed with this). */
-    public static Conform model(Path modelDir, ReferenceDump dump, Plan plan, Options o, Workers workers) {
-        return model(modelDir, dump, plan, o, workers, null);
+    /**
+     * As {@link #model(Path, ReferenceDump, Plan, Options)} on the caller's {@code workers} (not closed with this); {@code scratch}:
+     * bytes the plan counts beyond the forward's, from the bound model (a bisect candidate's scratch).
+     */
+    static Conform model(Path modelDir, ReferenceDump dump, Plan plan, Options o, ToLongFunction<Assembly> scratch, Workers workers) {
+        return model(modelDir, dump, plan, o, scratch, workers, null);
     }
 
-    private static Conform model(Path modelDir, ReferenceDump dump, Plan plan, Options o, Workers w, Workers owned) {
-        MemInfo mem = o.memory() != null ? o.memory() : MemInfo.read();
+    private static Conform model(Path modelDir, ReferenceDump dump, Plan plan, Options o, ToLongFunction<Assembly> scratch, Workers w, Workers owned) {
+        MemInfo mem = o.memory() != null ? o.memory().memInfo() : MemInfo.read();
         if (plan.preset() != null) {
             o.report().accept(String.format(java.util.Locale.ROOT, "preset    : %s (trunk %.2f GB / expert cache %.2f GB)%n", plan.preset(), plan.trunkGb(), plan.cacheGb()));
         }
         Residency r = plan.residency(true, true, o.notes());   // a verdict over a trunk is a verdict over the model's own bytes
-        return new Conform(self -> Conformance.open(modelDir, dump, w, r.planned(mem, dump.ids().length, o.logits(), o.scratch(), p -> {
+        return new Conform(self -> Conformance.open(modelDir, dump, w, r.planned(mem, dump.ids().length, o.logits(), scratch, p -> {
             if (self.plan == null) self.plan = p;
             o.report().accept(p.block(mem));
         }, a -> {
@@ -131,27 +169,40 @@ public final class Conform implements AutoCloseable {
         }, o.notes())), owned, modelDir.toString(), o.logits());
     }
 
-    /** Another engine's candidate dump (docs/formats.md), against the reference it names (or {@code o.reference()}). */
+    /**
+     * Another engine's candidate dump (docs/formats.md), against the reference it names (or {@code o.reference()}).
+     *
+     * @param candidate the candidate dump: a folder or an .npz file
+     * @param o how to judge (its reference and logits)
+     * @return the opened conformance; close it
+     */
     public static Conform candidate(Path candidate, Options o) {
         return new Conform(self -> Conformance.candidate(candidate, o.reference(), o.dumpDirs()), null, candidate.toString(), o.logits());
     }
 
-    /** The opened conformance: its dump, budget, forward, and the per-layer calls. */
-    public Conformance conformance() {
+    Conformance conformance() {
         return conformance;
     }
 
-    /** The memory plan the model was opened under (null for a candidate, or when the model did not bind). */
-    public MemoryPlan plan() {
+    MemoryPlan memoryPlan() {
         return plan;
     }
 
-    /** What was opened for the model (the cache's counters); null for a candidate. */
-    public Assembly assembly() {
+    Assembly assembly() {
         return assembly;
     }
 
-    /** Every layer of the dump. */
+    /** {@return the memory plan the model was opened under (null for a candidate, or when the model did not bind)} */
+    public PlannedMemory plan() {
+        return PlannedMemory.of(plan);
+    }
+
+    /** {@return the number of layers the reference dump holds} */
+    public int layerCount() {
+        return conformance.layerCount();
+    }
+
+    /** {@return every layer of the dump} */
     public List<Integer> all() {
         List<Integer> l = new ArrayList<>();
         for (int i = 0; i < conformance.layerCount(); i++) l.add(i);
@@ -161,69 +212,117 @@ public final class Conform implements AutoCloseable {
     /**
      * The selected layers, each report told to {@code each} as it is made (with its band); the list returned carries
      * each failing layer's cause, read from every selected layer together ({@link k3j.conform.Causes}).
+     *
+     * @param selection the layers to run, by index
+     * @param each told each layer's report as it is made
+     * @return the reports, each failing one with its cause
      */
-    public List<LayerReport> layers(List<Integer> selection, Consumer<LayerReport> each) {
+    public List<ConformReport.Layer> layers(List<Integer> selection, Consumer<ConformReport.Layer> each) {
         List<LayerReport> out = new ArrayList<>();
         for (int layer : selection) {
             LayerReport r = conformance.layer(layer);
             out.add(r);
-            each.accept(r);
+            each.accept(new ConformReport.Layer(r));
         }
-        return k3j.conform.Causes.classify(out, conformance.dump());
+        return k3j.conform.Causes.classify(out, conformance.dump()).stream().map(ConformReport.Layer::new).toList();
     }
 
-    /** The expert sweep of the selected layers that have routed experts, each told to {@code each}. */
-    public List<ExpertLayerReport> experts(List<Integer> selection, Consumer<ExpertLayerReport> each) {
-        List<ExpertLayerReport> out = new ArrayList<>();
+    /**
+     * The expert sweep of the selected layers that have routed experts, each told to {@code each}.
+     *
+     * @param selection the layers whose MoE experts are swept
+     * @param each told each layer's sweep as it is made
+     * @return the sweeps, one per MoE layer selected
+     */
+    public List<ConformReport.Experts> experts(List<Integer> selection, Consumer<ConformReport.Experts> each) {
+        List<ConformReport.Experts> out = new ArrayList<>();
         for (int layer : conformance.moeLayers(selection)) {
-            ExpertLayerReport r = conformance.experts(layer);
+            ConformReport.Experts r = new ConformReport.Experts(conformance.experts(layer));
             out.add(r);
             each.accept(r);
         }
         return out;
     }
 
-    /** Whether logits are compared: asked for, and there is something to compare (a candidate, or a model that bound). */
+    /** {@return whether logits are compared: asked for, and there is something to compare (a candidate, or a model that bound)} */
     public boolean hasLogits() {
         return logits && (conformance.candidateDump() != null || conformance.forward() != null);
     }
 
-    /** The elementwise logit comparison at every position ({@code incremental}: the KV-cache path). */
+    /**
+     * The elementwise logit comparison at every position ({@code incremental}: the KV-cache path).
+     *
+     * @param incremental the incremental (KV cache) path rather than full recompute
+     * @return the comparison, or the stage that is missing for it
+     */
     public ConformReport.Logits logits(boolean incremental) {
         try {
             return new ConformReport.Logits(conformance.teacherForcing(incremental), null);
         } catch (ConformException e) {
-            if (e.finding() != Finding.MISSING_STAGE) throw e;
+            if (e.finding() != k3j.conform.Finding.MISSING_STAGE) throw e;
             return new ConformReport.Logits(null, e.getMessage());
         }
     }
 
-    /** The graded verdict of a lossy port (--lossy): NMSE and cosine per layer and stage, KL per position of each logits array held. */
-    public k3j.conform.LossyReport lossy(List<Integer> selection) {
+    /**
+     * The graded verdict of a lossy port ({@code k3 conform --lossy}): NMSE and cosine per layer and stage, KL and top-1
+     * agreement per position of each logits array held, judged by the thresholds given (null: the shipped defaults).
+     *
+     * @param selection the layers to grade
+     * @param maxKl     the largest mean KL divergence a logits array may have, or null
+     * @param minTop1   the smallest share of positions, in percent, whose top-1 id must be the reference's, or null
+     * @return the decision and the graded table
+     */
+    public Graded lossy(List<Integer> selection, Double maxKl, Double minTop1) {
+        k3j.conform.LossyReport r = lossy(selection);
+        return new Graded(Decision.of(r.verdict(maxKl, minTop1)), r.text(maxKl, minTop1));
+    }
+
+    /**
+     * A lossy port's grade.
+     *
+     * @param decision the one decision on every graded item
+     * @param table    the graded table as {@code k3 conform --lossy} prints it, the verdict block last
+     */
+    public record Graded(Decision decision, String table) {}
+
+    k3j.conform.LossyReport lossy(List<Integer> selection) {
         return k3j.conform.LossyReport.of(conformance, selection, logits);
     }
 
-    /** Greedy generation against the reference's ids. */
+    /** {@return greedy generation against the reference's ids, or the stage missing for it} */
     public ConformReport.Greedy greedy() {
         try {
             return new ConformReport.Greedy(conformance.greedy(), null);
         } catch (ConformException e) {
-            if (e.finding() != Finding.MISSING_STAGE) throw e;
+            if (e.finding() != k3j.conform.Finding.MISSING_STAGE) throw e;
             return new ConformReport.Greedy(null, e.getMessage());
         }
     }
 
-    /** The report of the layers alone (the seconds they took), before the sweep and the logits. */
-    public ConformReport report(List<LayerReport> layers, double seconds) {
+    /**
+     * The report of the layers alone (the seconds they took), before the sweep and the logits.
+     *
+     * @param layers the layers' reports, from {@link #layers}
+     * @param seconds the seconds they took
+     * @return a report of the layers alone
+     */
+    public ConformReport report(List<ConformReport.Layer> layers, double seconds) {
         return new ConformReport(subject, conformance.dump().source().toString(), conformance.budget().rule(), layers, seconds, List.of(), List.of(), null);
     }
 
-    /** Every stage: the selected layers, the expert sweep when {@code experts}, then the logits and greedy generation when there is a forward. */
+    /**
+     * Every stage: the selected layers, the expert sweep when {@code experts}, then the logits and greedy generation when there is a forward.
+     *
+     * @param selection the layers to run
+     * @param experts whether the expert sweep runs
+     * @return the whole report
+     */
     public ConformReport report(List<Integer> selection, boolean experts) {
         long t0 = System.nanoTime();
-        List<LayerReport> layers = layers(selection, r -> {});
+        List<ConformReport.Layer> layers = layers(selection, r -> {});
         double seconds = (System.nanoTime() - t0) / 1e9;
-        List<ExpertLayerReport> sweep = experts ? experts(selection, r -> {}) : List.of();
+        List<ConformReport.Experts> sweep = experts ? experts(selection, r -> {}) : List.of();
         List<ConformReport.Logits> logits = new ArrayList<>();
         ConformReport.Greedy greedy = null;
         if (hasLogits()) {
@@ -234,6 +333,7 @@ public final class Conform implements AutoCloseable {
         return new ConformReport(subject, conformance.dump().source().toString(), conformance.budget().rule(), layers, seconds, sweep, logits, greedy);
     }
 
+    /** Closes the dump and the model, and the worker threads this conformance started. */
     @Override
     public void close() {
         try (conformance) {

@@ -1,5 +1,6 @@
 package k3j.api;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -39,7 +40,7 @@ import k3j.trunk.TrunkStream;
 
 /**
  * A model opened under a memory plan, ready to generate: checkpoint index → binding → memory plan (refused with
- * {@link PlanRefused} before anything large is allocated when it does not fit) → the model, the streamed trunk,
+ * a RuntimeException that says what does not fit, before anything large is allocated) → the model, the streamed trunk,
  * the streamed tables and the expert cache the plan asks for → a forward on {@code threads} workers.
  *
  * <pre>{@code
@@ -57,66 +58,130 @@ public final class Engine implements AutoCloseable {
     public static final String EOS = "[EOS]";
 
     /**
-     * How to open: worker threads, the layers to bind (-1: all), the experts' kernel form, the kernel path, the
-     * trunk's CRC check, an expert-trace recorder, the tokenizer (null: none),
-     * the positions the plan is made for, the machine's memory, I/O intercepts (tests), the report and note sinks.
+     * How to open.
+     *
+     * @param threads            worker threads of the forward
+     * @param layers             the decoder layers to bind, counted from the first (-1: all)
+     * @param codes              how the routed experts' codes are held for the kernels
+     * @param kernels            the kernel path
+     * @param trunkCrc           whether a streamed trunk's reads are checked against their CRC32
+     * @param cacheTrace         whether the expert cache records which experts each token routed to ({@link Engine#saveCacheTrace})
+     * @param tokenizer          the folder of the tokenizer (tiktoken.model and tokenizer_config.json), or null: none
+     * @param plannedPrompt      the prompt positions the memory plan is made for
+     * @param plannedTokens      the generated positions the memory plan is made for
+     * @param plannedIncremental whether the plan holds a KV cache (incremental decoding)
+     * @param memory             the machine's memory the plan must fit (null: read /proc/meminfo)
+     * @param report             where the open's report goes (the index, the plan block, what was opened), a piece of text at a time
+     * @param notes              where the trunk's and the cache's notes go
      */
-    public record Options(int threads, int layers, Mxfp4.Codes codes, KernelPath.Mode kernels, boolean trunkCrc, boolean cacheTrace, Tokenizer tokenizer,
-                          int plannedPrompt, int plannedTokens, boolean plannedIncremental, MemInfo memory, Assembly.Intercepts intercepts,
+    public record Options(int threads, int layers, ExpertCodes codes, Kernels kernels, boolean trunkCrc, boolean cacheTrace, Path tokenizer,
+                          int plannedPrompt, int plannedTokens, boolean plannedIncremental, MachineMemory memory,
                           Consumer<String> report, Consumer<String> notes) {
-        public static final Options DEFAULTS = new Options(Runtime.getRuntime().availableProcessors(), -1, Mxfp4.Codes.NIBBLES, KernelPath.Mode.ADAPTIVE,
-                true, false, null, 512, 512, true, null, Assembly.Intercepts.NONE, s -> {}, s -> {});
+        /** Every processor, every layer, nibble codes, the adaptive kernel path, CRCs checked, no tokenizer, a plan for 512 + 512 positions, nothing reported. */
+        public static final Options DEFAULTS = new Options(Runtime.getRuntime().availableProcessors(), -1, ExpertCodes.NIBBLES, Kernels.ADAPTIVE,
+                true, false, null, 512, 512, true, null, s -> {}, s -> {});
 
+        /**
+         * These options on {@code n} worker threads.
+         *
+         * @param n the worker threads
+         * @return a copy of these options with that change
+         */
         public Options withThreads(int n) {
-            return new Options(n, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, report, notes);
+            return new Options(n, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
         }
 
+        /**
+         * These options binding the first {@code n} decoder layers only (-1: all).
+         *
+         * @param n the layers to bind, or -1 for all
+         * @return a copy of these options with that change
+         */
         public Options withLayers(int n) {
-            return new Options(threads, n, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, report, notes);
+            return new Options(threads, n, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
         }
 
-        public Options withCodes(Mxfp4.Codes c) {
-            return new Options(threads, layers, c, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, report, notes);
+        /**
+         * These options holding the experts' codes as {@code c}.
+         *
+         * @param c the codes' form
+         * @return a copy of these options with that change
+         */
+        public Options withCodes(ExpertCodes c) {
+            return new Options(threads, layers, c, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
         }
 
-        public Options withKernels(KernelPath.Mode k) {
-            return new Options(threads, layers, codes, k, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, report, notes);
+        /**
+         * These options on the kernel path {@code k}.
+         *
+         * @param k the kernel path
+         * @return a copy of these options with that change
+         */
+        public Options withKernels(Kernels k) {
+            return new Options(threads, layers, codes, k, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
         }
 
+        /**
+         * These options with a streamed trunk's CRC32 checks on or off.
+         *
+         * @param on whether the CRC32s are checked
+         * @return a copy of these options with that change
+         */
         public Options withTrunkCrc(boolean on) {
-            return new Options(threads, layers, codes, kernels, on, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, report, notes);
+            return new Options(threads, layers, codes, kernels, on, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
         }
 
+        /**
+         * These options recording the experts each token routed to, or not.
+         *
+         * @param on whether the expert trace is recorded
+         * @return a copy of these options with that change
+         */
         public Options withCacheTrace(boolean on) {
-            return new Options(threads, layers, codes, kernels, trunkCrc, on, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, report, notes);
+            return new Options(threads, layers, codes, kernels, trunkCrc, on, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
         }
 
-        /** The tokenizer in {@code dir} (tiktoken.model + tokenizer_config.json). */
+        /**
+         * These options with the tokenizer in {@code dir} (tiktoken.model and tokenizer_config.json).
+         *
+         * @param dir the tokenizer's folder
+         * @return a copy of these options with that change
+         */
         public Options withTokenizer(Path dir) {
-            return withTokenizer(Tokenizer.load(dir));
+            return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, dir, plannedPrompt, plannedTokens, plannedIncremental, memory, report, notes);
         }
 
-        public Options withTokenizer(Tokenizer t) {
-            return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, t, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, report, notes);
-        }
-
-        /** The plan is made for {@code prompt} + {@code tokens} positions, with a KV cache when {@code incremental}. */
+        /**
+         * The plan is made for {@code prompt} + {@code tokens} positions, with a KV cache when {@code incremental}.
+         *
+         * @param prompt the prompt's positions
+         * @param tokens the positions generated
+         * @param incremental whether a KV cache is planned
+         * @return a copy of these options with that change
+         */
         public Options plannedFor(int prompt, int tokens, boolean incremental) {
-            return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, prompt, tokens, incremental, memory, intercepts, report, notes);
+            return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, prompt, tokens, incremental, memory, report, notes);
         }
 
-        /** The machine's memory the plan must fit (null: read /proc/meminfo). */
-        public Options withMemory(MemInfo m) {
-            return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, m, intercepts, report, notes);
+        /**
+         * The machine's memory the plan must fit (null: read /proc/meminfo).
+         *
+         * @param m the memory, or null: this machine's
+         * @return a copy of these options with that change
+         */
+        public Options withMemory(MachineMemory m) {
+            return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, m, report, notes);
         }
 
-        public Options withIntercepts(Assembly.Intercepts i) {
-            return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, i, report, notes);
-        }
-
-        /** Where the open's report goes (the index, the plan block, what was opened), and the notes of the trunk and the cache. */
+        /**
+         * Where the open's report goes (the index, the plan block, what was opened), and the notes of the trunk and the cache.
+         *
+         * @param r the report's sink
+         * @param n the notes' sink
+         * @return a copy of these options with that change
+         */
         public Options withReport(Consumer<String> r, Consumer<String> n) {
-            return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, intercepts, r, n);
+            return new Options(threads, layers, codes, kernels, trunkCrc, cacheTrace, tokenizer, plannedPrompt, plannedTokens, plannedIncremental, memory, r, n);
         }
     }
 
@@ -127,8 +192,16 @@ public final class Engine implements AutoCloseable {
         }
     }
 
-    /** Teacher forcing: at how many of the positions the argmax is the next id. */
+    /**
+     * Teacher forcing: at how many of the positions the argmax is the next id.
+     *
+     * @param positions the positions compared (one fewer than the ids)
+     * @param matches the positions whose argmax is the next id
+     */
     public record Agreement(int positions, int matches) {
+        /**
+         * {@return the share of positions whose argmax is the next id}
+         */
         public double fraction() {
             return (double) matches / positions;
         }
@@ -150,33 +223,48 @@ public final class Engine implements AutoCloseable {
         forward.expertCodes(codes);
     }
 
-    /** The model in {@code modelDir} (its config.json, and its tokenizer when it has one) under {@code plan}, with the default options. */
+    /**
+     * The model in {@code modelDir} (its config.json, and its tokenizer when it has one) under {@code plan}, with the default options.
+     *
+     * @param modelDir the model folder
+     * @param plan how the weights are held
+     * @return the engine; close it
+     */
     public static Engine open(Path modelDir, Plan plan) {
         boolean tok = java.nio.file.Files.isRegularFile(modelDir.resolve(Tokenizer.RANKS_FILE));
         return open(modelDir, plan, tok ? Options.DEFAULTS.withTokenizer(modelDir) : Options.DEFAULTS);
     }
 
+    /**
+     * The model in {@code modelDir} (its config.json) under {@code plan}, with the options {@code options}.
+     *
+     * @param modelDir the model folder
+     * @param plan how the weights are held
+     * @param options how to open
+     * @return the engine; close it
+     */
     public static Engine open(Path modelDir, Plan plan, Options options) {
-        return open(modelDir, ConfigReader.read(modelDir.resolve("config.json")), plan, options);
+        Tokenizer t = options.tokenizer() == null ? null : Tokenizer.load(options.tokenizer());
+        return open(modelDir, ConfigReader.read(modelDir.resolve("config.json")), plan, options, t, Assembly.Intercepts.NONE);
     }
 
-    /** The model in {@code modelDir} described by {@code config} under {@code plan}. */
-    public static Engine open(Path modelDir, ModelConfig config, Plan plan, Options o) {
-        MemInfo mem = o.memory() != null ? o.memory() : MemInfo.read();
+    /** The model in {@code modelDir} described by {@code config} under {@code plan}, with {@code tokenizer} (already loaded, or null) and I/O {@code intercepts}. */
+    static Engine open(Path modelDir, ModelConfig config, Plan plan, Options o, Tokenizer tokenizer, Assembly.Intercepts intercepts) {
+        MemInfo mem = o.memory() != null ? o.memory().memInfo() : MemInfo.read();
         long t0 = System.nanoTime();
         Assembly rt;
         try {
             CheckpointIndex idx = CheckpointIndex.open(modelDir);
             o.report().accept(String.format(Locale.ROOT, "indexed %d tensors from %d shards in %.2f s%n", idx.size(), idx.shards().size(), (System.nanoTime() - t0) / 1e9));
-            rt = Assembly.bind(idx, config, o.layers(), o.intercepts());
+            rt = Assembly.bind(idx, config, o.layers(), intercepts);
         } catch (CheckpointException | BindException e) {
             throw new OpenException("", e);
         }
         try {
             MemoryPlan p = plan(rt, plan, o, mem);
-            KernelPath.set(o.kernels());
+            KernelPath.set(o.kernels().mode());
             CacheTrace trace = load(rt, plan, o);
-            return new Engine(rt, p, o.tokenizer(), trace, Workers.of(o.threads()), o.codes());
+            return new Engine(rt, p, tokenizer, trace, Workers.of(o.threads()), o.codes().codes());
         } catch (RuntimeException | Error e) {
             rt.close();
             throw e;
@@ -190,7 +278,7 @@ public final class Engine implements AutoCloseable {
 
     private static TrunkStream.Options trunkOptions(Assembly rt, Plan plan, Options o) {
         return TrunkStream.Options.budget(plan.trunkBytes()).withRing(plan.ring()).withLayers(rt.layers())
-                .withNotes(s -> o.notes().accept("k3: note: " + s)).withVerifyCrc(o.trunkCrc()).withCheck(plan.verifyTrunk());
+                .withNotes(s -> o.notes().accept("k3: note: " + s)).withVerifyCrc(o.trunkCrc()).withCheck(plan.verifyTrunk().check());
     }
 
     /** The memory plan from the model's own sizes (what the trunk plan and the cache will hold, not the budgets), refused when it does not fit. */
@@ -205,7 +293,7 @@ public final class Engine implements AutoCloseable {
             throw new OpenException("trunk", e);
         }
         MemoryPlan p = MemoryPlan.of(rt.config(), plan.streamed(), trunkPlanned,
-                cached(rt, plan, o) ? Residency.plannedCache(rt, plan.cacheBytes(), o.codes()) : Residency.residentExperts(rt, o.codes()),
+                cached(rt, plan, o) ? Residency.plannedCache(rt, plan.cacheBytes(), o.codes().codes()) : Residency.residentExperts(rt, o.codes().codes()),
                 plan.ultra(), StreamedTables.DEFAULT_CHUNK_BYTES, o.plannedIncremental(), o.plannedPrompt(), o.plannedTokens());
         o.report().accept(p.block(mem));
         p.planRefusal(mem).ifPresent(r -> {
@@ -243,63 +331,101 @@ public final class Engine implements AutoCloseable {
         if (cached(rt, plan, o)) {
             ExpertCache cache;
             try {
-                cache = rt.cacheExperts(ExpertCache.Settings.fromEnvironment(plan.cacheBytes(), rt.config().topK(), System.getenv()), o.codes(), trace, o.notes());
+                cache = rt.cacheExperts(ExpertCache.Settings.fromEnvironment(plan.cacheBytes(), rt.config().topK(), System.getenv()), o.codes().codes(), trace, o.notes());
             } catch (ExpertLoadException | IllegalArgumentException e) {
                 throw new OpenException("expert cache", e);
             }
             report.accept(String.format(Locale.ROOT, "routed experts: %s on disk, served by a %s cache (%d slots of %s, %s)%n", Human.bytes(rt.expertBytes()),
                     Human.bytes(cache.geometry().arenaBytes()), cache.geometry().slots(), Human.bytes(cache.geometry().slotBytes()), cache.form()));
         } else {
-            report.accept(String.format(Locale.ROOT, "routed experts: %s, resident once read, kept %s%n", Human.bytes(rt.expertBytes()), rt.kernelForm(o.codes())));
+            report.accept(String.format(Locale.ROOT, "routed experts: %s, resident once read, kept %s%n", Human.bytes(rt.expertBytes()), rt.kernelForm(o.codes().codes())));
         }
         MemInfo.peakRss().ifPresent(p -> report.accept(String.format("peak RSS after loading weights: %s  (the plan above is a forecast, this is measured)%n", Human.bytes(p))));
         return trace;
     }
 
-    /** What was opened: the binding, the model, the trunk stream, the expert cache, the streamed tables (their counters). */
-    public Assembly assembly() {
+    Assembly assembly() {
         return assembly;
     }
 
-    /** The memory plan the engine was opened under. */
-    public MemoryPlan plan() {
+    MemoryPlan memoryPlan() {
         return plan;
     }
 
-    public ModelConfig config() {
+    ModelConfig config() {
         return assembly.config();
     }
 
-    /** The forward pass (its layer and expert-drop counters). */
-    public Forward forward() {
+    Forward forward() {
         return forward;
     }
 
-    /** The tokenizer, or null when none was given and the model folder has none. */
-    public Tokenizer tokenizer() {
+    Tokenizer tokenizer() {
         return tokenizer;
     }
 
-    /** The expert trace being recorded, or null. */
-    public CacheTrace trace() {
+    CacheTrace trace() {
         return trace;
     }
 
-    /** The id of the end-of-sequence token, or -1 without a tokenizer. */
+    /** {@return the memory plan the engine was opened under} */
+    public PlannedMemory plan() {
+        return PlannedMemory.of(plan);
+    }
+
+    /** {@return the opened model's widths} */
+    public ModelShape shape() {
+        return ModelShape.of(assembly.config(), assembly.layers());
+    }
+
+    /** {@return whether a tokenizer was given (or found in the model folder): {@link #encode}, {@link #decode} and text prompts need one} */
+    public boolean hasTokenizer() {
+        return tokenizer != null;
+    }
+
+    /**
+     * Writes the expert trace recorded so far ({@link Options#cacheTrace()}) into the folder {@code dir} and says what was written.
+     *
+     * @param dir the folder the trace's files go to
+     * @return one line naming what was written
+     * @throws IOException when the files cannot be written
+     */
+    public String saveCacheTrace(Path dir) throws IOException {
+        if (trace == null) throw new IllegalStateException("no expert trace is recorded: open with Options.withCacheTrace(true)");
+        return trace.write(dir);
+    }
+
+    /** {@return the id of the end-of-sequence token, or -1 without a tokenizer} */
     public int eos() {
         return tokenizer == null ? -1 : tokenizer.addedId(EOS).orElse(-1);
     }
 
-    /** {@code text} as ids (added tokens such as {@code <|end_of_msg|>} recognised). */
+    /**
+     * {@code text} as ids (added tokens such as {@code <|end_of_msg|>} recognised).
+     *
+     * @param text the text
+     * @return its ids
+     */
     public int[] encode(String text) {
         return encode(text.getBytes(StandardCharsets.UTF_8));
     }
 
+    /**
+     * The UTF-8 bytes {@code text} as ids (added tokens recognised).
+     *
+     * @param text UTF-8 bytes
+     * @return their ids
+     */
     public int[] encode(byte[] text) {
         return requireTokenizer().encode(text, true);
     }
 
-    /** Ids as text (ids past the tokenizer's table dropped, bytes that are not UTF-8 shown as U+FFFD). */
+    /**
+     * Ids as text (ids past the tokenizer's table dropped, bytes that are not UTF-8 shown as U+FFFD).
+     *
+     * @param ids the ids
+     * @return their text
+     */
     public String decode(int[] ids) {
         Tokenizer t = requireTokenizer();
         int[] shown = Arrays.stream(ids).filter(id -> id < t.size()).toArray();
@@ -311,20 +437,40 @@ public final class Engine implements AutoCloseable {
         return tokenizer;
     }
 
-    /** Generates after the text {@code prompt}. */
+    /**
+     * Generates after the text {@code prompt}.
+     *
+     * @param prompt the prompt's text (needs a tokenizer)
+     * @param s how to generate
+     * @param listener told each token as it is chosen
+     * @return what was generated
+     */
     public Generated generate(String prompt, Settings s, TokenListener listener) {
         return generate(null, encode(prompt), s, listener);
     }
 
-    /** Generates after the ids {@code prompt}. */
+    /**
+     * Generates after the ids {@code prompt}.
+     *
+     * @param prompt the prompt's ids
+     * @param s how to generate
+     * @param listener told each token as it is chosen
+     * @return what was generated
+     */
     public Generated generate(int[] prompt, Settings s, TokenListener listener) {
         return generate(null, prompt, s, listener);
     }
 
     /**
      * Generates after {@code prompt}, continuing {@code from} (a state loaded or returned earlier; null: a fresh
-     * start, incremental or full recompute as {@code s} says). The forward's failures propagate: an
-     * {@link k3j.model.ExpertDropException} or {@link k3j.model.CorruptWeightsException} makes the run invalid.
+     * start, incremental or full recompute as {@code s} says). The forward's failures propagate: an expert that
+     * could not be loaded or weights found corrupt make the run invalid, never a silently different result.
+     *
+     * @param from the state to continue, or null
+     * @param prompt the ids that follow it
+     * @param s how to generate
+     * @param listener told each token as it is chosen
+     * @return what was generated
      */
     public Generated generate(State from, int[] prompt, Settings s, TokenListener listener) {
         return generate(from, prompt, s, listener, () -> false);
@@ -334,6 +480,13 @@ public final class Engine implements AutoCloseable {
      * As {@link #generate(State, int[], Settings, TokenListener)}, stopping after the token during which
      * {@code stopRequested} turns true (a signal, a user's stop): the ids generated so far are kept, and the
      * result says {@link Generated.Stop#INTERRUPTED}. At least one token is generated.
+     *
+     * @param from the state to continue, or null
+     * @param prompt the ids that follow it
+     * @param s how to generate
+     * @param listener told each token as it is chosen
+     * @param stopRequested asked after each token; true stops there
+     * @return what was generated
      */
     public Generated generate(State from, int[] prompt, Settings s, TokenListener listener, java.util.function.BooleanSupplier stopRequested) {
         if (listener == null) throw new IllegalArgumentException("the token listener is null: pass id -> {} to ignore the tokens as they come");
@@ -371,7 +524,12 @@ public final class Engine implements AutoCloseable {
                 g.stepLogits().isEmpty() ? null : g.stepLogits().get(0), after, spec);
     }
 
-    /** Writes {@code state} to {@code file} (bound to these weights: refused when loaded into others). */
+    /**
+     * Writes {@code state} to {@code file} (bound to these weights: refused when loaded into others).
+     *
+     * @param file the state file to write
+     * @param state the state, from {@link #generate} or {@link #loadState}
+     */
     public void saveState(Path file, State state) {
         StateFile.save(file, binding(), new byte[32], state.ids(), state.decode());
     }
@@ -379,21 +537,25 @@ public final class Engine implements AutoCloseable {
     /** The most positions a run or a chat holds in all, whatever the config says. */
     public static final int MAX_POSITIONS = 36864;
 
-    /** The positions this model may hold: the config's max_position_embeddings when it gives one, at most {@link #MAX_POSITIONS}. */
+    /** {@return the positions this model may hold: the config's max_position_embeddings when it gives one, at most {@link #MAX_POSITIONS}} */
     public int maxPositions() {
         int c = config().maxPositions();
         return c > 0 ? Math.min(c, MAX_POSITIONS) : MAX_POSITIONS;
     }
 
-    /** Where {@link #maxPositions} comes from, for refusals. */
+    /** {@return where {@link #maxPositions} comes from, for refusals} */
     public String maxPositionsSource() {
         int c = config().maxPositions();
         return c > 0 && c <= MAX_POSITIONS ? "positions of the config's max_position_embeddings" : "positions a run may hold";
     }
 
     /**
-     * The state saved in {@code file}, with room for {@code room} more positions. Refused ({@link k3j.state.StateException}) for other
+     * The state saved in {@code file}, with room for {@code room} more positions. Refused (a RuntimeException) for other
      * weights, and before anything is sized from its header when its ids and the room pass {@link #maxPositions}.
+     *
+     * @param file the state file
+     * @param room positions to hold beyond the saved ones
+     * @return the state, ready to continue with {@link #generate(State, int[], Settings, TokenListener)}
      */
     public State loadState(Path file, int room) {
         DecodeState st = forward.newState(StateFile.idCount(file, maxPositions() - room, "this model may still hold beside " + room + " more (the "
@@ -407,13 +569,23 @@ public final class Engine implements AutoCloseable {
         return Binding.of(assembly.config(), assembly.layers(), assembly.index(), assembly.trunk() != null ? assembly.trunk().manifest() : null);
     }
 
-    /** The [ids.length, V] logits of one teacher-forced forward over {@code ids} (row t: after ids[0..t]). */
+    /**
+     * The [ids.length, V] logits of one teacher-forced forward over {@code ids} (row t: after ids[0..t]).
+     *
+     * @param ids the ids, at least one
+     * @return the logits, row by row
+     */
     public float[] teacherForcedLogits(int[] ids) {
         if (ids.length < 1) throw new IllegalArgumentException("teacher forcing needs at least 1 id");
         return forward.full(ids, true, null).logits();
     }
 
-    /** Teacher forcing over {@code ids} in one forward: the argmax at every position against the next id. */
+    /**
+     * Teacher forcing over {@code ids} in one forward: the argmax at every position against the next id.
+     *
+     * @param ids the ids, at least two
+     * @return the agreement
+     */
     public Agreement teacherForcing(int[] ids) {
         if (ids.length < 2) throw new IllegalArgumentException("teacher forcing needs at least 2 ids");
         Forward.Result r = forward.full(ids, true, null);
@@ -422,7 +594,14 @@ public final class Engine implements AutoCloseable {
         return new Agreement(positions, matches);
     }
 
-    /** A chat over this engine (needs a tokenizer with the K3 chat markers). */
+    /**
+     * A chat over this engine (needs a tokenizer with the K3 chat markers).
+     *
+     * @param history the conversation so far (a system message, or earlier turns)
+     * @param thinking the thinking channel
+     * @param sampling how each reply's ids are drawn
+     * @return the chat
+     */
     public Chat chat(History history, Thinking thinking, Sampling sampling) {
         return new Chat(this, history, thinking, sampling);
     }

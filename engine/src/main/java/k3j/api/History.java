@@ -14,7 +14,14 @@ public record History(List<Message> messages) {
     public static final History EMPTY = new History(List.of());
 
     /** Who speaks a message. */
-    public enum Role { SYSTEM, USER, ASSISTANT }
+    public enum Role {
+        /** The system message that opens a conversation. */
+        SYSTEM,
+        /** The person chatting. */
+        USER,
+        /** The model. */
+        ASSISTANT
+    }
 
     /**
      * One message.
@@ -24,18 +31,40 @@ public record History(List<Message> messages) {
      * @param reasoning an assistant's thinking channel; null when there is none (always for the other roles)
      */
     public record Message(Role role, String content, String reasoning) {
+        /**
+         * Checks the message by the chat's rules: a role, content, and reasoning only for an assistant.
+         */
         public Message {
             chat(role, content, reasoning);   // the chat's own checks, with its messages
         }
 
+        /**
+         * A system message.
+         *
+         * @param content its text
+         * @return the message
+         */
         public static Message system(String content) {
             return new Message(Role.SYSTEM, content, null);
         }
 
+        /**
+         * A user message.
+         *
+         * @param content its text
+         * @return the message
+         */
         public static Message user(String content) {
             return new Message(Role.USER, content, null);
         }
 
+        /**
+         * An assistant message.
+         *
+         * @param content its text
+         * @param reasoning its thinking channel, or null
+         * @return the message
+         */
         public static Message assistant(String content, String reasoning) {
             return new Message(Role.ASSISTANT, content, reasoning);
         }
@@ -45,6 +74,9 @@ public record History(List<Message> messages) {
             return new k3j.chat.Message(k3j.chat.Role.valueOf(role.name()), content, reasoning);
         }
 
+        /**
+         * One line: the role and the content, shortened.
+         */
         @Override
         public String toString() {
             String shown = content.length() > 60 ? content.substring(0, 57) + "..." : content;
@@ -52,33 +84,58 @@ public record History(List<Message> messages) {
         }
     }
 
+    /**
+     * Checks the order: a system message first or none, then user and assistant turns alternating.
+     */
     public History {
         messages = List.copyOf(messages);
         chat(messages);   // the order rules, with the chat's messages
     }
 
-    /** A history of {@code messages}. */
+    /**
+     * A history of {@code messages}.
+     *
+     * @param messages the messages, oldest first
+     * @return the history
+     */
     public static History of(Message... messages) {
         return new History(List.of(messages));
     }
 
-    /** The history file {@code file} (refused by line when malformed). */
+    /**
+     * The history file {@code file} (refused by line when malformed).
+     *
+     * @param file a JSONL history file
+     * @return its history
+     */
     public static History read(Path file) {
         return of(k3j.chat.History.read(file));
     }
 
-    /** Writes this history to {@code file}, whole or not at all. */
+    /**
+     * Writes this history to {@code file}, whole or not at all.
+     *
+     * @param file the history file to write
+     */
     public void save(Path file) {
         chat().save(file);
     }
 
-    /** This history and {@code m} after it. */
+    /**
+     * This history and {@code m} after it.
+     *
+     * @param m the next message
+     * @return a new history; this one is unchanged
+     */
     public History with(Message m) {
         List<Message> all = new java.util.ArrayList<>(messages);
         all.add(m);
         return new History(all);
     }
 
+    /**
+     * {@return the number of messages}
+     */
     public int size() {
         return messages.size();
     }
@@ -97,6 +154,7 @@ public record History(List<Message> messages) {
         return new History(h.messages().stream().map(m -> new Message(Role.valueOf(m.role().name()), m.content(), m.reasoning())).toList());
     }
 
+    /** One line: the number of messages. */
     @Override
     public String toString() {
         return "History[" + messages.size() + " message(s)]";

@@ -16,11 +16,14 @@ public record Sampling(double temperature, double topP, int topK, long seed) {
     /** Greedy decoding. */
     public static final Sampling GREEDY = new Sampling(0, 1, 0, 0);
 
+    /**
+     * Checks the values by the sampler's own rules (temperature not negative, top-p in (0, 1], top-k not negative).
+     */
     public Sampling {
         sampler(temperature, topP, topK, seed);   // the sampler's own checks, with its messages
     }
 
-    /** Whether this is greedy decoding (temperature 0). */
+    /** {@return whether this is greedy decoding (temperature 0)} */
     public boolean greedy() {
         return temperature == 0;
     }

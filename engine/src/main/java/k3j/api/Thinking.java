@@ -13,6 +13,9 @@ public record Thinking(boolean on, String effort) {
     /** Off. */
     public static final Thinking OFF = new Thinking(false, "max");
 
+    /**
+     * Checks the effort is low, high or max.
+     */
     public Thinking {
         chat(on, effort);   // the renderer's own checks, with its messages
     }

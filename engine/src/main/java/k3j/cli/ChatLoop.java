@@ -46,7 +46,7 @@ final class ChatLoop {
 
     ChatLoop(Chat conv, TextOptions opt, int maxNew, PrintStream out, PrintWriter err) {
         this.conv = conv;
-        this.xtml = conv.xtml();
+        this.xtml = ApiInternals.get().xtml(conv);
         this.maxNew = maxNew;
         this.loadState = opt.loadState;
         this.history = opt.history;
@@ -181,7 +181,7 @@ final class ChatLoop {
         }
         stop.set(false);
         Display display = new Display(xtml);
-        Conversation.Reply r;
+        k3j.api.Reply r;
         try {
             r = conv.reply(user, maxNew, id -> {
                 out.writeBytes(display.token(id));
@@ -197,7 +197,7 @@ final class ChatLoop {
         out.flush();
         if (r.problem() != null) err.println("k3: note: the reply is not a well-formed assistant turn (" + r.problem() + "); the history keeps its text");
         err.printf(Locale.ROOT, "k3: turn %d: prompt %d tokens (fed to the model) in %.3f s, reply %d tokens in %.3f s%s%n", conv.history().size() / 2, r.fed().length,
-                r.prefillSeconds(), r.generated().length, r.decodeSeconds(), conv.state() != null ? " (" + conv.state().cached() + " positions held)" : "");
+                r.prefillSeconds(), r.generated().length, r.decodeSeconds(), conv.positions() > 0 ? " (" + conv.positions() + " positions held)" : "");
         if (history != null) conv.saveHistory(history);
         if (saveState != null) conv.saveState(saveState);
         err.flush();

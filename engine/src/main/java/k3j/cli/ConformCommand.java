@@ -13,8 +13,6 @@ import k3j.conform.Charts;
 import k3j.io.AtomicWrite;
 import k3j.conform.ConformException;
 import k3j.conform.Conformance;
-import k3j.conform.ExpertLayerReport;
-import k3j.conform.ExpertReport;
 import k3j.conform.Finding;
 import k3j.conform.LayerReport;
 import k3j.conform.LayerSelection;
@@ -144,7 +142,7 @@ final class ConformCommand implements Callable<Integer> {
         k3j.conform.Verdict verdict;
         Conform.Options o = Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search).withLogits(!noLogits);
         try (Conform judge = candidate != null ? Conform.candidate(candidate, o) : planned(model, o, out, err)) {
-            Conformance c = judge.conformance();
+            Conformance c = ApiInternals.get().conformance(judge);
             List<Integer> sel = scope.select(c.layerCount());
             k3j.fleet.WorkPlan.Part part = null;
             Path shardDir = null;
@@ -176,20 +174,21 @@ final class ConformCommand implements Callable<Integer> {
             out.flush();
             if (lossy.on) return graded(judge, sel, out);
             if (json != null) startJson(judge, sel, model);
-            List<LayerReport> layers = judge.layers(sel, r -> {
+            List<ConformReport.Layer> layers = judge.layers(sel, r -> {
                 out.println(r.line());
                 out.flush();
                 judged.put("L" + r.layer(), r.conforms());
             });
             ConformReport report = judge.report(layers, (System.nanoTime() - t0) / 1e9);
             int failed = report.failing().size();
-            List<k3j.fleet.Judged.Layer> judgedLayers = layers.stream().map(k3j.fleet.Judged.Layer::of).toList();
+            List<LayerReport> layerReports = layers.stream().map(ApiInternals.get()::layer).toList();
+            List<k3j.fleet.Judged.Layer> judgedLayers = layerReports.stream().map(k3j.fleet.Judged.Layer::of).toList();
             out.print(k3j.fleet.Summary.layers(new k3j.fleet.Judged(judgedLayers, null, List.of(), List.of(), null), sel, report.layerSeconds()));
-            List<ExpertLayerReport> swept = scope.experts ? sweep(judge, sel, out, judged) : List.of();
+            List<ConformReport.Experts> swept = scope.experts ? sweep(judge, sel, out, judged) : List.of();
             if (candidate == null) report(out, judge);
             else k3j.plan.MemInfo.peakRss().ifPresent(p -> out.println("PEAK RSS for the whole run: " + k3j.plan.Human.bytes(p)));
             if (chart != null) {
-                AtomicWrite.string(chart, "--chart", Charts.overview(layers, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
+                AtomicWrite.string(chart, "--chart", Charts.overview(layerReports, "layers x stages: " + (candidate != null ? candidate : model).getFileName()));
                 out.println("chart: " + chart);
             }
             List<ConformReport.Logits> logits = new ArrayList<>();
@@ -203,11 +202,12 @@ final class ConformCommand implements Callable<Integer> {
                 greedy = judge.greedy();
                 judged.put(PLAN_GREEDY, greedy(out, greedy) == 0);
             }
-            verdict = new ConformReport(report.subject(), report.reference(), report.budget(), layers, report.layerSeconds(), swept, logits, greedy).decision().against(c.dump());
+            verdict = ApiInternals.get().verdict(new ConformReport(report.subject(), report.reference(), report.budget(), layers, report.layerSeconds(), swept, logits, greedy))
+                    .against(c.dump());
             out.println();
             out.print(verdict.text());
-            var all = new k3j.fleet.Judged(judgedLayers, scope.experts ? judge.conformance().expertSweep().describe() : null,
-                    swept.stream().map(k3j.fleet.Judged.Experts::of).toList(), logits.stream().map(k3j.fleet.Judged::logits).toList(),
+            var all = new k3j.fleet.Judged(judgedLayers, scope.experts ? ApiInternals.get().conformance(judge).expertSweep().describe() : null,
+                    swept.stream().map(ApiInternals.get()::experts).map(k3j.fleet.Judged.Experts::of).toList(), logits.stream().map(k3j.fleet.Judged::logits).toList(),
                     greedy == null ? null : k3j.fleet.Judged.greedy(greedy));
             if (json != null) writeJson(all, sel, judge);
             if (shardDir != null) {
@@ -227,7 +227,7 @@ final class ConformCommand implements Callable<Integer> {
 
     /** --lossy: the graded table of layers and logits, the exit by the thresholds; --json holds the whole table. */
     private int graded(Conform judge, List<Integer> sel, PrintWriter out) throws IOException {
-        k3j.conform.LossyReport r = judge.lossy(sel);
+        k3j.conform.LossyReport r = ApiInternals.get().lossy(judge, sel);
         out.print(r.text(lossy.maxKl, lossy.minTop1));
         if (json != null) {
             var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
@@ -241,7 +241,7 @@ final class ConformCommand implements Callable<Integer> {
         ReferenceDump dump = ReferenceMatch.locate(model, o.reference(), o.dumpDirs());
         k3j.plan.MemInfo mem = RunCommand.memInfo();
         MemoryOptions.Budgets budgets = memory.budgets(mem, out::println);
-        return Conform.model(model, dump, memory.plan(budgets), o.withMemory(mem).withReport(s -> {
+        return ApiInternals.get().conform(model, dump, memory.plan(budgets), o.withMemory(new k3j.api.MachineMemory(mem.totalBytes(), mem.availableBytes())).withReport(s -> {
             out.print(s);
             out.flush();
         }, err::println));
@@ -249,8 +249,8 @@ final class ConformCommand implements Callable<Integer> {
 
     /** The end-of-run lines: the expert cache's counters (when the experts went through it) and the peak RSS against the plan's TOTAL. */
     static void report(PrintWriter out, Conform judge) {
-        var assembly = judge.assembly();
-        var plan = judge.plan();
+        var assembly = ApiInternals.get().assembly(judge);
+        var plan = ApiInternals.get().plan(judge);
         if (assembly != null && assembly.cache() != null) {
             var s = assembly.cache().totalStats();
             out.printf(Locale.ROOT, "expert cache: %d requests, %d hits, %d misses, %d evictions, %s read%n", s.requests(), s.hits(), s.misses(), s.evictions(),
@@ -261,15 +261,15 @@ final class ConformCommand implements Callable<Integer> {
     }
 
     /** The expert sweep of the selected MoE layers: one line per layer, every failing expert named; returns every layer's report. */
-    private static List<ExpertLayerReport> sweep(Conform judge, List<Integer> sel, PrintWriter out, java.util.Map<String, Boolean> judged) {
+    private static List<ConformReport.Experts> sweep(Conform judge, List<Integer> sel, PrintWriter out, java.util.Map<String, Boolean> judged) {
         out.println();
         out.println("===== EXPERT SWEEP (every routed expert on the dump's probes) =====");
-        out.println(judge.conformance().expertSweep().describe());
+        out.println(ApiInternals.get().conformance(judge).expertSweep().describe());
         long t0 = System.nanoTime();
         int[] checked = {0}, total = {0};
-        List<ExpertLayerReport> rs = judge.experts(sel, r -> {
+        List<ConformReport.Experts> rs = judge.experts(sel, r -> {
             out.println(r.line());
-            for (ExpertReport e : r.failing()) out.println("    " + e.message());
+            for (String e : r.failing()) out.println("    " + e);
             out.flush();
             checked[0] += r.checked();
             total[0] += r.total();
@@ -285,16 +285,16 @@ final class ConformCommand implements Callable<Integer> {
     private int against(PrintWriter out, int workers, List<Path> search) {
         Conform.Options o = Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search).withLogits(!noLogits);
         try (Conform a = Conform.candidate(candidate, o); Conform b = Conform.candidate(against, o)) {
-            out.println("A         : " + a.conformance().engine());
-            out.println("B         : " + b.conformance().engine());
-            out.println("reference : " + a.conformance().dump().source() + " (" + a.conformance().dump().producer() + ")");
-            k3j.conform.SelfDivergence d = k3j.conform.SelfDivergence.of(a.conformance(), b.conformance());
+            out.println("A         : " + ApiInternals.get().conformance(a).engine());
+            out.println("B         : " + ApiInternals.get().conformance(b).engine());
+            out.println("reference : " + ApiInternals.get().conformance(a).dump().source() + " (" + ApiInternals.get().conformance(a).dump().producer() + ")");
+            k3j.conform.SelfDivergence d = k3j.conform.SelfDivergence.of(ApiInternals.get().conformance(a), ApiInternals.get().conformance(b));
             out.print(d.text());
             boolean bad = d.parting() != null;
             for (Conform c : List.of(a, b)) {
-                Conformance cc = c.conformance();
+                Conformance cc = ApiInternals.get().conformance(c);
                 ConformReport r = c.report(c.layers(scope.select(cc.layerCount()), x -> {}), 0);
-                LayerReport first = r.firstDivergence();
+                ConformReport.Layer first = r.firstDivergence();
                 out.println((c == a ? "A" : "B") + " against the reference: " + r.verdict()
                         + (first != null ? "; FIRST DIVERGENCE: " + first.name() + (first.firstDivergence() != null ? " " + first.firstDivergence() : "") + " " + first.finding().tag() : ""));
                 bad |= !r.failing().isEmpty();
@@ -306,24 +306,24 @@ final class ConformCommand implements Callable<Integer> {
     /** One elementwise logit block; 1 when it does not conform (a candidate without logits: its missing stage). */
     private static int logits(PrintWriter out, ConformReport.Logits l) {
         out.println();
-        if (l.result() == null) {
+        if (l.comparison() == null) {
             out.println("===== ELEMENTWISE LOGIT COMPARISON =====");
             out.println(l.missing());
             return 1;
         }
-        out.println("===== ELEMENTWISE LOGIT COMPARISON (" + l.result().mode() + ") =====");
-        out.print(l.result().text());
+        out.println("===== ELEMENTWISE LOGIT COMPARISON (" + l.comparison().mode() + ") =====");
+        out.print(l.text());
         return l.conforms() ? 0 : 1;
     }
 
     private static int greedy(PrintWriter out, ConformReport.Greedy g) {
         out.println();
         out.println("===== GREEDY GENERATION (incremental) =====");
-        if (g.result() == null) {
+        if (g.ids() == null) {
             out.println(g.missing());
             return 1;
         }
-        out.print(g.result().text());
+        out.print(g.text());
         return g.conforms() ? 0 : 1;
     }
 
@@ -341,7 +341,7 @@ final class ConformCommand implements Callable<Integer> {
      */
     private void startJson(Conform judge, List<Integer> sel, Path model) throws IOException {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
-        Conformance c = judge.conformance();
+        Conformance c = ApiInternals.get().conformance(judge);
         runPlan = mapper.createObjectNode();
         runPlan.put("run", java.util.UUID.randomUUID().toString());
         runPlan.put("model", model == null ? (String) null : model.toString());
@@ -374,13 +374,13 @@ final class ConformCommand implements Callable<Integer> {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
         var root = mapper.createObjectNode();
         root.set("run_plan", runPlan);
-        root.set("verdict", mapper.valueToTree(referenced(k3j.conform.PlanVerdict.decide(planned, judged, true, true).json(), judge.conformance().dump())));
+        root.set("verdict", mapper.valueToTree(referenced(k3j.conform.PlanVerdict.decide(planned, judged, true, true).json(), ApiInternals.get().conformance(judge).dump())));
         k3j.fleet.Judged.putLayers(root.putArray("layers"), all.layers());
         k3j.fleet.Summary.putVerdict(root, all, sel, List.of());
         k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
-        if (judge.plan() != null) {
+        if (ApiInternals.get().plan(judge) != null) {
             var plan = root.putObject("plan");
-            var p = judge.plan();
+            var p = ApiInternals.get().plan(judge);
             plan.put("total_bytes", p.total());
             plan.put("trunk_streamed", p.trunkStreamed());
             plan.put("trunk_bytes", p.trunk());
@@ -389,19 +389,19 @@ final class ConformCommand implements Callable<Integer> {
             plan.put("buffers_bytes", p.buffers() + p.recurrentState() + p.kvCache());
             plan.put("jvm_bytes", p.jvm().bytes());
             plan.put("jvm_heap_max_bytes", p.jvm().heapMax());
-            if (judge.assembly() != null && judge.assembly().trunk() != null && judge.assembly().trunk().binding() != null) {
-                var b = judge.assembly().trunk().binding();
+            if (ApiInternals.get().assembly(judge) != null && ApiInternals.get().assembly(judge).trunk() != null && ApiInternals.get().assembly(judge).trunk().binding() != null) {
+                var b = ApiInternals.get().assembly(judge).trunk().binding();
                 var tb = root.putObject("trunk_binding");
                 tb.put("check", b.mode().flag());
                 tb.put("shards_changed_since_pack", b.changedShards().size());
                 tb.put("tensors_hashed", b.tensorsHashed());
                 tb.put("bytes_hashed", b.bytesHashed());
             }
-            if (judge.assembly() != null && judge.assembly().cache() != null) {
-                var s = judge.assembly().cache().totalStats();
+            if (ApiInternals.get().assembly(judge) != null && ApiInternals.get().assembly(judge).cache() != null) {
+                var s = ApiInternals.get().assembly(judge).cache().totalStats();
                 var cache = root.putObject("expert_cache");
-                cache.put("slots", judge.assembly().cache().geometry().slots());
-                cache.put("slot_bytes", judge.assembly().cache().geometry().slotBytes());
+                cache.put("slots", ApiInternals.get().assembly(judge).cache().geometry().slots());
+                cache.put("slot_bytes", ApiInternals.get().assembly(judge).cache().geometry().slotBytes());
                 cache.put("requests", s.requests());
                 cache.put("misses", s.misses());
                 cache.put("evictions", s.evictions());

@@ -214,14 +214,14 @@ final class DoctorCommand implements Callable<Integer> {
     }
 
     /**
-     * Whether the cores multiply-add in hardware. The kernels' Vector API paths accumulate in double with fma
-     * (exact there: docs/fp-contract.md §1.2); without hardware FMA the JVM emulates it, many times slower.
+     * Whether the cores multiply-add in hardware. Every matvec path, scalar and Vector API alike, accumulates with a
+     * fused multiply-add (docs/fp-contract.md, v2); without hardware FMA the JVM emulates it exactly, many times slower.
      */
     static String fmaSupport(String arch, String flags) {
         return switch (arch) {
             case "amd64", "x86_64" -> flags.isEmpty() ? "unknown (no cpu flags to read)"
                     : flags.contains(" fma ") ? "hardware"
-                    : "ABSENT: the Vector API kernels' fma is then emulated in software, many times slower; run with --kernels scalar (same bits)";
+                    : "ABSENT: every kernel's fused multiply-add is then emulated in software (same bits, many times slower)";
             case "aarch64" -> "hardware (every AArch64 core has it)";
             default -> "unknown on " + arch;
         };

@@ -156,7 +156,7 @@ final class MemoryOptions {
 
     /** The plan of these flags under {@code b}. */
     k3j.api.Plan plan(Budgets b) {
-        return new k3j.api.Plan(trunk, b.trunkGb(), b.cacheGb(), b.cacheGiven(), b.ultra(), ring(), b.presetName(), verifyTrunk());
+        return new k3j.api.Plan(trunk, b.trunkGb(), b.cacheGb(), b.cacheGiven(), b.ultra(), ring(), b.presetName(), k3j.api.TrunkCheck.valueOf(verifyTrunk().name()));
     }
 
     private static double pick(Double fromPreset, int presetAt, Double fromFlag, int flagAt, double dflt) {

@@ -31,21 +31,21 @@ final class PlannedConformance {
     PlannedConformance(MemoryOptions memory, Path model, ReferenceDump dump, Workers workers, boolean incremental, boolean bisect, PrintWriter out, PrintWriter err) {
         MemInfo mem = RunCommand.memInfo();
         MemoryOptions.Budgets budgets = memory.budgets(mem, out::println);
-        Conform.Options o = Conform.Options.DEFAULTS.withLogits(incremental).withMemory(mem)
-                .withScratch(a -> bisect ? k3j.bisect.LayerRunner.scratchBytes(a.binding()) : 0L).withReport(s -> {
-            out.print(s);
-            out.flush();
-        }, err::println);
-        this.conform = Conform.model(model, dump, memory.plan(budgets), o, workers);
-        this.conformance = conform.conformance();
+        Conform.Options o = Conform.Options.DEFAULTS.withLogits(incremental).withMemory(new k3j.api.MachineMemory(mem.totalBytes(), mem.availableBytes()))
+                .withReport(s -> {
+                    out.print(s);
+                    out.flush();
+                }, err::println);
+        this.conform = ApiInternals.get().conform(model, dump, memory.plan(budgets), o, a -> bisect ? k3j.bisect.LayerRunner.scratchBytes(a.binding()) : 0L, workers);
+        this.conformance = ApiInternals.get().conformance(conform);
     }
 
     MemoryPlan plan() {
-        return conform.plan();
+        return ApiInternals.get().plan(conform);
     }
 
     Assembly assembly() {
-        return conform.assembly();
+        return ApiInternals.get().assembly(conform);
     }
 
     /** The end-of-run lines: the expert cache's counters (when the experts went through it) and the peak RSS against the plan's TOTAL. */

@@ -406,14 +406,14 @@ final class RunCommand implements Callable<Integer> {
         if (kvLine != null) o.println(kvLine);
         // 8.-10. index, binding (once), sizes, the memory plan from the model's own sizes, loading
         k3j.api.Plan plan = memory.plan(budgets);
-        k3j.api.Engine.Options opts = k3j.api.Engine.Options.DEFAULTS.withThreads(workers).withLayers(bound).withCodes(codes).withKernels(kernelPath)
-                .withTrunkCrc(!noTrunkCrc).withCacheTrace(dumpCacheTrace != null).withTokenizer(tokenizer).plannedFor(promptIds.length, gen, incremental)
-                .withMemory(mem).withIntercepts(intercepts).withReport(s -> {
+        k3j.api.Engine.Options opts = k3j.api.Engine.Options.DEFAULTS.withThreads(workers).withLayers(bound).withCodes(k3j.api.ExpertCodes.valueOf(codes.name())).withKernels(k3j.api.Kernels.valueOf(kernelPath.name()))
+                .withTrunkCrc(!noTrunkCrc).withCacheTrace(dumpCacheTrace != null).plannedFor(promptIds.length, gen, incremental)
+                .withMemory(new k3j.api.MachineMemory(mem.totalBytes(), mem.availableBytes())).withReport(s -> {
                     o.print(s);
                     o.flush();
                 }, err::println);
         int rc;
-        try (k3j.api.Engine engine = k3j.api.Engine.open(modelDir, cfg, plan, opts)) {
+        try (k3j.api.Engine engine = ApiInternals.get().open(modelDir, cfg, plan, opts, tokenizer, intercepts)) {
             rc = generate(o, err, engine, promptIds);
         } catch (k3j.plan.PlanRefused e) {
             err.println(e.getMessage());
@@ -466,8 +466,8 @@ final class RunCommand implements Callable<Integer> {
         int rc = ExitCode.OK;
         k3j.api.Generated g = null;
         String failure = null;
-        Assembly rt = engine.assembly();
-        Forward forward = engine.forward();
+        Assembly rt = ApiInternals.get().assembly(engine);
+        Forward forward = ApiInternals.get().forward(engine);
         ExpertCache cache = rt.cache();
         TrunkStream stream = rt.trunk();
         int bound = rt.layers();
@@ -492,7 +492,7 @@ final class RunCommand implements Callable<Integer> {
             long[] trunkReadBefore = {stream != null ? stream.stats().readNanos() : 0};
             double[] expertReadSeconds = {0};
             if (cache != null) cache.resetStep();
-            Streamed shown = new Streamed(stdout, engine.tokenizer(), eos);
+            Streamed shown = new Streamed(stdout, ApiInternals.get().tokenizer(engine), eos);
             try (StopSignals signals = new StopSignals(line -> {
                 err.println(line);
                 err.flush();
@@ -569,9 +569,9 @@ final class RunCommand implements Callable<Integer> {
                         total != null ? total.bytesRead() : rt.model().experts().bytesRead(), ts != null ? ts.bytesRead() : 0, peak, rt.tables(), settings, eos);
                 o.println("wrote " + out);
             }
-            if (engine.trace() != null) {
+            if (dumpCacheTrace != null) {
                 Files.createDirectories(dumpCacheTrace);
-                o.println(engine.trace().write(dumpCacheTrace));
+                o.println(engine.saveCacheTrace(dumpCacheTrace));
             }
             double wall = table.seconds(), trunkSecs = ts != null ? ts.readNanos() / 1e9 : 0;
             o.printf(Locale.ROOT, "I/O share of wall clock: %.1f%%  (trunk %.2f s + experts %.2f s + model tables %.2f s of %.2f s)%n",

@@ -7,7 +7,7 @@ import k3j.io.StrictJson;
 import k3j.model.LayerStages;
 
 /**
- * Another engine's activations (reference-dumps/FORMAT.md §9, {@code k3-candidate} v1): every layer run ALONE
+ * Another engine's activations (docs/formats.md §9, {@code k3-candidate} v1): every layer run ALONE
  * from a reference dump's own inputs, as the engine computed it, plus its teacher-forced logits over the
  * reference's ids and its greedy ids. Same container as the reference dump (directory or archive, sizes and
  * sha256 checked). The manifest names the engine and its precision, and the reference by the sha256 of its
@@ -88,7 +88,7 @@ public final class CandidateDump {
     private static final java.util.Set<String> STATES = java.util.Set.of("kda_state", "q_conv_state", "k_conv_state", "v_conv_state");
 
     /**
-     * Every array the candidate holds is a candidate key of FORMAT.md §9 with the reference's dtype and shape for
+     * Every array the candidate holds is a candidate key of docs/formats.md §9 with the reference's dtype and shape for
      * that key (the KDA states: the same length in any shape; logits: the reference's [T, V]; greedy_ids: [G]), so
      * a shape error is refused before any verdict, in a folder or a one-file candidate alike.
      */
@@ -111,7 +111,7 @@ public final class CandidateDump {
             } else {
                 java.util.regex.Matcher m = LAYER_KEY.matcher(key);
                 if (!m.matches() || !(stages.contains(m.group(2)) || STATES.contains(m.group(2)))) {
-                    problems.add("'" + key + "' is not a candidate array (reference-dumps/FORMAT.md section 9)");
+                    problems.add("'" + key + "' is not a candidate array (docs/formats.md section 9)");
                     return;
                 }
                 refKey = key;

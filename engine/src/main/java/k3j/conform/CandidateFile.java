@@ -21,7 +21,7 @@ import k3j.io.Npz;
 import k3j.io.ZipArchive;
 
 /**
- * A candidate dump in ONE file (reference-dumps/FORMAT.md §9.5): a {@code .safetensors} whose tensors are the
+ * A candidate dump in ONE file (docs/formats.md §9.5): a {@code .safetensors} whose tensors are the
  * candidate's arrays and whose header {@code __metadata__} entry {@code "manifest.json"} holds the manifest text, or a
  * {@code .npz} (a zip of {@code <key>.npy} entries) with a {@code manifest.json} entry. The manifest is the folder
  * form's without {@code arrays}: the file's own tensors are the arrays, F32 or I32 only.

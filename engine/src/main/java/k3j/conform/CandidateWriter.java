@@ -14,7 +14,7 @@ import java.util.Map;
 import k3j.model.LayerStages;
 
 /**
- * Writes k3j's own activations as a candidate dump (reference-dumps/FORMAT.md §9): every layer run alone from
+ * Writes k3j's own activations as a candidate dump (docs/formats.md §9): every layer run alone from
  * the reference's inputs, exactly what {@link Conformance#layer(int)} compares, the full-recompute logits over
  * the reference's ids and the greedy ids. Judging this dump with {@code k3 conform --candidate} gives the
  * verdicts of {@code k3 conform} on the model itself.

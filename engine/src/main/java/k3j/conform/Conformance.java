@@ -22,7 +22,7 @@ import k3j.model.Model;
 /**
  * A model directory and the reference dump made for it, ready to compare (the checkpoint gates and
  * {@code k3 conform}): {@link #layer(int)} runs ONE layer alone from the dump's own inputs (its incoming
- * partial sum and the snapshots it sees, fresh state, all T tokens in one call: FORMAT.md §6), so a bad layer
+ * partial sum and the snapshots it sees, fresh state, all T tokens in one call: docs/formats.md §7.6), so a bad layer
  * cannot poison the next; {@link #teacherForcing(boolean)} and {@link #greedy()} compare logits.
  *
  * <p>Open order: the dump is located and matched first (headers only), then the model is bound. A model that
@@ -371,7 +371,7 @@ public final class Conformance implements AutoCloseable {
             else metrics.add(StageMetric.of(Stage.MOE_WEIGHT, budget.width(Stage.MOE_WEIGHT), st.moeWeight(), dump.f32(p + Stage.MOE_WEIGHT), budget.of(Stage.MOE_WEIGHT)));
         }
         if (info.mixer().equals("KDA") && dump.has("layers." + i + ".kda_state")) {
-            // the state after the call (FORMAT.md §6) has no budget width of its own: the dump's atol_layer, as a ratio to max|ref|
+            // the state after the call (docs/formats.md §7.6) has no budget width of its own: the dump's atol_layer, as a ratio to max|ref|
             var s = st.kdaState();   // k3j's forward always returns it; a candidate may leave its states out (not judged then)
             if (s != null) {
                 metrics.add(state(i, "kda_state", s.recurrent()));
@@ -489,7 +489,7 @@ public final class Conformance implements AutoCloseable {
 
     // ------------------------------------------------------------------ expert sweep
 
-    /** The dump's expert sweep (FORMAT.md §10); a dump without a complete one is a {@link Finding#REFERENCE_MISMATCH}. */
+    /** The dump's expert sweep (docs/formats.md §7.10); a dump without a complete one is a {@link Finding#REFERENCE_MISMATCH}. */
     public synchronized ExpertSweep expertSweep() {
         if (sweep == null) sweep = ExpertSweep.of(dump);
         return sweep;

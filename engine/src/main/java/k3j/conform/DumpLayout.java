@@ -8,7 +8,7 @@ import k3j.config.MlpKind;
 import k3j.config.ModelConfig;
 
 /**
- * Every array a reference dump must hold for a model config and T ids (reference-dumps/FORMAT.md §2), with
+ * Every array a reference dump must hold for a model config and T ids (docs/formats.md §7.2), with
  * its dtype, its shape and what the harness does with it. Nothing in a dump goes unaccounted for: an array
  * the harness does not read is listed here as {@link Use#UNUSED} with the reason, so a dump with an extra,
  * missing, reshaped or truncated array is refused before any verdict ({@link ReferenceDump#checkArrays}).

@@ -8,7 +8,7 @@ import k3j.cache.ExpertLoadException;
 import k3j.model.Forward;
 
 /**
- * The expert sweep of a dump (reference-dumps/FORMAT.md §10): every routed expert of a MoE layer on the dump's
+ * The expert sweep of a dump (docs/formats.md §7.10): every routed expert of a MoE layer on the dump's
  * seeded probes, computed through the forward's own expert path ({@link Forward#probeExpert}: the same expert
  * source — resident or the expert cache —, repacking and kernels as the MoE), and judged against the
  * reference's sketches. Per probe and part x (w1 = W1·z, w3 = W3·z, w2 = W2·v, out = W2·situ(W1·z, W3·z)):

@@ -10,7 +10,7 @@ import java.util.Map;
  * One layer run alone from the dump's own inputs and compared stage by stage.
  *
  * @param kind     "KDA", "MLA" or "KDA dense" (mixer, and "dense" on a dense-MLP layer)
- * @param stages   every compared stage in order (the eight of FORMAT.md §2.2, then moe_weight on MoE layers);
+ * @param stages   every compared stage in order (the eight of docs/formats.md §7.2.2, then moe_weight on MoE layers);
  *                 empty when the layer could not run
  * @param routing  null on a dense layer, or when the candidate holds no routing
  * @param missing  the stages (and "moe_idx" / "moe_weight") a candidate dump does not hold, in comparison order

@@ -9,11 +9,11 @@ import java.util.Map;
 import k3j.model.LayerStages;
 
 /**
- * A lossy candidate's layers graded instead of judged (reference-dumps/FORMAT.md §9.6): per layer and stage the
+ * A lossy candidate's layers graded instead of judged (docs/formats.md §9.6): per layer and stage the
  * NMSE = Σ(cand − ref)² / Σref² and the cosine of the two arrays, and the layer where the error grows most relative
  * to its input's error.
  *
- * <p>Every layer ran alone from the reference's own inputs (FORMAT.md §6), so a layer inherits nothing from the
+ * <p>Every layer ran alone from the reference's own inputs (docs/formats.md §7.6), so a layer inherits nothing from the
  * layers before it: its error is what it adds. What a port's precision explains is read from the port itself: a
  * stage's <em>excess</em> is its NMSE over the median NMSE of the same stage in the layers of the same build (mixer,
  * MLP, AttnRes boundary). Its <em>growth</em> is its excess over its input stage's excess (at least 1), in the order
@@ -28,7 +28,7 @@ public record LossyLayers(List<Layer> layers, int worstLayer, String worstStage,
     }
 
     /**
-     * One layer: per stage (the eight of FORMAT.md §2.2, in order) NMSE, cosine, excess and growth; NaN where the
+     * One layer: per stage (the eight of docs/formats.md §7.2.2, in order) NMSE, cosine, excess and growth; NaN where the
      * candidate does not hold the stage; {@code note} says why a layer has none.
      */
     public record Layer(int layer, String kind, double[] nmse, double[] cosine, double[] excess, double[] growth, String note) {

@@ -9,7 +9,7 @@ import java.util.Map;
 import k3j.kernels.Argmax;
 
 /**
- * A lossy port's logits graded against the reference's instead of judged by the float32 budget (reference-dumps/FORMAT.md
+ * A lossy port's logits graded against the reference's instead of judged by the float32 budget (docs/formats.md
  * §9.6), in the convention of llama.cpp's KL-divergence mode: per position the KL divergence
  * KL(reference ‖ candidate) of the two softmax distributions, whether the top token agrees, Δp = p_cand − p_ref of the
  * reference's top token and the rank the candidate gives that token; over positions the mean, median, 99th percentile

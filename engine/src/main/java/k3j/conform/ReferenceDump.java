@@ -24,7 +24,7 @@ import org.apache.commons.compress.compressors.gzip.GzipCompressorInputStream;
 import org.apache.commons.compress.compressors.xz.XZCompressorInputStream;
 
 /**
- * A torch reference dump (reference-dumps/FORMAT.md, {@code k3ref-dump} v1): a directory, or the same
+ * A torch reference dump (docs/formats.md §7, {@code k3ref-dump} v1): a directory, or the same
  * directory as {@code .tar.gz} / {@code .tar.xz} read in place (never unpacked to disk). The manifest is read
  * on open; arrays on demand, each checked against its shape's size and its sha256. An archive is scanned
  * once for the manifest and read whole (into memory) at the first array.
@@ -537,7 +537,7 @@ public final class ReferenceDump {
         if (!arrays.isObject()) throw mismatch(source + ": manifest has no arrays object");
         List<String> problems = new ArrayList<>();
         arrays.fieldNames().forEachRemaining(k -> {
-            // experts.* are the routed-expert probes the experts gate reads (reference-dumps/FORMAT.md): theirs to check
+            // experts.* are the routed-expert probes the experts gate reads (docs/formats.md §7.10): theirs to check
             if (!layout.arrays().containsKey(k) && !k.startsWith("experts.")) problems.add("array '" + k + "' is neither compared nor listed as unused for this config");
         });
         for (var en : layout.arrays().entrySet()) {

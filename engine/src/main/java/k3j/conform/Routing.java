@@ -7,7 +7,7 @@ import java.util.Locale;
 
 /**
  * The MoE routing decisions of one layer compared exactly: the same K experts in the same selection order
- * for every token (FORMAT.md §4), with differences at reference near-ties told apart.
+ * for every token (docs/formats.md §7.4), with differences at reference near-ties told apart.
  *
  * <p>Near-tie rule: a token whose engine selection differs is a near-tie when, rank by rank, the reference's own
  * selection score of the expert the engine put at rank j is within {@code tolerance} of the reference's score at
@@ -15,7 +15,7 @@ import java.util.Locale;
  * distinct). That is exactly what a perturbation of every score by at most tolerance / 2 can produce (the j-th
  * largest value moves by at most the perturbation), so a selection it accepts is explained by float32 score drift,
  * and one it refuses is not: a wrong router weight, bias or norm picks experts whose reference scores are far apart.
- * The tolerance is the dump's drift-derived {@code moe_choice} atol for the layer (FORMAT.md §4).
+ * The tolerance is the dump's drift-derived {@code moe_choice} atol for the layer (docs/formats.md §7.4).
  *
  * @param tokensDiffering tokens whose selection differs
  * @param nearTies        of those, the tokens the near-tie rule explains, each as "token t rank j: reference e1, engine e2 (gap g)"

@@ -4,7 +4,7 @@ import java.util.List;
 import java.util.function.Function;
 import k3j.model.LayerStages;
 
-/** The compared stages of one decoder layer (reference-dumps/FORMAT.md §2.2), in the order computed. */
+/** The compared stages of one decoder layer (docs/formats.md §7.2.2), in the order computed. */
 public enum Stage {
     ATTN_IN("attn_in", LayerStages::attnIn),
     ATTN_NORM("attn_norm", LayerStages::attnNorm),

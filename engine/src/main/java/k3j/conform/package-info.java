@@ -1,6 +1,6 @@
 /**
  * Checkpoint conformance: a model against the torch reference dump made for it
- * (reference-dumps/FORMAT.md; docs/semantics.md §10.7).
+ * (docs/formats.md §7 and §9; docs/semantics.md §10.7).
  *
  * <p>Data flow: {@link k3j.conform.ReferenceDump} (directory, .tar.gz or .tar.xz; sizes and sha256 checked) →
  * {@link k3j.conform.ReferenceMatch} (the dump whose manifest lists the model's shards with the same sizes and

@@ -68,13 +68,13 @@ public record Judged(List<Layer> layers, String sweep, List<Experts> experts, Li
     public record Block(String name, String text, boolean conforms) {}
 
     public static Block logits(ConformReport.Logits l) {
-        if (l.result() == null) return new Block("logits", "===== ELEMENTWISE LOGIT COMPARISON =====\n" + l.missing() + "\n", false);
-        return new Block("logits " + l.result().mode(), "===== ELEMENTWISE LOGIT COMPARISON (" + l.result().mode() + ") =====\n" + l.result().text(), l.conforms());
+        if (l.comparison() == null) return new Block("logits", "===== ELEMENTWISE LOGIT COMPARISON =====\n" + l.missing() + "\n", false);
+        return new Block("logits " + l.comparison().mode(), "===== ELEMENTWISE LOGIT COMPARISON (" + l.comparison().mode() + ") =====\n" + l.text(), l.conforms());
     }
 
     public static Block greedy(ConformReport.Greedy g) {
         String head = "===== GREEDY GENERATION (incremental) =====\n";
-        return new Block("greedy", head + (g.result() == null ? g.missing() + "\n" : g.result().text()), g.conforms());
+        return new Block("greedy", head + g.text(), g.conforms());
     }
 
     /** The layers that do not conform, in layer order. */

@@ -2,30 +2,28 @@ package k3j.kernels;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
-import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * Dense products y[t] = W x[t] for bf16 and float32 weights (docs/fp-contract.md §2 "Dense matvec", docs/semantics.md §3.3):
- * per output row sixteen double accumulators a[l] over full blocks of 16 (l = i mod 16), the fixed tree
- * b_m = (a_m + a_{m+4}) + (a_{m+8} + a_{m+12}), acc = (b0 + b1) + (b2 + b3), then the in mod 16 tail
- * added in increasing i, y = (float) acc.
+ * Dense products y[t] = W x[t] for bf16 and float32 weights (docs/fp-contract.md §2 "Dense matvec", v2, docs/semantics.md
+ * §3.3): per output row sixteen float accumulators a[l] over full blocks of 16 (l = i mod 16), a[l] = fma(w[i], x[i], a[l]);
+ * the fixed tree b[l] = a[l] + a[l+8], c[l] = b[l] + b[l+4], acc = (c0 + c2) + (c1 + c3); then the in mod 16 tail
+ * acc = fma(w[i], x[i], acc) in increasing i; y = acc.
  *
- * <p>Fast path: the sixteen accumulators are four 256-bit DoubleVectors A0..A3 (lane l of A_m is
- * a[4m + l]); the tree's first level is lane-wise (A0 + A1) + (A2 + A3), the second level is done on the
- * four lanes in scalar. No reduceLanes (unspecified order). x is widened to double once per call. bf16 is
- * widened 4 elements per load (ShortVector64, S2I, shift, F2D part 0: the only intrinsified path). Two
- * rows in flight for one token; one row and four tokens in flight for a batch (then one at a time), so a weight
- * block is read and widened once for four tokens. Products of widened floats are exact in double, so mul-then-add is the contract.
+ * <p>Fast path: the sixteen accumulators are two 256-bit FloatVectors. f32: A0 = a[0..7], A1 = a[8..15]. bf16: one
+ * 256-bit load of 16 bf16 gives the even elements as {@code int << 16} and the odd ones as {@code int & 0xFFFF0000}, so
+ * E = a[0], a[2] … a[14] and O = a[1], a[3] … a[15], against x stored in that lane order. No reduceLanes (unspecified
+ * order): the tree is taken in scalar from the stored lanes. Two rows in flight for one token; one row and four
+ * tokens in flight for a batch (then one at a time), so a weight block is read once for four tokens.
  */
 public final class MatVec {
     private MatVec() {}
 
-    static final VectorSpecies<Double> D = DoubleVector.SPECIES_256;
-    static final VectorSpecies<Float> F128 = FloatVector.SPECIES_128;
+    static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
+    static final VectorSpecies<Integer> I = IntVector.SPECIES_256;
     static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
     // ------------------------------------------------------------------ reference path
@@ -34,23 +32,40 @@ public final class MatVec {
     public static void reference(float[] y, float[] x, int tokens, Matrix w) {
         int in = w.cols(), out = w.rows();
         checkShapes(y, x, tokens, w);
-        double[] a = new double[16];
+        float[] a = new float[16];
         for (int t = 0; t < tokens; t++) {
             for (int o = 0; o < out; o++) {
-                java.util.Arrays.fill(a, 0.0);
+                java.util.Arrays.fill(a, 0.0f);
                 int i = 0;
                 for (; i + 16 <= in; i += 16) {
-                    for (int l = 0; l < 16; l++) a[l] = a[l] + (double) w.get(o, i + l) * (double) x[t * in + i + l];
+                    for (int l = 0; l < 16; l++) a[l] = Math.fma(w.get(o, i + l), x[t * in + i + l], a[l]);
                 }
-                double b0 = (a[0] + a[4]) + (a[8] + a[12]);
-                double b1 = (a[1] + a[5]) + (a[9] + a[13]);
-                double b2 = (a[2] + a[6]) + (a[10] + a[14]);
-                double b3 = (a[3] + a[7]) + (a[11] + a[15]);
-                double acc = (b0 + b1) + (b2 + b3);
-                for (; i < in; i++) acc = acc + (double) w.get(o, i) * (double) x[t * in + i];
-                y[t * out + o] = (float) acc;
+                float acc = tree(a);
+                for (; i < in; i++) acc = Math.fma(w.get(o, i), x[t * in + i], acc);
+                y[t * out + o] = acc;
             }
         }
+    }
+
+    /** The contract's tree over the sixteen accumulators a[0..15]. */
+    public static float tree(float[] a) {
+        float c0 = (a[0] + a[8]) + (a[4] + a[12]);
+        float c1 = (a[1] + a[9]) + (a[5] + a[13]);
+        float c2 = (a[2] + a[10]) + (a[6] + a[14]);
+        float c3 = (a[3] + a[11]) + (a[7] + a[15]);
+        return (c0 + c2) + (c1 + c3);
+    }
+
+    /**
+     * The contract's tree from the two lane-ordered accumulators stored in t[0..15]
+     * (t = [a0 a2 a4 … a14 | a1 a3 a5 … a15]): the bf16 and MXFP4 fast paths' storage order.
+     */
+    static float treeLaneOrder(float[] t) {
+        float c0 = (t[0] + t[4]) + (t[2] + t[6]);
+        float c1 = (t[8] + t[12]) + (t[10] + t[14]);
+        float c2 = (t[1] + t[5]) + (t[3] + t[7]);
+        float c3 = (t[9] + t[13]) + (t[11] + t[15]);
+        return (c0 + c2) + (c1 + c3);
     }
 
     // ------------------------------------------------------------------ scalar path
@@ -66,69 +81,45 @@ public final class MatVec {
         // One bulk copy per row, then plain array loads: a MemorySegment access per element is a deep VarHandle
         // call chain until C2 has compiled it, which made the first tokens of a small model crawl.
         short[] hb = bf16 ? new short[in] : null;
-        float[] fb = bf16 ? null : new float[in];
+        float[] fb = new float[in];
         for (int o = 0; o < out; o++) {
-            if (bf16) MemorySegment.copy(seg, Matrix.BF16, 2L * in * o, hb, 0, in);
-            else MemorySegment.copy(seg, Matrix.F32, 4L * in * o, fb, 0, in);
-            for (int t = 0; t < tokens; t++) y[t * out + o] = (float) (bf16 ? rowBf16(hb, x, t * in, in) : rowF32(fb, x, t * in, in));
+            if (bf16) {
+                MemorySegment.copy(seg, Matrix.BF16, 2L * in * o, hb, 0, in);
+                for (int i = 0; i < in; i++) fb[i] = Fp.bf16(hb[i]);
+            } else {
+                MemorySegment.copy(seg, Matrix.F32, 4L * in * o, fb, 0, in);
+            }
+            for (int t = 0; t < tokens; t++) y[t * out + o] = row(fb, 0, x, t * in, in);
         }
     }
 
-    private static double rowBf16(short[] w, float[] x, int xo, int in) {
-        double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
-        double a8 = 0, a9 = 0, a10 = 0, a11 = 0, a12 = 0, a13 = 0, a14 = 0, a15 = 0;
+    /** One row w[wo .. wo+in) times x[xo .. xo+in) in the contract's order (also the MXFP4 scalar path's, over dequantised weights). */
+    static float row(float[] w, int wo, float[] x, int xo, int in) {
+        float a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+        float a8 = 0, a9 = 0, a10 = 0, a11 = 0, a12 = 0, a13 = 0, a14 = 0, a15 = 0;
         int i = 0;
         for (; i + 16 <= in; i += 16) {
-            int xi = xo + i;
-            a0 = a0 + (double) Fp.bf16(w[i]) * (double) x[xi];
-            a1 = a1 + (double) Fp.bf16(w[i + 1]) * (double) x[xi + 1];
-            a2 = a2 + (double) Fp.bf16(w[i + 2]) * (double) x[xi + 2];
-            a3 = a3 + (double) Fp.bf16(w[i + 3]) * (double) x[xi + 3];
-            a4 = a4 + (double) Fp.bf16(w[i + 4]) * (double) x[xi + 4];
-            a5 = a5 + (double) Fp.bf16(w[i + 5]) * (double) x[xi + 5];
-            a6 = a6 + (double) Fp.bf16(w[i + 6]) * (double) x[xi + 6];
-            a7 = a7 + (double) Fp.bf16(w[i + 7]) * (double) x[xi + 7];
-            a8 = a8 + (double) Fp.bf16(w[i + 8]) * (double) x[xi + 8];
-            a9 = a9 + (double) Fp.bf16(w[i + 9]) * (double) x[xi + 9];
-            a10 = a10 + (double) Fp.bf16(w[i + 10]) * (double) x[xi + 10];
-            a11 = a11 + (double) Fp.bf16(w[i + 11]) * (double) x[xi + 11];
-            a12 = a12 + (double) Fp.bf16(w[i + 12]) * (double) x[xi + 12];
-            a13 = a13 + (double) Fp.bf16(w[i + 13]) * (double) x[xi + 13];
-            a14 = a14 + (double) Fp.bf16(w[i + 14]) * (double) x[xi + 14];
-            a15 = a15 + (double) Fp.bf16(w[i + 15]) * (double) x[xi + 15];
+            int wi = wo + i, xi = xo + i;
+            a0 = Math.fma(w[wi], x[xi], a0);
+            a1 = Math.fma(w[wi + 1], x[xi + 1], a1);
+            a2 = Math.fma(w[wi + 2], x[xi + 2], a2);
+            a3 = Math.fma(w[wi + 3], x[xi + 3], a3);
+            a4 = Math.fma(w[wi + 4], x[xi + 4], a4);
+            a5 = Math.fma(w[wi + 5], x[xi + 5], a5);
+            a6 = Math.fma(w[wi + 6], x[xi + 6], a6);
+            a7 = Math.fma(w[wi + 7], x[xi + 7], a7);
+            a8 = Math.fma(w[wi + 8], x[xi + 8], a8);
+            a9 = Math.fma(w[wi + 9], x[xi + 9], a9);
+            a10 = Math.fma(w[wi + 10], x[xi + 10], a10);
+            a11 = Math.fma(w[wi + 11], x[xi + 11], a11);
+            a12 = Math.fma(w[wi + 12], x[xi + 12], a12);
+            a13 = Math.fma(w[wi + 13], x[xi + 13], a13);
+            a14 = Math.fma(w[wi + 14], x[xi + 14], a14);
+            a15 = Math.fma(w[wi + 15], x[xi + 15], a15);
         }
-        double b0 = (a0 + a4) + (a8 + a12), b1 = (a1 + a5) + (a9 + a13), b2 = (a2 + a6) + (a10 + a14), b3 = (a3 + a7) + (a11 + a15);
-        double acc = (b0 + b1) + (b2 + b3);
-        for (; i < in; i++) acc = acc + (double) Fp.bf16(w[i]) * (double) x[xo + i];
-        return acc;
-    }
-
-    private static double rowF32(float[] w, float[] x, int xo, int in) {
-        double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
-        double a8 = 0, a9 = 0, a10 = 0, a11 = 0, a12 = 0, a13 = 0, a14 = 0, a15 = 0;
-        int i = 0;
-        for (; i + 16 <= in; i += 16) {
-            int xi = xo + i;
-            a0 = a0 + (double) w[i] * (double) x[xi];
-            a1 = a1 + (double) w[i + 1] * (double) x[xi + 1];
-            a2 = a2 + (double) w[i + 2] * (double) x[xi + 2];
-            a3 = a3 + (double) w[i + 3] * (double) x[xi + 3];
-            a4 = a4 + (double) w[i + 4] * (double) x[xi + 4];
-            a5 = a5 + (double) w[i + 5] * (double) x[xi + 5];
-            a6 = a6 + (double) w[i + 6] * (double) x[xi + 6];
-            a7 = a7 + (double) w[i + 7] * (double) x[xi + 7];
-            a8 = a8 + (double) w[i + 8] * (double) x[xi + 8];
-            a9 = a9 + (double) w[i + 9] * (double) x[xi + 9];
-            a10 = a10 + (double) w[i + 10] * (double) x[xi + 10];
-            a11 = a11 + (double) w[i + 11] * (double) x[xi + 11];
-            a12 = a12 + (double) w[i + 12] * (double) x[xi + 12];
-            a13 = a13 + (double) w[i + 13] * (double) x[xi + 13];
-            a14 = a14 + (double) w[i + 14] * (double) x[xi + 14];
-            a15 = a15 + (double) w[i + 15] * (double) x[xi + 15];
-        }
-        double b0 = (a0 + a4) + (a8 + a12), b1 = (a1 + a5) + (a9 + a13), b2 = (a2 + a6) + (a10 + a14), b3 = (a3 + a7) + (a11 + a15);
-        double acc = (b0 + b1) + (b2 + b3);
-        for (; i < in; i++) acc = acc + (double) w[i] * (double) x[xo + i];
+        float c0 = (a0 + a8) + (a4 + a12), c1 = (a1 + a9) + (a5 + a13), c2 = (a2 + a10) + (a6 + a14), c3 = (a3 + a11) + (a7 + a15);
+        float acc = (c0 + c2) + (c1 + c3);
+        for (; i < in; i++) acc = Math.fma(w[wo + i], x[xo + i], acc);
         return acc;
     }
 
@@ -147,9 +138,7 @@ public final class MatVec {
             return;
         }
         int in = w.cols();
-        double[] xd = new double[tokens * in];
-        for (int i = 0; i < xd.length; i++) xd[i] = x[i];
-        double[] xp = w.type() == WeightType.BF16 ? laneOrder(xd, tokens, in) : null;
+        float[] xp = w.type() == WeightType.BF16 ? laneOrder(x, tokens, in) : x;
         // Rows in slices of at most 1 GiB: a segment over 2 GiB gets long-indexed bounds checks that C2 does
         // not hoist (the 2.35 GB LM head ran 1.7x slower per row than a 176 MB matrix). Rows are independent,
         // so slicing changes no bits.
@@ -160,10 +149,10 @@ public final class MatVec {
             final int first = c0, n = Math.min(rows, c0 + chunk) - c0;
             final MemorySegment part = w.data().asSlice(rowBytes * c0, rowBytes * n);
             if (w.type() == WeightType.BF16) {
-                if (tokens == 1) workers.split(n, 2, (from, to) -> bf16OneToken(y, xd, xp, part, in, first, from, to));
-                else workers.split(n, 2, (from, to) -> bf16Tokens(y, xd, xp, tokens, part, in, out, first, from, to));
+                if (tokens == 1) workers.split(n, 2, (from, to) -> bf16OneToken(y, x, xp, part, in, first, from, to));
+                else workers.split(n, 2, (from, to) -> bf16Tokens(y, x, xp, tokens, part, in, out, first, from, to));
             } else {
-                workers.split(n, 2, (from, to) -> f32Rows(y, xd, tokens, part, in, out, first, from, to));
+                workers.split(n, 2, (from, to) -> f32Rows(y, x, tokens, part, in, out, first, from, to));
             }
         }
     }
@@ -180,134 +169,102 @@ public final class MatVec {
     }
 
     /** The bf16 tail of one row from element i on, continuing acc (scalar, increasing i). */
-    private static double bf16Tail(double acc, MemorySegment seg, long rowByte, double[] xd, int xOff, int i, int in) {
-        for (; i < in; i++) acc = acc + (double) Fp.bf16(seg.get(Matrix.BF16, rowByte + 2L * i)) * xd[xOff + i];
+    private static float bf16Tail(float acc, MemorySegment seg, long rowByte, float[] x, int xOff, int i, int in) {
+        for (; i < in; i++) acc = Math.fma(Fp.bf16(seg.get(Matrix.BF16, rowByte + 2L * i)), x[xOff + i], acc);
         return acc;
     }
 
     /**
-     * x in the fast path's lane order: per full block of 16, [x0 x2 x4 x6 | x1 x3 x5 x7 | x8 x10 x12 x14 |
-     * x9 x11 x13 x15], because one 128-bit load of 8 bf16 gives the even elements (int << 16) and the odd
-     * ones (int & 0xFFFF0000) without any widening shuffle. Lane order is storage only: accumulator a[l]
-     * still sums exactly the elements i ≡ l (mod 16), in block order.
+     * x in the fast path's lane order: per full block of 16, [x0 x2 … x14 | x1 x3 … x15], because one 256-bit load
+     * of 16 bf16 gives the even elements (int << 16) and the odd ones (int & 0xFFFF0000) without any shuffle. Lane
+     * order is storage only: accumulator a[l] still sums exactly the elements i ≡ l (mod 16), in block order.
      */
-    private static double[] laneOrder(double[] xd, int tokens, int in) {
-        double[] xp = new double[xd.length];
+    static float[] laneOrder(float[] x, int tokens, int in) {
+        float[] xp = new float[tokens * in];
         for (int t = 0; t < tokens; t++) {
             int b = t * in, i = 0;
             for (; i + 16 <= in; i += 16) {
-                for (int k = 0; k < 4; k++) {
-                    xp[b + i + k] = xd[b + i + 2 * k];
-                    xp[b + i + 4 + k] = xd[b + i + 2 * k + 1];
-                    xp[b + i + 8 + k] = xd[b + i + 8 + 2 * k];
-                    xp[b + i + 12 + k] = xd[b + i + 9 + 2 * k];
+                for (int k = 0; k < 8; k++) {
+                    xp[b + i + k] = x[b + i + 2 * k];
+                    xp[b + i + 8 + k] = x[b + i + 2 * k + 1];
                 }
             }
-            for (; i < in; i++) xp[b + i] = xd[b + i];
+            for (; i < in; i++) xp[b + i] = x[b + i];
         }
         return xp;
     }
 
-    /**
-     * The contract's tree from the four lane-ordered accumulators stored in t[0..15]
-     * (t = [a0 a2 a4 a6 | a1 a3 a5 a7 | a8 a10 a12 a14 | a9 a11 a13 a15]).
-     */
-    private static double tree(double[] t) {
-        double b0 = (t[0] + t[2]) + (t[8] + t[10]);
-        double b1 = (t[4] + t[6]) + (t[12] + t[14]);
-        double b2 = (t[1] + t[3]) + (t[9] + t[11]);
-        double b3 = (t[5] + t[7]) + (t[13] + t[15]);
-        return (b0 + b1) + (b2 + b3);
-    }
-
-    static final VectorSpecies<Integer> I128x = IntVector.SPECIES_128;
-
-    // The products are exact in double (bf16 x float), so fma(w, x, acc) IS acc + w*x: one rounding either way.
-    private static void bf16OneToken(float[] y, double[] xd, double[] xp, MemorySegment seg, int in, int first, int from, int to) {
-        double[] t = new double[16];
+    private static void bf16OneToken(float[] y, float[] x, float[] xp, MemorySegment seg, int in, int first, int from, int to) {
+        float[] t = new float[16];
         int o = from;
-        for (; o + 2 <= to; o += 2) bf16Pair(y, first + o, xd, xp, seg, 2L * in * o, in, t);
-        for (; o < to; o++) bf16Row(y, first + o, xd, xp, 0, seg, 2L * in * o, in, t);
+        for (; o + 2 <= to; o += 2) bf16Pair(y, first + o, x, xp, seg, 2L * in * o, in, t);
+        for (; o < to; o++) bf16Row(y, first + o, x, xp, 0, seg, 2L * in * o, in, t);
     }
 
     /** Two adjacent bf16 rows (the first at byte r0) for one token, results to y[yIndex] and y[yIndex + 1]. */
-    private static void bf16Pair(float[] y, int yIndex, double[] xd, double[] xp, MemorySegment seg, long r0, int in, double[] t) {
+    private static void bf16Pair(float[] y, int yIndex, float[] x, float[] xp, MemorySegment seg, long r0, int in, float[] t) {
         long r1 = r0 + 2L * in;
-        DoubleVector e0 = DoubleVector.zero(D), o0 = e0, e1 = e0, o1 = e0, f0 = e0, p0 = e0, f1 = e0, p1 = e0;
+        FloatVector e0 = FloatVector.zero(F), o0 = e0, e1 = e0, o1 = e0;
         int i = 0;
         for (; i + 16 <= in; i += 16) {
-            DoubleVector xe0 = DoubleVector.fromArray(D, xp, i), xo0 = DoubleVector.fromArray(D, xp, i + 4);
-            DoubleVector xe1 = DoubleVector.fromArray(D, xp, i + 8), xo1 = DoubleVector.fromArray(D, xp, i + 12);
-            IntVector w0 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i, LE), w1 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i + 16, LE);
-            IntVector v0 = IntVector.fromMemorySegment(I128x, seg, r1 + 2L * i, LE), v1 = IntVector.fromMemorySegment(I128x, seg, r1 + 2L * i + 16, LE);
-            e0 = ((DoubleVector) w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe0, e0);
-            o0 = ((DoubleVector) w0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo0, o0);
-            e1 = ((DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe1, e1);
-            o1 = ((DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo1, o1);
-            f0 = ((DoubleVector) v0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe0, f0);
-            p0 = ((DoubleVector) v0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo0, p0);
-            f1 = ((DoubleVector) v1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xe1, f1);
-            p1 = ((DoubleVector) v1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(xo1, p1);
+            FloatVector xe = FloatVector.fromArray(F, xp, i), xo = FloatVector.fromArray(F, xp, i + 8);
+            IntVector w0 = IntVector.fromMemorySegment(I, seg, r0 + 2L * i, LE), w1 = IntVector.fromMemorySegment(I, seg, r1 + 2L * i, LE);
+            e0 = w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xe, e0);
+            o0 = w0.and(0xFFFF0000).reinterpretAsFloats().fma(xo, o0);
+            e1 = w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xe, e1);
+            o1 = w1.and(0xFFFF0000).reinterpretAsFloats().fma(xo, o1);
         }
         e0.intoArray(t, 0);
-        o0.intoArray(t, 4);
-        e1.intoArray(t, 8);
-        o1.intoArray(t, 12);
-        y[yIndex] = (float) bf16Tail(tree(t), seg, r0, xd, 0, i, in);
-        f0.intoArray(t, 0);
-        p0.intoArray(t, 4);
-        f1.intoArray(t, 8);
-        p1.intoArray(t, 12);
-        y[yIndex + 1] = (float) bf16Tail(tree(t), seg, r1, xd, 0, i, in);
+        o0.intoArray(t, 8);
+        y[yIndex] = bf16Tail(treeLaneOrder(t), seg, r0, x, 0, i, in);
+        e1.intoArray(t, 0);
+        o1.intoArray(t, 8);
+        y[yIndex + 1] = bf16Tail(treeLaneOrder(t), seg, r1, x, 0, i, in);
     }
 
     /** One bf16 row for one token (x at xOff), result to y[yIndex]. */
-    private static void bf16Row(float[] y, int yIndex, double[] xd, double[] xp, int xOff, MemorySegment seg, long r0, int in, double[] t) {
-        DoubleVector e0 = DoubleVector.zero(D), o0 = e0, e1 = e0, o1 = e0;
+    private static void bf16Row(float[] y, int yIndex, float[] x, float[] xp, int xOff, MemorySegment seg, long r0, int in, float[] t) {
+        FloatVector e0 = FloatVector.zero(F), o0 = e0;
         int i = 0;
         for (; i + 16 <= in; i += 16) {
-            IntVector w0 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i, LE), w1 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i + 16, LE);
-            e0 = ((DoubleVector) w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i), e0);
-            o0 = ((DoubleVector) w0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i + 4), o0);
-            e1 = ((DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i + 8), e1);
-            o1 = ((DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0)).fma(DoubleVector.fromArray(D, xp, xOff + i + 12), o1);
+            IntVector w0 = IntVector.fromMemorySegment(I, seg, r0 + 2L * i, LE);
+            e0 = w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F, xp, xOff + i), e0);
+            o0 = w0.and(0xFFFF0000).reinterpretAsFloats().fma(FloatVector.fromArray(F, xp, xOff + i + 8), o0);
         }
         e0.intoArray(t, 0);
-        o0.intoArray(t, 4);
-        e1.intoArray(t, 8);
-        o1.intoArray(t, 12);
-        y[yIndex] = (float) bf16Tail(tree(t), seg, r0, xd, xOff, i, in);
+        o0.intoArray(t, 8);
+        y[yIndex] = bf16Tail(treeLaneOrder(t), seg, r0, x, xOff, i, in);
     }
 
-    private static void bf16Tokens(float[] y, double[] xd, double[] xp, int tokens, MemorySegment seg, int in, int out, int first, int from, int to) {
-        double[] t = new double[16];
+    private static void bf16Tokens(float[] y, float[] x, float[] xp, int tokens, MemorySegment seg, int in, int out, int first, int from, int to) {
+        float[] t = new float[16];
         int quads = tokens & ~3;
-        if (quads > 0) bf16Quads(y, xd, xp, quads, seg, in, out, first, from, to, t);
+        if (quads > 0) bf16Quads(y, x, xp, quads, seg, in, out, first, from, to, t);
         // the T mod 4 left, one token at a time (at most three more passes over each row, from L1)
         for (int o = from; o < to; o++) {
-            for (int tk = quads; tk < tokens; tk++) bf16Row(y, tk * out + first + o, xd, xp, tk * in, seg, 2L * in * o, in, t);
+            for (int tk = quads; tk < tokens; tk++) bf16Row(y, tk * out + first + o, x, xp, tk * in, seg, 2L * in * o, in, t);
         }
     }
 
     /** Rows per block of the batched kernel: a block's weights (ROWS x cols bf16) stay in L2 while every quad of tokens passes. */
     static final int QUAD_ROWS = 32;
-    /** Columns per panel: one quad's x panel (4 x PANEL doubles, 16 KB) stays in L1 while every row of the block passes. */
+    /** Columns per panel: one quad's x panel (4 x PANEL floats, 8 KB) stays in L1 while every row of the block passes. */
     static final int QUAD_PANEL = 512;
 
     /**
-     * Tokens 0..quads−1 (a multiple of 4) of rows from..to, four tokens per pass so each 16-element block is widened
-     * once for four tokens (the widening is most of a row's work). Blocked for the caches: the rows in blocks of
-     * {@link #QUAD_ROWS}, the columns in panels of {@link #QUAD_PANEL}; each (row, token) keeps its four
-     * accumulator vectors in {@code acc} between panels. Panels split at multiples of 16, so every accumulator still
-     * adds exactly the elements i ≡ l (mod 16) in increasing i: the one-token kernel's sums, bit for bit.
+     * Tokens 0..quads−1 (a multiple of 4) of rows from..to, four tokens per pass so each 16-element block is loaded
+     * and split once for four tokens. Blocked for the caches: the rows in blocks of {@link #QUAD_ROWS}, the columns in
+     * panels of {@link #QUAD_PANEL}; each (row, token) keeps its two accumulator vectors in {@code acc} between
+     * panels. Panels split at multiples of 16, so every accumulator still adds exactly the elements i ≡ l (mod 16) in
+     * increasing i: the one-token kernel's sums, bit for bit.
      */
-    private static void bf16Quads(float[] y, double[] xd, double[] xp, int quads, MemorySegment seg, int in, int out, int first, int from, int to, double[] t) {
+    private static void bf16Quads(float[] y, float[] x, float[] xp, int quads, MemorySegment seg, int in, int out, int first, int from, int to, float[] t) {
         int full = in & ~15;
-        double[] acc = new double[QUAD_ROWS * 64];
+        float[] acc = new float[QUAD_ROWS * 64];
         for (int rb = from; rb < to; rb += QUAD_ROWS) {
             int re = Math.min(to, rb + QUAD_ROWS);
             for (int tk = 0; tk < quads; tk += 4) {
-                java.util.Arrays.fill(acc, 0.0);
+                java.util.Arrays.fill(acc, 0.0f);
                 for (int p0 = 0; p0 < full; p0 += QUAD_PANEL) {
                     int p1 = Math.min(full, p0 + QUAD_PANEL);
                     for (int o = rb; o < re; o++) quadPanel(seg, 2L * in * o, xp, tk * in, in, p0, p1, acc, (o - rb) * 64);
@@ -316,7 +273,7 @@ public final class MatVec {
                     long r0 = 2L * in * o;
                     for (int k = 0; k < 4; k++) {
                         System.arraycopy(acc, (o - rb) * 64 + 16 * k, t, 0, 16);
-                        y[(tk + k) * out + first + o] = (float) bf16Tail(tree(t), seg, r0, xd, (tk + k) * in, full, in);
+                        y[(tk + k) * out + first + o] = bf16Tail(treeLaneOrder(t), seg, r0, x, (tk + k) * in, full, in);
                     }
                 }
             }
@@ -324,78 +281,55 @@ public final class MatVec {
     }
 
     /** Columns p0..p1 of the row at r0 for the four tokens whose x starts at xa, continuing the accumulators acc[ao .. ao+64). */
-    private static void quadPanel(MemorySegment seg, long r0, double[] xp, int xa, int in, int p0, int p1, double[] acc, int ao) {
-        int xb = xa + in, xc = xb + in, xe = xc + in;
-        DoubleVector a0 = DoubleVector.fromArray(D, acc, ao), a1 = DoubleVector.fromArray(D, acc, ao + 4);
-        DoubleVector a2 = DoubleVector.fromArray(D, acc, ao + 8), a3 = DoubleVector.fromArray(D, acc, ao + 12);
-        DoubleVector b0 = DoubleVector.fromArray(D, acc, ao + 16), b1 = DoubleVector.fromArray(D, acc, ao + 20);
-        DoubleVector b2 = DoubleVector.fromArray(D, acc, ao + 24), b3 = DoubleVector.fromArray(D, acc, ao + 28);
-        DoubleVector c0 = DoubleVector.fromArray(D, acc, ao + 32), c1 = DoubleVector.fromArray(D, acc, ao + 36);
-        DoubleVector c2 = DoubleVector.fromArray(D, acc, ao + 40), c3 = DoubleVector.fromArray(D, acc, ao + 44);
-        DoubleVector d0 = DoubleVector.fromArray(D, acc, ao + 48), d1 = DoubleVector.fromArray(D, acc, ao + 52);
-        DoubleVector d2 = DoubleVector.fromArray(D, acc, ao + 56), d3 = DoubleVector.fromArray(D, acc, ao + 60);
+    private static void quadPanel(MemorySegment seg, long r0, float[] xp, int xa, int in, int p0, int p1, float[] acc, int ao) {
+        int xb = xa + in, xc = xb + in, xd = xc + in;
+        FloatVector a0 = FloatVector.fromArray(F, acc, ao), a1 = FloatVector.fromArray(F, acc, ao + 8);
+        FloatVector b0 = FloatVector.fromArray(F, acc, ao + 16), b1 = FloatVector.fromArray(F, acc, ao + 24);
+        FloatVector c0 = FloatVector.fromArray(F, acc, ao + 32), c1 = FloatVector.fromArray(F, acc, ao + 40);
+        FloatVector d0 = FloatVector.fromArray(F, acc, ao + 48), d1 = FloatVector.fromArray(F, acc, ao + 56);
         for (int i = p0; i < p1; i += 16) {
-            IntVector w0 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i, LE), w1 = IntVector.fromMemorySegment(I128x, seg, r0 + 2L * i + 16, LE);
-            DoubleVector we0 = (DoubleVector) w0.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
-            DoubleVector wo0 = (DoubleVector) w0.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
-            DoubleVector we1 = (DoubleVector) w1.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
-            DoubleVector wo1 = (DoubleVector) w1.and(0xFFFF0000).reinterpretAsFloats().convertShape(VectorOperators.F2D, D, 0);
-            a0 = we0.fma(DoubleVector.fromArray(D, xp, xa + i), a0);
-            a1 = wo0.fma(DoubleVector.fromArray(D, xp, xa + i + 4), a1);
-            a2 = we1.fma(DoubleVector.fromArray(D, xp, xa + i + 8), a2);
-            a3 = wo1.fma(DoubleVector.fromArray(D, xp, xa + i + 12), a3);
-            b0 = we0.fma(DoubleVector.fromArray(D, xp, xb + i), b0);
-            b1 = wo0.fma(DoubleVector.fromArray(D, xp, xb + i + 4), b1);
-            b2 = we1.fma(DoubleVector.fromArray(D, xp, xb + i + 8), b2);
-            b3 = wo1.fma(DoubleVector.fromArray(D, xp, xb + i + 12), b3);
-            c0 = we0.fma(DoubleVector.fromArray(D, xp, xc + i), c0);
-            c1 = wo0.fma(DoubleVector.fromArray(D, xp, xc + i + 4), c1);
-            c2 = we1.fma(DoubleVector.fromArray(D, xp, xc + i + 8), c2);
-            c3 = wo1.fma(DoubleVector.fromArray(D, xp, xc + i + 12), c3);
-            d0 = we0.fma(DoubleVector.fromArray(D, xp, xe + i), d0);
-            d1 = wo0.fma(DoubleVector.fromArray(D, xp, xe + i + 4), d1);
-            d2 = we1.fma(DoubleVector.fromArray(D, xp, xe + i + 8), d2);
-            d3 = wo1.fma(DoubleVector.fromArray(D, xp, xe + i + 12), d3);
+            IntVector w = IntVector.fromMemorySegment(I, seg, r0 + 2L * i, LE);
+            FloatVector we = w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+            FloatVector wo = w.and(0xFFFF0000).reinterpretAsFloats();
+            a0 = we.fma(FloatVector.fromArray(F, xp, xa + i), a0);
+            a1 = wo.fma(FloatVector.fromArray(F, xp, xa + i + 8), a1);
+            b0 = we.fma(FloatVector.fromArray(F, xp, xb + i), b0);
+            b1 = wo.fma(FloatVector.fromArray(F, xp, xb + i + 8), b1);
+            c0 = we.fma(FloatVector.fromArray(F, xp, xc + i), c0);
+            c1 = wo.fma(FloatVector.fromArray(F, xp, xc + i + 8), c1);
+            d0 = we.fma(FloatVector.fromArray(F, xp, xd + i), d0);
+            d1 = wo.fma(FloatVector.fromArray(F, xp, xd + i + 8), d1);
         }
         a0.intoArray(acc, ao);
-        a1.intoArray(acc, ao + 4);
-        a2.intoArray(acc, ao + 8);
-        a3.intoArray(acc, ao + 12);
+        a1.intoArray(acc, ao + 8);
         b0.intoArray(acc, ao + 16);
-        b1.intoArray(acc, ao + 20);
-        b2.intoArray(acc, ao + 24);
-        b3.intoArray(acc, ao + 28);
+        b1.intoArray(acc, ao + 24);
         c0.intoArray(acc, ao + 32);
-        c1.intoArray(acc, ao + 36);
-        c2.intoArray(acc, ao + 40);
-        c3.intoArray(acc, ao + 44);
+        c1.intoArray(acc, ao + 40);
         d0.intoArray(acc, ao + 48);
-        d1.intoArray(acc, ao + 52);
-        d2.intoArray(acc, ao + 56);
-        d3.intoArray(acc, ao + 60);
+        d1.intoArray(acc, ao + 56);
     }
 
-    private static void f32Rows(float[] y, double[] xd, int tokens, MemorySegment seg, int in, int out, int first, int from, int to) {
-        double[] lanes = new double[4];
+    private static void f32Rows(float[] y, float[] x, int tokens, MemorySegment seg, int in, int out, int first, int from, int to) {
+        float[] t = new float[16];
         for (int o = from; o < to; o++) {
-            for (int t = 0; t < tokens; t++) y[t * out + first + o] = (float) f32Row(seg, 4L * in * o, xd, t * in, in, lanes);
+            for (int tk = 0; tk < tokens; tk++) y[tk * out + first + o] = f32Row(seg, 4L * in * o, x, tk * in, in, t);
         }
     }
 
-    /** One float32 row (at byte r0) times one token's x (at xa): the contract's sum, before the rounding to float. */
-    private static double f32Row(MemorySegment seg, long r0, double[] xd, int xa, int in, double[] lanes) {
-        DoubleVector a0 = DoubleVector.zero(D), a1 = a0, a2 = a0, a3 = a0;
+    /** One float32 row (at byte r0) times one token's x (at xa), in the contract's order. */
+    private static float f32Row(MemorySegment seg, long r0, float[] x, int xa, int in, float[] t) {
+        FloatVector a0 = FloatVector.zero(F), a1 = a0;
         int i = 0;
         for (; i + 16 <= in; i += 16) {
             long b0 = r0 + 4L * i;
-            a0 = a0.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i)));
-            a1 = a1.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0 + 16, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i + 4)));
-            a2 = a2.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0 + 32, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i + 8)));
-            a3 = a3.add(((DoubleVector) FloatVector.fromMemorySegment(F128, seg, b0 + 48, LE).convertShape(VectorOperators.F2D, D, 0)).mul(DoubleVector.fromArray(D, xd, xa + i + 12)));
+            a0 = FloatVector.fromMemorySegment(F, seg, b0, LE).fma(FloatVector.fromArray(F, x, xa + i), a0);
+            a1 = FloatVector.fromMemorySegment(F, seg, b0 + 32, LE).fma(FloatVector.fromArray(F, x, xa + i + 8), a1);
         }
-        a0.add(a1).add(a2.add(a3)).intoArray(lanes, 0);
-        double acc = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-        for (; i < in; i++) acc = acc + (double) seg.get(Matrix.F32, r0 + 4L * i) * xd[xa + i];
+        a0.intoArray(t, 0);
+        a1.intoArray(t, 8);
+        float acc = tree(t);
+        for (; i < in; i++) acc = Math.fma(seg.get(Matrix.F32, r0 + 4L * i), x[xa + i], acc);
         return acc;
     }
 }

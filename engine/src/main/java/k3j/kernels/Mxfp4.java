@@ -4,7 +4,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.ByteVector;
-import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -17,10 +18,10 @@ import jdk.incubator.vector.VectorSpecies;
  * 2^(b − 127); byte 255 zeroes its whole group (a deliberate choice, see the contract: OCP says NaN, only
  * corrupt data carries 255).
  *
- * <p>Matvec order per row: x widened to double once; for each group g in order, skipped if its scale byte
- * is 255: eight double accumulators s[k mod 8] over the group's full blocks of 8, reduced
- * ((s0+s4)+(s1+s5)) + ((s2+s6)+(s3+s7)), then the group's leftover elements added in order; then
- * acc = acc + sub · scale. y = (float) acc.
+ * <p>Matvec (fp-contract v2): the weight of element i is T_g[code] = E2M1[code] · 2^(b − 127) in float (exact: a
+ * power of two), and the row is the dense matvec's sum over these weights ({@link MatVec}: sixteen float FMA
+ * accumulators a[i mod 16] over the full blocks of 16, the fixed tree, then the tail by FMA), with the elements of
+ * every byte-255 group skipped (never multiplied, so an Inf or NaN activation there changes nothing).
  */
 public final class Mxfp4 {
     private Mxfp4() {}
@@ -30,9 +31,6 @@ public final class Mxfp4 {
     /** E2M1 code → value (bit 3 is the sign; code 8 is −0). */
     static final float[] E2M1 = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
         -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
-
-    /** 2 × E2M1 as int8: the fast path's pshufb table (−0 becomes 0, which never changes a sum: see contract). */
-    static final byte[] E2M1_TWICE = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
     /** E8M0 scale byte → float 2^(b − 127) exactly (b = 0 is the subnormal 2^−127); 255 → 0 (group zeroed). */
     public static float scale(int b) {
@@ -69,19 +67,13 @@ public final class Mxfp4 {
         return w;
     }
 
-    /**
-     * Dequantises from the repacked layout (proves the repack loses nothing: must equal {@link #dequant}; in
-     * {@link Codes#INT8} form code 8, −0, reads back as +0, which no sum can tell apart).
-     */
+    /** Dequantises from the repacked layout (proves the repack loses nothing: must equal {@link #dequant}, −0 included). */
     public static float[] dequant(Repacked w) {
-        int in = w.in(), ng = groups(in), gb = w.codes().groupBytes;
+        int in = w.in(), ng = groups(in);
         float[] out = new float[w.rows() * in];
         for (int r = 0; r < w.rows(); r++) {
-            int bl = r / 4, j = r % 4;
             for (int k = 0; k < in; k++) {
-                int g = k / GROUP;
-                long base = ((long) bl * ng + g) * gb;
-                out[r * in + k] = code(w.packed(), w.codes(), base, j, k % GROUP) * scale(w.scales().get(ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 4 + j));
+                out[r * in + k] = E2M1[code(w.packed(), w.codes(), w.rowBase(r), k)] * scale(w.scales().get(ValueLayout.JAVA_BYTE, (long) r * ng + k / GROUP));
             }
         }
         return out;
@@ -89,48 +81,47 @@ public final class Mxfp4 {
 
     // ------------------------------------------------------------------ reference path
 
-    /** Reference: y[tokens][rows] = W x[tokens][in] over the canonical (checkpoint) layout. */
+    /** Reference: y[tokens][rows] = W x[tokens][in] over the canonical (checkpoint) layout, as the contract reads. */
     public static void reference(float[] y, float[] x, int tokens, MemorySegment packed, MemorySegment scales, int rows, int in) {
         checkGeometry(packed.byteSize(), scales.byteSize(), rows, in);
-        int ng = groups(in);
-        float[] wf = new float[GROUP];
-        double[] s = new double[8];
+        int ng = groups(in), full = in & ~15;
+        float[] a = new float[16];
         for (int t = 0; t < tokens; t++) {
             for (int r = 0; r < rows; r++) {
-                double acc = 0.0;
-                for (int g = 0; g < ng; g++) {
-                    int sb = scales.get(ValueLayout.JAVA_BYTE, (long) r * ng + g) & 0xFF;
+                java.util.Arrays.fill(a, 0.0f);
+                int i = 0;
+                for (; i < full; i += 16) {
+                    int sb = scales.get(ValueLayout.JAVA_BYTE, (long) r * ng + i / GROUP) & 0xFF;
                     if (sb == 255) continue;
-                    int i0 = g * GROUP, n = Math.min(GROUP, in - i0);
-                    for (int k = 0; k < n; k++) {
-                        int b = packed.get(ValueLayout.JAVA_BYTE, (long) r * (in / 2) + (i0 + k) / 2) & 0xFF;
-                        wf[k] = E2M1[(k & 1) == 0 ? b & 15 : b >>> 4];
-                    }
-                    java.util.Arrays.fill(s, 0.0);
-                    int k = 0;
-                    for (; k + 8 <= n; k += 8) {
-                        for (int l = 0; l < 8; l++) s[l] = s[l] + (double) wf[k + l] * (double) x[t * in + i0 + k + l];
-                    }
-                    double sub = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-                    for (; k < n; k++) sub = sub + (double) wf[k] * (double) x[t * in + i0 + k];
-                    acc = acc + sub * (double) scale(sb);
+                    for (int l = 0; l < 16; l++) a[l] = Math.fma(weight(packed, r, in, i + l, sb), x[t * in + i + l], a[l]);
                 }
-                y[t * rows + r] = (float) acc;
+                float acc = MatVec.tree(a);
+                for (; i < in; i++) {
+                    int sb = scales.get(ValueLayout.JAVA_BYTE, (long) r * ng + i / GROUP) & 0xFF;
+                    if (sb != 255) acc = Math.fma(weight(packed, r, in, i, sb), x[t * in + i], acc);
+                }
+                y[t * rows + r] = acc;
             }
         }
+    }
+
+    /** The table entry T_g[code] = E2M1[code] · 2^(sb − 127) of element k of canonical row r (float: exact). */
+    private static float weight(MemorySegment packed, int r, int in, int k, int sb) {
+        int b = packed.get(ValueLayout.JAVA_BYTE, (long) r * (in / 2) + k / 2) & 0xFF;
+        return E2M1[(k & 1) == 0 ? b & 15 : b >>> 4] * scale(sb);
     }
 
     // ------------------------------------------------------------------ repacked layout + fast path
 
     /**
-     * How a repacked matrix stores its codes. {@link #NIBBLES}: two E2M1 codes per byte, as in the checkpoint
-     * (decoded by a table lookup in the kernel). {@link #INT8}: every code predecoded to 2·E2M1 as one signed byte
-     * (twice the bytes, no lookup in the kernel). Both give the same bits (docs/fp-contract.md §2 "MXFP4").
+     * How a repacked matrix stores its codes. {@link #NIBBLES}: two E2M1 codes per byte, as in the checkpoint.
+     * {@link #INT8}: one code per byte, per block of 16 elements the eight even elements' codes then the eight odd
+     * ones' (twice the bytes, no nibble split in the kernel). Both give the same bits (docs/fp-contract.md §2 "MXFP4").
      */
     public enum Codes {
-        NIBBLES(64), INT8(128);
+        NIBBLES(16), INT8(32);
 
-        /** Bytes per (block of 4 rows, group of 32). */
+        /** Bytes per (row, group of 32). */
         final int groupBytes;
 
         Codes(int groupBytes) {
@@ -148,27 +139,25 @@ public final class Mxfp4 {
     }
 
     /**
-     * The load-time repack for the across-rows fast path: rows in blocks of 4 (the last block padded with
-     * scale-255 rows); per (block, group), in {@link Codes#NIBBLES} form 64 bytes where byte p (0..15) of row j
-     * sits at p·4 + j (a ragged last group is padded with zero codes), in {@link Codes#INT8} form 128 bytes where
-     * element k (0..31) of row j sits at k·4 + j; and 4 scale bytes (row j at j). The codes carry 16 bytes of
-     * padding (the fast path reads 16 bytes at every 4-byte position) and the scales 8 (an 8-byte load at the
-     * last group stays in bounds).
+     * The load-time layout of the fast path: each row's codes in groups of {@link Codes#groupBytes} bytes (a ragged last
+     * group padded with zero codes), rows contiguous; the scales as in the checkpoint (row r's ng bytes at r·ng). Both
+     * carry padding (16 and 8 bytes) so no vector load near the end needs a bounds special case.
      */
     public record Repacked(MemorySegment packed, MemorySegment scales, int rows, int in, Codes codes) {
-        public int blocks() {
-            return (rows + 3) / 4;
+        /** Byte offset of row r's codes. */
+        long rowBase(int r) {
+            return (long) r * groups(in) * codes.groupBytes;
         }
     }
 
     /** Bytes of a repacked matrix's codes. */
     public static long packedBytes(int rows, int in, Codes codes) {
-        return (long) ((rows + 3) / 4) * groups(in) * codes.groupBytes + 16;
+        return (long) rows * groups(in) * codes.groupBytes + 16;
     }
 
     /** Bytes of a repacked matrix's scales. */
     public static long scaleBytes(int rows, int in) {
-        return (long) ((rows + 3) / 4) * groups(in) * 4 + 8;
+        return (long) rows * groups(in) + 8;
     }
 
     /** Repacks canonical bytes (checkpoint layout) for {@link #matmul}, nibble codes, onto the heap. */
@@ -194,50 +183,40 @@ public final class Mxfp4 {
             throw new IllegalArgumentException("repack destination of " + dstPacked.byteSize() + " + " + dstScales.byteSize()
                     + " bytes, [" + rows + ", " + in + "] " + codes + " needs " + packedBytes(rows, in, codes) + " + " + scaleBytes(rows, in));
         }
-        int ng = groups(in), blocks = (rows + 3) / 4, rb = in / 2, gb = codes.groupBytes;
-        // one block at a time through heap buffers: 4 canonical rows in, one interleaved block out
-        byte[] src = new byte[4 * rb], srcScales = new byte[4 * ng], dp = new byte[ng * gb], ds = new byte[ng * 4];
-        for (int bl = 0; bl < blocks; bl++) {
-            int have = Math.min(4, rows - 4 * bl);
-            MemorySegment.copy(packed, ValueLayout.JAVA_BYTE, (long) 4 * bl * rb, src, 0, have * rb);
-            MemorySegment.copy(scales, ValueLayout.JAVA_BYTE, (long) 4 * bl * ng, srcScales, 0, have * ng);
-            java.util.Arrays.fill(dp, (byte) 0);
-            java.util.Arrays.fill(ds, (byte) 255);
-            for (int j = 0; j < have; j++) {
-                int ro = j * rb;
-                for (int g = 0; g < ng; g++) {
-                    int base = g * gb + j, p0 = g * 16, n = Math.min(16, rb - p0);
-                    if (codes == Codes.NIBBLES) {
-                        for (int p = 0; p < n; p++) dp[base + p * 4] = src[ro + p0 + p];
-                    } else {
-                        for (int p = 0; p < n; p++) {
-                            int b = src[ro + p0 + p] & 0xFF;
-                            dp[base + p * 8] = E2M1_TWICE[b & 15];
-                            dp[base + p * 8 + 4] = E2M1_TWICE[b >>> 4];
-                        }
-                    }
-                    ds[g * 4 + j] = srcScales[j * ng + g];
+        int ng = groups(in), rb = in / 2, gb = codes.groupBytes;
+        byte[] src = new byte[rb], dst = new byte[ng * gb];
+        for (int r = 0; r < rows; r++) {
+            MemorySegment.copy(packed, ValueLayout.JAVA_BYTE, (long) r * rb, src, 0, rb);
+            java.util.Arrays.fill(dst, (byte) 0);
+            for (int p = 0; p < rb; p++) {
+                if (codes == Codes.NIBBLES) {
+                    dst[(p / 16) * gb + p % 16] = src[p];
+                } else {
+                    int b = src[p] & 0xFF, k = 2 * p, g = k / GROUP, e = k % GROUP, at = g * gb + (e / 16) * 16 + (e % 16) / 2;
+                    dst[at] = (byte) (b & 15);
+                    dst[at + 8] = (byte) (b >>> 4);
                 }
             }
-            MemorySegment.copy(dp, 0, dstPacked, ValueLayout.JAVA_BYTE, (long) bl * ng * gb, dp.length);
-            MemorySegment.copy(ds, 0, dstScales, ValueLayout.JAVA_BYTE, (long) bl * ng * 4, ds.length);
+            MemorySegment.copy(dst, 0, dstPacked, ValueLayout.JAVA_BYTE, (long) r * ng * gb, dst.length);
         }
-        dstPacked.asSlice((long) blocks * ng * gb).fill((byte) 0);
-        dstScales.asSlice((long) blocks * ng * 4).fill((byte) 255);
+        MemorySegment.copy(scales, 0, dstScales, 0, (long) rows * ng);
+        dstPacked.asSlice((long) rows * ng * gb).fill((byte) 0);
+        dstScales.asSlice((long) rows * ng).fill((byte) 255);
         return new Repacked(dstPacked, dstScales, rows, in, codes);
     }
 
-    /** 2^(b − 128) for the fast path's 2·E2M1 codes (so the product is the reference's); 0 marks byte 255. */
-    static final double[] E8M0_HALF = new double[256];
+    /** E8M0 byte → 2^(b − 127) as float (b = 255 is never looked up: its group is skipped). */
+    static final float[] SCALE = new float[256];
 
     static {
-        for (int b = 0; b < 255; b++) E8M0_HALF[b] = Math.scalb(1.0, b - 128);
+        for (int b = 0; b < 255; b++) SCALE[b] = scale(b);
     }
 
-    static final VectorSpecies<Byte> B128 = ByteVector.SPECIES_128;
     static final VectorSpecies<Byte> B64 = ByteVector.SPECIES_64;
-    static final VectorSpecies<Double> D = DoubleVector.SPECIES_256;
+    static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
+    static final VectorSpecies<Integer> I = IntVector.SPECIES_256;
     static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+    static final int SIGN = 0x80000000;
 
     /** Fast: y[tokens][rows] = W x[tokens][in] from the repacked layout, bit-identical to {@link #reference}. */
     public static void matmul(Workers workers, float[] y, float[] x, int tokens, Repacked w) {
@@ -245,274 +224,182 @@ public final class Mxfp4 {
         if (x.length < (long) tokens * in || y.length < (long) tokens * rows) {
             throw new IllegalArgumentException("MXFP4 matmul: x " + x.length + " / y " + y.length + " floats too short for " + tokens + " tokens of [" + rows + ", " + in + "]");
         }
-        double[] xd = new double[tokens * in];
-        for (int i = 0; i < xd.length; i++) xd[i] = x[i];
         if (!KernelPath.vector((long) tokens * rows * in)) {
-            scalarRows(y, xd, tokens, w);
+            scalarRows(y, x, tokens, w, 0, rows);
             return;
         }
-        if (tokens > 1) workers.split(w.blocks(), 1, (from, to) -> blocksStaged(y, xd, tokens, w, from, to));
-        else workers.split(w.blocks(), 1, (from, to) -> blocks(y, xd, tokens, w, from, to));
+        float[] xp = MatVec.laneOrder(x, tokens, in);
+        if (tokens > 1) workers.split(rows, 1, (from, to) -> rowsStaged(y, x, xp, tokens, w, from, to));
+        else workers.split(rows, 1, (from, to) -> rowsOneToken(y, x, xp, w, from, to));
     }
 
-    /**
-     * Lanes are the 4 rows of a block, so each lane adds in exactly its row's scalar order. Byte position p
-     * of a group holds element 2p (low nibble, accumulator s[2p mod 8]) and 2p+1 (high nibble) of the 4
-     * rows in 4 consecutive bytes: a 16-byte load at 4p puts them in lanes 0..3, the pshufb LUT decodes all
-     * 16 lanes and B2D part 0 (the only intrinsified expanding part) takes lanes 0..3. No spill buffer (an
-     * earlier spill/reload version was 1.9x slower here). The LUT holds 2·E2M1 and the scale is
-     * 2^(b − 128): every partial sum is exactly twice the scalar one and the product with the halved scale
-     * is the same double.
-     */
-    private static void blocks(float[] y, double[] xd, int tokens, Repacked w, int from, int to) {
-        final int ng = groups(w.in());
-        final double[] lanes = new double[4], sv = new double[4];
-        // one group of a block staged on the heap (one bulk copy; the vector loads from it need no segment checks)
-        final byte[] gb = new byte[w.codes().groupBytes + 16];
-        final byte[] sb4 = new byte[ng * 4 + 8];
+    private static void rowsOneToken(float[] y, float[] x, float[] xp, Repacked w, int from, int to) {
+        int ng = groups(w.in());
+        final float[] t = new float[16];
+        final byte[] sc = new byte[ng];
         final boolean int8 = w.codes() == Codes.INT8;
-        for (int bl = from; bl < to; bl++) {
-            MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) bl * ng * 4, sb4, 0, ng * 4);
-            for (int t = 0; t < tokens; t++) {
-                if (int8) blockInt8(w, bl, sb4, gb, sv, xd, t * w.in(), lanes);
-                else blockNibbles(w, bl, sb4, gb, sv, xd, t * w.in(), lanes);
-                storeBlock(y, lanes, w, bl, t, xd);
-            }
+        for (int r = from; r < to; r++) {
+            MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) r * ng, sc, 0, ng);
+            oneRow(w.packed(), w.rowBase(r), sc, int8, xp, w.in(), t);
+            y[r] = tail(MatVec.treeLaneOrder(t), w, r, sc, x, 0);
         }
-    }
-
-    /** The full groups of block bl for the token whose x starts at xo, nibble codes: the 4 rows' sums into lanes. */
-    private static void blockNibbles(Repacked w, int bl, byte[] sb4, byte[] gb, double[] sv, double[] xd, int xo, double[] lanes) {
-        final int ng = groups(w.in()), full = w.in() / GROUP;
-        final ByteVector lut = ByteVector.fromArray(B128, E2M1_TWICE, 0);
-        DoubleVector acc = DoubleVector.zero(D);
-        for (int g = 0; g < full; g++) {
-            MemorySegment.copy(w.packed(), ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 64, gb, 0, 64);
-            DoubleVector s0 = DoubleVector.zero(D), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
-            final int xg = xo + g * GROUP;
-            for (int c = 0; c < 4; c++) {
-                // byte positions 4c..4c+3 of the 4 rows; a 16-byte load at 4p whose lanes 0..3 are position p
-                final int bp = 16 * c;
-                final int xk = xg + 8 * c;
-                ByteVector b0 = ByteVector.fromArray(B128, gb, bp);
-                ByteVector b1 = ByteVector.fromArray(B128, gb, bp + 4);
-                ByteVector b2 = ByteVector.fromArray(B128, gb, bp + 8);
-                ByteVector b3 = ByteVector.fromArray(B128, gb, bp + 12);
-                // products of a float and a small integer are exact in double: fma == mul then add
-                s0 = ((DoubleVector) b0.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk]), s0);
-                s1 = ((DoubleVector) b0.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 1]), s1);
-                s2 = ((DoubleVector) b1.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 2]), s2);
-                s3 = ((DoubleVector) b1.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 3]), s3);
-                s4 = ((DoubleVector) b2.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 4]), s4);
-                s5 = ((DoubleVector) b2.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 5]), s5);
-                s6 = ((DoubleVector) b3.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 6]), s6);
-                s7 = ((DoubleVector) b3.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 7]), s7);
-            }
-            DoubleVector sub = s0.add(s4).add(s1.add(s5)).add(s2.add(s6).add(s3.add(s7)));
-            for (int j = 0; j < 4; j++) sv[j] = E8M0_HALF[sb4[g * 4 + j] & 0xFF];
-            DoubleVector half = DoubleVector.fromArray(D, sv, 0);
-            // a 255 byte has half == 0: its group must contribute nothing even if sub is Inf/NaN
-            acc = acc.blend(acc.add(sub.mul(half)), half.compare(VectorOperators.NE, 0.0));
-        }
-        acc.intoArray(lanes, 0);
     }
 
     /**
-     * {@link #blockNibbles} over {@link Codes#INT8} codes: element k of the 4 rows sits in 4 consecutive bytes, so a
-     * 16-byte load at 4k and B2D part 0 give the 4 lanes directly, with no lookup or shift. Same lane order, same
-     * accumulators, same bits.
+     * One row's full blocks of 16 for one token into t (lane order: even elements' accumulators, then odd ones'). Per
+     * group the eight magnitudes E2M1[0..7] · scale (exact) are one vector; a block's 8 code bytes widened to 8 int
+     * lanes index it by lane permutation (vpermps), low nibbles giving the even elements and high nibbles the odd
+     * ones, and code bit 3 is OR-ed in as the sign: exactly T_g[code], −0 included.
      */
-    private static void blockInt8(Repacked w, int bl, byte[] sb4, byte[] gb, double[] sv, double[] xd, int xo, double[] lanes) {
-        final int ng = groups(w.in()), full = w.in() / GROUP;
-        DoubleVector acc = DoubleVector.zero(D);
-        for (int g = 0; g < full; g++) {
-            MemorySegment.copy(w.packed(), ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 128, gb, 0, 128);
-            DoubleVector s0 = DoubleVector.zero(D), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
-            final int xg = xo + g * GROUP;
-            for (int c = 0; c < 4; c++) {
-                final int bp = 32 * c;
-                final int xk = xg + 8 * c;
-                s0 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk]), s0);
-                s1 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 4).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 1]), s1);
-                s2 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 8).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 2]), s2);
-                s3 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 12).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 3]), s3);
-                s4 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 16).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 4]), s4);
-                s5 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 20).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 5]), s5);
-                s6 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 24).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 6]), s6);
-                s7 = ((DoubleVector) ByteVector.fromArray(B128, gb, bp + 28).convertShape(VectorOperators.B2D, D, 0)).fma(DoubleVector.broadcast(D, xd[xk + 7]), s7);
-            }
-            DoubleVector sub = s0.add(s4).add(s1.add(s5)).add(s2.add(s6).add(s3.add(s7)));
-            for (int j = 0; j < 4; j++) sv[j] = E8M0_HALF[sb4[g * 4 + j] & 0xFF];
-            DoubleVector half = DoubleVector.fromArray(D, sv, 0);
-            acc = acc.blend(acc.add(sub.mul(half)), half.compare(VectorOperators.NE, 0.0));
-        }
-        acc.intoArray(lanes, 0);
-    }
-
-    /**
-     * {@link #blocks} for several tokens (both code forms): each group of a block is decoded ONCE into {@code staged}
-     * (element e of the group's 4 rows at staged[4e .. 4e+4), the values the one-token kernels form in registers)
-     * and then used by every token, each token keeping its own block accumulator. The decode is most of the
-     * one-token work (an earlier spill version was slower for ONE token, where nothing is shared). Same
-     * accumulators, same order, same bits as {@link #blocks} token by token.
-     */
-    private static void blocksStaged(float[] y, double[] xd, int tokens, Repacked w, int from, int to) {
-        final int in = w.in(), ng = groups(in), full = in / GROUP, groupBytes = w.codes().groupBytes;
-        final boolean int8 = w.codes() == Codes.INT8;
-        final double[] lanes = new double[4], sv = new double[4], staged = new double[GROUP * 4];
-        final double[] accs = new double[tokens * 4];
-        final byte[] gb = new byte[128 + 16];
-        final byte[] sb4 = new byte[ng * 4 + 8];
-        for (int bl = from; bl < to; bl++) {
-            MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) bl * ng * 4, sb4, 0, ng * 4);
-            java.util.Arrays.fill(accs, 0.0);
-            for (int g = 0; g < full; g++) {
-                MemorySegment.copy(w.packed(), ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * groupBytes, gb, 0, groupBytes);
-                if (int8) stageInt8(gb, staged);
-                else stageNibbles(gb, staged);
-                for (int j = 0; j < 4; j++) sv[j] = E8M0_HALF[sb4[g * 4 + j] & 0xFF];
-                for (int t = 0; t < tokens; t++) stagedGroup(staged, sv, xd, t * in + g * GROUP, accs, 4 * t);
-            }
-            for (int t = 0; t < tokens; t++) {
-                System.arraycopy(accs, 4 * t, lanes, 0, 4);
-                storeBlock(y, lanes, w, bl, t, xd);
-            }
-        }
-    }
-
-    /** One group of int8 codes (gb) widened to staged[4e .. 4e+4) for element e of the 4 rows. */
-    private static void stageInt8(byte[] gb, double[] staged) {
-        for (int e = 0; e < GROUP; e++) ((DoubleVector) ByteVector.fromArray(B128, gb, 4 * e).convertShape(VectorOperators.B2D, D, 0)).intoArray(staged, 4 * e);
-    }
-
-    /** One group of nibble codes (gb) decoded to 2·E2M1 and widened to staged[4e .. 4e+4) for element e of the 4 rows. */
-    private static void stageNibbles(byte[] gb, double[] staged) {
-        final ByteVector lut = ByteVector.fromArray(B128, E2M1_TWICE, 0);
-        for (int p = 0; p < GROUP / 2; p++) {
-            ByteVector b = ByteVector.fromArray(B128, gb, 4 * p);
-            ((DoubleVector) b.and((byte) 0x0F).selectFrom(lut).convertShape(VectorOperators.B2D, D, 0)).intoArray(staged, 8 * p);
-            ((DoubleVector) b.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes().and((byte) 0x0F).selectFrom(lut)
-                    .convertShape(VectorOperators.B2D, D, 0)).intoArray(staged, 8 * p + 4);
-        }
-    }
-
-    /** One staged group times one token's x (from xg), added to that token's block accumulator accs[ao .. ao+4) unless its scale is 255. */
-    private static void stagedGroup(double[] staged, double[] sv, double[] xd, int xg, double[] accs, int ao) {
-        DoubleVector s0 = DoubleVector.zero(D), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
-        for (int c = 0; c < 4; c++) {
-            final int e = 8 * c, xk = xg + e;
-            s0 = DoubleVector.fromArray(D, staged, 4 * e).fma(DoubleVector.broadcast(D, xd[xk]), s0);
-            s1 = DoubleVector.fromArray(D, staged, 4 * e + 4).fma(DoubleVector.broadcast(D, xd[xk + 1]), s1);
-            s2 = DoubleVector.fromArray(D, staged, 4 * e + 8).fma(DoubleVector.broadcast(D, xd[xk + 2]), s2);
-            s3 = DoubleVector.fromArray(D, staged, 4 * e + 12).fma(DoubleVector.broadcast(D, xd[xk + 3]), s3);
-            s4 = DoubleVector.fromArray(D, staged, 4 * e + 16).fma(DoubleVector.broadcast(D, xd[xk + 4]), s4);
-            s5 = DoubleVector.fromArray(D, staged, 4 * e + 20).fma(DoubleVector.broadcast(D, xd[xk + 5]), s5);
-            s6 = DoubleVector.fromArray(D, staged, 4 * e + 24).fma(DoubleVector.broadcast(D, xd[xk + 6]), s6);
-            s7 = DoubleVector.fromArray(D, staged, 4 * e + 28).fma(DoubleVector.broadcast(D, xd[xk + 7]), s7);
-        }
-        DoubleVector sub = s0.add(s4).add(s1.add(s5)).add(s2.add(s6).add(s3.add(s7)));
-        DoubleVector half = DoubleVector.fromArray(D, sv, 0);
-        DoubleVector acc = DoubleVector.fromArray(D, accs, ao);
-        acc.blend(acc.add(sub.mul(half)), half.compare(VectorOperators.NE, 0.0)).intoArray(accs, ao);
-    }
-
-    /**
-     * The scalar contract over the repacked layout (small matrices; no Vector API warm-up). Each block's bytes
-     * are copied to the heap once, so the loops read plain arrays.
-     */
-    private static void scalarRows(float[] y, double[] xd, int tokens, Repacked w) {
-        int in = w.in(), rows = w.rows(), ng = groups(in), gb = w.codes().groupBytes;
-        boolean int8 = w.codes() == Codes.INT8;
-        byte[] pk = new byte[ng * gb], sc = new byte[ng * 4];
-        for (int bl = 0; bl < w.blocks(); bl++) {
-            MemorySegment.copy(w.packed(), ValueLayout.JAVA_BYTE, (long) bl * ng * gb, pk, 0, pk.length);
-            MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) bl * ng * 4, sc, 0, sc.length);
-            for (int j = 0; j < 4 && 4 * bl + j < rows; j++) {
-                for (int t = 0; t < tokens; t++) {
-                    int xo = t * in;
-                    double acc = 0.0;
-                    for (int g = 0; g < ng; g++) {
-                        int sb = sc[g * 4 + j] & 0xFF;
-                        if (sb == 255) continue;
-                        int i0 = g * GROUP, n = Math.min(GROUP, in - i0), base = g * gb + j;
-                        // eight accumulators in locals (an array here kept every add chain in memory)
-                        double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-                        int k = 0, xk = xo + i0;
-                        if (int8) { // 2·E2M1 · 0.5 is E2M1 exactly (−0 reads as +0, which no sum tells apart)
-                            for (; k + 8 <= n; k += 8, xk += 8) {
-                                int b = base + k * 4;
-                                s0 = s0 + (double) (pk[b] * 0.5f) * xd[xk];
-                                s1 = s1 + (double) (pk[b + 4] * 0.5f) * xd[xk + 1];
-                                s2 = s2 + (double) (pk[b + 8] * 0.5f) * xd[xk + 2];
-                                s3 = s3 + (double) (pk[b + 12] * 0.5f) * xd[xk + 3];
-                                s4 = s4 + (double) (pk[b + 16] * 0.5f) * xd[xk + 4];
-                                s5 = s5 + (double) (pk[b + 20] * 0.5f) * xd[xk + 5];
-                                s6 = s6 + (double) (pk[b + 24] * 0.5f) * xd[xk + 6];
-                                s7 = s7 + (double) (pk[b + 28] * 0.5f) * xd[xk + 7];
-                            }
-                        } else {
-                            for (; k + 8 <= n; k += 8, xk += 8) {
-                                int b = base + k * 2;
-                                int c0 = pk[b] & 0xFF, c1 = pk[b + 4] & 0xFF, c2 = pk[b + 8] & 0xFF, c3 = pk[b + 12] & 0xFF;
-                                s0 = s0 + (double) E2M1[c0 & 15] * xd[xk];
-                                s1 = s1 + (double) E2M1[c0 >>> 4] * xd[xk + 1];
-                                s2 = s2 + (double) E2M1[c1 & 15] * xd[xk + 2];
-                                s3 = s3 + (double) E2M1[c1 >>> 4] * xd[xk + 3];
-                                s4 = s4 + (double) E2M1[c2 & 15] * xd[xk + 4];
-                                s5 = s5 + (double) E2M1[c2 >>> 4] * xd[xk + 5];
-                                s6 = s6 + (double) E2M1[c3 & 15] * xd[xk + 6];
-                                s7 = s7 + (double) E2M1[c3 >>> 4] * xd[xk + 7];
-                            }
-                        }
-                        double sub = ((s0 + s4) + (s1 + s5)) + ((s2 + s6) + (s3 + s7));
-                        for (; k < n; k++) {
-                            float code;
-                            if (int8) code = pk[base + k * 4] * 0.5f;
-                            else {
-                                int b = pk[base + (k / 2) * 4] & 0xFF;
-                                code = E2M1[(k & 1) == 0 ? b & 15 : b >>> 4];
-                            }
-                            sub = sub + (double) code * xd[xo + i0 + k];
-                        }
-                        acc = acc + sub * (double) scale(sb);
-                    }
-                    y[t * rows + 4 * bl + j] = (float) acc;
+    private static void oneRow(MemorySegment pk, long base, byte[] sc, boolean int8, float[] xp, int in, float[] t) {
+        FloatVector e = FloatVector.zero(F), o = e;
+        final int full = in & ~15, gb = int8 ? 32 : 16, step = int8 ? 16 : 8;
+        for (int i = 0, g = 0; i < full; i += GROUP, g++) {
+            int sb = sc[g] & 0xFF;
+            if (sb == 255) continue;
+            IntVector tab = FloatVector.fromArray(F, E2M1, 0).mul(SCALE[sb]).reinterpretAsInts();
+            long at = base + (long) g * gb;
+            for (int h = 0; h < 2 && i + 16 * h < full; h++, at += step) {
+                IntVector ce, co;
+                if (int8) {
+                    ce = (IntVector) ByteVector.fromMemorySegment(B64, pk, at, LE).convertShape(VectorOperators.B2I, I, 0);
+                    co = (IntVector) ByteVector.fromMemorySegment(B64, pk, at + 8, LE).convertShape(VectorOperators.B2I, I, 0);
+                } else {
+                    ce = (IntVector) ByteVector.fromMemorySegment(B64, pk, at, LE).convertShape(VectorOperators.B2I, I, 0);
+                    co = ce.lanewise(VectorOperators.ASHR, 4);
                 }
+                FloatVector we = ce.and(7).selectFrom(tab).or(ce.lanewise(VectorOperators.LSHL, 28).and(SIGN)).reinterpretAsFloats();
+                FloatVector wo = co.and(7).selectFrom(tab).or(co.lanewise(VectorOperators.LSHL, 28).and(SIGN)).reinterpretAsFloats();
+                e = we.fma(FloatVector.fromArray(F, xp, i + 16 * h), e);
+                o = wo.fma(FloatVector.fromArray(F, xp, i + 16 * h + 8), o);
+            }
+        }
+        e.intoArray(t, 0);
+        o.intoArray(t, 8);
+    }
+
+    /** The in mod 16 tail of row r for the token whose x starts at xo, continuing acc by FMA (byte-255 groups skipped). */
+    private static float tail(float acc, Repacked w, int r, byte[] sc, float[] x, int xo) {
+        int in = w.in();
+        for (int i = in & ~15; i < in; i++) {
+            int sb = sc[i / GROUP] & 0xFF;
+            if (sb != 255) acc = Math.fma(E2M1[code(w.packed(), w.codes(), w.rowBase(r), i)] * SCALE[sb], x[xo + i], acc);
+        }
+        return acc;
+    }
+
+    /**
+     * Several tokens: each row's full blocks are decoded once into {@code staged} (the weights T_g[code], in the fast
+     * path's lane order) and every token's accumulators read from it: same values, lanes, accumulators and order as
+     * one token, so the same bits.
+     */
+    private static void rowsStaged(float[] y, float[] x, float[] xp, int tokens, Repacked w, int from, int to) {
+        int in = w.in(), ng = groups(in), rows = w.rows();
+        final float[] t = new float[16], staged = new float[(in & ~15) + 16];
+        final byte[] sc = new byte[ng];
+        final boolean int8 = w.codes() == Codes.INT8;
+        for (int r = from; r < to; r++) {
+            MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) r * ng, sc, 0, ng);
+            stageRow(w.packed(), w.rowBase(r), sc, int8, in, staged);
+            for (int tk = 0; tk < tokens; tk++) {
+                stagedRow(staged, sc, xp, tk * in, in, t);
+                y[tk * rows + r] = tail(MatVec.treeLaneOrder(t), w, r, sc, x, tk * in);
             }
         }
     }
 
-    /** The 4 lanes of block bl, token t, into y: each row finishes its ragged last group (if any) in scalar, then rounds to float. */
-    private static void storeBlock(float[] y, double[] lanes, Repacked w, int bl, int t, double[] xd) {
-        int in = w.in(), rows = w.rows(), ng = groups(in), full = in / GROUP;
-        for (int j = 0; j < 4; j++) {
-            int r = 4 * bl + j;
-            if (r >= rows) break;
-            double a = lanes[j];
-            if (full < ng) a = raggedGroup(a, w.packed(), w.codes(), w.scales(), bl, ng, full, j, in, xd, t * in);
-            y[t * rows + r] = (float) a;
+    /** Decodes one row's full blocks of 16 into staged (lane order), as {@link #oneRow} does; byte-255 groups are left unread. */
+    private static void stageRow(MemorySegment pk, long base, byte[] sc, boolean int8, int in, float[] staged) {
+        final int full = in & ~15, gb = int8 ? 32 : 16, step = int8 ? 16 : 8;
+        for (int i = 0, g = 0; i < full; i += GROUP, g++) {
+            int sb = sc[g] & 0xFF;
+            if (sb == 255) continue;
+            IntVector tab = FloatVector.fromArray(F, E2M1, 0).mul(SCALE[sb]).reinterpretAsInts();
+            long at = base + (long) g * gb;
+            for (int h = 0; h < 2 && i + 16 * h < full; h++, at += step) {
+                IntVector ce, co;
+                if (int8) {
+                    ce = (IntVector) ByteVector.fromMemorySegment(B64, pk, at, LE).convertShape(VectorOperators.B2I, I, 0);
+                    co = (IntVector) ByteVector.fromMemorySegment(B64, pk, at + 8, LE).convertShape(VectorOperators.B2I, I, 0);
+                } else {
+                    ce = (IntVector) ByteVector.fromMemorySegment(B64, pk, at, LE).convertShape(VectorOperators.B2I, I, 0);
+                    co = ce.lanewise(VectorOperators.ASHR, 4);
+                }
+                ce.and(7).selectFrom(tab).or(ce.lanewise(VectorOperators.LSHL, 28).and(SIGN)).reinterpretAsFloats().intoArray(staged, i + 16 * h);
+                co.and(7).selectFrom(tab).or(co.lanewise(VectorOperators.LSHL, 28).and(SIGN)).reinterpretAsFloats().intoArray(staged, i + 16 * h + 8);
+            }
         }
     }
 
-    /** The last, partial group of one row (scalar order of the contract) from the repacked bytes. */
-    private static double raggedGroup(double acc, MemorySegment pk, Codes codes, MemorySegment sc, int bl, int ng, int g, int j, int in, double[] xd, int xo) {
-        int sb = sc.get(ValueLayout.JAVA_BYTE, ((long) bl * ng + g) * 4 + j) & 0xFF;
-        if (sb == 255) return acc;
-        int i0 = g * GROUP, n = in - i0;
-        long base = ((long) bl * ng + g) * codes.groupBytes;
-        double[] s = new double[8];
-        int k = 0;
-        for (; k + 8 <= n; k += 8) {
-            for (int l = 0; l < 8; l++) s[l] = s[l] + (double) code(pk, codes, base, j, k + l) * xd[xo + i0 + k + l];
+    /** One token (x in lane order from xa) against a staged row: the full blocks' accumulators into t. */
+    private static void stagedRow(float[] staged, byte[] sc, float[] xp, int xa, int in, float[] t) {
+        FloatVector e = FloatVector.zero(F), o = e;
+        final int full = in & ~15;
+        for (int i = 0; i < full; i += 16) {
+            if ((sc[i / GROUP] & 0xFF) == 255) continue;
+            e = FloatVector.fromArray(F, staged, i).fma(FloatVector.fromArray(F, xp, xa + i), e);
+            o = FloatVector.fromArray(F, staged, i + 8).fma(FloatVector.fromArray(F, xp, xa + i + 8), o);
         }
-        double sub = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-        for (; k < n; k++) sub = sub + (double) code(pk, codes, base, j, k) * xd[xo + i0 + k];
-        return acc + sub * (double) scale(sb);
+        e.intoArray(t, 0);
+        o.intoArray(t, 8);
     }
 
-    private static float code(MemorySegment pk, Codes codes, long base, int j, int k) {
-        if (codes == Codes.INT8) return pk.get(ValueLayout.JAVA_BYTE, base + k * 4L + j) * 0.5f;
-        int b = pk.get(ValueLayout.JAVA_BYTE, base + (k / 2) * 4L + j) & 0xFF;
-        return E2M1[(k & 1) == 0 ? b & 15 : b >>> 4];
+    /**
+     * The scalar contract over the repacked layout (small matrices; no Vector API warm-up): each row's codes are
+     * copied to the heap and dequantised once, then summed by {@link #scalarRow} for every token.
+     */
+    private static void scalarRows(float[] y, float[] x, int tokens, Repacked w, int from, int to) {
+        int in = w.in(), rows = w.rows(), ng = groups(in);
+        float[] wr = new float[in];
+        byte[] sc = new byte[ng];
+        for (int r = from; r < to; r++) {
+            MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) r * ng, sc, 0, ng);
+            for (int i = 0; i < in; i++) {
+                int sb = sc[i / GROUP] & 0xFF;
+                wr[i] = sb == 255 ? 0.0f : E2M1[code(w.packed(), w.codes(), w.rowBase(r), i)] * SCALE[sb];
+            }
+            for (int tk = 0; tk < tokens; tk++) y[tk * rows + r] = scalarRow(wr, sc, x, tk * in, in);
+        }
+    }
+
+    /** One dequantised row times one token in the contract's order, byte-255 groups skipped (sixteen accumulators in locals). */
+    private static float scalarRow(float[] w, byte[] sc, float[] x, int xo, int in) {
+        float a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+        float a8 = 0, a9 = 0, a10 = 0, a11 = 0, a12 = 0, a13 = 0, a14 = 0, a15 = 0;
+        int full = in & ~15, i = 0;
+        for (; i < full; i += 16) {
+            if ((sc[i / GROUP] & 0xFF) == 255) continue;
+            int xi = xo + i;
+            a0 = Math.fma(w[i], x[xi], a0);
+            a1 = Math.fma(w[i + 1], x[xi + 1], a1);
+            a2 = Math.fma(w[i + 2], x[xi + 2], a2);
+            a3 = Math.fma(w[i + 3], x[xi + 3], a3);
+            a4 = Math.fma(w[i + 4], x[xi + 4], a4);
+            a5 = Math.fma(w[i + 5], x[xi + 5], a5);
+            a6 = Math.fma(w[i + 6], x[xi + 6], a6);
+            a7 = Math.fma(w[i + 7], x[xi + 7], a7);
+            a8 = Math.fma(w[i + 8], x[xi + 8], a8);
+            a9 = Math.fma(w[i + 9], x[xi + 9], a9);
+            a10 = Math.fma(w[i + 10], x[xi + 10], a10);
+            a11 = Math.fma(w[i + 11], x[xi + 11], a11);
+            a12 = Math.fma(w[i + 12], x[xi + 12], a12);
+            a13 = Math.fma(w[i + 13], x[xi + 13], a13);
+            a14 = Math.fma(w[i + 14], x[xi + 14], a14);
+            a15 = Math.fma(w[i + 15], x[xi + 15], a15);
+        }
+        float c0 = (a0 + a8) + (a4 + a12), c1 = (a1 + a9) + (a5 + a13), c2 = (a2 + a10) + (a6 + a14), c3 = (a3 + a11) + (a7 + a15);
+        float acc = (c0 + c2) + (c1 + c3);
+        for (; i < in; i++) {
+            if ((sc[i / GROUP] & 0xFF) != 255) acc = Math.fma(w[i], x[xo + i], acc);
+        }
+        return acc;
+    }
+
+    /** The E2M1 code of element k of a repacked row whose codes start at byte base. */
+    static int code(MemorySegment pk, Codes codes, long base, int k) {
+        int g = k / GROUP, e = k % GROUP;
+        if (codes == Codes.INT8) return pk.get(ValueLayout.JAVA_BYTE, base + (long) g * 32 + (e / 16) * 16 + (e % 2) * 8 + (e % 16) / 2);
+        int b = pk.get(ValueLayout.JAVA_BYTE, base + (long) g * 16 + e / 2) & 0xFF;
+        return (k & 1) == 0 ? b & 15 : b >>> 4;
     }
 }

@@ -415,7 +415,7 @@ public final class Forward {
     }
 
     /**
-     * One routed expert's outputs on n probe rows (the expert sweep, reference-dumps/FORMAT.md §10), through the
+     * One routed expert's outputs on n probe rows (the expert sweep, docs/formats.md §7.10), through the
      * same expert source, repacking and kernels as the MoE: w1 = w1·z, w3 = w3·z [n][I]; out = w2·situ(w1·z, w3·z)
      * [n][Lt]; w2 = w2·v [n][Lt] for probes v [n][I] of the intermediate space (w2 alone).
      */

@@ -5,7 +5,7 @@ import k3j.kernels.Layers;
 
 /**
  * Every stage of one decoder layer over T tokens ([T][E] row-major unless noted), in the order computed
- * (docs/semantics.md §4.1, reference-dumps/FORMAT.md §2.2): the incoming partial sum, the mixed attention input, its
+ * (docs/semantics.md §4.1, docs/formats.md §7.2.2): the incoming partial sum, the mixed attention input, its
  * norm, the token mixer's output, the partial after attention, the mixed MLP input, its norm, the MLP or
  * MoE output and the returned partial. MoE layers add routing [T][K] in selection order; KDA layers the
  * state after the call. snapshotsOut is the snapshot list after the layer (one more on a boundary).

@@ -11,7 +11,6 @@ import java.util.ArrayList;
 import java.util.List;
 import k3j.Repo;
 import k3j.cli.CliRun;
-import k3j.conform.LayerReport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -42,32 +41,42 @@ class EngineTest {
         }
     }
 
-    /** The chat and the sampler's own types never appear in the API: a caller needs k3j.api alone for settings, history and thinking. */
+    /** Settings, history and thinking are the API's own records (ApiStandsAloneTest checks every signature), checked by the engine's rules and shown in one line. */
     @Test
-    void theApiTakesAndReturnsItsOwnTypesForSettingsHistoryAndThinking() {
-        List<String> leaks = new ArrayList<>();
-        for (Class<?> c : List.of(Engine.class, Chat.class, Settings.class, Sampling.class, Thinking.class, History.class, History.Message.class, Generated.class,
-                State.class, TokenListener.class, Plan.class, Conform.class, ConformReport.class)) {
-            List<java.lang.reflect.Executable> members = new ArrayList<>(List.of(c.getConstructors()));
-            members.addAll(List.of(c.getMethods()));
-            for (var m : members) {
-                List<Class<?>> types = new ArrayList<>(List.of(m.getParameterTypes()));
-                if (m instanceof java.lang.reflect.Method method) types.add(method.getReturnType());
-                for (Class<?> t : types) {
-                    String n = t.getName();
-                    if (n.startsWith("k3j.chat.") && !n.startsWith("k3j.chat.Conversation") && !n.startsWith("k3j.chat.Xtml") || n.startsWith("k3j.sample.")) {
-                        leaks.add(c.getSimpleName() + "." + m.getName() + ": " + n);
-                    }
-                }
-            }
-        }
-        assertEquals(List.of(), leaks);
+    void theApisOwnRecordsAreCheckedAndReadable() {
         History h = History.of(History.Message.system("be brief"), History.Message.user("hello"));
         assertEquals("History[2 message(s)]", h.toString());
         assertEquals("thinking on, effort max", Thinking.DEFAULT.toString());
         assertEquals("greedy", Sampling.GREEDY.toString());
         org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> new Thinking(true, "medium"));
         org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class, () -> History.of(History.Message.user("a"), History.Message.user("b")));
+    }
+
+    /** What the API returns in its own types: the model's widths, the plan it opened under, a chat reply and the positions the chat holds. */
+    @Test
+    void theEngineDescribesItselfAndChatsInItsOwnTypes() {
+        try (Engine k3 = Engine.open(TINY, Plan.resident(), Engine.Options.DEFAULTS.withThreads(2).withTokenizer(TINY))) {
+            ModelShape shape = k3.shape();
+            assertEquals(13, shape.layers(), "every layer of the tiny oracle bound");
+            assertEquals(k3.teacherForcedLogits(new int[] {250}).length, shape.vocabSize(), "one row of logits is the vocabulary");
+            PlannedMemory plan = k3.plan();
+            assertFalse(plan.trunkStreamed());
+            assertEquals(plan.trunkBytes() + plan.modelTablesBytes() + plan.expertCacheBytes() + plan.recurrentStateBytes() + plan.buffersBytes() + plan.kvCacheBytes()
+                    + plan.jvmBytes(), plan.totalBytes(), "the total is the parts");
+            assertTrue(plan.toString().startsWith("PlannedMemory[total ") && !plan.toString().contains("\n"), plan.toString());
+            Chat chat = k3.chat(History.of(History.Message.system("be brief")), Thinking.OFF, Sampling.GREEDY);
+            assertEquals(0, chat.positions(), "no state before the first reply");
+            List<Integer> shown = new ArrayList<>();
+            Reply r = chat.reply("hello", 4, shown::add, () -> false);
+            assertEquals(shown, java.util.Arrays.stream(r.generated()).boxed().toList(), "every generated id was shown as it was chosen");
+            assertTrue(r.generated().length >= 1 && r.generated().length <= 4, r.toString());
+            assertTrue(chat.positions() >= r.fed().length, "the state holds what was fed: " + chat.positions());
+            assertEquals(3, chat.history().size(), "system, user, assistant");
+            assertEquals(History.Role.ASSISTANT, r.message().role());
+            assertEquals(chat.history().messages().get(2), r.message(), "the reply's message is the history's last");
+            assertFalse(chat.text(r.generated()).contains("<|"), "the chat's markers are left out of the shown text");
+            assertTrue(r.toString().startsWith("Reply[") && !r.toString().contains("\n"), r.toString());
+        }
     }
 
     @Test
@@ -79,7 +88,7 @@ class EngineTest {
         try (Conform judge = Conform.model(bad, Plan.resident(), o)) {
             ConformReport r = judge.report(judge.all(), false);
             assertEquals(13, r.layers().size());
-            assertEquals(List.of(4), r.failing().stream().map(LayerReport::layer).toList(), "each layer runs alone from the dump's inputs: only L4 fails");
+            assertEquals(List.of(4), r.failing().stream().map(ConformReport.Layer::layer).toList(), "each layer runs alone from the dump's inputs: only L4 fails");
             assertEquals(4, r.firstDivergence().layer());
             String first = r.firstDivergence().toString();
             assertTrue(first.startsWith("L4 KDA: [") && first.length() < 240 && !first.contains("\n") && !first.contains("StageMetric"), "one short line: " + first);
@@ -89,10 +98,15 @@ class EngineTest {
             assertEquals(2, r.logits().size(), "full recompute and incremental");
             assertFalse(r.logits().get(0).conforms(), "the logits of the swapped model differ");
             assertFalse(r.conforms());
+            assertEquals(Decision.Outcome.DOES_NOT_CONFORM, r.decision().outcome(), r.decision().text());
+            assertEquals(List.of(4), r.layersWith(Finding.BINDING_ERROR), "the swap is a binding error, named in the API's own finding");
+            assertFalse(judge.plan() == null || judge.plan().totalBytes() <= 0, "the plan the model was opened under");
         }
         try (Conform judge = Conform.model(TINY, Plan.resident(), o)) {
             ConformReport r = judge.report(judge.all(), false);
             assertTrue(r.conforms() && r.failing().isEmpty() && r.greedy().conforms(), "the untouched model conforms");
+            assertEquals(Decision.Outcome.CONFORMS, r.decision().outcome());
+            assertTrue(r.greedy().ids().equal() && r.logits().get(1).comparison().ratioToBudget() < 1, r.toString());
         }
     }
 
