@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Whether a merged run equals the one-machine run: same layers, ratios, findings, first divergence, verdict and
-logit/greedy blocks. Compares the two --json files (every field but timing) and the two printed summaries (from the
+"""Whether a merged run equals the one-machine run: same layers, ratios, findings and causes (the merge reads them from
+every layer, as the one-machine run does), first divergence, verdict and logit/greedy blocks. Compares the two --json files (every field but timing) and the two printed summaries (from the
 first ==== line, timing and the one-machine run's memory lines left out). Exit 0 equal, 1 different (the differences
 printed), 2 a file missing or unreadable.
   same-verdict.py ONE.json ONE.txt MERGED.json MERGED.txt"""
@@ -11,9 +11,6 @@ TIMING = ("seconds", "peak_rss_bytes", "plan", "trunk_binding", "expert_cache", 
 # the decision block a one-machine run prints last (its findings, not-judged items and VERDICT line)
 DECISION = re.compile(r"^  (finding|not judged) +: |^VERDICT: (CONFORMS|DOES NOT CONFORM|INCOMPLETE|REFUSED|WITHIN|OUTSIDE)\b")
 TIME_TAIL = re.compile(r"\s+[0-9.]+ s( total)?(\s+\[.*)?$")
-# a failing layer's "cause:" clause is read from the layers one process selected: a shard names its own selection
-# (the merge does not yet recompute causes over every layer), so it is left out of the comparison
-CAUSE = re.compile(r"; cause: .*$")
 
 
 def canonical(path):
@@ -22,8 +19,7 @@ def canonical(path):
         d.pop(k, None)
     for layer in d["layers"]:
         layer.pop("seconds", None)
-        layer["message"] = CAUSE.sub("", layer["message"])
-        layer["line"] = CAUSE.sub("", TIME_TAIL.sub(r"\2", layer["line"]))
+        layer["line"] = TIME_TAIL.sub(r"\2", layer["line"])
     return d
 
 
@@ -37,7 +33,7 @@ def summary(path):
     for l in lines[start:]:
         if l.startswith(("expert cache:", "PEAK RSS", "wall time", "chart:")):
             continue
-        keep.append(CAUSE.sub("", TIME_TAIL.sub(r"\2", l)))
+        keep.append(TIME_TAIL.sub(r"\2", l))
     while keep and (not keep[-1].strip() or DECISION.match(keep[-1])):
         keep.pop()
     return keep

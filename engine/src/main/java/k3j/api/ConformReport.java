@@ -426,17 +426,9 @@ public final class ConformReport {
     k3j.conform.Verdict decided() {
         List<Invariants.Item> items = new ArrayList<>();
         for (Layer r : layers) items.add(Invariants.layer(r.report()));
-        for (Experts x : experts) {
-            ExpertLayerReport e = x.report();
-            items.add(e.conforms() ? Invariants.Item.pass("experts of L" + e.layer()) : Invariants.Item.fail("experts of L" + e.layer(), e.line()));
-        }
-        for (Logits l : logits) {
-            items.add(l.result() == null ? Invariants.Item.notJudged("logits", l.missing()) : Invariants.float32Logits("logits (" + l.result().mode() + ")", l.result(), false));
-        }
-        if (greedy != null) {
-            items.add(greedy.result() == null ? Invariants.Item.notJudged("greedy ids", greedy.missing())
-                    : greedy.conforms() ? Invariants.Item.pass("greedy ids") : Invariants.Item.fail("greedy ids", "first divergence at generated step " + greedy.result().firstDivergence()));
-        }
+        for (Experts x : experts) items.add(Invariants.experts(x.report()));
+        for (Logits l : logits) items.add(Invariants.logits(l.result(), l.missing()));
+        if (greedy != null) items.add(Invariants.greedy(greedy.result(), greedy.missing()));
         return Invariants.decide(Invariants.Mode.FLOAT32, items);
     }
 

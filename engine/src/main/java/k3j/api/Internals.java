@@ -116,4 +116,14 @@ final class Internals implements ApiInternals.Access {
     public Verdict verdict(ConformReport r) {
         return r.decided();
     }
+
+    @Override
+    public k3j.conform.LogitParity.Result logits(ConformReport.Logits l) {
+        return l.result();
+    }
+
+    @Override
+    public k3j.conform.LogitParity.Greedy greedy(ConformReport.Greedy g) {
+        return g.result();
+    }
 }

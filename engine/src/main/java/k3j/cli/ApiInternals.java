@@ -68,6 +68,12 @@ public final class ApiInternals {
         ExpertLayerReport experts(ConformReport.Experts e);
 
         Verdict verdict(ConformReport r);
+
+        /** The comparison behind a logits report, or null when its stage is missing. */
+        k3j.conform.LogitParity.Result logits(ConformReport.Logits l);
+
+        /** The comparison behind a greedy report, or null when its stage is missing. */
+        k3j.conform.LogitParity.Greedy greedy(ConformReport.Greedy g);
     }
 
     private static volatile Access access;

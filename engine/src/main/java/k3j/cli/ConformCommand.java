@@ -13,6 +13,8 @@ import k3j.conform.Charts;
 import k3j.io.AtomicWrite;
 import k3j.conform.ConformException;
 import k3j.conform.Conformance;
+import k3j.conform.ExpertLayerReport;
+import k3j.conform.ExpertReport;
 import k3j.conform.Finding;
 import k3j.conform.LayerReport;
 import k3j.conform.LayerSelection;
@@ -89,6 +91,10 @@ final class ConformCommand implements Callable<Integer> {
             + "exit 3 INCOMPLETE when a shard is missing, duplicated, unfinished or foreign")
     Path merge;
 
+    @Option(names = "--shard-plan", paramLabel = "N", description = "print the work plan of N shards (each one's layers, logit part, expert ranges, "
+            + "bytes read and work) from the model's headers and the matching dump's token counts, and stop; with --experts the sweep is in it")
+    Integer shardPlan;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -96,6 +102,7 @@ final class ConformCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
         if (merge != null) return merged(out, err);
+        if (shardPlan != null) return shardPlan(out);
         k3j.fleet.ShardId shardId = shardId();
         if (candidate != null && modelFolder.given()) throw usage("--candidate judges a dump without a model: give no MODEL_DIR");
         if (candidate != null && verifyData) throw usage("--verify-data hashes a model's files: not with --candidate");
@@ -157,11 +164,12 @@ final class ConformCommand implements Callable<Integer> {
                     throw usage("--shard " + shardId + ": " + e.getMessage());
                 }
                 part = plan.part(shardId.index());
+                shardPart = part;
                 sel = part.layers();
-                identity = new k3j.fleet.Identity(k3j.fleet.Identity.model(model, index.shards()), c.dump().manifestSha256(), k3j.fleet.Identity.runningBuild(),
+                identity = new k3j.fleet.Identity(k3j.fleet.Identity.model(model, index.shards(), index.tensors()), c.dump().manifestSha256(), k3j.fleet.Identity.runningBuild(),
                         shardId.count(), "logits=" + !noLogits + " experts=" + scope.experts, k3j.fleet.Identity.plan(plan));
                 try {
-                    shardDir = k3j.fleet.ShardFolder.start(results, shardId, identity, part);
+                    shardDir = k3j.fleet.ShardFolder.start(results, shardId, identity, part, model);
                 } catch (IOException e) {
                     throw usage(e.getMessage());
                 }
@@ -174,7 +182,9 @@ final class ConformCommand implements Callable<Integer> {
             out.flush();
             if (lossy.on) return graded(judge, sel, out);
             if (json != null) startJson(judge, sel, model);
+            List<LayerReport> raw = new ArrayList<>();
             List<ConformReport.Layer> layers = judge.layers(sel, r -> {
+                raw.add(ApiInternals.get().layer(r));
                 out.println(r.line());
                 out.flush();
                 judged.put("L" + r.layer(), r.conforms());
@@ -182,9 +192,18 @@ final class ConformCommand implements Callable<Integer> {
             ConformReport report = judge.report(layers, (System.nanoTime() - t0) / 1e9);
             int failed = report.failing().size();
             List<LayerReport> layerReports = layers.stream().map(ApiInternals.get()::layer).toList();
-            List<k3j.fleet.Judged.Layer> judgedLayers = layerReports.stream().map(k3j.fleet.Judged.Layer::of).toList();
+            java.util.function.Function<LayerReport, k3j.fleet.Judged.Layer> withBoundary = r -> new k3j.fleet.Judged.Layer(r, c.dump().layer(r.layer()).boundary());
+            List<k3j.fleet.Judged.Layer> judgedLayers = layerReports.stream().map(withBoundary).toList();
             out.print(k3j.fleet.Summary.layers(new k3j.fleet.Judged(judgedLayers, null, List.of(), List.of(), null), sel, report.layerSeconds()));
-            List<ConformReport.Experts> swept = scope.experts ? sweep(judge, sel, out, judged) : List.of();
+            List<ConformReport.Experts> swept = List.of();
+            List<k3j.fleet.Judged.Experts> sweptParts = List.of();
+            if (scope.experts && part != null) {
+                List<k3j.conform.ExpertSweep.Range> ranges = sweepRanges(c, part.experts(), out, judged);
+                sweptParts = ranges.stream().map(x -> new k3j.fleet.Judged.Experts(x.layer(), x.kind(), x.total(), x.from(), x.to(), x.experts(), x.seconds())).toList();
+            } else if (scope.experts) {
+                swept = sweep(judge, sel, out, judged);
+                sweptParts = swept.stream().map(ApiInternals.get()::experts).map(k3j.fleet.Judged.Experts::of).toList();
+            }
             if (candidate == null) report(out, judge);
             else k3j.plan.MemInfo.peakRss().ifPresent(p -> out.println("PEAK RSS for the whole run: " + k3j.plan.Human.bytes(p)));
             if (chart != null) {
@@ -204,14 +223,26 @@ final class ConformCommand implements Callable<Integer> {
             }
             verdict = ApiInternals.get().verdict(new ConformReport(report.subject(), report.reference(), report.budget(), layers, report.layerSeconds(), swept, logits, greedy))
                     .against(c.dump());
+            String sweepText = scope.experts ? c.expertSweep().describe() : null;
+            List<k3j.fleet.Judged.Block> blocks = logits.stream().map(l -> k3j.fleet.Judged.logits(ApiInternals.get().logits(l), l.missing())).toList();
+            k3j.fleet.Judged.Block greedyBlock = greedy == null ? null : k3j.fleet.Judged.greedy(ApiInternals.get().greedy(greedy), greedy.missing());
+            var all = new k3j.fleet.Judged(judgedLayers, sweepText, sweptParts, blocks, greedyBlock);
+            if (part != null && scope.experts) {
+                // a shard's expert ranges are not whole layers: its own verdict judges each range as a whole (the merge joins them)
+                List<k3j.conform.Invariants.Item> items = new ArrayList<>();
+                for (LayerReport r : layerReports) items.add(k3j.conform.Invariants.layer(r));
+                for (var x : sweptParts) items.add(k3j.conform.Invariants.experts(ExpertLayerReport.of(x.layer(), x.kind(), x.to() - x.from(), x.experts(), x.seconds())));
+                for (var b : blocks) items.add(b.item());
+                if (greedyBlock != null) items.add(greedyBlock.item());
+                verdict = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, items).against(c.dump());
+            }
             out.println();
             out.print(verdict.text());
-            var all = new k3j.fleet.Judged(judgedLayers, scope.experts ? ApiInternals.get().conformance(judge).expertSweep().describe() : null,
-                    swept.stream().map(ApiInternals.get()::experts).map(k3j.fleet.Judged.Experts::of).toList(), logits.stream().map(k3j.fleet.Judged::logits).toList(),
-                    greedy == null ? null : k3j.fleet.Judged.greedy(greedy));
-            if (json != null) writeJson(all, sel, judge);
+            if (json != null) writeJson(all, sel, judge, verdict);
             if (shardDir != null) {
-                k3j.fleet.ShardFolder.finish(shardDir, shardId, identity, part, all);
+                // the layers as run, before the causes: the merge reads those from every shard's layers together
+                var asRun = new k3j.fleet.Judged(raw.stream().map(withBoundary).toList(), sweepText, sweptParts, blocks, greedyBlock);
+                k3j.fleet.ShardFolder.finish(shardDir, shardId, identity, part, asRun);
                 out.println("shard " + shardId + " complete: " + shardDir.resolve(k3j.fleet.ShardFolder.DONE));
             }
         } catch (k3j.plan.PlanRefused e) {
@@ -281,6 +312,24 @@ final class ConformCommand implements Callable<Integer> {
         return rs;
     }
 
+    /** A shard's expert ranges of the sweep: one line per range, every failing expert named. */
+    private static List<k3j.conform.ExpertSweep.Range> sweepRanges(Conformance c, List<k3j.fleet.WorkPlan.ExpertRange> ranges, PrintWriter out, java.util.Map<String, Boolean> judged) {
+        out.println();
+        out.println("===== EXPERT SWEEP (this shard's expert ranges on the dump's probes) =====");
+        out.println(c.expertSweep().describe());
+        List<k3j.conform.ExpertSweep.Range> rs = new ArrayList<>();
+        for (var x : ranges) {
+            var r = c.experts(x.layer(), x.from(), x.to());
+            rs.add(r);
+            var rep = ExpertLayerReport.of(r.layer(), r.kind(), r.to() - r.from(), r.experts(), r.seconds());
+            out.println(x.text() + "  " + rep.line());
+            for (ExpertReport e : rep.failing()) out.println("    " + e.message());
+            out.flush();
+            judged.put("L" + x.layer() + " experts " + x.from() + "-" + (x.to() - 1), rep.conforms());
+        }
+        return rs;
+    }
+
     /** --candidate A --against B: where the two part, then each one's verdict against the reference. Exit 1 when they part or either does not conform. */
     private int against(PrintWriter out, int workers, List<Path> search) {
         Conform.Options o = Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search).withLogits(!noLogits);
@@ -331,6 +380,7 @@ final class ConformCommand implements Callable<Integer> {
 
     /** What this run judges (--json's run_plan), and what it judged so far, item by item. */
     private final List<String> planned = new ArrayList<>();
+    private k3j.fleet.WorkPlan.Part shardPart;
     private final java.util.Map<String, Boolean> judged = new java.util.LinkedHashMap<>();
     private com.fasterxml.jackson.databind.node.ObjectNode runPlan;
 
@@ -349,8 +399,9 @@ final class ConformCommand implements Callable<Integer> {
         runPlan.put("reference", c.dump().source().toString());
         runPlan.put("reference_producer", c.dump().producer());
         for (int l : sel) planned.add("L" + l);
-        if (scope.experts) for (int l : c.moeLayers(sel)) planned.add("L" + l + " experts");
-        if (judge.hasLogits()) planned.addAll(List.of(PLAN_LOGITS_FULL, PLAN_LOGITS_INCREMENTAL, PLAN_GREEDY));
+        if (scope.experts && shardPart != null) for (var x : shardPart.experts()) planned.add("L" + x.layer() + " experts " + x.from() + "-" + (x.to() - 1));
+        else if (scope.experts) for (int l : c.moeLayers(sel)) planned.add("L" + l + " experts");
+        if (judge.hasLogits() && (shardPart == null || shardPart.logits())) planned.addAll(List.of(PLAN_LOGITS_FULL, PLAN_LOGITS_INCREMENTAL, PLAN_GREEDY));
         var items = runPlan.putArray("items");
         planned.forEach(items::add);
         var root = mapper.createObjectNode();
@@ -370,13 +421,13 @@ final class ConformCommand implements Callable<Integer> {
      * The --json report: the run's plan and its verdict (docs/formats.md §15), every layer's finding, message, seconds and
      * stage ratios (doubles as computed), and the summary a merge of shards reproduces (docs/formats.md §18).
      */
-    private void writeJson(k3j.fleet.Judged all, List<Integer> sel, Conform judge) throws IOException {
+    private void writeJson(k3j.fleet.Judged all, List<Integer> sel, Conform judge, k3j.conform.Verdict decision) throws IOException {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
         var root = mapper.createObjectNode();
         root.set("run_plan", runPlan);
         root.set("verdict", mapper.valueToTree(referenced(k3j.conform.PlanVerdict.decide(planned, judged, true, true).json(), ApiInternals.get().conformance(judge).dump())));
         k3j.fleet.Judged.putLayers(root.putArray("layers"), all.layers());
-        k3j.fleet.Summary.putVerdict(root, all, sel, List.of());
+        k3j.fleet.Summary.putVerdict(root, all, sel, decision, List.of());
         k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
         if (ApiInternals.get().plan(judge) != null) {
             var plan = root.putObject("plan");
@@ -435,7 +486,31 @@ final class ConformCommand implements Callable<Integer> {
         out.print(m.text());
         if (json != null) AtomicWrite.string(json, "--json", k3j.fleet.ShardFolder.pretty(m.json()));
         out.flush();
-        return !m.complete() ? ExitCode.INCOMPLETE : m.judged().conforms() ? ExitCode.OK : ExitCode.RUNTIME;
+        // the one decision: INCOMPLETE (a shard missing, unfinished, foreign; anything planned not judged) exits 3
+        return m.verdict().outcome() == k3j.conform.Verdict.Outcome.INCOMPLETE || !m.complete() ? ExitCode.INCOMPLETE : m.verdict().green() ? ExitCode.OK : ExitCode.RUNTIME;
+    }
+
+    /** --shard-plan N: the plan every shard of an N-shard run computes, printed; no layer is run. */
+    private int shardPlan(PrintWriter out) {
+        if (!modelFolder.given() || candidate != null || shard != null || scope.layers != null || lossy.on || verifyData) {
+            throw usage("--shard-plan N prints a model's work plan: give MODEL_DIR, and no --candidate, --shard, --layers, --lossy or --verify-data");
+        }
+        if (shardPlan < 1) throw usage("--shard-plan " + shardPlan + ": give a count of 1 or more");
+        Path model = modelFolder.config().getParent();
+        var cfg = k3j.config.ConfigReader.read(modelFolder.config());
+        var index = k3j.io.CheckpointIndex.open(model);
+        ReferenceDump d = ReferenceMatch.locate(model, ReferenceOption.of(reference), ReferenceSearch.dirs(dumps));
+        int tokens = d.ids().length, generated = d.generatedIds().length;
+        k3j.fleet.WorkPlan plan;
+        try {
+            plan = k3j.fleet.WorkPlan.of(index.tensors(), cfg, tokens, generated, !noLogits, scope.experts, shardPlan);
+        } catch (IllegalArgumentException e) {
+            throw usage("--shard-plan " + shardPlan + ": " + e.getMessage());
+        }
+        out.println("model     : " + model + " (" + cfg.layerCount() + " layers)");
+        out.println("reference : " + d.source() + " (" + tokens + " ids, " + generated + " generated)");
+        out.print(plan.table());
+        return ExitCode.OK;
     }
 
     /** --shard I/N or auto (with --results), or null; refused with --layers, --candidate and --lossy. */

@@ -346,18 +346,10 @@ final class RunCommand implements Callable<Integer> {
         for (int id : promptIds) if (id < 0 || id >= cfg.vocabSize()) throw usage("token id " + id + " is outside the vocabulary of " + cfg.vocabSize());
         ReferenceDump activationsReference = null;
         if (dumpActivations != null && dumpReference != null) throw usage("--dump-activations and --dump-reference: one dump per run");
-        if (dumpReference != null) {
-            if (layers != null) throw usage("--dump-reference runs every layer: not with --layers");
-            try {
-                activationsReference = ActivationDump.reference(modelDir, ReferenceOption.of(reference), promptIds);
-            } catch (IllegalArgumentException e) {
-                throw usage(e.getMessage());
-            } catch (ConformException e) {
-                err.println("k3: " + e.getMessage());
-                return ExitCode.RUNTIME;
-            }
-        } else if (dumpActivations != null) {
-            if (memory.streamed() || layers != null) throw usage("--dump-activations runs every layer resident from the reference's inputs: not with --trunk or --layers");
+        if (dumpReference != null && layers != null) throw usage("--dump-reference runs every layer: not with --layers");
+        if (dumpActivations != null && (memory.streamed() || layers != null))
+            throw usage("--dump-activations runs every layer resident from the reference's inputs: not with --trunk or --layers");
+        if (dumpReference != null || dumpActivations != null) {
             try {
                 activationsReference = ActivationDump.reference(modelDir, ReferenceOption.of(reference), promptIds);
             } catch (IllegalArgumentException e) {

@@ -94,6 +94,14 @@ public final class Causes {
      * {@code dump} says each layer's kind of position (an AttnRes block boundary or not).
      */
     public static List<LayerReport> classify(List<LayerReport> layers, ReferenceDump dump) {
+        return classify(layers, l -> dump.layer(l).boundary());
+    }
+
+    /**
+     * The same from the layers' reports alone: {@code boundary} says which layers sit on an AttnRes block boundary (a
+     * merge of shards reads it from what the shards wrote, with every layer's report, and gets the one-machine run's causes).
+     */
+    public static List<LayerReport> classify(List<LayerReport> layers, java.util.function.IntPredicate boundary) {
         Map<Integer, LayerReport> out = new LinkedHashMap<>();
         for (LayerReport r : layers) out.put(r.layer(), r);
         int n = layers.size();
@@ -109,7 +117,7 @@ public final class Causes {
         // 2. systematic: a group of layers of one kind (or every layer) first over budget at the same stage
         Map<String, List<LayerReport>> groups = new LinkedHashMap<>();
         for (LayerReport r : layers) groups.computeIfAbsent(mixer(r.kind()) + " layers", k -> new ArrayList<>()).add(r);
-        groups.put("AttnRes block-boundary layers", layers.stream().filter(r -> dump.layer(r.layer()).boundary()).toList());
+        groups.put("AttnRes block-boundary layers", layers.stream().filter(r -> boundary.test(r.layer())).toList());
         groups.put("selected layers", layers);
         for (Map.Entry<String, List<LayerReport>> g : groups.entrySet()) {
             List<LayerReport> group = g.getValue();

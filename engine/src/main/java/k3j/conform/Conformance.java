@@ -512,6 +512,15 @@ public final class Conformance implements AutoCloseable {
         return expertSweep().layer(forward, i, info.kind());
     }
 
+    /** Experts {@code from}..{@code to}-1 of MoE layer {@code i}: a shard's part of the sweep. */
+    public ExpertSweep.Range experts(int i, int from, int to) {
+        ReferenceDump.LayerInfo info = dump.layer(i);
+        if (!info.mlp().equals("moe")) throw new IllegalArgumentException("layer " + i + " is dense: it has no routed experts");
+        if (candidate != null) throw new ConformException(Finding.MISSING_STAGE, "a candidate dump holds no expert outputs: the expert sweep runs k3j's forward on a model");
+        requireModel();
+        return expertSweep().range(forward, i, info.kind(), from, to);
+    }
+
     // ------------------------------------------------------------------ logits
 
     /**

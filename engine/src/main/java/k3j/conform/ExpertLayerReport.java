@@ -14,7 +14,7 @@ public record ExpertLayerReport(int layer, String kind, int checked, int total, 
         experts = List.copyOf(experts);
     }
 
-    static ExpertLayerReport of(int layer, String kind, int total, List<ExpertReport> experts, double seconds) {
+    public static ExpertLayerReport of(int layer, String kind, int total, List<ExpertReport> experts, double seconds) {
         int checked = (int) experts.stream().filter(ExpertReport::ran).count();
         List<ExpertReport> bad = experts.stream().filter(e -> !e.conforms()).sorted(Comparator.comparingDouble(ExpertReport::worst).reversed()).toList();
         Finding f = Finding.CONFORMS;

@@ -134,6 +134,19 @@ public final class ExpertSweep {
         return ExpertLayerReport.of(layer, kind, pr.experts(), all, (System.nanoTime() - t0) / 1e9);
     }
 
+    /** Experts {@code from} (inclusive) to {@code to} (exclusive) of a layer of {@code total}, as a shard of the sweep judges them. */
+    public record Range(int layer, String kind, int total, int from, int to, List<ExpertReport> experts, double seconds) {}
+
+    /** Experts {@code from}..{@code to}-1 of a layer through {@code forward}'s expert path: a shard's part of the sweep. */
+    public Range range(Forward forward, int layer, String kind, int from, int to) {
+        long t0 = System.nanoTime();
+        Probes pr = probes(layer);
+        if (from < 0 || to > pr.experts() || from >= to) throw ReferenceDump.mismatch(dump.source() + ": experts " + from + ".." + (to - 1) + " of L" + layer + ", which has " + pr.experts());
+        List<ExpertReport> some = new ArrayList<>();
+        for (int e = from; e < to; e++) some.add(expert(forward, pr, e));
+        return new Range(layer, kind, pr.experts(), from, to, some, (System.nanoTime() - t0) / 1e9);
+    }
+
     /** One expert of a layer whose probes are loaded. Never throws for the expert's own faults. */
     public ExpertReport expert(Forward forward, Probes pr, int expert) {
         Forward.ExpertProbe got;

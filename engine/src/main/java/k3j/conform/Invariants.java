@@ -223,6 +223,22 @@ public final class Invariants {
         return Item.pass(what);
     }
 
+    /** A swept MoE layer (every expert of it): a pass, or a failure naming its failing experts. */
+    public static Item experts(ExpertLayerReport e) {
+        return e.conforms() ? Item.pass("experts of L" + e.layer()) : Item.fail("experts of L" + e.layer(), e.line());
+    }
+
+    /** A float32 logits comparison ({@code missing}: why there is none, when {@code r} is null: not judged). */
+    public static Item logits(LogitParity.Result r, String missing) {
+        return r == null ? Item.notJudged("logits", missing) : float32Logits("logits (" + r.mode() + ")", r, false);
+    }
+
+    /** Greedy generation against the reference's ids ({@code missing}: why there is none, when {@code g} is null: not judged). */
+    public static Item greedy(LogitParity.Greedy g, String missing) {
+        if (g == null) return Item.notJudged("greedy ids", missing);
+        return g.equal() || g.nearTie() ? Item.pass("greedy ids") : Item.fail("greedy ids", "first divergence at generated step " + g.firstDivergence());
+    }
+
     /** A float32 layer: a pass, a stage the candidate does not hold (not judged), a non-finite stage (refused), or a failure. */
     public static Item layer(LayerReport r) {
         if (r.conforms()) return Item.pass(r.name());

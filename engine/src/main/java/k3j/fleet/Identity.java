@@ -17,10 +17,10 @@ import k3j.io.SafetensorsFile;
 import k3j.io.StrictJson;
 
 /**
- * What every shard of one run must share, or it is foreign: the model (sha256 over its folder's real path, its config
- * and every shard file's name, size and header: headers only, so the path tells a corrupted copy, whose headers equal the
- * original's, from the original; every node must mount the checkpoint at one path), the reference dump (its manifest's sha256), the build (the k3 jar's sha256), the shard count,
- * what the run judges ({@code logits}, {@code experts}) and the whole work plan (every shard's layers).
+ * What every shard of one run must share, or it is foreign: the model by content ({@link #model}: config, headers and
+ * a sample of every tensor's data; not its path, since a fleet mounts the checkpoint at a different path per node), the
+ * reference dump (its manifest's sha256), the build (the k3 jar's sha256), the shard count, what the run judges
+ * ({@code logits}, {@code experts}) and the whole work plan (every shard's layers and expert ranges).
  */
 public record Identity(String model, String reference, String build, int count, String scope, String plan) {
     public static final List<String> FIELDS = List.of("model", "reference", "build", "count", "scope", "plan");
@@ -57,16 +57,23 @@ public record Identity(String model, String reference, String build, int count, 
         };
     }
 
-    /** "0-11 | 12-23 | ... | 84-92 + logits": every part's layers, shard 0 first. */
+    /** "0-11 | 12-23 | ... | 84-92 + logits": every part's {@link WorkPlan.Part#text()}, shard 0 first. */
     public static String plan(WorkPlan p) {
-        return String.join(" | ", p.parts().stream().map(x -> (x.layers().isEmpty() ? "-" : k3j.conform.LayerSelection.format(x.layers())) + (x.logits() ? " + logits" : "")).toList());
+        return String.join(" | ", p.parts().stream().map(WorkPlan.Part::text).toList());
     }
 
-    /** sha256 over the model folder's real path, its config.json and each safetensors shard's file name, size and header (no data). */
-    public static String model(Path folder, List<SafetensorsFile> shards) throws IOException {
+    /** Bytes of each tensor's data read into the model's identity at its start, middle and end. */
+    public static final int SAMPLE_BYTES = 64;
+
+    /**
+     * sha256 over the model's content, wherever it is mounted: its config.json, each safetensors shard's file name, size
+     * and header, and {@link #SAMPLE_BYTES} bytes at the start, middle and end of every tensor's data. A copy with a
+     * tensor swapped, scaled, filled or transposed (headers equal to the original's) differs in its samples; a change
+     * that misses every sampled window is not seen here (the shard that reads that tensor judges it; {@code --verify-data}
+     * hashes every byte).
+     */
+    public static String model(Path folder, List<SafetensorsFile> shards, List<k3j.io.TensorInfo> tensors) throws IOException {
         MessageDigest md = sha256();
-        md.update(folder.toRealPath().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
-        md.update((byte) 0);
         md.update(Files.readAllBytes(folder.resolve("config.json")));
         for (SafetensorsFile s : shards.stream().sorted(java.util.Comparator.comparing(f -> f.file().getFileName().toString())).toList()) {
             md.update(s.file().getFileName().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
@@ -79,10 +86,32 @@ public record Identity(String model, String reference, String build, int count, 
                 md.update(header.flip());
             }
         }
+        java.util.Map<Path, FileChannel> open = new java.util.HashMap<>();
+        try {
+            for (k3j.io.TensorInfo t : tensors.stream().sorted(java.util.Comparator.comparing(k3j.io.TensorInfo::name)).toList()) {
+                FileChannel ch = open.get(t.file());
+                if (ch == null) open.put(t.file(), ch = FileChannel.open(t.file()));
+                md.update(t.name().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                md.update((byte) 0);
+                long n = Math.min(SAMPLE_BYTES, t.length());
+                for (long at : new long[] {0, (t.length() - n) / 2, t.length() - n}) {
+                    ByteBuffer b = ByteBuffer.allocate((int) n);
+                    while (b.hasRemaining()) {
+                        if (ch.read(b, t.offset() + at + b.position()) < 0) throw new IOException(t.file() + ": shorter than tensor " + t.name());
+                    }
+                    md.update(b.flip());
+                }
+            }
+        } finally {
+            for (FileChannel ch : open.values()) ch.close();
+        }
         return HexFormat.of().formatHex(md.digest());
     }
 
-    /** sha256 of the code this process runs: the k3 jar, or every class file of a classes folder (a test run). */
+    /**
+     * sha256 of the code this process runs: every entry of the k3 jar (name and bytes; not its timestamps, its Maven
+     * metadata or manifest), or every file of a classes folder (a test run).
+     */
     public static String runningBuild() throws IOException {
         Path where;
         try {
@@ -92,7 +121,17 @@ public record Identity(String model, String reference, String build, int count, 
         }
         MessageDigest md = sha256();
         if (Files.isRegularFile(where)) {
-            digest(md, where);
+            // every entry's name and bytes, not the jar file's: two builds of one source differ only in entry timestamps
+            try (java.util.zip.ZipFile zip = new java.util.zip.ZipFile(where.toFile())) {
+                for (java.util.zip.ZipEntry e : zip.stream().filter(e -> !e.isDirectory()).sorted(java.util.Comparator.comparing(java.util.zip.ZipEntry::getName)).toList()) {
+                    if (e.getName().startsWith("META-INF/maven/") || e.getName().equals("META-INF/MANIFEST.MF")) continue;
+                    md.update(e.getName().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    try (InputStream in = zip.getInputStream(e)) {
+                        byte[] buf = new byte[1 << 16];
+                        for (int n; (n = in.read(buf)) > 0; ) md.update(buf, 0, n);
+                    }
+                }
+            }
         } else {
             try (Stream<Path> s = Files.walk(where)) {
                 for (Path p : s.filter(Files::isRegularFile).sorted().toList()) {

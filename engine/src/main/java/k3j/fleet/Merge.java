@@ -11,21 +11,30 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
 import java.util.stream.Stream;
+import k3j.conform.Causes;
+import k3j.conform.ExpertLayerReport;
+import k3j.conform.ExpertReport;
+import k3j.conform.Invariants;
+import k3j.conform.LayerReport;
 import k3j.conform.LayerSelection;
+import k3j.conform.StageMetric;
+import k3j.conform.Verdict;
 import k3j.io.StrictJson;
 
 /**
  * The one merge of a results root's shard folders. It trusts only each folder's plan, completion marker and results,
  * never a scheduler's exit code. The run is the one most folders name (model, reference, build, count, scope, plan);
- * every shard of it must appear exactly once and complete, or the merge is INCOMPLETE and names the layers (and the
- * logit part) not judged.
+ * every shard of it must appear exactly once and complete, or the merge is INCOMPLETE and names the layers, the logit
+ * part and the (layer, expert range)s not judged. Complete, it reads the causes from every layer together ({@link Causes},
+ * as a one-machine run does) and decides through the one decision ({@link Invariants#decide}).
  *
  * @param shards    one line per shard of the run and per foreign or unreadable folder
- * @param notJudged the layer ranges (and "logits") not judged; empty when complete
+ * @param notJudged the layer ranges, "logits" and "experts L5:0-191" not judged; empty when complete
  * @param toRun     the run's shards with no folder or an unfinished one: what to run again (a duplicate is not among them)
+ * @param verdict   the decision over every planned item: judged ones as the shards judged them, the rest not judged
  */
 public record Merge(Path root, Identity identity, List<String> shards, List<String> problems, List<String> notJudged, List<Integer> judgedLayers, List<Integer> toRun,
-                    Judged judged) {
+                    Judged judged, Verdict verdict) {
     public Merge {
         shards = List.copyOf(shards);
         problems = List.copyOf(problems);
@@ -38,6 +47,13 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
         return problems.isEmpty();
     }
 
+    private static final Judged NOTHING = new Judged(List.of(), null, List.of(), List.of(), null);
+
+    private static Merge nothing(Path root, List<String> lines, List<String> problems) {
+        Verdict v = Invariants.decide(Invariants.Mode.FLOAT32, List.of(Invariants.Item.notJudged("every layer", String.join("; ", problems))));
+        return new Merge(root, null, lines, problems, List.of("every layer"), List.of(), List.of(), NOTHING, v);
+    }
+
     public static Merge of(Path root) throws IOException {
         if (!Files.isDirectory(root)) throw new IOException("--merge " + root + ": no such folder (the results root the shards wrote into)");
         List<ShardFolder.Read> reads = new ArrayList<>();
@@ -48,19 +64,26 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
             }
         }
         List<String> lines = new ArrayList<>(), problems = new ArrayList<>();
-        if (reads.isEmpty()) {
-            return new Merge(root, null, List.of(), List.of("no shard folder (shard-I-of-N with a " + ShardFolder.PLAN + ") under " + root),
-                    List.of("every layer"), List.of(), List.of(), new Judged(List.of(), null, List.of(), List.of(), null));
-        }
+        if (reads.isEmpty()) return nothing(root, List.of(), List.of("no shard folder (shard-I-of-N with a " + ShardFolder.PLAN + ") under " + root));
         // the run: the identity most folders name, ties to the first folder
         Map<Identity, Integer> votes = new LinkedHashMap<>();
         for (ShardFolder.Read r : reads) if (r.identity() != null) votes.merge(r.identity(), 1, Integer::sum);
         Identity run = votes.entrySet().stream().max(Comparator.comparingInt(Map.Entry<Identity, Integer>::getValue)).map(Map.Entry::getKey).orElse(null);
         if (run == null) {
             for (ShardFolder.Read r : reads) problems.add(r.dir().getFileName() + ": " + r.problem());
-            return new Merge(root, null, problems, problems, List.of("every layer"), List.of(), List.of(), new Judged(List.of(), null, List.of(), List.of(), null));
+            return nothing(root, problems, problems);
         }
-        List<String> parts = List.of(run.plan().split(" \\| "));
+        List<WorkPlan.Part> parts = new ArrayList<>();
+        String[] texts = run.plan().split(" \\| ");
+        try {
+            for (int i = 0; i < texts.length; i++) parts.add(WorkPlan.Part.parse(i, texts[i]));
+        } catch (IllegalArgumentException e) {
+            return nothing(root, List.of(), List.of("the run's plan '" + run.plan() + "' is unreadable: " + e.getMessage()));
+        }
+        if (parts.size() != run.count()) return nothing(root, List.of(), List.of("the run's plan has " + parts.size() + " parts for " + run.count() + " shards"));
+        TreeSet<Integer> planned = new TreeSet<>();
+        for (WorkPlan.Part p : parts) for (int l : p.layers()) if (!planned.add(l)) problems.add("the run's plan holds layer " + l + " twice");
+        if (!planned.isEmpty() && (planned.first() != 0 || planned.last() != planned.size() - 1)) problems.add("the run's plan leaves layers out: it holds " + LayerSelection.format(new ArrayList<>(planned)));
         List<ShardFolder.Read> mine = new ArrayList<>();
         for (ShardFolder.Read r : reads) {
             if (r.identity() == null) {
@@ -76,54 +99,113 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
         }
         TreeSet<Integer> notJudged = new TreeSet<>();
         boolean logitsNotJudged = false;
-        List<Integer> judgedLayers = new ArrayList<>();
+        List<WorkPlan.ExpertRange> expertsNotJudged = new ArrayList<>();
         List<Judged> complete = new ArrayList<>();
         List<Integer> toRun = new ArrayList<>();
         for (int i = 0; i < run.count(); i++) {
             int index = i;
-            String part = i < parts.size() ? parts.get(i) : "?";
+            WorkPlan.Part part = parts.get(i);
             List<ShardFolder.Read> claim = mine.stream().filter(r -> r.id().index() == index).toList();
             String status;
             if (claim.size() == 1 && claim.getFirst().complete()) {
                 complete.add(claim.getFirst().judged());
-                judgedLayers.addAll(claim.getFirst().layers());
                 status = "complete";
             } else {
                 status = claim.isEmpty() ? "MISSING     no folder of this run holds it"
                         : claim.size() > 1 ? "DUPLICATE   " + claim.size() + " folders claim it: " + String.join(", ", claim.stream().map(r -> r.dir().getFileName().toString()).toList())
                         : "UNFINISHED  " + claim.getFirst().problem();
                 if (claim.size() < 2) toRun.add(i);
-                problems.add("shard " + i + "/" + run.count() + " (" + part + "): " + status.substring(12));
-                String layers = part.replace(" + logits", "");
-                if (!layers.equals("-") && !layers.equals("?")) notJudged.addAll(LayerSelection.parse(layers, k3j.config.ModelConfig.MAX_LAYERS));
-                if (part.endsWith(" + logits")) logitsNotJudged = true;
+                problems.add("shard " + i + "/" + run.count() + " (" + part.text() + "): " + status.substring(12));
+                notJudged.addAll(part.layers());
+                logitsNotJudged |= part.logits();
+                expertsNotJudged.addAll(part.experts());
             }
-            lines.add(String.format("shard %-8s %-22s %s", i + "/" + run.count(), part, status));
+            lines.add(String.format("shard %-8s %-22s %s", i + "/" + run.count(), part.text(), status));
         }
         List<String> nj = new ArrayList<>();
         if (!notJudged.isEmpty()) nj.add(LayerSelection.format(new ArrayList<>(notJudged)));
         if (logitsNotJudged) nj.add("logits");
+        if (!expertsNotJudged.isEmpty()) {
+            expertsNotJudged.sort(Comparator.comparingInt(WorkPlan.ExpertRange::layer).thenComparingInt(WorkPlan.ExpertRange::from));
+            nj.add("experts " + String.join(",", expertsNotJudged.stream().map(WorkPlan.ExpertRange::text).toList()));
+        }
         if (!problems.isEmpty() && nj.isEmpty()) nj.add("none of the run's own, but foreign or unreadable folders are mixed in");
-        return new Merge(root, run, lines, problems, nj, judgedLayers.stream().sorted().toList(), toRun, combine(complete));
+        Judged all = combine(complete);
+        List<Invariants.Item> items = new ArrayList<>();
+        for (Judged.Layer l : all.layers()) items.add(item(l));
+        for (Judged.Experts e : all.experts()) items.add(e.whole() ? item(e) : Invariants.Item.notJudged("experts " + e.range(), "the rest of the layer's experts are not judged"));
+        for (Judged.Block b : all.logits()) items.add(b.item());
+        if (all.greedy() != null) items.add(all.greedy().item());
+        for (String n : nj) items.add(Invariants.Item.notJudged(n, "no complete shard of the run judged it"));
+        for (String p : problems) if (!p.startsWith("shard ")) items.add(Invariants.Item.notJudged("the run", p));
+        List<Integer> judgedLayers = all.layers().stream().map(Judged.Layer::layer).toList();
+        return new Merge(root, run, lines, problems, nj, judgedLayers, toRun, all, Invariants.decide(Invariants.Mode.FLOAT32, items));
     }
 
-    /** The complete shards' results as one run's: layers in order, the sweep, the logit part. */
+    /**
+     * A layer's item: {@link Invariants#layer}, and refused when the report passes yet holds a non-finite value (a
+     * results file edited or read differently from how it was judged is never green).
+     */
+    static Invariants.Item item(Judged.Layer l) {
+        LayerReport r = l.report();
+        if (r.conforms()) {
+            for (StageMetric m : r.stages()) {
+                if (!m.finite() || !Double.isFinite(m.ratio()) || !Double.isFinite(m.maxAbsDiff())) {
+                    return Invariants.Item.refused(r.name(), "refused (invariant 1): stage " + m.stage() + " passes with a non-finite value");
+                }
+            }
+        }
+        return Invariants.layer(r);
+    }
+
+    /** A whole swept layer's item, refused when it passes yet holds a non-finite ratio. */
+    static Invariants.Item item(Judged.Experts e) {
+        ExpertLayerReport r = e.report();
+        if (r.conforms()) {
+            for (ExpertReport x : r.experts()) {
+                for (double v : x.ratios()) if (!Double.isFinite(v)) return Invariants.Item.refused("experts of L" + e.layer(), "refused (invariant 1): expert " + x.expert() + " passes with a non-finite ratio");
+            }
+        }
+        return Invariants.experts(r);
+    }
+
+    /**
+     * The complete shards' results as one run's: the layers in order with their causes read from all of them together
+     * ({@link Causes}, the one-machine run's rule), each MoE layer's expert ranges joined (whole when they cover it),
+     * the sweep, the logit part.
+     */
     static Judged combine(List<Judged> shards) {
         List<Judged.Layer> layers = new ArrayList<>();
-        List<Judged.Experts> experts = new ArrayList<>();
+        List<Judged.Experts> ranges = new ArrayList<>();
         List<Judged.Block> logits = new ArrayList<>();
         String sweep = null;
         Judged.Block greedy = null;
         for (Judged j : shards) {
             layers.addAll(j.layers());
-            experts.addAll(j.experts());
+            ranges.addAll(j.experts());
             logits.addAll(j.logits());
             if (j.sweep() != null) sweep = j.sweep();
             if (j.greedy() != null) greedy = j.greedy();
         }
         layers.sort(Comparator.comparingInt(Judged.Layer::layer));
-        experts.sort(Comparator.comparingInt(Judged.Experts::layer));
-        return new Judged(layers, sweep, experts, logits, greedy);
+        Map<Integer, Boolean> boundary = new LinkedHashMap<>();
+        for (Judged.Layer l : layers) boundary.put(l.layer(), l.boundary());
+        List<LayerReport> caused = Causes.classify(layers.stream().map(Judged.Layer::report).toList(), l -> boundary.get(l));
+        List<Judged.Layer> out = new ArrayList<>();
+        for (LayerReport r : caused) out.add(new Judged.Layer(r, boundary.get(r.layer())));
+        ranges.sort(Comparator.comparingInt(Judged.Experts::layer).thenComparingInt(Judged.Experts::from));
+        List<Judged.Experts> experts = new ArrayList<>();
+        for (Judged.Experts e : ranges) {
+            Judged.Experts last = experts.isEmpty() ? null : experts.getLast();
+            if (last != null && last.layer() == e.layer() && last.to() == e.from() && last.total() == e.total()) {
+                List<ExpertReport> joined = new ArrayList<>(last.experts());
+                joined.addAll(e.experts());
+                experts.set(experts.size() - 1, new Judged.Experts(e.layer(), e.kind(), e.total(), last.from(), e.to(), joined, last.seconds() + e.seconds()));
+            } else {
+                experts.add(e);
+            }
+        }
+        return new Judged(out, sweep, experts, logits, greedy);
     }
 
     /** The merged run's text, as a one-machine run prints it after its layer lines, or the INCOMPLETE verdict. */
@@ -141,7 +223,7 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
         double seconds = judged.layers().stream().mapToDouble(Judged.Layer::seconds).sum();
         if (complete()) {
             sb.append(Summary.layers(judged, judgedLayers, seconds));
-            if (judged.sweep() != null) sb.append(Summary.sweep(judged, 0));
+            if (judged.sweep() != null) sb.append(Summary.sweep(judged, judged.experts().stream().mapToDouble(Judged.Experts::seconds).sum()));
             for (Judged.Block b : judged.logits()) sb.append('\n').append(b.text());
             if (judged.greedy() != null) sb.append('\n').append(judged.greedy().text());
         } else {
@@ -149,8 +231,8 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
             problems.forEach(p -> sb.append("INCOMPLETE: ").append(p).append('\n'));
             sb.append("NOT JUDGED: ").append(String.join(", ", notJudged)).append('\n');
             sb.append("=".repeat(78)).append('\n');
-            sb.append("VERDICT: INCOMPLETE (").append(problems.size()).append(" problem(s); ").append(String.join(", ", notJudged)).append(" not judged)\n");
         }
+        sb.append('\n').append(verdict.text());
         return sb.toString();
     }
 
@@ -158,7 +240,7 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
     public ObjectNode json() {
         ObjectNode root = StrictJson.MAPPER.createObjectNode();
         Judged.putLayers(root.putArray("layers"), judged.layers());
-        Summary.putVerdict(root, judged, judgedLayers, notJudged);
+        Summary.putVerdict(root, judged, judgedLayers, verdict, notJudged);
         if (identity != null) root.put("count", identity.count());
         toRun.forEach(root.putArray("shards_to_run")::add);
         shards.forEach(root.putArray("shards")::add);

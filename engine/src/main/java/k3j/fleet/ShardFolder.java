@@ -20,11 +20,13 @@ import k3j.io.StrictJson;
 public final class ShardFolder {
     public static final String FORMAT = "k3-conform-shard", PLAN = "plan.json", RESULTS = "results.json", DONE = "done.json";
     public static final long MAX_FILE_BYTES = 1L << 28;
+    /** 2: results hold each layer's stage metrics and each swept expert (the merge recomputes causes and verdict from them). */
+    public static final int VERSION = 2;
 
     private ShardFolder() {}
 
     /** What a folder holds: complete (marker valid, results read) or not, and why not. */
-    public record Read(Path dir, ShardId id, Identity identity, List<Integer> layers, boolean logits, Judged judged, String problem) {
+    public record Read(Path dir, ShardId id, Identity identity, List<Integer> layers, boolean logits, List<WorkPlan.ExpertRange> experts, Judged judged, String problem) {
         public boolean complete() {
             return problem == null;
         }
@@ -34,7 +36,7 @@ public final class ShardFolder {
      * Opens the shard's folder for a run: refused when a completion marker is already there (the shard is done: remove
      * its folder to judge it again), stale results of an unfinished run removed, the plan written.
      */
-    public static Path start(Path root, ShardId id, Identity identity, WorkPlan.Part part) throws IOException {
+    public static Path start(Path root, ShardId id, Identity identity, WorkPlan.Part part, Path modelPath) throws IOException {
         Path dir = root.resolve(id.folderName());
         Files.createDirectories(dir);
         if (Files.exists(dir.resolve(DONE))) {
@@ -44,6 +46,8 @@ public final class ShardFolder {
         ObjectNode plan = header(id, identity);
         plan.put("layers", part.layers().isEmpty() ? "-" : LayerSelection.format(part.layers()));
         plan.put("logits", part.logits());
+        plan.put("experts", String.join(",", part.experts().stream().map(WorkPlan.ExpertRange::text).toList()));
+        plan.put("model_path", modelPath.toAbsolutePath().toString());   // information: identity is the model's content
         plan.put("work", part.work());
         plan.put("bytes_read", part.bytesRead());
         AtomicWrite.string(dir.resolve(PLAN), "the shard plan", pretty(plan));
@@ -57,6 +61,7 @@ public final class ShardFolder {
         ObjectNode done = header(id, identity);
         done.put("layers_judged", fmt(judged.layers().stream().map(Judged.Layer::layer).toList()));
         done.put("logits_judged", !judged.logits().isEmpty());
+        done.put("experts_judged", String.join(",", judged.experts().stream().map(Judged.Experts::range).toList()));
         done.put("plan_sha256", Identity.sha256(Files.readAllBytes(dir.resolve(PLAN))));
         done.put("results_sha256", Identity.sha256(results.getBytes(StandardCharsets.UTF_8)));
         done.put("finished", java.time.Instant.now().toString());
@@ -67,7 +72,7 @@ public final class ShardFolder {
     private static ObjectNode header(ShardId id, Identity identity) {
         ObjectNode o = StrictJson.MAPPER.createObjectNode();
         o.put("format", FORMAT);
-        o.put("format_version", 1);
+        o.put("format_version", VERSION);
         o.put("shard", id.index());
         o.put("of", id.count());
         identity.put(o.putObject("identity"));
@@ -79,12 +84,13 @@ public final class ShardFolder {
         String name = dir.getFileName().toString();
         ShardId named = named(name);
         Path planFile = dir.resolve(PLAN);
-        if (!Files.exists(planFile)) return named == null ? null : new Read(dir, named, null, List.of(), false, null, "no " + PLAN + " (never started)");
+        if (!Files.exists(planFile)) return named == null ? null : new Read(dir, named, null, List.of(), false, List.of(), null, "no " + PLAN + " (never started)");
         JsonNode plan;
         ShardId id;
         Identity identity;
         List<Integer> layers;
         boolean logits;
+        List<WorkPlan.ExpertRange> experts = new java.util.ArrayList<>();
         byte[] planBytes;
         try {
             planBytes = bytes(planFile);
@@ -97,11 +103,13 @@ public final class ShardFolder {
             String ls = StrictJson.text(plan, "layers", where, bad);
             layers = ls.equals("-") || ls.isEmpty() ? List.of() : LayerSelection.parse(ls, k3j.config.ModelConfig.MAX_LAYERS);
             logits = StrictJson.bool(plan, "logits", where, bad);
+            String ex = StrictJson.text(plan, "experts", where, bad);
+            if (!ex.isEmpty()) for (String r : ex.split(",")) experts.add(WorkPlan.ExpertRange.parse(r));
         } catch (IOException | RuntimeException e) {
-            return new Read(dir, named, null, List.of(), false, null, "unreadable " + PLAN + ": " + e.getMessage());
+            return  new Read(dir, named, null, List.of(), false, List.of(), null, "unreadable " + PLAN + ": " + e.getMessage());
         }
         Path doneFile = dir.resolve(DONE);
-        if (!Files.exists(doneFile)) return new Read(dir, id, identity, layers, logits, null, "unfinished: no completion marker " + DONE);
+        if (!Files.exists(doneFile)) return new Read(dir, id, identity, layers, logits, experts, null, "unfinished: no completion marker " + DONE);
         try {
             String where = doneFile.toString();
             java.util.function.Function<String, RuntimeException> bad = IllegalArgumentException::new;
@@ -119,9 +127,12 @@ public final class ShardFolder {
             List<Integer> got = judged.layers().stream().map(Judged.Layer::layer).toList();
             if (!got.equals(layers)) throw new IllegalArgumentException(RESULTS + " judges layers " + fmt(got) + ", its plan " + fmt(layers));
             if (logits != (judged.greedy() != null)) throw new IllegalArgumentException(RESULTS + (logits ? " lacks the logit part its plan holds" : " holds logits its plan does not"));
-            return new Read(dir, id, identity, layers, logits, judged, null);
+            List<WorkPlan.ExpertRange> swept = judged.experts().stream().map(e -> new WorkPlan.ExpertRange(e.layer(), e.from(), e.to())).toList();
+            if (!swept.equals(experts)) throw new IllegalArgumentException(RESULTS + " sweeps experts " + swept.stream().map(WorkPlan.ExpertRange::text).toList()
+                    + ", its plan " + experts.stream().map(WorkPlan.ExpertRange::text).toList());
+            return new Read(dir, id, identity, layers, logits, experts, judged, null);
         } catch (IOException | RuntimeException e) {
-            return new Read(dir, id, identity, layers, logits, null, "unfinished: " + e.getMessage());
+            return new Read(dir, id, identity, layers, logits, experts, null, "unfinished: " + e.getMessage());
         }
     }
 
@@ -142,8 +153,8 @@ public final class ShardFolder {
 
     private static void format(JsonNode o, String where) {
         java.util.function.Function<String, RuntimeException> bad = IllegalArgumentException::new;
-        if (!FORMAT.equals(StrictJson.text(o, "format", where, bad)) || StrictJson.integer(o, "format_version", where, bad) != 1) {
-            throw new IllegalArgumentException(where + ": not a " + FORMAT + " v1 file");
+        if (!FORMAT.equals(StrictJson.text(o, "format", where, bad)) || StrictJson.integer(o, "format_version", where, bad) != VERSION) {
+            throw new IllegalArgumentException(where + ": not a " + FORMAT + " v" + VERSION + " file");
         }
     }
 

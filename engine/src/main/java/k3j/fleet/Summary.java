@@ -39,9 +39,10 @@ public final class Summary {
         StringBuilder sb = new StringBuilder("\n===== EXPERT SWEEP (every routed expert on the dump's probes) =====\n");
         sb.append(j.sweep()).append('\n');
         int checked = 0, total = 0, failed = 0;
-        for (Judged.Experts e : j.experts()) {
+        for (Judged.Experts x : j.experts()) {
+            var e = x.report();
             sb.append(e.line()).append('\n');
-            for (String m : e.failing()) sb.append("    ").append(m).append('\n');
+            for (var m : e.failing()) sb.append("    ").append(m.message()).append('\n');
             checked += e.checked();
             total += e.total();
             if (!e.conforms()) failed++;
@@ -76,13 +77,14 @@ public final class Summary {
 
     /**
      * The "summary" object of --json: equal between a one-machine run and the merge of its shards (no timing in it).
-     * {@code notJudged} names what a merge could not judge; empty when complete.
+     * {@code decision} is the run's one decision ({@link k3j.conform.Invariants#decide}); {@code notJudged} names what a
+     * merge could not judge (empty when complete).
      */
-    public static void putVerdict(ObjectNode root, Judged j, List<Integer> selection, List<String> notJudged) {
+    public static void putVerdict(ObjectNode root, Judged j, List<Integer> selection, k3j.conform.Verdict decision, List<String> notJudged) {
         ObjectNode v = root.putObject("summary");
-        boolean complete = notJudged.isEmpty();
-        v.put("verdict", complete ? (j.conforms() ? "CONFORMS" : "DOES NOT CONFORM") : "INCOMPLETE");
-        v.put("layers_line", complete ? verdict(j) : "VERDICT: INCOMPLETE");
+        v.put("verdict", decision.outcome().words());
+        v.put("line", decision.line());
+        v.put("layers_line", decision.outcome() == k3j.conform.Verdict.Outcome.INCOMPLETE ? "VERDICT: INCOMPLETE" : verdict(j));
         v.put("layers", LayerSelection.format(selection));
         v.put("layers_failed", j.failing().size());
         Judged.Layer first = firstDivergence(j);
@@ -96,7 +98,7 @@ public final class Summary {
         ObjectNode checks = v.putObject("checks");
         for (Judged.Block b : j.logits()) checks.put(b.name(), b.conforms());
         if (j.greedy() != null) checks.put(j.greedy().name(), j.greedy().conforms());
-        if (!j.experts().isEmpty()) checks.put("experts", j.experts().stream().allMatch(Judged.Experts::conforms));
+        if (!j.experts().isEmpty()) checks.put("experts", j.experts().stream().allMatch(e -> e.whole() && e.report().conforms()));
         notJudged.forEach(v.putArray("not_judged")::add);
     }
 }

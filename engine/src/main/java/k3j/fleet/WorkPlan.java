@@ -27,10 +27,56 @@ public record WorkPlan(int layers, long[] layerWork, long[] layerBytes, long log
     /** A part may weigh this much over the best balance to put its cuts on AttnRes block boundaries. */
     public static final double BLOCK_SLACK = 0.05;
 
-    /** One shard's part: its layers (ascending, contiguous), whether it holds the logit part, its work and bytes read. */
-    public record Part(int shard, List<Integer> layers, boolean logits, long work, long bytesRead) {
+    /**
+     * One shard's part: its layers (ascending, contiguous), whether it holds the logit part, its expert ranges of the
+     * sweep (with {@code --experts}), its work and bytes read.
+     */
+    public record Part(int shard, List<Integer> layers, boolean logits, List<ExpertRange> experts, long work, long bytesRead) {
         public Part {
             layers = List.copyOf(layers);
+            experts = List.copyOf(experts);
+        }
+
+        public Part(int shard, List<Integer> layers, boolean logits, long work, long bytesRead) {
+            this(shard, layers, logits, List.of(), work, bytesRead);
+        }
+
+        /** "12-23 + logits + experts L3:0-383,L4:0-99": what the plan string holds of this part. */
+        public String text() {
+            return (layers.isEmpty() ? "-" : k3j.conform.LayerSelection.format(layers)) + (logits ? " + logits" : "")
+                    + (experts.isEmpty() ? "" : " + experts " + String.join(",", experts.stream().map(ExpertRange::text).toList()));
+        }
+
+        /** Reads {@link #text()} back (work and bytes are not in it: 0). */
+        public static Part parse(int shard, String text) {
+            String[] bits = text.split(" \\+ ");
+            List<Integer> layers = bits[0].equals("-") ? List.of() : k3j.conform.LayerSelection.parse(bits[0], k3j.config.ModelConfig.MAX_LAYERS);
+            boolean logits = false;
+            List<ExpertRange> experts = new ArrayList<>();
+            for (int i = 1; i < bits.length; i++) {
+                if (bits[i].equals("logits")) logits = true;
+                else if (bits[i].startsWith("experts ")) for (String r : bits[i].substring(8).split(",")) experts.add(ExpertRange.parse(r));
+                else throw new IllegalArgumentException("plan part '" + text + "': '" + bits[i] + "' is neither logits nor experts");
+            }
+            return new Part(shard, layers, logits, experts, 0, 0);
+        }
+    }
+
+    /** Experts {@code from} (inclusive) to {@code to} (exclusive) of one MoE layer's sweep. */
+    public record ExpertRange(int layer, int from, int to) {
+        public ExpertRange {
+            if (layer < 0 || from < 0 || to <= from) throw new IllegalArgumentException("expert range L" + layer + ":" + from + ".." + to);
+        }
+
+        /** "L5:0-191" (the last expert inclusive). */
+        public String text() {
+            return "L" + layer + ":" + from + "-" + (to - 1);
+        }
+
+        public static ExpertRange parse(String s) {
+            var m = java.util.regex.Pattern.compile("L(\\d{1,6}):(\\d{1,7})-(\\d{1,7})").matcher(s.trim());
+            if (!m.matches()) throw new IllegalArgumentException("expert range '" + s + "' is not L<layer>:<first>-<last>");
+            return new ExpertRange(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)) + 1);
         }
     }
 
@@ -55,21 +101,75 @@ public record WorkPlan(int layers, long[] layerWork, long[] layerBytes, long log
             else if (t.name().contains(".experts.")) expertBytes[layer] += t.length();
             else trunk[layer] += t.length();
         }
-        long[] work = new long[n], read = new long[n];
+        long[] work = new long[n], read = new long[n], sweepPerExpert = new long[n];
         long allRead = outside, perToken = outside;
         int e = Math.max(1, cfg.expertCount()), k = cfg.topK();
         for (int l = 0; l < n; l++) {
             long perExpert = expertBytes[l] / e;
             long touched = expertBytes[l] == 0 ? 0 : Math.min(e, (long) tokens * k);
             long active = trunk[l] + (expertBytes[l] == 0 ? 0 : k * perExpert);
-            read[l] = trunk[l] + touched * perExpert + (experts ? expertBytes[l] : 0);
-            work[l] = read[l] + tokens * active + (experts ? expertBytes[l] : 0);
+            read[l] = trunk[l] + touched * perExpert;
+            work[l] = read[l] + tokens * active;
+            if (experts && expertBytes[l] > 0) sweepPerExpert[l] = perExpert;
             allRead += trunk[l] + touched * perExpert;
             perToken += active;
         }
         long lRead = logits ? 3 * allRead : 0;
         long lWork = logits ? lRead + (2L * tokens + generated) * perToken : 0;
-        return balance(n, work, read, lWork, lRead, cfg.attnResBlockSize(), shards);
+        WorkPlan p = balance(n, work, read, lWork, lRead, cfg.attnResBlockSize(), shards);
+        return experts ? p.withSweep(sweepPerExpert, e) : p;
+    }
+
+    /**
+     * The expert sweep spread over the parts: every MoE layer's experts in layer then expert order, each weighing its
+     * bytes twice (read once, run once on the probes), cut into contiguous expert ranges so that every part's work is
+     * raised to one common level (the parts lighter than the level filled up to it; a part already heavier gets none).
+     */
+    WorkPlan withSweep(long[] perExpert, int expertsPerLayer) {
+        int n = parts.size();
+        long total = 0;
+        for (long b : perExpert) total += 2 * b * expertsPerLayer;
+        if (total == 0) return this;
+        // the level T with sum over parts of max(0, T - work) = total
+        long[] w = parts.stream().mapToLong(Part::work).sorted().toArray();
+        double level = 0;
+        long below = 0;
+        for (int k = 0; k < n; k++) {
+            below += w[k];
+            double t = (double) (total + below) / (k + 1);
+            if (k == n - 1 || t <= w[k + 1]) {
+                level = t;
+                break;
+            }
+        }
+        double[] end = new double[n];
+        double at = 0;
+        for (int i = 0; i < n; i++) end[i] = at += Math.max(0, level - parts.get(i).work());
+        List<List<ExpertRange>> ranges = new ArrayList<>();
+        long[] addWork = new long[n], addRead = new long[n];
+        for (int i = 0; i < n; i++) ranges.add(new ArrayList<>());
+        double pos = 0;
+        int shard = 0;
+        for (int l = 0; l < perExpert.length; l++) {
+            if (perExpert[l] == 0) continue;
+            for (int e = 0; e < expertsPerLayer; e++) {
+                double mid = pos + perExpert[l];   // the expert's midpoint in the stream: it goes to the part holding it
+                pos += 2 * perExpert[l];
+                while (shard < n - 1 && mid > end[shard]) shard++;
+                List<ExpertRange> mine = ranges.get(shard);
+                ExpertRange last = mine.isEmpty() ? null : mine.getLast();
+                if (last != null && last.layer() == l && last.to() == e) mine.set(mine.size() - 1, new ExpertRange(l, last.from(), e + 1));
+                else mine.add(new ExpertRange(l, e, e + 1));
+                addWork[shard] += 2 * perExpert[l];
+                addRead[shard] += perExpert[l];
+            }
+        }
+        List<Part> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Part p = parts.get(i);
+            out.add(new Part(p.shard(), p.layers(), p.logits(), ranges.get(i), p.work() + addWork[i], p.bytesRead() + addRead[i]));
+        }
+        return new WorkPlan(layers, layerWork, layerBytes, logitWork, logitBytes, out);
     }
 
     /**
@@ -150,6 +250,21 @@ public record WorkPlan(int layers, long[] layerWork, long[] layerBytes, long log
             }
         }
         return d[k][m];
+    }
+
+    /** One line per shard (its part, bytes read, work against the heaviest part), then the totals. */
+    public String table() {
+        long max = parts.stream().mapToLong(Part::work).max().orElse(1), read = 0, work = 0;
+        StringBuilder sb = new StringBuilder();
+        for (Part p : parts) {
+            long experts = p.experts().stream().mapToLong(r -> r.to() - r.from()).sum();
+            sb.append(String.format(java.util.Locale.ROOT, "shard %d/%d  %2d layers%s%s  read %s  work %.3f of the heaviest%n    %s%n", p.shard(), parts.size(), p.layers().size(),
+                    p.logits() ? " + logits" : "", experts > 0 ? " + " + experts + " experts" : "", k3j.plan.Human.bytes(p.bytesRead()), p.work() / (double) max, p.text()));
+            read += p.bytesRead();
+            work += p.work();
+        }
+        sb.append(String.format(java.util.Locale.ROOT, "total read %s; the heaviest shard %.3f of the mean%n", k3j.plan.Human.bytes(read), max / (work / (double) parts.size())));
+        return sb.toString();
     }
 
     /** The layer of a tensor named "...layers.N....", or -1. */

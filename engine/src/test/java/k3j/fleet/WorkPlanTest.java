@@ -73,6 +73,51 @@ class WorkPlanTest {
             p.parts().forEach(x -> all.addAll(x.layers()));
             assertEquals(93, all.size());
             assertEquals(all, all.stream().sorted().toList());
+            if (experts) {
+                System.out.print(p.table());
+                everyExpertOnce(p, cfg);
+                // the logit part is one item heavier than a shard's share: the sweep fills the other shards to one level
+                long[] rest = p.parts().stream().filter(x -> !x.logits()).mapToLong(WorkPlan.Part::work).toArray();
+                long hi = Arrays.stream(rest).max().orElseThrow(), lo = Arrays.stream(rest).min().orElseThrow();
+                assertTrue(hi <= 1.01 * lo, "the sweep (1.4 TB) fills the shards to one level: " + Arrays.toString(rest));
+            }
         }
+    }
+
+    /** Every routed expert of every MoE layer is in exactly one part's ranges, and the plan's text reads back. */
+    static void everyExpertOnce(WorkPlan p, ModelConfig cfg) {
+        java.util.Map<Integer, java.util.BitSet> seen = new java.util.TreeMap<>();
+        for (WorkPlan.Part x : p.parts()) {
+            assertEquals(x.text(), WorkPlan.Part.parse(x.shard(), x.text()).text());
+            assertEquals(x.experts(), WorkPlan.Part.parse(x.shard(), x.text()).experts());
+            for (WorkPlan.ExpertRange r : x.experts()) {
+                java.util.BitSet b = seen.computeIfAbsent(r.layer(), l -> new java.util.BitSet());
+                assertTrue(b.get(r.from(), r.to()).isEmpty(), "expert of " + r.text() + " in two parts");
+                b.set(r.from(), r.to());
+            }
+        }
+        for (var e : seen.entrySet()) assertEquals(cfg.expertCount(), e.getValue().cardinality(), "L" + e.getKey() + ": every expert once");
+    }
+
+    @Test
+    void theSweepIsCutByExpertRangeToOneLevel() {
+        // 4 MoE layers of 8 experts (100 bytes each) and light layers: the sweep (6400 units) spreads over 3 shards
+        long[] w = {10, 10, 10, 10};
+        WorkPlan layersOnly = WorkPlan.balance(4, w, w, 0, 0, 12, 3);
+        WorkPlan p = layersOnly.withSweep(new long[] {100, 100, 100, 100}, 8);
+        long[] work = p.parts().stream().mapToLong(WorkPlan.Part::work).toArray();
+        double level = Arrays.stream(work).average().orElseThrow();
+        for (long x : work) assertTrue(Math.abs(x - level) <= 200, "each within one expert (200 units) of the level " + level + ": " + Arrays.toString(work));
+        assertTrue(p.parts().stream().anyMatch(x -> x.experts().stream().anyMatch(r -> r.from() > 0 || r.to() < 8)), "a layer is split by expert range: " + p.parts());
+        java.util.BitSet[] seen = new java.util.BitSet[4];
+        for (WorkPlan.Part x : p.parts()) for (WorkPlan.ExpertRange r : x.experts()) {
+            if (seen[r.layer()] == null) seen[r.layer()] = new java.util.BitSet();
+            assertTrue(seen[r.layer()].get(r.from(), r.to()).isEmpty());
+            seen[r.layer()].set(r.from(), r.to());
+        }
+        for (java.util.BitSet b : seen) assertEquals(8, b.cardinality());
+        assertEquals("L3:5-7", WorkPlan.ExpertRange.parse("L3:5-7").text());
+        assertThrows(IllegalArgumentException.class, () -> WorkPlan.ExpertRange.parse("L3:7-5"));
+        assertThrows(IllegalArgumentException.class, () -> WorkPlan.Part.parse(0, "0-3 + lgits"));
     }
 }
