@@ -18,13 +18,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 import k3j.conform.ConformException;
-import k3j.conform.Conformance;
-import k3j.conform.Finding;
-import k3j.conform.LayerReport;
 import k3j.conform.ReferenceDump;
 import k3j.conform.Verdict;
 import k3j.harness.ChildJvm;
 import k3j.harness.Evidence;
+import k3j.harness.Judged;
 import k3j.harness.Project;
 import k3j.harness.Tamper;
 import k3j.harness.TorchPorts;
@@ -74,33 +72,14 @@ class K3jReferenceGate {
         return Stream.concat(Stream.of("float32", "misbound"), TorchPorts.mutants());
     }
 
-    /** What a verdict says of one candidate: the outcome, the first failing layer and stage, its category, the logits' finding. */
-    record Judgement(boolean green, Integer firstLayer, String firstStage, String category, String logits) {}
-
-    static Judgement judge(Path candidate, Path reference) {
-        try (Conformance c = Conformance.candidate(candidate, reference, List.of())) {
-            List<LayerReport> layers = TorchPorts.layers(c);
-            LayerReport first = layers.stream().filter(r -> !r.conforms()).findFirst().orElse(null);
-            Finding logits = c.candidateDump().logits(false) == null ? Finding.MISSING_STAGE : c.teacherForcing(false).finding();
-            boolean green = first == null && logits.passes();
-            double worst = layers.stream().mapToDouble(LayerReport::worstRatioToBudget).filter(Double::isFinite).max().orElse(Double.NaN);
-            double logit = c.candidateDump().logits(false) == null ? Double.NaN : c.teacherForcing(false).ratioToBudget();
-            // the measured effect of a float32 reference (docs/semantics.md §10.14): not judged, stated
-            Evidence.parameter("worst ratio to budget against " + c.dump().producer(), String.format(java.util.Locale.ROOT, "layers %.4g, logits %.4g", worst, logit));
-            System.out.printf(java.util.Locale.ROOT, "K3jReferenceGate ratio %s | %s | layers %.4g | logits %.4g%n", candidate.getFileName(), c.dump().producer(), worst, logit);
-            return new Judgement(green, first == null ? null : first.layer(), first == null ? null : first.firstDivergence(),
-                    first == null ? null : first.finding().tag(), logits.tag());
-        }
-    }
-
     @ParameterizedTest(name = "{0}")
     @MethodSource("ports")
     void eachTorchPortIsJudgedByTheK3jReferenceAsByTheTorchReference(String port) {
         Evidence.caseName("k3j reference judges " + port);
         Allure.feature("k3j reference");
         Path candidate = Project.existing(TorchPorts.folder().resolve(port));
-        Judgement torch = judge(candidate, Project.dump("mini-k3-93"));
-        Judgement k3j = judge(candidate, resident);
+        Judged torch = Judged.of(candidate, Project.dump("mini-k3-93")).headline();
+        Judged k3j = Judged.of(candidate, resident).headline();
         Evidence.parameter("against torch", torch.toString());
         Evidence.parameter("against k3j", k3j.toString());
         if (port.equals("float32")) assertTrue(torch.green(), "the float32 port conforms to the torch reference: " + torch);
@@ -167,7 +146,7 @@ class K3jReferenceGate {
             for (int i = 0; i < b.length; i += 4) buf.putFloat(i, buf.getFloat(i) * 1.01f);
             Tamper.replace(wrong, key, b);
             Path clean = Project.existing(TorchPorts.folder().resolve("float32"));
-            Judgement torch = judge(clean, Project.dump("mini-k3-93")), bad = judge(clean, wrong);
+            Judged torch = Judged.of(clean, Project.dump("mini-k3-93")).headline(), bad = Judged.of(clean, wrong).headline();
             Evidence.parameter("against the wrong k3j reference", bad.toString());
             assertFalse(bad.green(), "the clean port fails against a wrong reference: " + bad);
             assertEquals(3, bad.firstLayer(), "first at the wrong layer: " + bad);

@@ -60,11 +60,11 @@ public final class CandidateWriter {
                         w.i32(p + "moe_idx", st.moeIdx(), tokens);
                         w.f32(p + Stage.MOE_WEIGHT, st.moeWeight(), tokens);
                     }
-                    if (st.kdaState() != null) {   // the states after the layer, compared like the reference's
-                        w.f32(p + "kda_state", st.kdaState().recurrent(), 1);
-                        w.f32(p + "q_conv_state", st.kdaState().qConv(), 1);
-                        w.f32(p + "k_conv_state", st.kdaState().kConv(), 1);
-                        w.f32(p + "v_conv_state", st.kdaState().vConv(), 1);
+                    if (st.kdaState() != null) {   // the states after the layer, compared like the reference's: only those it holds (the scale dump has none)
+                        if (ref.has(p + "kda_state")) w.f32(p + "kda_state", st.kdaState().recurrent(), 1);
+                        if (ref.has(p + "q_conv_state")) w.f32(p + "q_conv_state", st.kdaState().qConv(), 1);
+                        if (ref.has(p + "k_conv_state")) w.f32(p + "k_conv_state", st.kdaState().kConv(), 1);
+                        if (ref.has(p + "v_conv_state")) w.f32(p + "v_conv_state", st.kdaState().vConv(), 1);
                     }
                     ran++;
                 }

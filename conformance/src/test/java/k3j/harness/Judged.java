@@ -1,0 +1,41 @@
+package k3j.harness;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import k3j.conform.Conformance;
+import k3j.conform.Finding;
+import k3j.conform.LayerReport;
+import k3j.conform.LogitParity;
+
+/**
+ * What the one verdict path says of a candidate dump against one reference (docs/semantics.md §10.10): green or
+ * not, the first failing layer and its first failing stage, that layer's category, the teacher-forced logits'
+ * finding, and every layer's own outcome ("L3 conforms", "L1 attn_out WRONG_WEIGHTS", …). Two references judge a
+ * candidate alike when these are equal.
+ */
+public record Judged(boolean green, Integer firstLayer, String firstStage, String category, String logits, List<String> layers) {
+
+    /** Judges {@code candidate} against {@code reference}; the worst ratios to budget are stated (evidence and stdout), not judged. */
+    public static Judged of(Path candidate, Path reference) {
+        try (Conformance c = Conformance.candidate(candidate, reference, List.of())) {
+            List<LayerReport> reports = TorchPorts.layers(c);
+            LayerReport first = reports.stream().filter(r -> !r.conforms()).findFirst().orElse(null);
+            boolean hasLogits = c.candidateDump().logits(false) != null;
+            LogitParity.Result tf = hasLogits ? c.teacherForcing(false) : null;
+            Finding logits = hasLogits ? tf.finding() : Finding.MISSING_STAGE;
+            double worst = reports.stream().mapToDouble(LayerReport::worstRatioToBudget).filter(Double::isFinite).max().orElse(Double.NaN);
+            double logit = hasLogits ? tf.ratioToBudget() : Double.NaN;
+            Evidence.parameter("worst ratio to budget against " + c.dump().producer(), String.format(Locale.ROOT, "layers %.4g, logits %.4g", worst, logit));
+            System.out.printf(Locale.ROOT, "judged ratio %s | %s | layers %.4g | logits %.4g%n", candidate.getFileName(), c.dump().producer(), worst, logit);
+            List<String> each = reports.stream().map(r -> "L" + r.layer() + (r.conforms() ? " conforms" : " " + r.firstDivergence() + " " + r.finding().tag())).toList();
+            return new Judged(first == null && logits.passes(), first == null ? null : first.layer(), first == null ? null : first.firstDivergence(),
+                    first == null ? null : first.finding().tag(), logits.tag(), each);
+        }
+    }
+
+    /** The verdict, first divergence, category and logit finding alone (without every layer's outcome). */
+    public Judged headline() {
+        return new Judged(green, firstLayer, firstStage, category, logits, List.of());
+    }
+}
