@@ -10,8 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.qameta.allure.Allure;
 import io.qameta.allure.Epic;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -140,11 +138,7 @@ class K3jReferenceGate {
         Path work = Files.createTempDirectory("k3j-ref-wrong");
         try {
             Path wrong = Tamper.copy(resident, work.resolve("wrong"));
-            String key = "layers.3.attn_out";
-            byte[] b = Files.readAllBytes(wrong.resolve(key + ".bin"));
-            ByteBuffer buf = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
-            for (int i = 0; i < b.length; i += 4) buf.putFloat(i, buf.getFloat(i) * 1.01f);
-            Tamper.replace(wrong, key, b);
+            Tamper.scale(wrong, "layers.3.attn_out", 1.01f);
             Path clean = Project.existing(TorchPorts.folder().resolve("float32"));
             Judged torch = Judged.of(clean, Project.dump("mini-k3-93")).headline(), bad = Judged.of(clean, wrong).headline();
             Evidence.parameter("against the wrong k3j reference", bad.toString());

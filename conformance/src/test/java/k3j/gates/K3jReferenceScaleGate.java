@@ -9,8 +9,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.qameta.allure.Allure;
 import io.qameta.allure.Epic;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -188,11 +186,7 @@ class K3jReferenceScaleGate {
         Path tmp = Files.createTempDirectory(work, "wrong");
         try {
             Path wrong = Tamper.copy(k3j, tmp.resolve("wrong"));
-            String key = "layers.3.attn_out";
-            byte[] b = Files.readAllBytes(wrong.resolve(key + ".bin"));
-            ByteBuffer buf = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
-            for (int i = 0; i < b.length; i += 4) buf.putFloat(i, buf.getFloat(i) * 1.01f);
-            Tamper.replace(wrong, key, b);
+            Tamper.scale(wrong, "layers.3.attn_out", 1.01f);
             Judged byTorch = Judged.of(clean, torch), bad = Judged.of(clean, wrong);
             Evidence.parameter("against the wrong k3j reference", bad.toString());
             assertFalse(bad.green(), "the clean candidate fails against a wrong reference: " + bad);

@@ -61,6 +61,18 @@ public final class Tamper {
         }
     }
 
+    /** Multiplies every float of array {@code key} by {@code factor} and updates its sha256: a whole stage subtly wrong. */
+    public static void scale(Path dump, String key, float factor) {
+        try {
+            byte[] b = Files.readAllBytes(dump.resolve(key + ".bin"));
+            ByteBuffer buf = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
+            for (int i = 0; i + 4 <= b.length; i += 4) buf.putFloat(i, buf.getFloat(i) * factor);
+            replace(dump, key, b);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     /** Replaces array {@code key}'s file with {@code bytes} and records their sha256 (the shape is left as it was). */
     public static void replace(Path dump, String key, byte[] bytes) {
         try {
