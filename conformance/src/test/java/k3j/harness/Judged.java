@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Locale;
 import k3j.conform.Conformance;
 import k3j.conform.Finding;
+import k3j.conform.Invariants;
 import k3j.conform.LayerReport;
 import k3j.conform.LogitParity;
 
@@ -29,7 +30,11 @@ public record Judged(boolean green, Integer firstLayer, String firstStage, Strin
             Evidence.parameter("worst ratio to budget against " + c.dump().producer(), String.format(Locale.ROOT, "layers %.4g, logits %.4g", worst, logit));
             System.out.printf(Locale.ROOT, "judged ratio %s | %s | layers %.4g | logits %.4g%n", candidate.getFileName(), c.dump().producer(), worst, logit);
             List<String> each = reports.stream().map(r -> "L" + r.layer() + (r.conforms() ? " conforms" : " " + r.firstDivergence() + " " + r.finding().tag())).toList();
-            return new Judged(first == null && logits.passes(), first == null ? null : first.layer(), first == null ? null : first.firstDivergence(),
+            // green as the one verdict path decides it (docs/semantics.md §10.11): every layer and the logits
+            List<Invariants.Item> items = new java.util.ArrayList<>(reports.stream().map(Invariants::layer).toList());
+            items.add(Invariants.logits(tf, "the candidate holds no logits"));
+            boolean green = Invariants.decide(Invariants.Mode.FLOAT32, items).green();
+            return new Judged(green, first == null ? null : first.layer(), first == null ? null : first.firstDivergence(),
                     first == null ? null : first.finding().tag(), logits.tag(), each);
         }
     }
