@@ -93,12 +93,21 @@ public final class MatVec {
         }
     }
 
-    /** One row w[wo .. wo+in) times x[xo .. xo+in) in the contract's order (also the MXFP4 scalar path's, over dequantised weights). */
+    /** One row w[wo .. wo+in) times x[xo .. xo+in) in the contract's order. */
     static float row(float[] w, int wo, float[] x, int xo, int in) {
+        return row(w, wo, x, xo, in, null);
+    }
+
+    /**
+     * The same, skipping every element whose MXFP4 group (of {@link Mxfp4#GROUP}) has scale byte 255 in {@code scales}
+     * (null: none): the MXFP4 scalar path over a dequantised row. Skipped, never multiplied by zero: 0 · Inf is NaN.
+     */
+    static float row(float[] w, int wo, float[] x, int xo, int in, byte[] scales) {
         float a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
         float a8 = 0, a9 = 0, a10 = 0, a11 = 0, a12 = 0, a13 = 0, a14 = 0, a15 = 0;
         int i = 0;
         for (; i + 16 <= in; i += 16) {
+            if (scales != null && (scales[i / Mxfp4.GROUP] & 0xFF) == 255) continue;
             int wi = wo + i, xi = xo + i;
             a0 = Math.fma(w[wi], x[xi], a0);
             a1 = Math.fma(w[wi + 1], x[xi + 1], a1);
@@ -119,7 +128,7 @@ public final class MatVec {
         }
         float c0 = (a0 + a8) + (a4 + a12), c1 = (a1 + a9) + (a5 + a13), c2 = (a2 + a10) + (a6 + a14), c3 = (a3 + a11) + (a7 + a15);
         float acc = (c0 + c2) + (c1 + c3);
-        for (; i < in; i++) acc = Math.fma(w[wo + i], x[xo + i], acc);
+        for (; i < in; i++) if (scales == null || (scales[i / Mxfp4.GROUP] & 0xFF) != 255) acc = Math.fma(w[wo + i], x[xo + i], acc);
         return acc;
     }
 

@@ -346,7 +346,7 @@ public final class Mxfp4 {
 
     /**
      * The scalar contract over the repacked layout (small matrices; no Vector API warm-up): each row's codes are
-     * copied to the heap and dequantised once, then summed by {@link #scalarRow} for every token.
+     * copied to the heap and dequantised once, then summed by {@link MatVec#row(float[], int, float[], int, int, byte[])} for every token.
      */
     private static void scalarRows(float[] y, float[] x, int tokens, Repacked w, int from, int to) {
         int in = w.in(), rows = w.rows(), ng = groups(in);
@@ -358,41 +358,8 @@ public final class Mxfp4 {
                 int sb = sc[i / GROUP] & 0xFF;
                 wr[i] = sb == 255 ? 0.0f : E2M1[code(w.packed(), w.codes(), w.rowBase(r), i)] * SCALE[sb];
             }
-            for (int tk = 0; tk < tokens; tk++) y[tk * rows + r] = scalarRow(wr, sc, x, tk * in, in);
+            for (int tk = 0; tk < tokens; tk++) y[tk * rows + r] = MatVec.row(wr, 0, x, tk * in, in, sc);
         }
-    }
-
-    /** One dequantised row times one token in the contract's order, byte-255 groups skipped (sixteen accumulators in locals). */
-    private static float scalarRow(float[] w, byte[] sc, float[] x, int xo, int in) {
-        float a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
-        float a8 = 0, a9 = 0, a10 = 0, a11 = 0, a12 = 0, a13 = 0, a14 = 0, a15 = 0;
-        int full = in & ~15, i = 0;
-        for (; i < full; i += 16) {
-            if ((sc[i / GROUP] & 0xFF) == 255) continue;
-            int xi = xo + i;
-            a0 = Math.fma(w[i], x[xi], a0);
-            a1 = Math.fma(w[i + 1], x[xi + 1], a1);
-            a2 = Math.fma(w[i + 2], x[xi + 2], a2);
-            a3 = Math.fma(w[i + 3], x[xi + 3], a3);
-            a4 = Math.fma(w[i + 4], x[xi + 4], a4);
-            a5 = Math.fma(w[i + 5], x[xi + 5], a5);
-            a6 = Math.fma(w[i + 6], x[xi + 6], a6);
-            a7 = Math.fma(w[i + 7], x[xi + 7], a7);
-            a8 = Math.fma(w[i + 8], x[xi + 8], a8);
-            a9 = Math.fma(w[i + 9], x[xi + 9], a9);
-            a10 = Math.fma(w[i + 10], x[xi + 10], a10);
-            a11 = Math.fma(w[i + 11], x[xi + 11], a11);
-            a12 = Math.fma(w[i + 12], x[xi + 12], a12);
-            a13 = Math.fma(w[i + 13], x[xi + 13], a13);
-            a14 = Math.fma(w[i + 14], x[xi + 14], a14);
-            a15 = Math.fma(w[i + 15], x[xi + 15], a15);
-        }
-        float c0 = (a0 + a8) + (a4 + a12), c1 = (a1 + a9) + (a5 + a13), c2 = (a2 + a10) + (a6 + a14), c3 = (a3 + a11) + (a7 + a15);
-        float acc = (c0 + c2) + (c1 + c3);
-        for (; i < in; i++) {
-            if ((sc[i / GROUP] & 0xFF) != 255) acc = Math.fma(w[i], x[xo + i], acc);
-        }
-        return acc;
     }
 
     /** The E2M1 code of element k of a repacked row whose codes start at byte base. */
