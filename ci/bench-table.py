@@ -6,30 +6,17 @@ usage: bench-table.py OUT_DIR REPO_ROOT
 """
 import glob, json, os, re, statistics, sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_kernels  # noqa: E402
+
 out, root = sys.argv[1], sys.argv[2]
 
 # ---------------------------------------------------------------- inputs
 
 def kernels():
     """(side, kernel, threads) -> min ms over the rounds; stream GB/s per thread count; check lines; problems."""
-    best, bw, checks, notes = {}, {}, {}, []
-    path = f"{out}/kernels.txt"
-    if not os.path.exists(path):
-        return best, bw, checks, ["kernels not run"]
-    for line in open(path):
-        f = line.split()
-        if not f:
-            continue
-        if f[0] in ("PEER", "JAVA") and len(f) >= 5 and f[3] == "min":
-            key = (f[0], f[1], int(f[2]))
-            best[key] = min(best.get(key, 1e30), float(f[4]))
-        elif f[0] == "PEER" and f[1] == "stream":
-            bw[int(f[2])] = max(bw.get(int(f[2]), 0), float(f[4]))
-        elif f[0] == "CHECK":
-            checks[f[1]] = max(checks.get(f[1], 0), int(f[4]) if f[4].isdigit() else 10**9)
-        elif f[0] in ("NOPEER", "JAVA"):
-            notes.append(line.strip())
-    return best, bw, checks, notes
+    k = peer_kernels.Kernels(f"{out}/kernels.txt")
+    return k.best, k.stream, {n: 10**9 if v is None else v for n, v in k.checks.items()}, k.failures
 
 
 def load(path):
@@ -106,7 +93,7 @@ for (a, b2), (before, c) in RANGES.items():
     ratio_row(f"decode steps {a}-{b2}, tiny 12+200, 1T", fmt(before, " ms"), s.get(f"r{a}_{b2}") if s else None, c, 1.2, "")
 
 # kernels
-PEER_BYTES = {"bf16": 7168 * 12288 * 2, "lmhead": 7168 * 163840 * 2}
+PEER_BYTES = {k: peer_kernels.BYTES[k] for k in ("bf16", "lmhead")}
 BEFORE_K = {("bf16", 1): 1.06, ("bf16", 2): 1.07, ("lmhead", 1): 0.92, ("lmhead", 2): 1.26, ("kda_dram", 1): 1.11, ("kda_dram", 2): 1.44,
             ("kda_hot", 1): 0.81, ("kda_hot", 2): 0.95, ("mxfp4", 1): 1.71, ("mxfp4", 2): 1.74, ("mxfp4_int8", 1): None, ("mxfp4_int8", 2): None}
 GOAL = {"bf16": 1.05, "lmhead": 1.05, "kda_dram": 1.05, "kda_hot": 1.05, "mxfp4": 1.2, "mxfp4_int8": 1.2}
