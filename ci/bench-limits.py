@@ -34,6 +34,7 @@ import json, os, re, statistics, subprocess, sys, threading, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model_headers  # noqa: E402
 import peer_kernels  # noqa: E402
+from bench_run import Run as ChildRun  # noqa: E402
 
 out, root = sys.argv[1], sys.argv[2]
 os.makedirs(out, exist_ok=True)
@@ -62,59 +63,8 @@ def log(msg):
     print(f"bench-limits [{time.strftime('%H:%M:%S')}, load {open('/proc/loadavg').read().split()[0]}]: {msg}", file=sys.stderr, flush=True)
 
 
-class Run:
-    """A child's wall and CPU seconds, peak RSS (MB), exit code and output lines as (epoch seconds, 'out'|'err', text)."""
-
-    def __init__(self, cmd, env=None, name="child", check=True):
-        self.cmd = cmd
-        t0 = time.monotonic()
-        self.start = time.time()
-        p = subprocess.Popen(cmd, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.pid, self.lines = p.pid, []
-
-        def pump(stream, tag):
-            for raw in iter(stream.readline, b""):
-                self.lines.append((time.time(), tag, raw.decode(errors="replace").rstrip("\n")))
-
-        pumps = [threading.Thread(target=pump, args=(p.stdout, "out")), threading.Thread(target=pump, args=(p.stderr, "err"))]
-        for t in pumps:
-            t.start()
-        _, status, ru = os.wait4(p.pid, 0)  # on the child itself: communicate() would reap it first and lose its rusage
-        p.returncode = self.code = os.waitstatus_to_exitcode(status)
-        for t in pumps:
-            t.join()
-        self.wall, self.cpu, self.rss_mb = time.monotonic() - t0, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
-        with open(os.path.join(out, name + ".log"), "w") as f:
-            f.write(" ".join(cmd) + "\n" + "\n".join(f"{tag} {text}" for _, tag, text in self.lines) + f"\nexit {self.code}\n")
-        if check and self.code != 0:
-            raise RuntimeError(f"{os.path.basename(cmd[0])} {' '.join(cmd[1:3])} ... exited {self.code} (see {name}.log): "
-                               + " | ".join(t for _, _, t in self.lines[-3:]))
-
-    def text(self, tag=None):
-        return "\n".join(t for _, g, t in self.lines if tag is None or g == tag)
-
-    def steps(self, expected):
-        """The STEP table, read by its header's columns from whichever stream prints it: [(step, token, seconds, arrival)].
-        A table that is missing, out of order or of another length than `expected` is an error."""
-        for tag in ("err", "out"):
-            rows, cols = [], None
-            for t, g, text in self.lines:
-                if g != tag:
-                    continue
-                f = text.split()
-                if cols is None:
-                    if f[:2] == ["STEP", "TOKEN"] and "SECONDS" in f:
-                        cols = f.index("SECONDS")
-                    continue
-                if f and f[0].isdigit() and len(f) > cols:
-                    rows.append((int(f[0]), int(f[1]), float(f[cols]), t))
-                elif rows and f and set(f[0]) == {"-"}:
-                    break
-            if cols is not None:
-                if [r[0] for r in rows] != list(range(expected)):
-                    raise RuntimeError(f"{os.path.basename(self.cmd[0])}: the STEP table has steps {[r[0] for r in rows]}, expected 0-{expected - 1}")
-                return rows
-        raise RuntimeError(f"{os.path.basename(self.cmd[0])}: no STEP table in its output")
+def Run(cmd, env=None, name="child", check=True):
+    return ChildRun(cmd, cwd=root, log_dir=out, env=env, name=name, check=check)
 
 
 def attempt(key, fn):
