@@ -188,7 +188,7 @@ def c_run(name, ids, gen):
 
 def boxing(rec, run, name):
     """ci/boxing-rounds.py over one run: each step is a round (its window from the previous STEP row's arrival to its
-    own); the first RUN_WARM steps are the warm-up. (vector MB after warm-up, the script's summary line)."""
+    own); the first RUN_WARM steps are the warm-up. (vector MB in the warm-up, vector MB after it, boxed after it)."""
     rounds = os.path.join(out, name + "-rounds.txt")
     with open(rounds, "w") as f:
         prev = run["start"]
@@ -202,9 +202,9 @@ def boxing(rec, run, name):
     open(os.path.join(out, name + "-boxing.txt"), "w").write(p.stdout + p.stderr)
     if p.returncode not in (0, 1):
         raise RuntimeError(f"boxing-rounds.py on {name}: {p.stderr.strip()[:300]}")
-    after = sum(float(m.group(1)) for i, m in enumerate(re.finditer(r"vector allocations ([\d.]+) MB", p.stdout)) if i >= RUN_WARM)
+    mb = [float(m.group(1)) for m in re.finditer(r"vector allocations ([\d.]+) MB", p.stdout)]
     os.remove(alloc)
-    return after, p.returncode == 1
+    return sum(mb[:RUN_WARM]), sum(mb[RUN_WARM:]), p.returncode == 1
 
 
 class Load:
@@ -242,7 +242,7 @@ def ten_runs(label, loaded):
             rec = os.path.join(out, name + ".jfr")
             r = k3j_run(name, RUN_IDS, RUN_GEN, 2, {"K3_JAVA_OPTS": f"-XX:StartFlightRecording=filename={rec},settings=profile"})
             loads.append(float(open("/proc/loadavg").read().split()[0]))
-            r["vector_mb_after_warmup"], r["boxed"] = boxing(rec, r, name)
+            r["vector_mb_warmup"], r["vector_mb_after_warmup"], r["boxed"] = boxing(rec, r, name)
             os.remove(rec)
             runs.append(r)
             log(f"{label} run {i}: {sum(r['steps']):.1f} s in steps, wall {r['wall']:.1f} s, vectors after warm-up {r['vector_mb_after_warmup']:.1f} MB")
@@ -406,7 +406,7 @@ else:
         row(target, "113-276 s (2.4x)", f"{min(t):.2f}-{max(t):.2f} s", "-", "-", f"slowest {max(t) / min(t):.2f}x fastest", "<= 1.3x",
             max(t) / min(t) <= 1.3 if n_runs >= 10 else NOT_MEASURED,
             f"load {min(quiet['loads']):.1f}-{max(quiet['loads']):.1f}; walls {min(r['wall'] for r in quiet['runs']):.1f}-{max(r['wall'] for r in quiet['runs']):.1f} s; "
-            f"runs with vectors after warm-up: {boxed}" + ("" if n_runs >= 10 else f"; only {n_runs} runs (K3_BENCH_RUNS)"))
+            f"runs with vectors after warm-up: {boxed}; in the warm-up steps {min(r['vector_mb_warmup'] for r in quiet['runs']):.0f}-{max(r['vector_mb_warmup'] for r in quiet['runs']):.0f} MB" + ("" if n_runs >= 10 else f"; only {n_runs} runs (K3_BENCH_RUNS)"))
     else:
         missing(target, "113-276 s (2.4x)", "<= 1.3x", err("runs quiet"))
     target = f"{n_runs} back-to-back runs beside a CPU load (JFR: vectors after warm-up)"
@@ -416,7 +416,8 @@ else:
         row(target, "boxed regime: 2.5-10 s/step", f"{len(boxed)} of {len(t)} runs boxed", "-", "-",
             f"slowest {max(t) / min(t):.2f}x fastest", "0 runs boxed", not boxed if n_runs >= 10 else NOT_MEASURED,
             f"load {min(loaded['loads']):.1f}-{max(loaded['loads']):.1f} (two loops of k3 on mini-k3-93, {loaded['load_jobs']} jobs); "
-            f"{min(t):.2f}-{max(t):.2f} s in steps" + (f"; boxed runs {boxed}: " + ", ".join(f"{loaded['runs'][i]['vector_mb_after_warmup']:.0f} MB" for i in boxed) if boxed else "")
+            f"{min(t):.2f}-{max(t):.2f} s in steps; vectors in the warm-up steps {min(r['vector_mb_warmup'] for r in loaded['runs']):.0f}-{max(r['vector_mb_warmup'] for r in loaded['runs']):.0f} MB"
+            + (f"; boxed runs {boxed}: " + ", ".join(f"{loaded['runs'][i]['vector_mb_after_warmup']:.0f} MB" for i in boxed) if boxed else "")
             + ("" if n_runs >= 10 else f"; only {n_runs} runs (K3_BENCH_RUNS)"))
     else:
         missing(target, "boxed regime: 2.5-10 s/step", "0 runs boxed", err("runs loaded"))
