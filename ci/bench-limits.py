@@ -140,7 +140,7 @@ for name, model in (("tiny-k3", "oracle-fixtures/tiny-k3"), ("mini-k3-93", "orac
 if os.path.exists(os.path.join(scale, "config.json")):
     log("k3 conform on the scale fixture")
     results["conform"]["scale-k3"] = attempt("conform scale-k3", lambda: conform("scale-k3", scale, [
-        "--reference", os.path.join(root, "reference-dumps", "scale-k3"), "--no-logits", "--threads", "2", "--cache-gb", "4"]))
+        "--reference", os.path.join(root, "reference-dumps", "scale-k3"), "--no-logits", "--threads", "2", "--cache-gb", "2"]))
 
 # ---------------------------------------------------------------- real width
 
