@@ -130,6 +130,7 @@ class KernelBitIdentityGate {
                 c.add(new Case("router_n13_e33_k" + k + "_" + (t + 1) + "t", () -> router(13, 33, k, POOLS[t]), false));
             }
         }
+        c.add(new Case("mutant_router_score_from_a_float_logit_differs", KernelBitIdentityGate::routerFloatLogitMutant, true));
         for (int n : new int[] {1, 7, 8, 100}) c.add(new Case("argmax_" + n, () -> argmax(n), false));
         // the same claims for the scalar path the run command takes for small calls (KernelPath.ADAPTIVE)
         for (Case v : List.copyOf(c)) {
@@ -587,6 +588,36 @@ class KernelBitIdentityGate {
             fb[ia.length + i] = wb[i];
         }
         return new float[][] {fa, fb};
+    }
+
+    /**
+     * Mutant: the router as before the double score (the logit rounded to float, a float sigmoid, a float inverse sum
+     * multiplied in, then the scaling), for the experts the router picked; logits of magnitude 4-12, where the float
+     * logit costs several ulps of the score.
+     */
+    static float[][] routerFloatLogitMutant() {
+        SplittableRandom r = rng("mutant-router");
+        int experts = 16, width = 64, k = 4, tokens = 3;
+        short[] w = new short[experts * width];   // weights of magnitude 0.5-2: logits of several units
+        for (int i = 0; i < w.length; i++) w[i] = (short) ((r.nextInt(2) << 15) | ((126 + r.nextInt(2)) << 7) | r.nextInt(128));
+        Matrix wg = Matrix.bf16(w, experts, width);
+        float[] x = activations(r, tokens * width);
+        int[] idx = new int[tokens * k];
+        float[] got = new float[tokens * k], old = new float[tokens * k];
+        Router.route(Workers.serial(), false, idx, got, x, tokens, wg, null, k, true, 2.5f);
+        for (int t = 0; t < tokens; t++) {
+            double sum = 0.0;
+            for (int j = 0; j < k; j++) {
+                int e = idx[t * k + j];
+                double acc = 0.0;
+                for (int i = 0; i < width; i++) acc = acc + (double) wg.get(e, i) * (double) x[t * width + i];
+                old[t * k + j] = Fp.sigmoid((float) acc);
+                sum = sum + (double) old[t * k + j];
+            }
+            float inv = (float) (1.0 / (sum + 1e-20));
+            for (int j = 0; j < k; j++) old[t * k + j] = (old[t * k + j] * inv) * 2.5f;
+        }
+        return new float[][] {got, old};
     }
 
     static float[][] argmax(int n) {
