@@ -39,7 +39,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * 1, 2 and 3 threads; a batch of T tokens equals T single calls. Metric: the number of elements whose
  * raw float bits differ (NaNs compared as NaN). Each case also runs a plausible wrong fast path (the
  * "mutant": reduceLanes, mul+add for FMA, another tree, v1's double accumulation, an MXFP4 table without the scale,
- * a byte-255 group multiplied as zeros, FMA in KDA, the C peer's one-chain MXFP4 order) and demands it DIFFERS, so the inputs
+ * a byte-255 group multiplied as zeros, FMA in KDA, the C peer's one-chain MXFP4 order, a router score from a float
+ * logit) and demands it DIFFERS, so the inputs
  * are proven able to catch an order change. Every non-mutant case runs again on the scalar path
  * ({@code scalar_path_*}), which {@code k3 run} takes for small calls.
  */
