@@ -39,7 +39,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * 1, 2 and 3 threads; a batch of T tokens equals T single calls. Metric: the number of elements whose
  * raw float bits differ (NaNs compared as NaN). Each case also runs a plausible wrong fast path (the
  * "mutant": reduceLanes, mul+add for FMA, another tree, v1's double accumulation, an MXFP4 table without the scale,
- * a byte-255 group multiplied as zeros, FMA in KDA, the C peer's one-chain MXFP4 order) and demands it DIFFERS, so the inputs
+ * a byte-255 group multiplied as zeros, FMA in KDA, the C peer's one-chain MXFP4 order, a router score from a float
+ * logit) and demands it DIFFERS, so the inputs
  * are proven able to catch an order change. Every non-mutant case runs again on the scalar path
  * ({@code scalar_path_*}), which {@code k3 run} takes for small calls.
  */
@@ -130,6 +131,7 @@ class KernelBitIdentityGate {
                 c.add(new Case("router_n13_e33_k" + k + "_" + (t + 1) + "t", () -> router(13, 33, k, POOLS[t]), false));
             }
         }
+        c.add(new Case("mutant_router_score_from_a_float_logit_differs", KernelBitIdentityGate::routerFloatLogitMutant, true));
         for (int n : new int[] {1, 7, 8, 100}) c.add(new Case("argmax_" + n, () -> argmax(n), false));
         // the same claims for the scalar path the run command takes for small calls (KernelPath.ADAPTIVE)
         for (Case v : List.copyOf(c)) {
@@ -587,6 +589,36 @@ class KernelBitIdentityGate {
             fb[ia.length + i] = wb[i];
         }
         return new float[][] {fa, fb};
+    }
+
+    /**
+     * Mutant: the router as before the double score (the logit rounded to float, a float sigmoid, a float inverse sum
+     * multiplied in, then the scaling), for the experts the router picked; logits of magnitude 4-12, where the float
+     * logit costs several ulps of the score.
+     */
+    static float[][] routerFloatLogitMutant() {
+        SplittableRandom r = rng("mutant-router");
+        int experts = 16, width = 64, k = 4, tokens = 3;
+        short[] w = new short[experts * width];   // weights of magnitude 0.5-2: logits of several units
+        for (int i = 0; i < w.length; i++) w[i] = (short) ((r.nextInt(2) << 15) | ((126 + r.nextInt(2)) << 7) | r.nextInt(128));
+        Matrix wg = Matrix.bf16(w, experts, width);
+        float[] x = activations(r, tokens * width);
+        int[] idx = new int[tokens * k];
+        float[] got = new float[tokens * k], old = new float[tokens * k];
+        Router.route(Workers.serial(), false, idx, got, x, tokens, wg, null, k, true, 2.5f);
+        for (int t = 0; t < tokens; t++) {
+            double sum = 0.0;
+            for (int j = 0; j < k; j++) {
+                int e = idx[t * k + j];
+                double acc = 0.0;
+                for (int i = 0; i < width; i++) acc = acc + (double) wg.get(e, i) * (double) x[t * width + i];
+                old[t * k + j] = Fp.sigmoid((float) acc);
+                sum = sum + (double) old[t * k + j];
+            }
+            float inv = (float) (1.0 / (sum + 1e-20));
+            for (int j = 0; j < k; j++) old[t * k + j] = (old[t * k + j] * inv) * 2.5f;
+        }
+        return new float[][] {got, old};
     }
 
     static float[][] argmax(int n) {

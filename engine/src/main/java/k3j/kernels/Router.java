@@ -5,26 +5,27 @@ import java.lang.foreign.MemorySegment;
 /**
  * The MoE router (docs/semantics.md §3.7, §12.2): per expert e,
  * logit_e = Σ_i (double)Wg[e][i]·(double)x[i] — ONE sequential double chain (not the matvec tree);
- * score_e = sigmoid((float) logit_e); choice_e = score_e + bias_e (float). Top-K by repeated strict
- * maximum over choice (ties → lowest index, NaN never picked, nothing pickable → index 0 weight 0),
- * weights are the UNBIASED scores; if renormalize and K > 1: inv = (float)(1 / (Σ_j (double)w_j + 1e-20)),
- * w_j = w_j · inv; then w_j = w_j · scaling (float), always.
+ * score_e = (float)(1 / (1 + StrictMath.exp(−logit_e))) from the DOUBLE logit, rounded once (docs/fp-contract.md §6:
+ * a float logit before the sigmoid cost up to |logit| ulps of the score); choice_e = score_e + bias_e (float). Top-K
+ * by repeated strict maximum over choice (ties → lowest index, NaN never picked, nothing pickable → index 0
+ * weight 0), weights are the UNBIASED scores; if renormalize and K > 1: w_j = (float)(((double)w_j /
+ * (Σ_j (double)w_j + 1e-20))·(double)scaling), one rounding; otherwise w_j = w_j · scaling (float).
  */
 public final class Router {
     private Router() {}
 
-    /** Router logits (as float) for one token: reference, one expert at a time. */
-    static void logitsReference(float[] logits, float[] x, int xOff, Matrix wg) {
+    /** Router logits (double, never rounded to float) for one token: reference, one expert at a time. */
+    static void logitsReference(double[] logits, float[] x, int xOff, Matrix wg) {
         int e = wg.cols();
         for (int r = 0; r < wg.rows(); r++) {
             double acc = 0.0;
             for (int i = 0; i < e; i++) acc = acc + (double) wg.get(r, i) * (double) x[xOff + i];
-            logits[r] = (float) acc;
+            logits[r] = acc;
         }
     }
 
     /** Fast logits: four experts' chains in flight (each chain in its own sequential order), parallel over experts. */
-    static void logitsFast(Workers workers, float[] logits, float[] x, int xOff, Matrix wg) {
+    static void logitsFast(Workers workers, double[] logits, float[] x, int xOff, Matrix wg) {
         int e = wg.cols(), n = wg.rows();
         double[] xd = new double[e];
         for (int i = 0; i < e; i++) xd[i] = x[xOff + i];
@@ -43,16 +44,16 @@ public final class Router {
                         a2 = a2 + (double) Fp.bf16(seg.get(Matrix.BF16, b2 + 2L * i)) * xi;
                         a3 = a3 + (double) Fp.bf16(seg.get(Matrix.BF16, b3 + 2L * i)) * xi;
                     }
-                    logits[r] = (float) a0;
-                    logits[r + 1] = (float) a1;
-                    logits[r + 2] = (float) a2;
-                    logits[r + 3] = (float) a3;
+                    logits[r] = a0;
+                    logits[r + 1] = a1;
+                    logits[r + 2] = a2;
+                    logits[r + 3] = a3;
                 }
             }
             for (; r < to; r++) {
                 double acc = 0.0;
                 for (int i = 0; i < e; i++) acc = acc + (double) wg.get(r, i) * xd[i];
-                logits[r] = (float) acc;
+                logits[r] = acc;
             }
         });
     }
@@ -76,12 +77,13 @@ public final class Router {
         int n = wg.rows(), e = wg.cols();
         if (forced != null && forced.length != tokens * topK) throw new IllegalArgumentException("forced routing has " + forced.length + " slots, " + tokens + " x " + topK + " expected");
         if (bias != null && bias.length != n) throw new IllegalArgumentException("router bias has " + bias.length + " entries, " + n + " experts");
-        float[] logits = new float[n], score = new float[n], choice = new float[n];
+        double[] logits = new double[n];
+        float[] score = new float[n], choice = new float[n];
         for (int t = 0; t < tokens; t++) {
             if (fast && KernelPath.vector((long) wg.rows() * wg.cols())) logitsFast(workers, logits, x, t * e, wg);
             else logitsReference(logits, x, t * e, wg);
             for (int r = 0; r < n; r++) {
-                score[r] = Fp.sigmoid(logits[r]);
+                score[r] = sigmoid(logits[r]);
                 choice[r] = score[r] + (bias == null ? 0.0f : bias[r]);
             }
             for (int j = 0; j < topK; j++) {
@@ -112,10 +114,16 @@ public final class Router {
             if (renormalize && topK > 1) {
                 double s = 0.0;
                 for (int j = 0; j < topK; j++) s = s + (double) weights[t * topK + j];
-                float inv = (float) (1.0 / (s + 1e-20));
-                for (int j = 0; j < topK; j++) weights[t * topK + j] = weights[t * topK + j] * inv;
+                double z = s + 1e-20;
+                for (int j = 0; j < topK; j++) weights[t * topK + j] = (float) (((double) weights[t * topK + j] / z) * (double) scaling);
+            } else {
+                for (int j = 0; j < topK; j++) weights[t * topK + j] = weights[t * topK + j] * scaling;
             }
-            for (int j = 0; j < topK; j++) weights[t * topK + j] = weights[t * topK + j] * scaling;
         }
+    }
+
+    /** The router's score: the sigmoid in double of the double logit, rounded to float once. */
+    static float sigmoid(double logit) {
+        return (float) (1.0 / (1.0 + StrictMath.exp(-logit)));
     }
 }
