@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -18,6 +19,10 @@ import jdk.incubator.vector.VectorSpecies;
  * E = a[0], a[2] … a[14] and O = a[1], a[3] … a[15], against x stored in that lane order. No reduceLanes (unspecified
  * order): the tree is taken in scalar from the stored lanes. Two rows in flight for one token; one row and four
  * tokens in flight for a batch (then one at a time), so a weight block is read once for four tokens.
+ *
+ * <p>One token on a machine with 512-bit vectors ({@link #WIDE}): the sixteen accumulators are one FloatVector in
+ * natural order (a[l] in lane l), 16 bf16 widened by one sign-extending conversion and a shift, x as given; four rows
+ * in flight (four independent FMA chains, four weight streams). Same elements, accumulators and order: same bits.
  */
 public final class MatVec {
     private MatVec() {}
@@ -25,6 +30,26 @@ public final class MatVec {
     static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
     static final VectorSpecies<Integer> I = IntVector.SPECIES_256;
     static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+
+    static final VectorSpecies<Float> F16 = FloatVector.SPECIES_512;
+    static final VectorSpecies<Integer> I16 = IntVector.SPECIES_512;
+    static final VectorSpecies<Short> S16 = ShortVector.SPECIES_256;
+
+    /**
+     * True where the one-token kernels run on 512-bit vectors: the machine's preferred species is at least 512 bits
+     * (AVX-512), unless {@code -Dk3j.kernels.bits=256} forces the 256-bit path (AVX2 machines take it anyway). Chosen
+     * once; both paths give the same bits (the kernel tests run both).
+     */
+    static final boolean WIDE = wide(System.getProperty("k3j.kernels.bits", ""));
+
+    static boolean wide(String bits) {
+        return switch (bits.trim()) {
+            case "" -> FloatVector.SPECIES_PREFERRED.vectorBitSize() >= 512;
+            case "512" -> true;
+            case "256" -> false;
+            default -> throw new IllegalArgumentException("k3j.kernels.bits must be 256 or 512, got '" + bits + "'");
+        };
+    }
 
     // ------------------------------------------------------------------ reference path
 
@@ -141,13 +166,19 @@ public final class MatVec {
 
     /** {@link #matmul} with the rows processed in slices of at most {@code sliceBytes} (tests pin that slicing keeps the bits). */
     static void matmul(Workers workers, float[] y, float[] x, int tokens, Matrix w, long sliceBytes) {
+        matmul(workers, y, x, tokens, w, sliceBytes, WIDE);
+    }
+
+    /** {@link #matmul} on the 512-bit one-token kernel ({@code wide}) or the 256-bit one (tests run both). */
+    static void matmul(Workers workers, float[] y, float[] x, int tokens, Matrix w, long sliceBytes, boolean wide) {
         checkShapes(y, x, tokens, w);
         if (!KernelPath.vector((long) tokens * w.rows() * w.cols())) {
             scalar(y, x, tokens, w);
             return;
         }
         int in = w.cols();
-        float[] xp = w.type() == WeightType.BF16 ? laneOrder(x, tokens, in) : x;
+        boolean wide1 = wide && tokens == 1;
+        float[] xp = w.type() == WeightType.BF16 && !wide1 ? laneOrder(x, tokens, in) : x;
         // Rows in slices of at most 1 GiB: a segment over 2 GiB gets long-indexed bounds checks that C2 does
         // not hoist (the 2.35 GB LM head ran 1.7x slower per row than a 176 MB matrix). Rows are independent,
         // so slicing changes no bits.
@@ -158,7 +189,8 @@ public final class MatVec {
             final int first = c0, n = Math.min(rows, c0 + chunk) - c0;
             final MemorySegment part = w.data().asSlice(rowBytes * c0, rowBytes * n);
             if (w.type() == WeightType.BF16) {
-                if (tokens == 1) workers.split(n, 2, (from, to) -> bf16OneToken(y, x, xp, part, in, first, from, to));
+                if (wide1) workers.split(n, 4, (from, to) -> bf16OneToken512(y, x, part, in, first, from, to));
+                else if (tokens == 1) workers.split(n, 2, (from, to) -> bf16OneToken(y, x, xp, part, in, first, from, to));
                 else workers.split(n, 2, (from, to) -> bf16Tokens(y, x, xp, tokens, part, in, out, first, from, to));
             } else {
                 workers.split(n, 2, (from, to) -> f32Rows(y, x, tokens, part, in, out, first, from, to));
@@ -208,6 +240,53 @@ public final class MatVec {
         int o = from;
         for (; o + 2 <= to; o += 2) bf16Pair(y, first + o, x, xp, seg, 2L * in * o, in, t);
         for (; o < to; o++) bf16Row(y, first + o, x, xp, 0, seg, 2L * in * o, in, t);
+    }
+
+    private static void bf16OneToken512(float[] y, float[] x, MemorySegment seg, int in, int first, int from, int to) {
+        float[] t = new float[16];
+        int o = from;
+        for (; o + 4 <= to; o += 4) bf16Quad512(y, first + o, x, seg, 2L * in * o, in, t);
+        for (; o < to; o++) bf16Row512(y, first + o, x, seg, 2L * in * o, in, t);
+    }
+
+    /** Four adjacent bf16 rows (the first at byte r0) for one token on 512-bit vectors, results to y[yIndex .. yIndex+4). */
+    private static void bf16Quad512(float[] y, int yIndex, float[] x, MemorySegment seg, long r0, int in, float[] t) {
+        long rb = 2L * in;
+        FloatVector a0 = FloatVector.zero(F16), a1 = a0, a2 = a0, a3 = a0;
+        int i = 0;
+        for (; i + 16 <= in; i += 16) {
+            FloatVector xv = FloatVector.fromArray(F16, x, i);
+            long b = r0 + 2L * i;
+            // sign-extended, then shifted up: the bf16 bits become the float's high half exactly
+            a0 = ((IntVector) ShortVector.fromMemorySegment(S16, seg, b, LE).convertShape(VectorOperators.S2I, I16, 0))
+                    .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, a0);
+            a1 = ((IntVector) ShortVector.fromMemorySegment(S16, seg, b + rb, LE).convertShape(VectorOperators.S2I, I16, 0))
+                    .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, a1);
+            a2 = ((IntVector) ShortVector.fromMemorySegment(S16, seg, b + 2 * rb, LE).convertShape(VectorOperators.S2I, I16, 0))
+                    .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, a2);
+            a3 = ((IntVector) ShortVector.fromMemorySegment(S16, seg, b + 3 * rb, LE).convertShape(VectorOperators.S2I, I16, 0))
+                    .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, a3);
+        }
+        a0.intoArray(t, 0);
+        y[yIndex] = bf16Tail(tree(t), seg, r0, x, 0, i, in);
+        a1.intoArray(t, 0);
+        y[yIndex + 1] = bf16Tail(tree(t), seg, r0 + rb, x, 0, i, in);
+        a2.intoArray(t, 0);
+        y[yIndex + 2] = bf16Tail(tree(t), seg, r0 + 2 * rb, x, 0, i, in);
+        a3.intoArray(t, 0);
+        y[yIndex + 3] = bf16Tail(tree(t), seg, r0 + 3 * rb, x, 0, i, in);
+    }
+
+    /** One bf16 row for one token on 512-bit vectors, result to y[yIndex]. */
+    private static void bf16Row512(float[] y, int yIndex, float[] x, MemorySegment seg, long r0, int in, float[] t) {
+        FloatVector a0 = FloatVector.zero(F16);
+        int i = 0;
+        for (; i + 16 <= in; i += 16) {
+            a0 = ((IntVector) ShortVector.fromMemorySegment(S16, seg, r0 + 2L * i, LE).convertShape(VectorOperators.S2I, I16, 0))
+                    .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F16, x, i), a0);
+        }
+        a0.intoArray(t, 0);
+        y[yIndex] = bf16Tail(tree(t), seg, r0, x, 0, i, in);
     }
 
     /** Two adjacent bf16 rows (the first at byte r0) for one token, results to y[yIndex] and y[yIndex + 1]. */

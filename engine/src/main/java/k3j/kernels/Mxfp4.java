@@ -228,7 +228,18 @@ public final class Mxfp4 {
             scalarRows(y, x, tokens, w, 0, rows);
             return;
         }
-        float[] xp = MatVec.laneOrder(x, tokens, in);
+        matmulVector(workers, y, x, tokens, w, MatVec.WIDE);
+    }
+
+    /** The Vector API path; one token on the 512-bit kernel when {@code wide} (tests run both widths). */
+    static void matmulVector(Workers workers, float[] y, float[] x, int tokens, Repacked w, boolean wide) {
+        int rows = w.rows();
+        if (wide && tokens == 1) {
+            float[] xs = w.codes() == Codes.INT8 ? MatVec.laneOrder(x, 1, w.in()) : x;
+            workers.split(rows, 4, (from, to) -> rowsOneToken512(y, x, xs, w, from, to));
+            return;
+        }
+        float[] xp = MatVec.laneOrder(x, tokens, w.in());
         if (tokens > 1) workers.split(rows, 1, (from, to) -> rowsStaged(y, x, xp, tokens, w, from, to));
         else workers.split(rows, 1, (from, to) -> rowsOneToken(y, x, xp, w, from, to));
     }
@@ -276,6 +287,158 @@ public final class Mxfp4 {
         }
         e.intoArray(t, 0);
         o.intoArray(t, 8);
+    }
+
+    static final VectorSpecies<Byte> B128 = ByteVector.SPECIES_128;
+    static final VectorSpecies<Float> F16 = FloatVector.SPECIES_512;
+    static final VectorSpecies<Integer> I16 = IntVector.SPECIES_512;
+
+    /**
+     * Two-source lane indices (0..15 the low-nibble codes, 16..31 the high ones, lane j of each from byte j of a group)
+     * that put a group's first block of 16 (A) and second (B) in natural element order: element 2j is byte j's low
+     * nibble, element 2j+1 its high one.
+     */
+    static final int[] PAIR_A = new int[16], PAIR_B = new int[16];
+
+    static {
+        for (int l = 0; l < 16; l++) {
+            PAIR_A[l] = l / 2 + 16 * (l & 1);
+            PAIR_B[l] = 8 + l / 2 + 16 * (l & 1);
+        }
+    }
+
+    /**
+     * One token, 512-bit vectors, four rows in flight (four FMA chains, four code streams). The sixteen accumulators
+     * are one FloatVector; the group's table T_g (16 entries, sign included) is one vector looked up by lane permutation.
+     * Nibble codes: lanes in natural order against x; int8 codes: the block's stored order (evens, odds) against x in
+     * lane order (xs). Same weights, accumulators and order as the contract: same bits.
+     */
+    private static void rowsOneToken512(float[] y, float[] x, float[] xs, Repacked w, int from, int to) {
+        int in = w.in(), ng = groups(in);
+        final float[] t = new float[64];
+        final byte[] sc = new byte[4 * ng];
+        final boolean int8 = w.codes() == Codes.INT8;
+        final long rowBytes = (long) ng * w.codes().groupBytes;
+        for (int r = from; r < to; ) {
+            int n = Math.min(4, to - r);
+            MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) r * ng, sc, 0, n * ng);
+            if (n == 4 && !int8) quadNibbles512(w.packed(), w.rowBase(r), rowBytes, sc, ng, x, in, t);
+            else if (n == 4) quadInt8512(w.packed(), w.rowBase(r), rowBytes, sc, ng, xs, in, t);
+            else for (int k = 0; k < n; k++) row512(w.packed(), w.rowBase(r + k), sc, k * ng, int8, int8 ? xs : x, in, t, 16 * k);
+            for (int k = 0; k < n; k++) {
+                System.arraycopy(t, 16 * k, t, 0, k == 0 ? 0 : 16);
+                float acc = int8 ? MatVec.treeLaneOrder(t) : MatVec.tree(t);
+                int in16 = in & ~15;
+                for (int i = in16; i < in; i++) {
+                    int sb = sc[k * ng + i / GROUP] & 0xFF;
+                    if (sb != 255) acc = Math.fma(E2M1[code(w.packed(), w.codes(), w.rowBase(r + k), i)] * SCALE[sb], x[i], acc);
+                }
+                y[r + k] = acc;
+            }
+            r += n;
+        }
+    }
+
+    /** Four nibble-coded rows (row k's codes at base + k·rowBytes, its scales at sc[k·ng]) into t[16k .. 16k+16), natural lane order. */
+    private static void quadNibbles512(MemorySegment pk, long base, long rowBytes, byte[] sc, int ng, float[] x, int in, float[] t) {
+        FloatVector a0 = FloatVector.zero(F16), a1 = a0, a2 = a0, a3 = a0;
+        final FloatVector e2m1 = FloatVector.fromArray(F16, E2M1, 0);
+        final IntVector pa = IntVector.fromArray(I16, PAIR_A, 0), pb = IntVector.fromArray(I16, PAIR_B, 0);
+        final int full = in & ~15, pairs = full / GROUP;
+        // the groups whose two blocks are full, then (in mod 32 >= 16) the last group's first block alone
+        for (int g = 0; g <= pairs && g < ng; g++) {
+            int i = g * GROUP;
+            if (i >= full) break;
+            boolean two = g < pairs;
+            FloatVector xa = FloatVector.fromArray(F16, x, i);
+            FloatVector xb = FloatVector.fromArray(F16, x, two ? i + 16 : i);
+            long at = base + 16L * g;
+            int s0 = sc[g] & 0xFF, s1 = sc[ng + g] & 0xFF, s2 = sc[2 * ng + g] & 0xFF, s3 = sc[3 * ng + g] & 0xFF;
+            // a byte-255 group is skipped: its table is all zero and its products are not added (x · 0 + a != a for −0, Inf, NaN)
+            if (s0 != 255) {
+                IntVector tab = e2m1.mul(SCALE[s0]).reinterpretAsInts();
+                IntVector c = (IntVector) ByteVector.fromMemorySegment(B128, pk, at, LE).convertShape(VectorOperators.B2I, I16, 0);
+                IntVector lo = c.and(15), hi = c.lanewise(VectorOperators.LSHR, 4).and(15);
+                a0 = pa.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xa, a0);
+                if (two) a0 = pb.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xb, a0);
+            }
+            if (s1 != 255) {
+                IntVector tab = e2m1.mul(SCALE[s1]).reinterpretAsInts();
+                IntVector c = (IntVector) ByteVector.fromMemorySegment(B128, pk, at + rowBytes, LE).convertShape(VectorOperators.B2I, I16, 0);
+                IntVector lo = c.and(15), hi = c.lanewise(VectorOperators.LSHR, 4).and(15);
+                a1 = pa.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xa, a1);
+                if (two) a1 = pb.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xb, a1);
+            }
+            if (s2 != 255) {
+                IntVector tab = e2m1.mul(SCALE[s2]).reinterpretAsInts();
+                IntVector c = (IntVector) ByteVector.fromMemorySegment(B128, pk, at + 2 * rowBytes, LE).convertShape(VectorOperators.B2I, I16, 0);
+                IntVector lo = c.and(15), hi = c.lanewise(VectorOperators.LSHR, 4).and(15);
+                a2 = pa.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xa, a2);
+                if (two) a2 = pb.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xb, a2);
+            }
+            if (s3 != 255) {
+                IntVector tab = e2m1.mul(SCALE[s3]).reinterpretAsInts();
+                IntVector c = (IntVector) ByteVector.fromMemorySegment(B128, pk, at + 3 * rowBytes, LE).convertShape(VectorOperators.B2I, I16, 0);
+                IntVector lo = c.and(15), hi = c.lanewise(VectorOperators.LSHR, 4).and(15);
+                a3 = pa.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xa, a3);
+                if (two) a3 = pb.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xb, a3);
+            }
+        }
+        a0.intoArray(t, 0);
+        a1.intoArray(t, 16);
+        a2.intoArray(t, 32);
+        a3.intoArray(t, 48);
+    }
+
+    /** Four int8-coded rows into t[16k .. 16k+16), each block's lanes in stored order (evens, odds) against x in lane order. */
+    private static void quadInt8512(MemorySegment pk, long base, long rowBytes, byte[] sc, int ng, float[] xs, int in, float[] t) {
+        FloatVector a0 = FloatVector.zero(F16), a1 = a0, a2 = a0, a3 = a0;
+        final FloatVector e2m1 = FloatVector.fromArray(F16, E2M1, 0);
+        final int full = in & ~15;
+        for (int i = 0, g = 0; i < full; i += 16, g = i / GROUP) {
+            FloatVector xv = FloatVector.fromArray(F16, xs, i);
+            long at = base + 32L * g + (i % GROUP);
+            int s0 = sc[g] & 0xFF, s1 = sc[ng + g] & 0xFF, s2 = sc[2 * ng + g] & 0xFF, s3 = sc[3 * ng + g] & 0xFF;
+            if (s0 != 255) a0 = ((IntVector) ByteVector.fromMemorySegment(B128, pk, at, LE).convertShape(VectorOperators.B2I, I16, 0))
+                    .selectFrom(e2m1.mul(SCALE[s0]).reinterpretAsInts()).reinterpretAsFloats().fma(xv, a0);
+            if (s1 != 255) a1 = ((IntVector) ByteVector.fromMemorySegment(B128, pk, at + rowBytes, LE).convertShape(VectorOperators.B2I, I16, 0))
+                    .selectFrom(e2m1.mul(SCALE[s1]).reinterpretAsInts()).reinterpretAsFloats().fma(xv, a1);
+            if (s2 != 255) a2 = ((IntVector) ByteVector.fromMemorySegment(B128, pk, at + 2 * rowBytes, LE).convertShape(VectorOperators.B2I, I16, 0))
+                    .selectFrom(e2m1.mul(SCALE[s2]).reinterpretAsInts()).reinterpretAsFloats().fma(xv, a2);
+            if (s3 != 255) a3 = ((IntVector) ByteVector.fromMemorySegment(B128, pk, at + 3 * rowBytes, LE).convertShape(VectorOperators.B2I, I16, 0))
+                    .selectFrom(e2m1.mul(SCALE[s3]).reinterpretAsInts()).reinterpretAsFloats().fma(xv, a3);
+        }
+        a0.intoArray(t, 0);
+        a1.intoArray(t, 16);
+        a2.intoArray(t, 32);
+        a3.intoArray(t, 48);
+    }
+
+    /** One row (codes at base, scales at sc[so]) into t[to .. to+16), as the quad kernels do for each of theirs. */
+    private static void row512(MemorySegment pk, long base, byte[] sc, int so, boolean int8, float[] xs, int in, float[] t, int to) {
+        FloatVector a = FloatVector.zero(F16);
+        final FloatVector e2m1 = FloatVector.fromArray(F16, E2M1, 0);
+        final IntVector pa = IntVector.fromArray(I16, PAIR_A, 0), pb = IntVector.fromArray(I16, PAIR_B, 0);
+        final int full = in & ~15;
+        for (int i = 0, g = 0; i < full; i += GROUP, g++) {
+            int sb = sc[so + g] & 0xFF;
+            if (sb == 255) continue;
+            boolean two = i + GROUP <= full;
+            IntVector tab = e2m1.mul(SCALE[sb]).reinterpretAsInts();
+            if (int8) {
+                long at = base + 32L * g;
+                a = ((IntVector) ByteVector.fromMemorySegment(B128, pk, at, LE).convertShape(VectorOperators.B2I, I16, 0))
+                        .selectFrom(tab).reinterpretAsFloats().fma(FloatVector.fromArray(F16, xs, i), a);
+                if (two) a = ((IntVector) ByteVector.fromMemorySegment(B128, pk, at + 16, LE).convertShape(VectorOperators.B2I, I16, 0))
+                        .selectFrom(tab).reinterpretAsFloats().fma(FloatVector.fromArray(F16, xs, i + 16), a);
+            } else {
+                IntVector c = (IntVector) ByteVector.fromMemorySegment(B128, pk, base + 16L * g, LE).convertShape(VectorOperators.B2I, I16, 0);
+                IntVector lo = c.and(15), hi = c.lanewise(VectorOperators.LSHR, 4).and(15);
+                a = pa.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(FloatVector.fromArray(F16, xs, i), a);
+                if (two) a = pb.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(FloatVector.fromArray(F16, xs, i + 16), a);
+            }
+        }
+        a.intoArray(t, to);
     }
 
     /** The in mod 16 tail of row r for the token whose x starts at xo, continuing acc by FMA (byte-255 groups skipped). */
