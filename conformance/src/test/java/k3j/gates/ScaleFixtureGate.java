@@ -53,27 +53,38 @@ class ScaleFixtureGate {
     }
 
     /**
-     * The manifest's digest skips hashing all-zero chunks (their digest is computed once): on a small file it equals
-     * the digest with every chunk hashed, and one byte set in a zero chunk, or in the short zero tail, changes it (a
-     * shortcut that trusted a zero chunk without reading it would see neither).
+     * The manifest's digest skips hashing zero chunks (their digest is computed once) and reading holes: on a small
+     * sparse file (data in chunks 0 and 2, chunk 1 and the short tail holes) it equals the digest with every chunk
+     * read and hashed, and one byte written into the hole chunk, or into the tail, changes it (a shortcut that
+     * trusted a chunk without asking where the data is would see neither).
      */
     @Test
     void theChunkDigestIsTheHashOfEveryChunk() throws IOException {
         int chunk = 1 << 20;
         Path f = Files.createTempFile(Files.createDirectories(Project.root().resolve("build")), "chunk-digest", ".bin");
         try {
-            byte[] bytes = new byte[3 * chunk + chunk / 2];   // chunk 0 and 2 data, chunk 1 and the short tail zero
+            byte[] bytes = new byte[3 * chunk + chunk / 2];
             for (int i = 0; i < chunk; i++) bytes[i] = (byte) (i * 7 + 1);
             for (int i = 2 * chunk; i < 3 * chunk; i++) bytes[i] = (byte) (i * 31);
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(f, java.nio.file.StandardOpenOption.WRITE)) {
+                ch.write(java.nio.ByteBuffer.wrap(bytes, 0, chunk), 0);
+                ch.write(java.nio.ByteBuffer.wrap(bytes, 2 * chunk, chunk), 2 * chunk);
+                ch.write(java.nio.ByteBuffer.wrap(new byte[1]), bytes.length - 1);   // the tail: a hole but for its last byte, zero
+            }
             List<String> seen = new java.util.ArrayList<>();
             for (int at : new int[] {-1, chunk + 12345, 3 * chunk + 7}) {
-                if (at >= 0) bytes[at] = 1;
-                Files.write(f, bytes);
+                if (at >= 0) {
+                    bytes[at] = 1;
+                    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(f, java.nio.file.StandardOpenOption.WRITE)) {
+                        ch.write(java.nio.ByteBuffer.wrap(new byte[] {1}), at);
+                    }
+                }
+                assertEquals(bytes.length, Files.size(f));
                 String got = ScaleFixture.chunkDigest(f, chunk);
-                assertEquals(everyChunkHashed(bytes, chunk), got, at < 0 ? "clean file" : "byte " + at + " set");
+                assertEquals(everyChunkHashed(Files.readAllBytes(f), chunk), got, at < 0 ? "sparse file" : "byte " + at + " set");
+                assertEquals(everyChunkHashed(bytes, chunk), got, "the digest of the bytes written");
                 assertFalse(seen.contains(got), "byte " + at + " set must change the digest");
                 seen.add(got);
-                if (at >= 0) bytes[at] = 0;
             }
         } finally {
             Files.deleteIfExists(f);
