@@ -25,7 +25,9 @@ import k3j.harness.ChildJvm;
 import k3j.harness.Evidence;
 import k3j.harness.Judged;
 import k3j.harness.Project;
+import k3j.harness.ScaleCopies;
 import k3j.harness.ScaleFixture;
+import k3j.harness.ScaleTrunk;
 import k3j.harness.Tamper;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -51,8 +53,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * own {@code --dump-activations} of the copy (resident, as the resident conformance runs). The scale reference
  * holds no generated ids (5 ids, {@code generated_ids} empty): the k3j reference has none either, and greedy ids are
  * not judged here. Data: the fixture ({@link ScaleFixture#underTest()}), its dump {@code reference-dumps/scale-k3},
- * the plan in {@code oracle-fixtures/scale-k3/manifest.json}; the reference, copies and candidates under
- * {@code build/}, the copies deleted after each case.
+ * the plan in {@code oracle-fixtures/scale-k3/manifest.json}; the reference and candidates under {@code build/}, the
+ * copies from {@link ScaleCopies} (made once per test JVM, shared with ScaleBisectGate and ScaleConformanceGate).
  */
 @Tag("scale")
 @Epic("scale: the released widths")
@@ -78,9 +80,7 @@ class K3jReferenceScaleGate {
         if (bounds.isMissingNode()) throw new AssertionError("gate data missing: oracle-fixtures/scale-k3/manifest.json has no bounded_memory section");
         prompt = Arrays.stream(ReferenceDump.open(torch).promptIds()).mapToObj(Integer::toString).collect(Collectors.joining(","));
         work = Files.createDirectories(Project.root().resolve("build/k3j-reference"));
-        trunk = Project.root().resolve("build/scale-k3-trunk");
-        ChildJvm.Result pack = ChildJvm.run(Map.of(), 1800, "k3j.cli.K3", "pack-trunk", model.toString(), trunk.toString());   // kept when packed from these weights
-        if (pack.exit() != 0) throw new AssertionError("k3 pack-trunk " + model + " failed:\n" + pack.output());
+        trunk = ScaleTrunk.of(model);   // packed once per test JVM, shared by the scale gates
         k3j = work.resolve("scale-k3");
         List<String> args = new ArrayList<>(List.of(model.toString(), "--ids", prompt, "--gen", "0", "--threads", "2", "--reference", torch.toString(),
                 "--dump-reference", k3j.toString(), "--trunk", trunk.toString(), "--preset", bounds.path("preset").asText(), "--trunk-gb",
@@ -144,15 +144,8 @@ class K3jReferenceScaleGate {
     void eachBrokenCopyIsJudgedByTheK3jReferenceAsByTheTorchReference(Case c) throws Exception {
         Evidence.caseName("k3j reference at scale judges " + c.name());
         Allure.feature("k3j reference");
-        Path copy = work.resolve("scale-copy");
-        Project.deleteTree(Files.exists(copy) ? copy : null);
-        Corruptions.write(model, copy, c.corruptions());   // the touched shards copied sparsely, every other file hard-linked
-        Path candidate;
-        try {
-            candidate = candidate(copy, c.folder());
-        } finally {
-            Project.deleteTree(copy);
-        }
+        Path copy = ScaleCopies.of(model, c.folder(), c.corruptions());   // shared with the scale gate that breaks the fixture the same way
+        Path candidate = candidate(copy, c.folder());
         Judged byTorch = Judged.of(candidate, torch), byK3j = Judged.of(candidate, k3j);
         Evidence.parameter("against torch", byTorch.toString());
         Evidence.parameter("against k3j", byK3j.toString());

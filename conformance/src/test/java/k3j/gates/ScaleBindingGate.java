@@ -23,6 +23,7 @@ import k3j.harness.ChildJvm;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.harness.ScaleFixture;
+import k3j.harness.ScaleTrunk;
 import k3j.harness.Tamper;
 import k3j.io.CheckpointIndex;
 import k3j.io.TensorInfo;
@@ -31,11 +32,9 @@ import k3j.state.Binding;
 import k3j.state.StateException;
 import k3j.state.StateFile;
 import k3j.trunk.DataBinding;
-import k3j.trunk.Progress;
 import k3j.trunk.ShardWitness;
 import k3j.trunk.TrunkException;
 import k3j.trunk.TrunkManifest;
-import k3j.trunk.TrunkPacker;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
@@ -50,8 +49,8 @@ import org.junit.jupiter.api.Test;
  * trunk witness that conform and bisect run on every layer they judge finds the copy's L1, its cost measured per
  * layer kind and extrapolated to the released 108.8 GB trunk (a figure, never an assertion).
  *
- * <p>Data: the scale fixture ({@link ScaleFixture#underTest()}), the trunk packed from it under {@code build/} (the
- * one the scale conformance gate streams), the copy under {@code build/scale-binding} (one sparse shard copy, deleted
+ * <p>Data: the scale fixture ({@link ScaleFixture#underTest()}), the trunk packed from it ({@link ScaleTrunk}, the
+ * one the other scale gates stream), the copy under {@code build/scale-binding} (one sparse shard copy, deleted
  * after the class); {@code -Dk3.scratch=DIR} puts both under DIR instead.
  */
 @Tag("scale")
@@ -67,9 +66,8 @@ class ScaleBindingGate {
         config = ConfigReader.read(model.resolve("config.json"));
         // build/ by default (the scale conformance gate streams the same trunk); -Dk3.scratch=DIR puts the trunk and the copy elsewhere
         Path scratch = Path.of(System.getProperty("k3.scratch", Project.root().resolve("build").toString()));
-        trunk = scratch.resolve("scale-k3-trunk");
+        trunk = ScaleTrunk.of(model);
         CheckpointIndex index = CheckpointIndex.open(model);
-        if (!opens(trunk, index)) TrunkPacker.pack(index, trunk, Progress.silent(), s -> {}, null);
         // the copy: every file linked to the original but the shard holding layer 1's largest trunk tensor, copied sparse
         flipped = index.tensors().stream().filter(t -> t.name().contains(".layers.1.") && !t.name().contains(".experts."))
                 .max(Comparator.comparingLong(TensorInfo::length)).orElseThrow();
@@ -94,15 +92,6 @@ class ScaleBindingGate {
             for (Path p : s.toList()) Files.delete(p);
         }
         Files.delete(copy);
-    }
-
-    private static boolean opens(Path trunk, CheckpointIndex index) {
-        try {
-            TrunkManifest.read(trunk).checkSource(index);
-            return true;
-        } catch (TrunkException e) {
-            return false;
-        }
     }
 
     @Test

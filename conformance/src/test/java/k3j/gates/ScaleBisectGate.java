@@ -15,10 +15,10 @@ import java.util.Map;
 import java.util.stream.Stream;
 import k3j.bisect.Candidate;
 import k3j.bisect.Corruption;
-import k3j.bisect.Corruptions;
 import k3j.harness.ChildJvm;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
+import k3j.harness.ScaleCopies;
 import k3j.harness.ScaleFixture;
 import k3j.plan.Human;
 import org.junit.jupiter.api.BeforeAll;
@@ -38,8 +38,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * [1536, 7168], its bytes the row-major [7168, 1536]). One copy corrupts three layers at once (one packed trunk, one
  * run), so the run also shows that every failing layer is diagnosed under one shared budget. Data: the fixture ({@link ScaleFixture#underTest()}),
  * its dump {@code reference-dumps/scale-k3}, the capped plan and overhead in
- * {@code oracle-fixtures/scale-k3/manifest.json} ({@code bounded_memory}); the copies and their trunks under {@code build/},
- * deleted after each case.
+ * {@code oracle-fixtures/scale-k3/manifest.json} ({@code bounded_memory}); the copy from {@link ScaleCopies} (shared with
+ * K3jReferenceScaleGate), its trunk under {@code build/}, deleted after the case.
  */
 @Tag("scale")
 @Epic("scale: the released widths")
@@ -85,10 +85,10 @@ class ScaleBisectGate {
     @ParameterizedTest(name = "{0}")
     @MethodSource("cases")
     void bisectNamesEveryCorruptedLayerWithinTheDefaultBudgetAndItsPlan(Case c) throws Exception {
-        Path copy = work.resolve("bisect-copy"), trunk = work.resolve("bisect-trunk"), json = work.resolve("bisect.json");
-        for (Path p : List.of(copy, trunk)) Project.deleteTree(Files.exists(p) ? p : null);
+        Path trunk = work.resolve("bisect-trunk"), json = work.resolve("bisect.json");
+        Project.deleteTree(Files.exists(trunk) ? trunk : null);
         Files.deleteIfExists(json);
-        Corruptions.write(model, copy, c.corruptions());   // the touched shards copied sparsely, every other file hard-linked
+        Path copy = ScaleCopies.of(model, "three-layers", c.corruptions());   // shared with K3jReferenceScaleGate, which judges the same copy
         try {
             long t0 = System.nanoTime();
             ChildJvm.Result pack = ChildJvm.run(Map.of(), 1800, "k3j.cli.K3", "pack-trunk", copy.toString(), trunk.toString());
@@ -127,7 +127,6 @@ class ScaleBisectGate {
             assertTrue(peak <= total + overhead, "bisect peaked at " + Human.bytes(peak) + ", over its plan TOTAL " + Human.bytes(total)
                     + " + the stated overhead " + Human.bytes(overhead) + ":\n" + r.output());
         } finally {
-            Project.deleteTree(copy);
             Project.deleteTree(Files.exists(trunk) ? trunk : null);
             Files.deleteIfExists(json);
         }

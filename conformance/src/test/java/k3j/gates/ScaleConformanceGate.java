@@ -15,14 +15,15 @@ import java.util.Map;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import k3j.bisect.Corruption;
-import k3j.bisect.Corruptions;
 import k3j.cache.ExpertLocation;
 import k3j.config.ConfigReader;
 import k3j.conform.ReferenceDump;
 import k3j.harness.ChildJvm;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
+import k3j.harness.ScaleCopies;
 import k3j.harness.ScaleFixture;
+import k3j.harness.ScaleTrunk;
 import k3j.io.CheckpointIndex;
 import k3j.model.Binder;
 import k3j.plan.Human;
@@ -47,7 +48,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <p>Each conformance runs as {@code k3 conform --json} in a child JVM, so its peak RSS (VmHWM) is the whole
  * process's. Data: the fixture ({@link ScaleFixture#underTest()}), its dump {@code reference-dumps/scale-k3}, the
  * plan's caps and overhead in {@code oracle-fixtures/scale-k3/manifest.json} ({@code bounded_memory}); the packed
- * trunk and the corrupted copy are made under {@code build/}.
+ * trunk from {@link k3j.harness.ScaleTrunk}, the corrupted copy from {@link ScaleCopies} (both shared with the other scale
+ * gates).
  */
 @Tag("scale")
 @Epic("scale: the released widths")
@@ -67,9 +69,7 @@ class ScaleConformanceGate {
         bounds = Project.json(Project.fixture("scale-k3/manifest.json")).path("bounded_memory");
         if (bounds.isMissingNode()) throw new AssertionError("gate data missing: oracle-fixtures/scale-k3/manifest.json has no bounded_memory section");
         work = Files.createDirectories(Project.root().resolve("build/scale-work"));
-        trunk = Project.root().resolve("build/scale-k3-trunk");
-        ChildJvm.Result pack = ChildJvm.run(Map.of(), 1800, "k3j.cli.K3", "pack-trunk", model.toString(), trunk.toString());   // kept when packed from these weights
-        if (pack.exit() != 0) throw new AssertionError("k3 pack-trunk " + model + " failed:\n" + pack.output());
+        trunk = ScaleTrunk.of(model);   // packed once per test JVM, shared by the scale gates
         // the resident plan counts every routed expert read and repacked (the manifest's resident_why): its baseline runs as if the machine held that
         // and a heap for the repacked experts the forward keeps (resident_heap)
         resident = conform("resident", bounds.path("resident_heap").asText(), Map.of("k3.memAvailableBytes", bounds.path("resident_mem_available_bytes").asText()),
@@ -203,30 +203,24 @@ class ScaleConformanceGate {
         int budget = bounds.path("bisect").path("budget").asInt();
         int[] routed = ReferenceDump.open(dump).i32("layers." + layer + ".moe_idx");
         assertTrue(IntStream.of(routed).anyMatch(e -> e == a) && IntStream.of(routed).anyMatch(e -> e == b), "experts " + a + " and " + b + " must be routed in L" + layer);
-        Path copy = work.resolve("swapped");
-        Project.deleteTree(Files.exists(copy) ? copy : null);
         List<Corruption> swap = new ArrayList<>();
         for (String part : List.of("w1.weight_packed", "w1.weight_scale", "w2.weight_packed", "w2.weight_scale", "w3.weight_packed", "w3.weight_scale")) {
             swap.add(new Corruption.Swap(layer, "block_sparse_moe.experts." + a + "." + part, "block_sparse_moe.experts." + b + "." + part));
         }
-        Corruptions.write(model, copy, swap);   // the touched shard copied sparsely, every other file hard-linked
-        try {
-            List<String> args = new ArrayList<>(List.of("bisect", copy.toString(), "--reference", dump.toString(), "--layers", String.valueOf(layer),
-                    "--threads", "2", "--budget", String.valueOf(budget)));
-            args.addAll(cappedFlags());
-            long t0 = System.nanoTime();
-            ChildJvm.Result r = ChildJvm.run(Map.of(), 1800, "k3j.cli.K3", args.toArray(String[]::new));
-            double secs = (System.nanoTime() - t0) / 1e9;
-            System.out.println("== k3 bisect (swapped experts " + a + " and " + b + " of L" + layer + "), " + String.format(Locale.ROOT, "%.1f s", secs) + "\n" + r.output());
-            Evidence.text("k3 bisect", r.output());
-            String tried = r.output().lines().filter(l -> l.startsWith("diagnosis of L")).findFirst().orElse("");
-            Evidence.parameter("bisect wall", String.format(Locale.ROOT, "%.1f s", secs));
-            Evidence.parameter("diagnosis", tried);
-            assertEquals(1, r.exit(), "bisect must fail the layer:\n" + r.output());
-            String want = "L" + layer + ": experts " + Math.min(a, b) + " and " + Math.max(a, b) + " are swapped";
-            assertTrue(r.output().contains("  " + want), "bisect must name the pair (" + want + ") within " + budget + " candidates:\n" + r.output());
-        } finally {
-            Project.deleteTree(copy);
-        }
+        Path copy = ScaleCopies.of(model, "expert-pair", swap);   // shared with K3jReferenceScaleGate, which judges the same copy
+        List<String> args = new ArrayList<>(List.of("bisect", copy.toString(), "--reference", dump.toString(), "--layers", String.valueOf(layer),
+                "--threads", "2", "--budget", String.valueOf(budget)));
+        args.addAll(cappedFlags());
+        long t0 = System.nanoTime();
+        ChildJvm.Result r = ChildJvm.run(Map.of(), 1800, "k3j.cli.K3", args.toArray(String[]::new));
+        double secs = (System.nanoTime() - t0) / 1e9;
+        System.out.println("== k3 bisect (swapped experts " + a + " and " + b + " of L" + layer + "), " + String.format(Locale.ROOT, "%.1f s", secs) + "\n" + r.output());
+        Evidence.text("k3 bisect", r.output());
+        String tried = r.output().lines().filter(l -> l.startsWith("diagnosis of L")).findFirst().orElse("");
+        Evidence.parameter("bisect wall", String.format(Locale.ROOT, "%.1f s", secs));
+        Evidence.parameter("diagnosis", tried);
+        assertEquals(1, r.exit(), "bisect must fail the layer:\n" + r.output());
+        String want = "L" + layer + ": experts " + Math.min(a, b) + " and " + Math.max(a, b) + " are swapped";
+        assertTrue(r.output().contains("  " + want), "bisect must name the pair (" + want + ") within " + budget + " candidates:\n" + r.output());
     }
 }
