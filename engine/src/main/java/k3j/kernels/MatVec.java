@@ -147,7 +147,8 @@ public final class MatVec {
             return;
         }
         int in = w.cols();
-        float[] xp = w.type() == WeightType.BF16 ? laneOrder(x, tokens, in) : x;
+        boolean tiles = tokens > 1 && KernelPath.wide();   // several tokens on 512-bit tiles: x in natural order
+        float[] xp = w.type() == WeightType.BF16 && !tiles ? laneOrder(x, tokens, in) : x;
         // Rows in slices of at most 1 GiB: a segment over 2 GiB gets long-indexed bounds checks that C2 does
         // not hoist (the 2.35 GB LM head ran 1.7x slower per row than a 176 MB matrix). Rows are independent,
         // so slicing changes no bits.
@@ -159,6 +160,7 @@ public final class MatVec {
             final MemorySegment part = w.data().asSlice(rowBytes * c0, rowBytes * n);
             if (w.type() == WeightType.BF16) {
                 if (tokens == 1) workers.split(n, 2, (from, to) -> bf16OneToken(y, x, xp, part, in, first, from, to));
+                else if (tiles) workers.split(n, 4, (from, to) -> Tiles.bf16(y, x, tokens, part, in, out, first, from, to));
                 else workers.split(n, 2, (from, to) -> bf16Tokens(y, x, xp, tokens, part, in, out, first, from, to));
             } else {
                 workers.split(n, 2, (from, to) -> f32Rows(y, x, tokens, part, in, out, first, from, to));
@@ -178,7 +180,7 @@ public final class MatVec {
     }
 
     /** The bf16 tail of one row from element i on, continuing acc (scalar, increasing i). */
-    private static float bf16Tail(float acc, MemorySegment seg, long rowByte, float[] x, int xOff, int i, int in) {
+    static float bf16Tail(float acc, MemorySegment seg, long rowByte, float[] x, int xOff, int i, int in) {
         for (; i < in; i++) acc = Math.fma(Fp.bf16(seg.get(Matrix.BF16, rowByte + 2L * i)), x[xOff + i], acc);
         return acc;
     }
