@@ -184,18 +184,30 @@ public final class Mxfp4 {
                     + " bytes, [" + rows + ", " + in + "] " + codes + " needs " + packedBytes(rows, in, codes) + " + " + scaleBytes(rows, in));
         }
         int ng = groups(in), rb = in / 2, gb = codes.groupBytes;
+        if (codes == Codes.NIBBLES) {
+            // nibble codes keep the checkpoint's bytes (dst[p] = src[p]), a ragged last group padded with zero codes:
+            // row copies, not a loop over 1.6 GB of bytes one at a time (the expert loads of a 48-token prefill)
+            long row = (long) ng * gb;
+            if (row == rb) MemorySegment.copy(packed, 0, dstPacked, 0, (long) rows * rb);
+            else {
+                for (int r = 0; r < rows; r++) {
+                    MemorySegment.copy(packed, (long) r * rb, dstPacked, r * row, rb);
+                    dstPacked.asSlice(r * row + rb, row - rb).fill((byte) 0);
+                }
+            }
+            MemorySegment.copy(scales, 0, dstScales, 0, (long) rows * ng);
+            dstPacked.asSlice((long) rows * ng * gb).fill((byte) 0);
+            dstScales.asSlice((long) rows * ng).fill((byte) 255);
+            return new Repacked(dstPacked, dstScales, rows, in, codes);
+        }
         byte[] src = new byte[rb], dst = new byte[ng * gb];
         for (int r = 0; r < rows; r++) {
             MemorySegment.copy(packed, ValueLayout.JAVA_BYTE, (long) r * rb, src, 0, rb);
             java.util.Arrays.fill(dst, (byte) 0);
-            for (int p = 0; p < rb; p++) {
-                if (codes == Codes.NIBBLES) {
-                    dst[(p / 16) * gb + p % 16] = src[p];
-                } else {
-                    int b = src[p] & 0xFF, k = 2 * p, g = k / GROUP, e = k % GROUP, at = g * gb + (e / 16) * 16 + (e % 16) / 2;
-                    dst[at] = (byte) (b & 15);
-                    dst[at + 8] = (byte) (b >>> 4);
-                }
+            for (int p = 0; p < rb; p++) {   // int8: per block of 16 the even elements' codes, then the odd ones'
+                int b = src[p] & 0xFF, k = 2 * p, g = k / GROUP, e = k % GROUP, at = g * gb + (e / 16) * 16 + (e % 16) / 2;
+                dst[at] = (byte) (b & 15);
+                dst[at + 8] = (byte) (b >>> 4);
             }
             MemorySegment.copy(dst, 0, dstPacked, ValueLayout.JAVA_BYTE, (long) r * ng * gb, dst.length);
         }
