@@ -17,7 +17,8 @@ import jdk.incubator.vector.VectorSpecies;
  * 256-bit load of 16 bf16 gives the even elements as {@code int << 16} and the odd ones as {@code int & 0xFFFF0000}, so
  * E = a[0], a[2] … a[14] and O = a[1], a[3] … a[15], against x stored in that lane order. No reduceLanes (unspecified
  * order): the tree is taken in scalar from the stored lanes. Two rows in flight for one token; one row and four
- * tokens in flight for a batch (then one at a time), so a weight block is read once for four tokens.
+ * tokens in flight for a batch (then one at a time), so a weight block is read once for four tokens; on 512-bit
+ * machines a batch runs {@link Tiles} instead (four rows x six tokens per register tile).
  */
 public final class MatVec {
     private MatVec() {}
