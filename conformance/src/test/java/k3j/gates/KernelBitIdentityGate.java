@@ -83,11 +83,13 @@ class KernelBitIdentityGate {
             }
             c.add(new Case("matvec_bf16_equals_f32_over_widened_" + s[0] + "x" + s[1], () -> bf16EqualsF32(s[0], s[1]), false));
         }
+        // more than one column panel, row block and token chunk of the batched kernels
+        c.add(new Case("matmul_bf16_T61_2100x70_equals_single_calls", () -> batchEqualsSingles(2100, 70, 61, true), false));
         c.add(new Case("mutant_matvec_reduceLanes_differs", KernelBitIdentityGate::matvecReduceLanesMutant, true));
         c.add(new Case("mutant_matvec_mul_then_add_instead_of_fma_differs", () -> matvecMutant(KernelBitIdentityGate::mulThenAdd, MatVec::tree), true));
         c.add(new Case("mutant_matvec_tree_in_another_order_differs", () -> matvecMutant(Math::fma, KernelBitIdentityGate::sequentialTree), true));
         c.add(new Case("mutant_matvec_v1_double_accumulation_differs", KernelBitIdentityGate::matvecDoubleMutant, true));
-        int[][] mx = {{1, 2}, {3, 34}, {5, 64}, {9, 100}, {13, 96}, {64, 512}, {7, 30}};
+        int[][] mx = {{1, 2}, {3, 34}, {5, 64}, {9, 100}, {13, 96}, {64, 512}, {7, 30}, {13, 2100}};
         for (int[] s : mx) {
             for (int th = 0; th < 3; th++) {
                 for (int tokens : new int[] {1, 2, 3, 9}) {
@@ -133,6 +135,13 @@ class KernelBitIdentityGate {
         }
         c.add(new Case("mutant_router_score_from_a_float_logit_differs", KernelBitIdentityGate::routerFloatLogitMutant, true));
         for (int n : new int[] {1, 7, 8, 100}) c.add(new Case("argmax_" + n, () -> argmax(n), false));
+        c.add(new Case("mutant_matmul_512_bit_blocks_of_32_split_even_odd_differs", KernelBitIdentityGate::matvecBlocksOf32Mutant, true));
+        // the batched kernels at the other vector width (512-bit tiles or two 256-bit halves, chosen once per machine)
+        for (Case v : List.copyOf(c)) {
+            if (!v.mutant() && (v.name().startsWith("matmul_") || v.name().startsWith("mxfp4"))) {
+                c.add(new Case("other_width_" + v.name(), () -> atOtherWidth(v.check()), false));
+            }
+        }
         // the same claims for the scalar path the run command takes for small calls (KernelPath.ADAPTIVE)
         for (Case v : List.copyOf(c)) {
             if (!v.mutant()) c.add(new Case("scalar_path_" + v.name(), () -> onScalarPath(v.check()), false));
@@ -146,6 +155,16 @@ class KernelBitIdentityGate {
             return check.run();
         } finally {
             KernelPath.set(KernelPath.Mode.VECTOR);
+        }
+    }
+
+    private static float[][] atOtherWidth(Check check) {
+        boolean wide = KernelPath.wide();
+        KernelPath.wide(!wide);
+        try {
+            return check.run();
+        } finally {
+            KernelPath.wide(wide);
         }
     }
 
@@ -328,6 +347,38 @@ class KernelBitIdentityGate {
         return new float[][] {ref, mutant};
     }
 
+    /**
+     * Mutant: a plausible 512-bit bf16 kernel that loads 32 bf16 as 16 ints and splits them into even and odd elements,
+     * so lane k of the even vector sums elements 2k of BOTH halves of each block of 32 (32 chains, folded pairwise).
+     */
+    static float[][] matvecBlocksOf32Mutant() {
+        int in = 1000, out = 257;
+        SplittableRandom r = rng("mutant-mv32");
+        short[] w = bf16Weights(r, in * out);
+        float[] x = activations(r, in);
+        cancelling(r, w, x, in, out);
+        float[] wf = widen(w), ref = new float[out], mutant = new float[out], a = new float[32], b = new float[16];
+        MatVec.reference(ref, x, 1, Matrix.bf16(w, out, in));
+        for (int o = 0; o < out; o++) {
+            java.util.Arrays.fill(a, 0.0f);
+            int i = 0;
+            for (; i + 32 <= in; i += 32) {
+                for (int k = 0; k < 16; k++) {
+                    a[k] = Math.fma(wf[o * in + i + 2 * k], x[i + 2 * k], a[k]);
+                    a[16 + k] = Math.fma(wf[o * in + i + 2 * k + 1], x[i + 2 * k + 1], a[16 + k]);
+                }
+            }
+            for (int k = 0; k < 8; k++) {
+                b[2 * k] = a[k] + a[k + 8];
+                b[2 * k + 1] = a[16 + k] + a[24 + k];
+            }
+            float acc = MatVec.tree(b);
+            for (; i < in; i++) acc = Math.fma(wf[o * in + i], x[i], acc);
+            mutant[o] = acc;
+        }
+        return new float[][] {ref, mutant};
+    }
+
     /** Mutant: the v1 contract (sixteen double accumulators, the same tree shape, one rounding at the end). */
     static float[][] matvecDoubleMutant() {
         int in = 1000, out = 257;
@@ -354,7 +405,8 @@ class KernelBitIdentityGate {
     record Mx(MemorySegment packed, MemorySegment scales) {}
 
     /**
-     * Random codes and scales (one group in 9 with scale byte 255, one in 13 with byte 0), and x made
+     * Random codes and scales (one group in 9 with scale byte 255 in rows 4-7, 12-15, … and the rows after the last
+     * multiple of four, none in the other four-row tiles, which the batched kernels tile; one in 13 with byte 0), and x made
      * adversarial like the matvec's: where x[2m] = x[2m+1] = 2^30 the byte holds opposite codes, so the
      * big products cancel and the small ones are rounded against them, differently in every order.
      */
@@ -368,7 +420,12 @@ class KernelBitIdentityGate {
             boolean big = Math.abs(x[(2 * i) % in]) == 0x1p30f;
             p[i] = (byte) (big ? (lo | ((lo ^ 8) << 4)) : r.nextInt(256));
         }
-        for (int i = 0; i < s.length; i++) s[i] = (byte) (r.nextInt(9) == 0 ? 255 : r.nextInt(13) == 0 ? 0 : 118 + r.nextInt(10));
+        int ng = Mxfp4.groups(in), quads = rows & ~3;
+        for (int i = 0; i < s.length; i++) {
+            int row = i / ng;
+            boolean zeroable = (row / 4) % 2 == 1 || row >= quads;   // every other four rows clean: the batched kernels' 4-row tiles
+            s[i] = (byte) (zeroable && r.nextInt(9) == 0 ? 255 : r.nextInt(13) == 0 ? 0 : 118 + r.nextInt(10));
+        }
         return new Mx(MemorySegment.ofArray(p), MemorySegment.ofArray(s));
     }
 

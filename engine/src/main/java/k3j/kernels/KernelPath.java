@@ -49,6 +49,33 @@ public final class KernelPath {
         return mode;
     }
 
+    /**
+     * Whether the batched (several-token) kernels hold a (row, token)'s sixteen accumulators in ONE 512-bit
+     * FloatVector (AVX-512) or in two 256-bit ones (AVX2). Chosen once from the machine's preferred vector width
+     * ({@code -Dk3j.kernels.width=256|512} overrides); both give the contract's bits, and the bit-identity gate runs
+     * both. A width the CPU lacks is correct but runs the Vector API's slow Java fallback.
+     */
+    private static volatile boolean wide = parseWidth(System.getProperty("k3j.kernels.width", "auto"));
+
+    static boolean parseWidth(String s) {
+        return switch (s.trim()) {
+            case "auto" -> jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.vectorBitSize() >= 512;
+            case "512" -> true;
+            case "256" -> false;
+            default -> throw new IllegalArgumentException("kernel width must be auto, 256 or 512, got '" + s + "'");
+        };
+    }
+
+    /** True when the batched kernels run 512-bit vectors. */
+    public static boolean wide() {
+        return wide;
+    }
+
+    /** Sets the batched kernels' vector width (tests run both; same bits). */
+    public static void wide(boolean on) {
+        wide = on;
+    }
+
     /** True when a call of {@code work} multiply-adds (or elements) should take the Vector API path. */
     static boolean vector(long work) {
         Mode m = mode;

@@ -20,9 +20,10 @@ import jdk.incubator.vector.VectorSpecies;
  * order): the tree is taken in scalar from the stored lanes. Two rows in flight for one token; one row and four
  * tokens in flight for a batch (then one at a time), so a weight block is read once for four tokens.
  *
- * <p>One token on a machine with 512-bit vectors ({@link #WIDE}): the sixteen accumulators are one FloatVector in
- * natural order (a[l] in lane l), 16 bf16 widened by one sign-extending conversion and a shift, x as given; four rows
- * in flight (four independent FMA chains, four weight streams). Same elements, accumulators and order: same bits.
+ * <p>On a machine with 512-bit vectors ({@link KernelPath#wide()}): the sixteen accumulators are one FloatVector in
+ * natural order (a[l] in lane l), 16 bf16 widened by one sign-extending conversion and a shift, x as given; one token
+ * keeps four rows in flight (four independent FMA chains, four weight streams), a batch runs {@link Tiles} (four rows
+ * x six tokens per register tile). Same elements, accumulators and order: same bits.
  */
 public final class MatVec {
     private MatVec() {}
@@ -34,22 +35,6 @@ public final class MatVec {
     static final VectorSpecies<Float> F16 = FloatVector.SPECIES_512;
     static final VectorSpecies<Integer> I16 = IntVector.SPECIES_512;
     static final VectorSpecies<Short> S16 = ShortVector.SPECIES_256;
-
-    /**
-     * True where the one-token kernels run on 512-bit vectors: the machine's preferred species is at least 512 bits
-     * (AVX-512), unless {@code -Dk3j.kernels.bits=256} forces the 256-bit path (AVX2 machines take it anyway). Chosen
-     * once; both paths give the same bits (the kernel tests run both).
-     */
-    static final boolean WIDE = wide(System.getProperty("k3j.kernels.bits", ""));
-
-    static boolean wide(String bits) {
-        return switch (bits.trim()) {
-            case "" -> FloatVector.SPECIES_PREFERRED.vectorBitSize() >= 512;
-            case "512" -> true;
-            case "256" -> false;
-            default -> throw new IllegalArgumentException("k3j.kernels.bits must be 256 or 512, got '" + bits + "'");
-        };
-    }
 
     // ------------------------------------------------------------------ reference path
 
@@ -166,10 +151,10 @@ public final class MatVec {
 
     /** {@link #matmul} with the rows processed in slices of at most {@code sliceBytes} (tests pin that slicing keeps the bits). */
     static void matmul(Workers workers, float[] y, float[] x, int tokens, Matrix w, long sliceBytes) {
-        matmul(workers, y, x, tokens, w, sliceBytes, WIDE);
+        matmul(workers, y, x, tokens, w, sliceBytes, KernelPath.wide());
     }
 
-    /** {@link #matmul} on the 512-bit one-token kernel ({@code wide}) or the 256-bit one (tests run both). */
+    /** {@link #matmul} on the 512-bit kernels ({@code wide}) or the 256-bit ones (tests run both). */
     static void matmul(Workers workers, float[] y, float[] x, int tokens, Matrix w, long sliceBytes, boolean wide) {
         checkShapes(y, x, tokens, w);
         if (!KernelPath.vector((long) tokens * w.rows() * w.cols())) {
@@ -177,8 +162,7 @@ public final class MatVec {
             return;
         }
         int in = w.cols();
-        boolean wide1 = wide && tokens == 1;
-        float[] xp = w.type() == WeightType.BF16 && !wide1 ? laneOrder(x, tokens, in) : x;
+        float[] xp = w.type() == WeightType.BF16 && !wide ? laneOrder(x, tokens, in) : x;   // 512 bits: x in natural order
         // Rows in slices of at most 1 GiB: a segment over 2 GiB gets long-indexed bounds checks that C2 does
         // not hoist (the 2.35 GB LM head ran 1.7x slower per row than a 176 MB matrix). Rows are independent,
         // so slicing changes no bits.
@@ -189,7 +173,8 @@ public final class MatVec {
             final int first = c0, n = Math.min(rows, c0 + chunk) - c0;
             final MemorySegment part = w.data().asSlice(rowBytes * c0, rowBytes * n);
             if (w.type() == WeightType.BF16) {
-                if (wide1) workers.split(n, 4, (from, to) -> bf16OneToken512(y, x, part, in, first, from, to));
+                if (wide && tokens == 1) workers.split(n, 4, (from, to) -> bf16OneToken512(y, x, part, in, first, from, to));
+                else if (wide) workers.split(n, 4, (from, to) -> Tiles.bf16(y, x, tokens, part, in, out, first, from, to));
                 else if (tokens == 1) workers.split(n, 2, (from, to) -> bf16OneToken(y, x, xp, part, in, first, from, to));
                 else workers.split(n, 2, (from, to) -> bf16Tokens(y, x, xp, tokens, part, in, out, first, from, to));
             } else {
@@ -210,7 +195,7 @@ public final class MatVec {
     }
 
     /** The bf16 tail of one row from element i on, continuing acc (scalar, increasing i). */
-    private static float bf16Tail(float acc, MemorySegment seg, long rowByte, float[] x, int xOff, int i, int in) {
+    static float bf16Tail(float acc, MemorySegment seg, long rowByte, float[] x, int xOff, int i, int in) {
         for (; i < in; i++) acc = Math.fma(Fp.bf16(seg.get(Matrix.BF16, rowByte + 2L * i)), x[xOff + i], acc);
         return acc;
     }

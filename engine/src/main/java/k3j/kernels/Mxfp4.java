@@ -184,18 +184,30 @@ public final class Mxfp4 {
                     + " bytes, [" + rows + ", " + in + "] " + codes + " needs " + packedBytes(rows, in, codes) + " + " + scaleBytes(rows, in));
         }
         int ng = groups(in), rb = in / 2, gb = codes.groupBytes;
+        if (codes == Codes.NIBBLES) {
+            // nibble codes keep the checkpoint's bytes (dst[p] = src[p]), a ragged last group padded with zero codes:
+            // row copies, not a loop over 1.6 GB of bytes one at a time (the expert loads of a 48-token prefill)
+            long row = (long) ng * gb;
+            if (row == rb) MemorySegment.copy(packed, 0, dstPacked, 0, (long) rows * rb);
+            else {
+                for (int r = 0; r < rows; r++) {
+                    MemorySegment.copy(packed, (long) r * rb, dstPacked, r * row, rb);
+                    dstPacked.asSlice(r * row + rb, row - rb).fill((byte) 0);
+                }
+            }
+            MemorySegment.copy(scales, 0, dstScales, 0, (long) rows * ng);
+            dstPacked.asSlice((long) rows * ng * gb).fill((byte) 0);
+            dstScales.asSlice((long) rows * ng).fill((byte) 255);
+            return new Repacked(dstPacked, dstScales, rows, in, codes);
+        }
         byte[] src = new byte[rb], dst = new byte[ng * gb];
         for (int r = 0; r < rows; r++) {
             MemorySegment.copy(packed, ValueLayout.JAVA_BYTE, (long) r * rb, src, 0, rb);
             java.util.Arrays.fill(dst, (byte) 0);
-            for (int p = 0; p < rb; p++) {
-                if (codes == Codes.NIBBLES) {
-                    dst[(p / 16) * gb + p % 16] = src[p];
-                } else {
-                    int b = src[p] & 0xFF, k = 2 * p, g = k / GROUP, e = k % GROUP, at = g * gb + (e / 16) * 16 + (e % 16) / 2;
-                    dst[at] = (byte) (b & 15);
-                    dst[at + 8] = (byte) (b >>> 4);
-                }
+            for (int p = 0; p < rb; p++) {   // int8: per block of 16 the even elements' codes, then the odd ones'
+                int b = src[p] & 0xFF, k = 2 * p, g = k / GROUP, e = k % GROUP, at = g * gb + (e / 16) * 16 + (e % 16) / 2;
+                dst[at] = (byte) (b & 15);
+                dst[at + 8] = (byte) (b >>> 4);
             }
             MemorySegment.copy(dst, 0, dstPacked, ValueLayout.JAVA_BYTE, (long) r * ng * gb, dst.length);
         }
@@ -228,10 +240,10 @@ public final class Mxfp4 {
             scalarRows(y, x, tokens, w, 0, rows);
             return;
         }
-        matmulVector(workers, y, x, tokens, w, MatVec.WIDE);
+        matmulVector(workers, y, x, tokens, w, KernelPath.wide());
     }
 
-    /** The Vector API path; one token on the 512-bit kernel when {@code wide} (tests run both widths). */
+    /** The Vector API path, on the 512-bit kernels when {@code wide} (tests run both widths). */
     static void matmulVector(Workers workers, float[] y, float[] x, int tokens, Repacked w, boolean wide) {
         int rows = w.rows();
         if (wide && tokens == 1) {
@@ -240,7 +252,8 @@ public final class Mxfp4 {
             return;
         }
         float[] xp = MatVec.laneOrder(x, tokens, w.in());
-        if (tokens > 1) workers.split(rows, 1, (from, to) -> rowsStaged(y, x, xp, tokens, w, from, to));
+        if (tokens > 1 && wide) workers.split(rows, 4, (from, to) -> rowsTiled(y, x, xp, tokens, w, from, to));
+        else if (tokens > 1) workers.split(rows, 1, (from, to) -> rowsStaged(y, x, xp, tokens, w, from, to));
         else workers.split(rows, 1, (from, to) -> rowsOneToken(y, x, xp, w, from, to));
     }
 
@@ -457,22 +470,59 @@ public final class Mxfp4 {
      * one token, so the same bits.
      */
     private static void rowsStaged(float[] y, float[] x, float[] xp, int tokens, Repacked w, int from, int to) {
-        int in = w.in(), ng = groups(in), rows = w.rows();
-        final float[] t = new float[16], staged = new float[(in & ~15) + 16];
-        final byte[] sc = new byte[ng];
-        final boolean int8 = w.codes() == Codes.INT8;
-        for (int r = from; r < to; r++) {
-            MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) r * ng, sc, 0, ng);
-            stageRow(w.packed(), w.rowBase(r), sc, int8, in, staged);
-            for (int tk = 0; tk < tokens; tk++) {
-                stagedRow(staged, sc, xp, tk * in, in, t);
-                y[tk * rows + r] = tail(MatVec.treeLaneOrder(t), w, r, sc, x, tk * in);
-            }
+        final float[] t = new float[16], staged = new float[(w.in() & ~15) + 16];
+        final byte[] sc = new byte[groups(w.in())];
+        for (int r = from; r < to; r++) rowStaged(y, x, xp, tokens, w, r, sc, staged, t);
+    }
+
+    /** Row r for every token through one staged row (sc, staged and t are scratch). */
+    private static void rowStaged(float[] y, float[] x, float[] xp, int tokens, Repacked w, int r, byte[] sc, float[] staged, float[] t) {
+        int in = w.in(), ng = groups(in);
+        MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) r * ng, sc, 0, ng);
+        stageRow(w.packed(), w.rowBase(r), sc, w.codes() == Codes.INT8, in, staged, 0);
+        for (int tk = 0; tk < tokens; tk++) {
+            stagedRow(staged, sc, xp, tk * in, in, t);
+            y[tk * w.rows() + r] = tail(MatVec.treeLaneOrder(t), w, r, sc, x, tk * in);
         }
     }
 
-    /** Decodes one row's full blocks of 16 into staged (lane order), as {@link #oneRow} does; byte-255 groups are left unread. */
-    private static void stageRow(MemorySegment pk, long base, byte[] sc, boolean int8, int in, float[] staged) {
+    /**
+     * Several tokens on 512-bit tiles ({@link Tiles#staged4}): four rows are decoded into {@code staged} (lane order,
+     * as {@link #rowsStaged} does) and every token's accumulators (one FloatVector512 in the lane order of x) read
+     * them in register tiles of four rows x six tokens; same values, accumulators and order, so the same bits. Four
+     * rows with any byte-255 group (corrupt data only) go row by row, where those groups are skipped.
+     */
+    private static void rowsTiled(float[] y, float[] x, float[] xp, int tokens, Repacked w, int from, int to) {
+        int in = w.in(), ng = groups(in), rows = w.rows(), full = in & ~15;
+        final float[] t = new float[16], staged = new float[4 * full + 16], acc = new float[4 * 16 * tokens];
+        final byte[][] sc = new byte[4][ng];
+        final boolean int8 = w.codes() == Codes.INT8;
+        int r = from;
+        for (; r + 4 <= to; r += 4) {
+            boolean zeroed = false;
+            for (int j = 0; j < 4; j++) {
+                MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) (r + j) * ng, sc[j], 0, ng);
+                for (int g = 0; g < ng; g++) zeroed |= sc[j][g] == (byte) 255;
+            }
+            if (zeroed) {
+                for (int j = 0; j < 4; j++) rowStaged(y, x, xp, tokens, w, r + j, sc[0], staged, t);
+                continue;
+            }
+            for (int j = 0; j < 4; j++) stageRow(w.packed(), w.rowBase(r + j), sc[j], int8, in, staged, j * full);
+            java.util.Arrays.fill(acc, 0.0f);
+            Tiles.staged4(staged, 0, full, xp, tokens, in, acc);
+            for (int j = 0; j < 4; j++) {
+                for (int tk = 0; tk < tokens; tk++) {
+                    System.arraycopy(acc, j * 16 * tokens + 16 * tk, t, 0, 16);
+                    y[tk * rows + r + j] = tail(MatVec.treeLaneOrder(t), w, r + j, sc[j], x, tk * in);
+                }
+            }
+        }
+        for (; r < to; r++) rowStaged(y, x, xp, tokens, w, r, sc[0], staged, t);
+    }
+
+    /** Decodes one row's full blocks of 16 into staged from so (lane order), as {@link #oneRow} does; byte-255 groups are left unread. */
+    private static void stageRow(MemorySegment pk, long base, byte[] sc, boolean int8, int in, float[] staged, int so) {
         final int full = in & ~15, gb = int8 ? 32 : 16, step = int8 ? 16 : 8;
         for (int i = 0, g = 0; i < full; i += GROUP, g++) {
             int sb = sc[g] & 0xFF;
@@ -488,8 +538,8 @@ public final class Mxfp4 {
                     ce = (IntVector) ByteVector.fromMemorySegment(B64, pk, at, LE).convertShape(VectorOperators.B2I, I, 0);
                     co = ce.lanewise(VectorOperators.ASHR, 4);
                 }
-                ce.and(7).selectFrom(tab).or(ce.lanewise(VectorOperators.LSHL, 28).and(SIGN)).reinterpretAsFloats().intoArray(staged, i + 16 * h);
-                co.and(7).selectFrom(tab).or(co.lanewise(VectorOperators.LSHL, 28).and(SIGN)).reinterpretAsFloats().intoArray(staged, i + 16 * h + 8);
+                ce.and(7).selectFrom(tab).or(ce.lanewise(VectorOperators.LSHL, 28).and(SIGN)).reinterpretAsFloats().intoArray(staged, so + i + 16 * h);
+                co.and(7).selectFrom(tab).or(co.lanewise(VectorOperators.LSHL, 28).and(SIGN)).reinterpretAsFloats().intoArray(staged, so + i + 16 * h + 8);
             }
         }
     }

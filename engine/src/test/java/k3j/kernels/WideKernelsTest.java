@@ -10,7 +10,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The one-token kernels on 512-bit vectors ({@link MatVec#WIDE}) and on 256-bit ones give the reference's bits
+ * The one-token kernels on 512-bit vectors ({@link KernelPath#wide()}) and on 256-bit ones give the reference's bits
  * (docs/fp-contract.md §2), whichever width this machine prefers: both are run here, on ragged shapes (in mod 16 and
  * in mod 32 tails, rows not a multiple of four), weights and activations over a wide exponent range (a sum in another
  * order differs: the mutant below proves the fixture sees it), MXFP4 byte-255 groups over Inf and NaN activations.
@@ -122,8 +122,8 @@ class WideKernelsTest {
 
     @Test
     void aWidthOtherThan256Or512IsRefused() {
-        assertEquals(true, MatVec.wide("512"));
-        assertEquals(false, MatVec.wide("256"));
-        assertThrows(IllegalArgumentException.class, () -> MatVec.wide("384"));
+        assertEquals(true, KernelPath.parseWidth("512"));
+        assertEquals(false, KernelPath.parseWidth("256"));
+        assertThrows(IllegalArgumentException.class, () -> KernelPath.parseWidth("384"));
     }
 }
