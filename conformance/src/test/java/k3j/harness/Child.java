@@ -45,7 +45,9 @@ public final class Child implements AutoCloseable {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         if (fileSizeKb != null) cmd.addAll(List.of("bash", "-c", "ulimit -f " + fileSizeKb + " && exec \"$@\"", "k3-child"));
         cmd.addAll(List.of(java, "-Xmx512m", "-XX:-UsePerfData", "--add-modules", "jdk.incubator.vector",
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), mainClass));
+                "--enable-native-access=ALL-UNNAMED"));
+        cmd.addAll(K3ChildLaunch.classPath(mainClass));
+        cmd.add(mainClass);
         cmd.addAll(List.of(args));
         try {
             return new Child(new ProcessBuilder(cmd).start());

@@ -33,7 +33,8 @@ public final class ChildJvm {
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
                 "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-Xss4m", "-Xmx" + heap));
         properties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
-        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), mainClass));
+        cmd.addAll(K3ChildLaunch.classPath(mainClass));
+        cmd.add(mainClass);
         cmd.addAll(List.of(args));
         Path log = Files.createTempFile("k3-child", ".txt");
         try {
