@@ -466,7 +466,7 @@ target = ".ci/run wall time, clean clone"
 m = None
 if ci_log:
     try:
-        m = re.findall(r"^== CI wall time: (\d+) s, exit (\d+)", open(ci_log, errors="replace").read(), re.M)
+        m = re.findall(r"^== CI wall time: (\d+) s, (?:CPU \d+ s, )?exit (\d+)", open(ci_log, errors="replace").read(), re.M)
     except OSError as e:
         results["errors"]["ci log"] = str(e)
 if m:
