@@ -220,8 +220,12 @@ class BatchInvarianceGate {
         return bad > 0 || notes.isEmpty() ? bad : 1;
     }
 
-    /** Serves schedules {@code from}.. of case {@code c} through {@code step}; {@return rows differing, rows compared} */
-    static long[] judge(JsonNode c, Engine engine, BatchStep step, boolean resetSlots, List<Schedule> schedules, List<String> notes) throws InterruptedException {
+    /**
+     * Serves {@code schedules} through {@code step} and compares every sequence with its run alone, and the sequences
+     * of the dump's prompt (the same array) with the dump's generated ids; {@return rows differing, rows compared}
+     */
+    static long[] judge(int[] dumpPrompt, int[] dumpIds, Engine engine, BatchStep step, boolean resetSlots, List<Schedule> schedules, List<String> notes)
+            throws InterruptedException {
         Forward f = ApiInternals.get().forward(engine);
         int vocab = f.weights().embed().rows();
         long bad = 0, rows = 0;
@@ -231,6 +235,11 @@ class BatchInvarianceGate {
             for (int i = 0; i < sc.seqs().size(); i++) {
                 List<String> why = new ArrayList<>();
                 bad += differing(sc.seqs().get(i), alone.get(i), got.get(i), why);
+                int[] ids = got.get(i).ids.stream().mapToInt(Integer::intValue).toArray();
+                if (sc.seqs().get(i).prompt() == dumpPrompt && !Arrays.equals(dumpIds, ids)) {
+                    why.add("the dump's prompt gave " + Arrays.toString(ids) + ", the dump (k3 run) " + Arrays.toString(dumpIds));
+                    bad++;
+                }
                 rows += alone.get(i).rows().size();
                 if (!why.isEmpty() && notes.size() < 20) notes.add("schedule " + schedules.indexOf(sc) + " sequence " + i + ": " + String.join("; ", why));
             }
@@ -257,7 +266,7 @@ class BatchInvarianceGate {
             assertArrayEquals(generated, viaEngine, "Engine.generate's greedy ids against the reference dump's (k3 run's)");
             List<Schedule> schedules = schedules(c, engine, prompt, generated.length);
             List<String> notes = new ArrayList<>();
-            long[] r = judge(c, engine, new BatchStep(f), true, schedules, notes);
+            long[] r = judge(prompt, generated, engine, new BatchStep(f), true, schedules, notes);
             int sequences = schedules.stream().mapToInt(s -> s.seqs().size()).sum();
             Evidence.parameter("schedules", schedules.size() + " (" + sequences + " sequences; max active " + schedules.stream().map(s -> "" + s.maxActive()).toList()
                     + ", prefill chunks " + schedules.stream().map(s -> "" + s.chunk()).toList() + ")");
@@ -282,10 +291,11 @@ class BatchInvarianceGate {
         long[] r;
         try (Engine engine = open(c)) {
             Forward f = ApiInternals.get().forward(engine);
-            Schedule first = schedules(c, engine, ints(dump.path("prompt_ids")), ints(dump.path("generated_ids")).length).get(0);
+            int[] prompt = ints(dump.path("prompt_ids")), generated = ints(dump.path("generated_ids"));
+            Schedule first = schedules(c, engine, prompt, generated.length).get(0);
             Schedule sc = new Schedule(need(m.path("schedule"), "max_active"), need(m.path("schedule"), "prefill_chunk"), first.maxContext(), first.seqs());
             assertTrue(sc.maxActive() > 1 && sc.seqs().size() > sc.maxActive(), "the mutants' schedule must run several sequences at once and reuse slots");
-            r = judge(c, engine, batchReduction ? PlantedStep.batchReduction(f) : new BatchStep(f), resetSlots, List.of(sc), notes);
+            r = judge(prompt, generated, engine, batchReduction ? PlantedStep.batchReduction(f) : new BatchStep(f), resetSlots, List.of(sc), notes);
         }
         Evidence.parameter("rows differing under the mutant", r[0] + "/" + r[1]);
         assertTrue(notes.stream().noneMatch(n -> n.contains("finished")), "the mutant's sequences must end normally, their bits differing: " + notes);

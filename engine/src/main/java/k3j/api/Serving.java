@@ -35,7 +35,7 @@ public interface Serving extends AutoCloseable {
      * @param prompt          the prompt's ids (at least one)
      * @param maxTokens       ids to generate at most (at least one)
      * @param sampling        how each id is drawn; a seeded sampler of the sequence's own
-     * @param topLogprobs     alternatives to report with each generated id (0 to 20)
+     * @param topLogprobs     alternatives to report with each generated id, and with each prompt entry (0 to 20)
      * @param promptLogprobs  whether to report the logprob of every prompt id after the first (echo)
      * @param stopAtEos       whether the end-of-sequence id ends the sequence
      */
