@@ -135,7 +135,7 @@ public final class BatchStep {
         }
         for (Feed f : feeds) f.state().cached += f.ids().length;
         float[] mix = new float[t * e];
-        AttnRes.mix(mix, sources(snaps, h), t, e, forward.weights().outputResFold(), c.rmsNormEps());
+        AttnRes.mix(mix, Forward.sources(snaps, h), t, e, forward.weights().outputResFold(), c.rmsNormEps());
         float[] norm = new float[t * e];
         if (fault == Fault.BATCH_NORM) batchNorm(norm, mix, forward.weights().finalNorm(), t, e, c.rmsNormEps());
         else Norms.rmsnorm(norm, mix, forward.weights().finalNorm(), t, e, c.rmsNormEps());
@@ -164,54 +164,27 @@ public final class BatchStep {
         return out;
     }
 
-    /** One decoder layer over the step's tokens (docs/semantics.md §4.1), as the one-sequence forward runs it. */
+    /**
+     * One decoder layer over the step's tokens: the forward's own layer (docs/semantics.md §4.1) with the mixers run
+     * per sequence; {@code read} receives the bytes of the weights it read.
+     */
     private float[] layer(Workers w, LayerWeights lw, float[] partialIn, List<float[]> snaps, List<Feed> feeds, int[] off, long[] read) {
-        int t = off[off.length - 1], e = c.hiddenSize();
-        float eps = c.rmsNormEps();
-        float[] attnIn;
-        if (snaps.isEmpty()) attnIn = partialIn.clone();
-        else {
-            attnIn = new float[t * e];
-            AttnRes.mix(attnIn, sources(snaps, partialIn), t, e, lw.attnResFold(), eps);
-        }
-        boolean cleared = false;
-        if (lw.boundary()) {
-            snaps.add(partialIn);
-            cleared = true;
-        }
-        float[] attnNorm = new float[t * e];
-        Norms.rmsnorm(attnNorm, attnIn, lw.inputNorm(), t, e, eps);
-        float[] attnOut = new float[t * e];
-        switch (lw.mixer()) {
-            case TokenMixer.Kda k -> {
-                BatchMixers.kda(w, attnOut, attnNorm, off, feeds, lw.index(), k.weights());
-                Layers.KdaWeights m = k.weights();
-                read[0] += bytes(m.q(), m.k(), m.v(), m.b(), m.fa(), m.fb(), m.g(), m.o());
+        int t = off[off.length - 1];
+        LayerStages s = forward.layer(lw, partialIn, snaps, t, (out, in) -> {
+            switch (lw.mixer()) {
+                case TokenMixer.Kda k -> BatchMixers.kda(w, out, in, off, feeds, lw.index(), k.weights());
+                case TokenMixer.Mla m -> BatchMixers.mla(w, out, in, off, feeds, lw.index(), m.weights());
             }
-            case TokenMixer.Mla k -> {
-                BatchMixers.mla(w, attnOut, attnNorm, off, feeds, lw.index(), k.weights());
-                Layers.MlaWeights m = k.weights();
-                read[0] += bytes(m.qa(), m.qb(), m.kva(), m.kvb(), m.g(), m.o());
-            }
-        }
-        float[] partialAttn = cleared ? attnOut.clone() : add(partialIn, attnOut);
-        float[] mlpIn = new float[t * e];
-        AttnRes.mix(mlpIn, sources(snaps, partialAttn), t, e, lw.mlpResFold(), eps);
-        float[] mlpNorm = new float[t * e];
-        Norms.rmsnorm(mlpNorm, mlpIn, lw.postAttentionNorm(), t, e, eps);
-        float[] mlpOut = new float[t * e];
-        switch (lw.mlp()) {
-            case Mlp.Dense d -> {
-                Layers.mlp(w, true, mlpOut, mlpNorm, t, d.weights());
-                read[0] += bytes(d.weights());
-            }
-            case Mlp.LatentMoe m -> {
-                int[] idx = new int[t * m.topK()];
-                forward.moe(lw.index(), m, mlpOut, idx, new float[t * m.topK()], mlpNorm, t);
-                read[0] += bytes(m.gate(), m.down(), m.up()) + bytes(m.shared()) + expertReads(idx, t, m.topK()) * expertBytes(m);
-            }
-        }
-        return add(partialAttn, mlpOut);
+        }, null, null);
+        read[0] += switch (lw.mixer()) {
+            case TokenMixer.Kda k -> bytes(k.weights().q(), k.weights().k(), k.weights().v(), k.weights().b(), k.weights().fa(), k.weights().fb(), k.weights().g(), k.weights().o());
+            case TokenMixer.Mla k -> bytes(k.weights().qa(), k.weights().qb(), k.weights().kva(), k.weights().kvb(), k.weights().g(), k.weights().o());
+        };
+        read[0] += switch (lw.mlp()) {
+            case Mlp.Dense d -> bytes(d.weights());
+            case Mlp.LatentMoe m -> bytes(m.gate(), m.down(), m.up()) + bytes(m.shared()) + expertReads(s.moeIdx(), t, m.topK()) * expertBytes(m);
+        };
+        return s.partialOut();
     }
 
     /** The routed experts {@link Forward#moe} reads for these selections: each expert once per sub-chunk of tokens that routes to it. */
@@ -247,18 +220,5 @@ public final class BatchStep {
         for (int i = 0; i < rows * n; i++) ss += (double) x[i] * x[i];
         float inv = (float) (1.0 / Math.sqrt(ss / ((long) rows * n) + (double) eps));
         for (int r = 0; r < rows; r++) for (int i = 0; i < n; i++) y[r * n + i] = (g[i] * x[r * n + i]) * inv;
-    }
-
-    private static float[][] sources(List<float[]> snaps, float[] partial) {
-        float[][] src = new float[snaps.size() + 1][];
-        for (int i = 0; i < snaps.size(); i++) src[i] = snaps.get(i);
-        src[snaps.size()] = partial;
-        return src;
-    }
-
-    private static float[] add(float[] a, float[] b) {
-        float[] y = new float[a.length];
-        for (int i = 0; i < y.length; i++) y[i] = a[i] + b[i];
-        return y;
     }
 }

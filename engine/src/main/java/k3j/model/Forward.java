@@ -300,6 +300,22 @@ public final class Forward {
     }
 
     private LayerStages layer(LayerWeights lw, float[] partialIn, List<float[]> snaps, int t, Layers.KdaState kda, MlaKv kv, int cached, int[] forced) {
+        return layer(lw, partialIn, snaps, t, (out, in) -> {
+            switch (lw.mixer()) {
+                case TokenMixer.Kda k -> Layers.kda(workers, true, out, in, t, k.weights(), kda);
+                case TokenMixer.Mla m -> Layers.mla(workers, true, out, in, t, m.weights(), kv, cached);
+            }
+        }, forced, kda);
+    }
+
+    /** The token mixer of one layer call: out [T][E] from the normed input [T][E], carrying whatever state it holds. */
+    @FunctionalInterface
+    interface Mixing {
+        void mix(float[] out, float[] in);
+    }
+
+    /** One decoder layer (docs/semantics.md §4.1) with its token mixer given: the one-sequence call, or a step's mixers per sequence ({@link BatchStep}). */
+    LayerStages layer(LayerWeights lw, float[] partialIn, List<float[]> snaps, int t, Mixing mixing, int[] forced, Layers.KdaState kda) {
         int e = c.hiddenSize();
         float eps = c.rmsNormEps();
         float[] attnIn;
@@ -316,10 +332,7 @@ public final class Forward {
         float[] attnNorm = new float[t * e];
         Norms.rmsnorm(attnNorm, attnIn, lw.inputNorm(), t, e, eps);
         float[] attnOut = new float[t * e];
-        switch (lw.mixer()) {
-            case TokenMixer.Kda k -> Layers.kda(workers, true, attnOut, attnNorm, t, k.weights(), kda);
-            case TokenMixer.Mla m -> Layers.mla(workers, true, attnOut, attnNorm, t, m.weights(), kv, cached);
-        }
+        mixing.mix(attnOut, attnNorm);
         float[] partialAttn = cleared ? attnOut.clone() : add(partialIn, attnOut);
         float[] mlpIn = new float[t * e];
         AttnRes.mix(mlpIn, sources(snaps, partialAttn), t, e, lw.mlpResFold(), eps);
@@ -341,7 +354,7 @@ public final class Forward {
                 idx, wts, kda, List.copyOf(snaps));
     }
 
-    private static float[][] sources(List<float[]> snaps, float[] partial) {
+    static float[][] sources(List<float[]> snaps, float[] partial) {
         float[][] src = new float[snaps.size() + 1][];
         for (int i = 0; i < snaps.size(); i++) src[i] = snaps.get(i);
         src[snaps.size()] = partial;
