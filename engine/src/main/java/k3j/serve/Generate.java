@@ -21,8 +21,10 @@ final class Generate {
     private final Answers answers;
     private final long timeoutNanos;
     private final AtomicLong counter = new AtomicLong();
+    private final java.util.function.BooleanSupplier draining;
 
-    Generate(Serving serving, ServedText text, Answers answers, long timeoutNanos) {
+    Generate(Serving serving, ServedText text, Answers answers, long timeoutNanos, java.util.function.BooleanSupplier draining) {
+        this.draining = draining;
         this.serving = serving;
         this.text = text;
         this.answers = answers;
@@ -161,10 +163,11 @@ final class Generate {
     Call submit(Job job) {
         Call call = new Call(job, text);
         boolean promptLogprobs = job.echo() && job.logprobs();
-        Serving.Request r = new Serving.Request(job.prompt(), job.maxTokens(), job.sampling(), job.topLogprobs(), promptLogprobs, job.stopAtEos() || job.chat());
+        Serving.Request r = new Serving.Request(job.prompt(), job.maxTokens(), job.sampling(), Math.max(1, job.topLogprobs()), promptLogprobs, job.stopAtEos() || job.chat());
         try {
             call.submitted(serving.submit(r, call));
         } catch (Serving.Rejected e) {
+            if (draining.getAsBoolean()) throw new ApiError(503, "server_overloaded", null, "shutting_down", "the server is shutting down: it takes no new requests", 5);
             if (e.retryable()) throw new ApiError(429, "rate_limit_exceeded", null, "rate_limit_exceeded", e.getMessage(), 1);
             throw new ApiError(503, "server_overloaded", null, "plan_refused", e.getMessage(), 30);
         }

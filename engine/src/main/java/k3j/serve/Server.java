@@ -56,7 +56,7 @@ public final class Server implements AutoCloseable {
         this.settings = s;
         this.key = s.apiKey() == null ? null : s.apiKey().getBytes(StandardCharsets.UTF_8);
         this.requests = new Requests(text, s.model(), s.maxContext());
-        this.generate = new Generate(serving, text, new Answers(text, s.model(), s.tokensAsIds()), s.requestTimeout().toNanos());
+        this.generate = new Generate(serving, text, new Answers(text, s.model(), s.tokensAsIds()), s.requestTimeout().toNanos(), () -> draining);
         this.app = Javalin.create(cfg -> {
             cfg.startup.showJavalinBanner = false;
             cfg.startup.showOldJavalinVersionWarning = false;
@@ -81,7 +81,7 @@ public final class Server implements AutoCloseable {
             cfg.routes.exception(ApiError.class, (e, ctx) -> error(ctx, e));
             cfg.routes.exception(Exception.class, (e, ctx) -> error(ctx, new ApiError(500, "server_error", null, null, "the server failed: " + e, 0)));
             cfg.routes.error(404, ctx -> {
-                if (ctx.result() == null) error(ctx, new ApiError(404, "invalid_request_error", null, "not_found", "no such endpoint: " + ctx.method() + " " + ctx.path(), 0));
+                if (ctx.res().getContentType() == null || !ctx.res().getContentType().startsWith("application/json")) error(ctx, new ApiError(404, "invalid_request_error", null, "not_found", "no such endpoint: " + ctx.method() + " " + ctx.path(), 0));
             });
             cfg.routes.error(405, ctx -> error(ctx, new ApiError(405, "invalid_request_error", null, "method_not_allowed", ctx.method() + " is not allowed on " + ctx.path(), 0)));
             cfg.routes.after(ctx -> metrics.answered(ctx.statusCode()));
