@@ -56,6 +56,7 @@ final class Generate {
             else c.putNull("logprobs");
             c.put("finish_reason", call.finish);
             c.set("token_ids", Answers.ids(call.tokens));
+            c.set("prompt_token_ids", promptIds(job));
             o.set("usage", Answers.usage(job.prompt().length, completion));
             return o;
         }
@@ -68,10 +69,7 @@ final class Generate {
         else c.putNull("logprobs");
         c.put("finish_reason", call.finish);
         c.set("token_ids", Answers.ids(call.tokens));
-        if (job.echo()) {
-            ArrayNode p = c.putArray("prompt_token_ids");
-            for (int id : job.prompt()) p.add(id);
-        }
+        c.set("prompt_token_ids", promptIds(job));
         o.set("usage", Answers.usage(job.prompt().length, completion));
         return o;
     }
@@ -172,6 +170,12 @@ final class Generate {
             throw new ApiError(503, "server_overloaded", null, "plan_refused", e.getMessage(), 30);
         }
         return call;
+    }
+
+    private static ArrayNode promptIds(Job job) {
+        ArrayNode p = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.arrayNode();
+        for (int id : job.prompt()) p.add(id);
+        return p;
     }
 
     private static int completionTokens(Call call) {
