@@ -142,7 +142,7 @@ for r in rows:
                      f"{l['ttft_s'] * 1000:>8.0f} {l['cpu_s']:>12.1f}")
     run = r.get("run_ids_per_s")
     c = r.get("c_ids_per_s")
-    lines.append(f"{'':<12} k3 run, one sequence: {run:.2f} ids/s; C engine, one sequence: "
+    lines.append(f"{'':<12} k3 run, one sequence (its --out seconds_per_token, prefill included): {run:.2f} ids/s; C engine, one sequence: "
                  + (f"{c:.2f} ids/s" if c else r.get("c_note", "no K3_C_ENGINE")) + f"; server exit {r.get('exit')}")
     eight = r["levels"][-1]["ids_per_s"] / one
     lines.append(f"{'':<12} 8 streams / 1 stream = {eight:.2f} (target >= 4 at the released widths: "
