@@ -151,7 +151,27 @@ public interface Serving extends AutoCloseable {
         if (limits.maxContext() > engine.maxPositions()) {
             throw new IllegalArgumentException("a context of " + limits.maxContext() + " positions is over the " + engine.maxPositions() + " " + engine.maxPositionsSource());
         }
+        k3j.plan.MemoryPlan plan = servingPlan(engine, limits);
+        plan.planRefusal(k3j.plan.MemInfo.read()).ifPresent(r -> {
+            throw new k3j.plan.PlanRefused(r);
+        });
         return new k3j.batch.Batcher(new k3j.model.BatchStep(engine.forward()), limits, engine.config().vocabSize(), engine.eos());
+    }
+
+    /**
+     * What serving under {@code limits} holds beside the weights: a state of {@code maxContext} + 1 positions for each of
+     * {@code maxActive} sequences, and the buffers of a step of every sequence's prefill chunk.
+     *
+     * @param engine the opened model
+     * @param limits the serving limits
+     * @return the memory plan, refused by {@link #open} when it does not fit the machine
+     */
+    static PlannedMemory plan(Engine engine, Limits limits) {
+        return PlannedMemory.of(servingPlan(engine, limits));
+    }
+
+    private static k3j.plan.MemoryPlan servingPlan(Engine engine, Limits limits) {
+        return engine.memoryPlan().serving(engine.config(), limits.maxActive(), limits.maxContext() + 1, Math.multiplyExact(limits.maxActive(), limits.prefillChunk()));
     }
 
     /**

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import k3j.api.Serving;
 import k3j.model.BatchStep;
+import k3j.model.DecodeState;
 import k3j.sample.Sampler;
 
 /**
@@ -26,6 +27,10 @@ public final class Batcher implements Serving {
     private final ArrayDeque<Sequence> queue = new ArrayDeque<>();
     private final List<Sequence> active = new ArrayList<>();
     private final Thread thread;
+    private final Hooks hooks;
+    /** the states of freed slots; at most {@link Limits#maxActive()} states are ever made */
+    private final ArrayDeque<DecodeState> free = new ArrayDeque<>();
+    private int made;
     private boolean draining, closed;
     private int activeCount;
     private long steps, tokens, lastStepBytes;
@@ -42,7 +47,13 @@ public final class Batcher implements Serving {
      * @param eos    the end-of-sequence id, or -1 (none)
      */
     public Batcher(BatchStep step, Limits limits, int vocab, int eos) {
+        this(step, limits, vocab, eos, Hooks.NONE);
+    }
+
+    /** With {@code hooks} planted (the batch-invariance gate's schedules and mutants). */
+    Batcher(BatchStep step, Limits limits, int vocab, int eos, Hooks hooks) {
         this.step = step;
+        this.hooks = hooks;
         this.limits = limits;
         this.vocab = vocab;
         this.eos = eos;
@@ -62,7 +73,7 @@ public final class Batcher implements Serving {
             throw new Rejected("the prompt's " + p.length + " ids and " + request.maxTokens() + " tokens to generate need " + need
                     + " positions; a sequence may hold " + limits.maxContext(), false);
         }
-        Sequence s = new Sequence(request, sink, new Sampler(settings(request.sampling()), 0), this::wake);
+        Sequence s = new Sequence(request, sink, new Sampler(settings(request.sampling()), 0), this::wake, hooks.rows());
         synchronized (lock) {
             if (closed || draining) throw new Rejected("the server is shutting down", true);
             if (queue.size() + activeCount >= limits.maxActive() + limits.maxQueued()) {
@@ -134,6 +145,7 @@ public final class Batcher implements Serving {
     private void loop() {
         List<Sequence> admitted = new ArrayList<>();
         while (true) {
+            hooks.beforeStep().at(stepsRun(), this);
             List<Sequence> gone = new ArrayList<>();
             boolean stop;
             synchronized (lock) {
@@ -163,7 +175,7 @@ public final class Batcher implements Serving {
             if (stop) return;
             for (Sequence s : admitted) {
                 try {
-                    s.state = step.newState(s.capacity());
+                    s.state = slotState();
                     active.add(s);
                 } catch (RuntimeException | OutOfMemoryError e) {
                     finish(s, Finish.ERROR, "its state could not be made: " + e);
@@ -175,6 +187,12 @@ public final class Batcher implements Serving {
                 activeCount = active.size();
                 lock.notifyAll();
             }
+        }
+    }
+
+    private long stepsRun() {
+        synchronized (lock) {
+            return steps;
         }
     }
 
@@ -241,8 +259,24 @@ public final class Batcher implements Serving {
         return true;
     }
 
+    /**
+     * A slot's state: a freed one, emptied, or a new one while fewer than {@link Limits#maxActive()} exist, each of
+     * {@link Limits#maxContext()} + 1 positions (the serving plan counts exactly these).
+     */
+    private DecodeState slotState() {
+        DecodeState st = free.poll();
+        if (st == null) {
+            if (made >= limits.maxActive()) throw new IllegalStateException("every one of the " + made + " slot states is in use");
+            st = step.newState(limits.maxContext() + 1);
+            made++;
+        } else if (hooks.resetSlots()) st.reset();
+        else st.restored(0);
+        return st;
+    }
+
     private void leave(Sequence s, Finish why, String detail) {
         active.remove(s);
+        if (s.state != null) free.add(s.state);
         s.state = null;
         finish(s, why, detail);
     }

@@ -13,6 +13,7 @@ final class Sequence implements Serving.Ticket {
     final Serving.Sink sink;
     final Sampler sampler;
     private final Runnable wake;
+    private final Hooks.RowTap rows;
     volatile boolean cancelled;
     DecodeState state;
     /** prompt ids fed so far */
@@ -23,7 +24,8 @@ final class Sequence implements Serving.Ticket {
     boolean done;
     final List<Serving.TokenLogprob> promptEntries = new ArrayList<>();
 
-    Sequence(Serving.Request request, Serving.Sink sink, Sampler sampler, Runnable wake) {
+    Sequence(Serving.Request request, Serving.Sink sink, Sampler sampler, Runnable wake, Hooks.RowTap rows) {
+        this.rows = rows;
         this.request = request;
         this.sink = sink;
         this.sampler = sampler;
@@ -34,11 +36,6 @@ final class Sequence implements Serving.Ticket {
     public void cancel() {
         cancelled = true;
         wake.run();
-    }
-
-    /** The positions the sequence holds at most: its prompt, its generated ids, and one more (as a single run plans it). */
-    int capacity() {
-        return request.prompt().length + request.maxTokens() + 1;
     }
 
     boolean prefilling() {
@@ -54,6 +51,7 @@ final class Sequence implements Serving.Ticket {
 
     /** {@return {@code id} with its logprob and the request's number of alternatives, from the logits row at {@code off}} */
     Serving.TokenLogprob logprob(float[] logits, int off, int vocab, int id) {
+        rows.row(this, logits, off, vocab);
         Logprobs lp = new Logprobs(logits, off, vocab);
         int[] top = lp.top(request.topLogprobs());
         float[] tl = new float[top.length];

@@ -77,6 +77,15 @@ public final class DecodeState {
         Arrays.fill(s.vConv(), 0.0f);
     }
 
+    /**
+     * Empties the state for another sequence: every KDA recurrent state and conv history zeroed, no position absorbed
+     * (the MLA rows need no clearing: a feed writes each position's row before anything reads it).
+     */
+    public void reset() {
+        for (Layers.KdaState s : kda) if (s != null) clear(s);
+        cached = 0;
+    }
+
     /** Positions already absorbed. */
     public int cached() {
         return cached;

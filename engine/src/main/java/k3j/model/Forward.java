@@ -140,6 +140,20 @@ public final class Forward {
         return DecodeState.create(c, layers.layerCount(), capacity);
     }
 
+    /** Where the decoder layers' weights come from (the batched step walks the same). */
+    LayerSource layerSource() {
+        return layers;
+    }
+
+    Workers workers() {
+        return workers;
+    }
+
+    /** The streamed embedding and LM head, or null: the weights' own. */
+    StreamedTables tables() {
+        return tables;
+    }
+
     /** Layers finished by the last forward. */
     public int layersCompleted() {
         return layersCompleted;

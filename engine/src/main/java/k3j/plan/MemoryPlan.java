@@ -71,6 +71,26 @@ public record MemoryPlan(long trunk, boolean trunkStreamed, long modelTables, bo
         return new MemoryPlan(trunkBytes, streamed, tables, ultra, cacheBytes, state, buffers, incremental ? kvBytes(c, tm) : 0, (int) tm, jvm);
     }
 
+    /**
+     * This plan serving {@code sequences} sequences at once (continuous batching, docs/semantics.md §4.7): a KV cache
+     * and a recurrent state of each sequence's own, of {@code positions} positions each, and the buffers of one step
+     * of at most {@code stepTokens} tokens, every one of them with its logits row.
+     *
+     * @param c          the model's config
+     * @param sequences  sequences in one step at most
+     * @param positions  positions of one sequence's state
+     * @param stepTokens tokens of one step at most
+     * @return the plan with those lines
+     */
+    public MemoryPlan serving(ModelConfig c, int sequences, int positions, int stepTokens) {
+        if (sequences < 1 || positions < 1 || stepTokens < 1) throw new IllegalArgumentException("serving " + sequences + " sequences of " + positions + " positions, steps of " + stepTokens + " tokens");
+        long e = c.hiddenSize(), v = c.vocabSize(), t = stepTokens;
+        long p = c.kdaWidth(), d = c.kdaHeadDim(), k = c.shortConvKernel();
+        long state = (p * d + 3 * p * (k - 1)) * 4 * c.layerCount() * sequences;
+        long buffers = (t * e + t * c.snapshotCapacity() * e + layerScratch(c, t, true) + t * v) * 4;
+        return new MemoryPlan(trunk, trunkStreamed, modelTables, ultra, expertCache, state, buffers, sequences * kvBytes(c, positions), positions, jvm, bisect);
+    }
+
     /** MLA KV bytes for {@code positions}: positions · n_mla · (Hm·kvd + qr) · 4 (K3: 2,365,440 B per position). */
     public static long kvBytes(ModelConfig c, long positions) {
         return positions * c.mlaLayerCount() * ((long) c.mlaHeads() * c.mlaKvHeadDim() + c.qkRopeHeadDim()) * 4;

@@ -50,7 +50,8 @@ public final class Logprobs {
      * @return their ids
      */
     public int[] top(int k) {
-        int m = Math.min(k, n);
+        int m = Math.max(0, Math.min(k, n));
+        if (m == 0) return new int[0];
         int[] best = new int[m];
         float[] lp = new float[m];
         int have = 0;
