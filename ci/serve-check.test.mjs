@@ -216,7 +216,7 @@ test('a slow client that never finishes its request is cut off by the idle timeo
   const started = Date.now();
   const answer = await new Promise(resolve => {
     let got = '';
-    const sock = net.connect(Number(port), '127.0.0.1', () => sock.write('POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"pro'));
+    const sock = net.connect(Number(port), '127.0.0.1', () => sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Length: 100\r\n\r\n{"pro`));
     const giveUp = setTimeout(() => { sock.destroy(); resolve(null); }, 30_000);
     sock.on('data', d => { got += d; });
     sock.on('close', () => { clearTimeout(giveUp); resolve(got); });
