@@ -268,37 +268,38 @@ class BatchInvarianceGate {
         }
     }
 
-    /** The mutants' schedule: the manifest's mutant case, its first schedule at the given limits (several sequences at once, slots reused). */
-    static long[] mutant(boolean batchReduction, boolean resetSlots, List<String> notes) throws Exception {
+    /**
+     * Serves the manifest's mutant case, its first schedule at the mutants' limits (several sequences at once, slots
+     * reused), with one fault planted, and requires the gate's comparison to find rows differing while every
+     * sequence ends normally: the fault shows as other bits, not as a failure.
+     */
+    static void mutantIsCaught(boolean batchReduction, boolean resetSlots, String fault) throws Exception {
         JsonNode m = manifest().path("mutants");
         JsonNode c = StreamSupport.stream(manifest().path("cases").spliterator(), false).filter(x -> x.path("name").asText().equals(m.path("case").asText()))
                 .findFirst().orElseThrow(() -> new AssertionError("BatchInvarianceGate.json: the mutants' case is not among the cases"));
         JsonNode dump = Project.json(Project.dump(c.path("dump").asText()).resolve("manifest.json"));
+        List<String> notes = new ArrayList<>();
+        long[] r;
         try (Engine engine = open(c)) {
             Forward f = ApiInternals.get().forward(engine);
             Schedule first = schedules(c, engine, ints(dump.path("prompt_ids")), ints(dump.path("generated_ids")).length).get(0);
             Schedule sc = new Schedule(need(m.path("schedule"), "max_active"), need(m.path("schedule"), "prefill_chunk"), first.maxContext(), first.seqs());
             assertTrue(sc.maxActive() > 1 && sc.seqs().size() > sc.maxActive(), "the mutants' schedule must run several sequences at once and reuse slots");
-            return judge(c, engine, batchReduction ? PlantedStep.batchReduction(f) : new BatchStep(f), resetSlots, List.of(sc), notes);
+            r = judge(c, engine, batchReduction ? PlantedStep.batchReduction(f) : new BatchStep(f), resetSlots, List.of(sc), notes);
         }
+        Evidence.parameter("rows differing under the mutant", r[0] + "/" + r[1]);
+        assertTrue(notes.stream().noneMatch(n -> n.contains("finished")), "the mutant's sequences must end normally, their bits differing: " + notes);
+        assertTrue(r[0] > 0, fault + " went unnoticed");
     }
 
     @Test
     void aReductionAcrossTheBatchIsCaught() throws Exception {
-        List<String> notes = new ArrayList<>();
-        long[] r = mutant(true, true, notes);
-        Evidence.parameter("rows differing under the mutant", r[0] + "/" + r[1]);
-        assertTrue(notes.stream().noneMatch(n -> n.contains("finished")), "the mutant's sequences must end normally, their bits differing: " + notes);
-        assertTrue(r[0] > 0, "the final norm over every row of the step went unnoticed");
+        mutantIsCaught(true, true, "the final norm over every row of the step");
     }
 
     @Test
     void aSlotReusedWithoutResetIsCaught() throws Exception {
-        List<String> notes = new ArrayList<>();
-        long[] r = mutant(false, false, notes);
-        Evidence.parameter("rows differing under the mutant", r[0] + "/" + r[1]);
-        assertTrue(notes.stream().noneMatch(n -> n.contains("finished")), "the mutant's sequences must end normally, their bits differing: " + notes);
-        assertTrue(r[0] > 0, "a freed slot's KDA state reused as it was left went unnoticed");
+        mutantIsCaught(false, false, "a freed slot's KDA state reused as it was left");
     }
 
     static int[] ints(JsonNode a) {

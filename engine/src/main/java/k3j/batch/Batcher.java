@@ -215,7 +215,7 @@ public final class Batcher implements Serving {
             int n = feeds.get(i).ids().length;
             try {
                 if (absorb(s, logits[i], n, feeds.get(i).allPositions())) made++;
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | StackOverflowError e) {
                 leave(s, Finish.ERROR, "its sink failed: " + e);
             }
         }

@@ -142,4 +142,17 @@ class MemoryPlanTest {
         assertEquals(Preset.SERVER, Preset.recommend(192L << 30).preset());
         assertEquals(null, Preset.recommend(9L << 30).preset());
     }
+
+    @Test
+    void servingHoldsAStateForEverySequenceAndTheBuffersOfTheWidestStep() {
+        MemoryPlan one = MemoryPlan.of(K3, true, 16_000_000_000L, 6_000_000_000L, false, 0, true, 100, 28, JVM);   // 129 positions
+        MemoryPlan eight = one.serving(K3, 8, 129, 8 * 16);
+        assertEquals(8 * one.kvCache(), eight.kvCache(), "a KV cache of 129 positions per sequence");
+        assertEquals(8 * one.recurrentState(), eight.recurrentState(), "a KDA state per sequence");
+        assertEquals(one.trunk() + one.expertCache() + one.modelTables(), eight.trunk() + eight.expertCache() + eight.modelTables(), "the weights once");
+        assertTrue(eight.buffers() > one.serving(K3, 8, 129, 8).buffers(), "a step of 128 tokens needs more buffers than one of 8");
+        assertTrue(eight.planRefusal(README_BOX).isEmpty());
+        assertTrue(one.serving(K3, 64, 4097, 64).planRefusal(README_BOX).isPresent(), "64 sequences of 4097 positions do not fit 64 GB");
+        assertThrows(IllegalArgumentException.class, () -> one.serving(K3, 0, 129, 8));
+    }
 }
