@@ -634,7 +634,7 @@ public final class Engine implements AutoCloseable {
     /** {@code id}'s logprob entry from the V logits that chose it. */
     private static Serving.TokenLogprob logprob(float[] logits, int v, int id, int top) {
         k3j.sample.Logprobs lp = new k3j.sample.Logprobs(logits, 0, v);
-        int[] ids = top == 0 ? new int[0] : lp.top(top);
+        int[] ids = lp.top(top);
         float[] values = new float[ids.length];
         for (int i = 0; i < ids.length; i++) values[i] = lp.of(ids[i]);
         return new Serving.TokenLogprob(id, lp.of(id), ids, values);

@@ -161,7 +161,7 @@ final class Generate {
     Call submit(Job job) {
         Call call = new Call(job, text);
         boolean promptLogprobs = job.echo() && job.logprobs();
-        Serving.Request r = new Serving.Request(job.prompt(), job.maxTokens(), job.sampling(), Math.max(1, job.topLogprobs()), promptLogprobs, job.stopAtEos() || job.chat());
+        Serving.Request r = new Serving.Request(job.prompt(), job.maxTokens(), job.sampling(), job.topLogprobs(), promptLogprobs, job.stopAtEos() || job.chat());
         try {
             call.submitted(serving.submit(r, call));
         } catch (Serving.Rejected e) {
