@@ -1,0 +1,156 @@
+"""The serving table of ci/bench-serve: k3 serve on loopback, driven by 1, 2, 4 and 8 concurrent streams.
+
+Per model and concurrency: the server's CPU milliseconds per id (the figure a loaded machine does not inflate), aggregate decode ids/s (the ids after each stream's first, over the span from the first
+stream's first id to the last stream's end), the batch's step time (decode span / steps), the bytes of weights one
+step read (/metrics k3_step_bytes_read, median while the streams ran), time to first token (median over the
+streams) and the server's CPU seconds for that level (/proc). Beside them: `k3 run`'s and the C engine's
+one-sequence rate on the same ids. Wall times on a loaded machine are inflated: the load average is printed.
+"""
+import json, os, re, signal, statistics, subprocess, sys, threading, time, urllib.request
+
+out, root = sys.argv[1], sys.argv[2]
+k3 = os.path.join(root, "bin", "k3")
+quick = os.environ.get("K3_BENCH_QUICK") == "1"
+cengine = os.environ.get("K3_C_ENGINE") or None
+if cengine and not os.access(cengine, os.X_OK):
+    sys.exit(f"bench-serve: K3_C_ENGINE={cengine} is not an executable")
+scale = os.environ.get("K3_SCALE") or os.path.join(root, "build", "scale-k3")
+LEVELS = [1, 2, 4, 8]
+load_before = open("/proc/loadavg").read().split()[:3]
+
+
+def cpu_seconds(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def metrics(base):
+    text = urllib.request.urlopen(base + "/metrics", timeout=60).read().decode()
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(k3_\w+) (\S+)$", text, re.M)}
+
+
+def stream(base, ids, gen, rec):
+    body = json.dumps({"prompt": ids, "max_tokens": gen, "temperature": 0, "ignore_eos": True, "stream": True}).encode()
+    req = urllib.request.Request(base + "/v1/completions", body, {"Content-Type": "application/json"})
+    t0 = time.monotonic()
+    n, first = 0, None
+    with urllib.request.urlopen(req, timeout=3600) as r:
+        for line in r:
+            line = line.decode().strip()
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            j = json.loads(line[6:])
+            if "error" in j:
+                raise RuntimeError(j["error"]["message"])
+            k = sum(len(c.get("token_ids") or []) for c in j["choices"])
+            if k and first is None:
+                first = time.monotonic()
+            n += k
+    rec.update(start=t0, first=first, end=time.monotonic(), ids=n)
+
+
+def level(base, pid, c, gen, prompt_len):
+    recs = [dict() for _ in range(c)]
+    before, cpu0 = metrics(base), cpu_seconds(pid)
+    bytes_seen, done = [], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            m = metrics(base)
+            if m.get("k3_active_sequences", 0) > 0 and m.get("k3_step_bytes_read", 0) > 0:
+                bytes_seen.append(m["k3_step_bytes_read"])
+            done.wait(0.25)
+
+    threads = [threading.Thread(target=stream, args=(base, [(7 * i + j) % 200 + 1 for j in range(prompt_len)], gen, recs[i])) for i in range(c)]
+    s = threading.Thread(target=sample)
+    s.start()
+    for t in threads: t.start()
+    for t in threads: t.join()
+    done.set()
+    s.join()
+    after, cpu1 = metrics(base), cpu_seconds(pid)
+    if any(r.get("ids") != gen for r in recs):
+        raise RuntimeError(f"{c} streams: ids per stream {[r.get('ids') for r in recs]}, asked {gen}")
+    span = max(r["end"] for r in recs) - min(r["first"] for r in recs)
+    decoded = sum(r["ids"] - 1 for r in recs)
+    steps = after["k3_steps_total"] - before["k3_steps_total"]
+    return dict(streams=c, ids_per_s=decoded / span, step_s=span / max(1, gen - 1), steps=steps,
+                bytes_per_step=statistics.median(bytes_seen) if bytes_seen else None,
+                ttft_s=statistics.median(r["first"] - r["start"] for r in recs), cpu_s=cpu1 - cpu0, cpu_ms_per_id=(cpu1 - cpu0) * 1000 / (c * gen), wall_s=max(r["end"] for r in recs) - min(r["start"] for r in recs))
+
+
+def one_sequence(cmd, path, env=None):
+    t0 = time.monotonic()
+    subprocess.run(cmd + ["--out", path], cwd=root, check=True, capture_output=True, env=env, timeout=3600)
+    j = json.load(open(path))
+    spt = j.get("seconds_per_token") or (time.monotonic() - t0) / max(1, len(j["generated_ids"]))
+    return 1 / spt
+
+
+def model(name, path, gen, prompt_len, extra):
+    row = dict(model=name)
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        row["missing"] = f"NOT MEASURED: no fixture at {path} (ci/bench --make-scale makes it)"
+        return row
+    p = subprocess.Popen([k3, "serve", path, "--port", "0", "--threads", "2", "--max-active", "8", "--max-queued", "8"] + extra,
+                         cwd=root, stdout=subprocess.PIPE, stderr=open(os.path.join(out, f"serve-{name}.log"), "w"), text=True)
+    try:
+        line = p.stdout.readline()
+        m = re.search(r"listening on (http://\S+)", line)
+        if not m:
+            row["missing"] = "NOT MEASURED: the server did not start (see serve-" + name + ".log)"
+            return row
+        base = m.group(1)
+        level(base, p.pid, 1, 3, prompt_len)   # warm-up: JIT, caches
+        row["levels"] = [level(base, p.pid, c, gen, prompt_len) for c in LEVELS]
+    except Exception as e:
+        row["missing"] = f"NOT MEASURED: {e}"
+    finally:
+        p.send_signal(signal.SIGTERM)
+        try:
+            row["exit"] = p.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            row["exit"] = "killed"
+    ids = ",".join(str((j % 200) + 1) for j in range(prompt_len))
+    row["run_ids_per_s"] = one_sequence([k3, path, "--ids", ids, "--gen", str(gen), "--ignore-eos", "--threads", "2"] + extra, os.path.join(out, f"serve-run-{name}.json"))
+    if cengine:
+        try:
+            row["c_ids_per_s"] = one_sequence([cengine, path, "--ids", ids, "--gen", str(gen), "--incremental", "--cache-gb", "4"],
+                                              os.path.join(out, f"serve-c-{name}.json"), dict(os.environ, OMP_NUM_THREADS="2"))
+        except Exception as e:
+            row["c_note"] = f"failed: {e}"
+    return row
+
+
+rows = [model("mini-k3-93", os.path.join(root, "oracle-fixtures", "mini-k3-93"), 8 if quick else 24, 8, []),
+        model("scale-k3", scale, 3 if quick else 6, 8, ["--cache-gb", "4"])]
+load_after = open("/proc/loadavg").read().split()[:3]
+json.dump(dict(rows=rows, load_before=load_before, load_after=load_after, c_engine=cengine), open(os.path.join(out, "serve.json"), "w"), indent=1)
+
+lines = [f"k3 serve, concurrent streams (load average before {' '.join(load_before)}, after {' '.join(load_after)}; 2 worker threads; "
+         "wall figures on a loaded machine are inflated, CPU seconds beside them)", ""]
+lines.append(f"{'model':<12} {'streams':>7} {'decode ids/s':>12} {'x 1 stream':>10} {'step ms':>8} {'MB/step':>8} {'TTFT ms':>8} {'server CPU s':>12} {'CPU ms/id':>9}")
+for r in rows:
+    if "missing" in r and "levels" not in r:
+        lines.append(f"{r['model']:<12} {r['missing']}")
+        continue
+    one = r["levels"][0]["ids_per_s"]
+    for l in r["levels"]:
+        mb = f"{l['bytes_per_step'] / 1e6:.1f}" if l["bytes_per_step"] else "-"
+        lines.append(f"{r['model']:<12} {l['streams']:>7} {l['ids_per_s']:>12.2f} {l['ids_per_s'] / one:>10.2f} {l['step_s'] * 1000:>8.1f} {mb:>8} "
+                     f"{l['ttft_s'] * 1000:>8.0f} {l['cpu_s']:>12.1f} {l['cpu_ms_per_id']:>9.1f}")
+    run = r.get("run_ids_per_s")
+    c = r.get("c_ids_per_s")
+    lines.append(f"{'':<12} k3 run, one sequence (its --out seconds_per_token, prefill included): {run:.2f} ids/s; C engine, one sequence: "
+                 + (f"{c:.2f} ids/s" if c else r.get("c_note", "no K3_C_ENGINE")) + f"; server exit {r.get('exit')}")
+    eight = r["levels"][-1]["ids_per_s"] / one
+    lines.append(f"{'':<12} 8 streams / 1 stream = {eight:.2f} (target >= 4 at the released widths: "
+                 + ("MET" if eight >= 4 else "NOT MET") + (" — this is not the released width" if r["model"] != "scale-k3" else "") + ")")
+    cpu8 = r["levels"][0]["cpu_ms_per_id"] / r["levels"][-1]["cpu_ms_per_id"]
+    lines.append(f"{'':<12} server CPU per id, 1 stream / 8 streams = {cpu8:.2f} (the load-independent view of the same ratio)")
+    lines.append(f"{'':<12} 1 stream through the server / k3 run = {one / run:.3f} of the rate (target within 5 %: "
+                 + ("MET" if abs(one / run - 1) <= 0.05 else "NOT MET") + ")")
+text = "\n".join(lines)
+print(text)
+open(os.path.join(out, "serve.txt"), "w").write(text + "\n")
