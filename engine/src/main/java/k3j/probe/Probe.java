@@ -139,10 +139,15 @@ public final class Probe {
             Answer a = asking.ask(key(p, f), f, p, s.gen(), false);
             base.put(key(p, f), a);
             float[] rows = ref.rows(a.prompt(), a.ids().chosen());
-            ProviderGrade g = ProviderGrade.grade(rows, a.ids(), ref.vocab(), a.prompt().length - 1);
+            int n = rows.length / ref.vocab();
+            ProviderGrade.Ids ids = a.ids();
+            if (n < ids.size()) ids = new ProviderGrade.Ids(Arrays.copyOf(ids.chosen(), n), Arrays.copyOf(ids.top(), n), Arrays.copyOf(ids.topLogprob(), n));
+            ProviderGrade g = ProviderGrade.grade(rows, ids, ref.vocab(), a.prompt().length - 1);
             Invariants.Item item = Invariants.providerLogits(what, rows, g, s.thresholds(), VerdictLimits.shipped());
-            String head = String.format(Locale.ROOT, "the server's logprobs (%s form, %d prompt ids, %d completion tokens) against the reference; thresholds: %s%n",
-                    f.word(), a.prompt().length, a.size(), s.thresholds().text());
+            if (item.status() == Invariants.Status.FAIL) item = new Invariants.Item(what, item.status(), item.why() + firstApart(g));
+            String head = String.format(Locale.ROOT, "the server's logprobs (%s form, %d prompt ids, %d completion tokens%s) against %s; thresholds: %s%n",
+                    f.word(), a.prompt().length, a.size(), n < a.size() ? ", the first " + n + " graded: the reference's ids part from the server's there" : "",
+                    ref.describe(), s.thresholds().text());
             return new Case(Kind.CONFORMANCE, what, item, head + g.text());
         } catch (Endpoint.Failed e) {
             if (e.notServed) notServed.put(f, "the server does not serve the " + f.word() + " form (" + e.getMessage() + "); leave it out with --forms to judge the rest");
@@ -150,6 +155,19 @@ public final class Probe {
         } catch (ProviderResponse.RefusedException e) {
             return new Case(Kind.CONFORMANCE, what, Invariants.Item.refused(what, e.getMessage()), "");
         }
+    }
+
+    /** "; first apart at position P: ..." the first position whose top-1 differs, else the one with the largest |dlogprob|. */
+    private static String firstApart(ProviderGrade g) {
+        ProviderGrade.Row worst = g.rows().getFirst();
+        for (ProviderGrade.Row r : g.rows()) {
+            if (!r.sameTop1()) {
+                return String.format(Locale.ROOT, "; first apart at position %d: the server's top token is id %d, the reference's id %d (the server's token ranks %d there)",
+                        r.position(), r.providerTop(), r.candidateTop(), r.chosenRank());
+            }
+            if (r.maxAbsDlogprob() > worst.maxAbsDlogprob()) worst = r;
+        }
+        return String.format(Locale.ROOT, "; furthest apart at position %d: |dlogprob| %.3g nats", worst.position(), worst.maxAbsDlogprob());
     }
 
     private Case property(Property prop, List<Prompt> prompts) throws InterruptedException {

@@ -21,11 +21,57 @@ public interface Reference extends AutoCloseable {
     /** {@return who computes it, for the first screen} */
     String describe();
 
-    /** The [completion.length, vocab] logits: row i predicts completion id i after the prompt and the completion before it. */
+    /**
+     * The [n, vocab] logits, row i predicting completion id i after the prompt and the completion before it; n is the
+     * completion's length, or fewer when the reference holds only that many (a dump whose ids part from the completion).
+     */
     float[] rows(int[] prompt, int[] completion);
 
     @Override
     void close();
+
+    /**
+     * A reference dump ({@code docs/formats.md} §7): its teacher-forced logits over its own prompt and generated ids.
+     * Only its prompt can be graded, and only as far as the server's completion follows the dump's ids (one row past
+     * the first id where they part); {@code tokDir} holds the model's tokenizer.
+     */
+    static Reference dump(Path dumpPath, Path tokDir) {
+        k3j.conform.ReferenceDump d = k3j.conform.ReferenceDump.open(dumpPath);
+        Tokenizer tok = Tokenizer.load(tokDir);
+        int v = d.shape("logits")[1];
+        float[] logits = d.f32("logits");
+        int[] prompt = d.promptIds(), generated = d.generatedIds();
+        return new Reference() {
+            @Override
+            public Tokenizer tokenizer() {
+                return tok;
+            }
+
+            @Override
+            public int vocab() {
+                return v;
+            }
+
+            @Override
+            public String describe() {
+                return "the reference dump " + d.source() + " (" + d.producer() + "; its prompt of " + prompt.length + " ids and its " + generated.length + " generated ids)";
+            }
+
+            @Override
+            public float[] rows(int[] p, int[] completion) {
+                if (!Arrays.equals(p, prompt)) throw new IllegalArgumentException("the dump holds the logits of its own prompt only");
+                int n = 0;
+                while (n < completion.length && n < generated.length) {
+                    n++;
+                    if (completion[n - 1] != generated[n - 1]) break;
+                }
+                return Arrays.copyOfRange(logits, (prompt.length - 1) * v, (prompt.length - 1 + n) * v);
+            }
+
+            @Override
+            public void close() {}
+        };
+    }
 
     /**
      * k3j computing on the model folder {@code dir} under {@code plan}: one teacher-forced forward over prompt and
