@@ -72,7 +72,35 @@ class ServingFaultsGate {
     static Stream<Arguments> cases() throws Exception {
         JsonNode m = Project.json(Path.of(ServingFaultsGate.class.getResource("serving-faults.json").toURI()));
         return java.util.stream.StreamSupport.stream(m.path("cases").spliterator(), false)
-                .map(c -> Arguments.of(c.path("fault").asText() + (c.path("chat").asBoolean() ? "" : ", no chat form") + ", --forms " + c.path("forms").asText(), c));
+                .map(c -> Arguments.of(c.path("fault").asText() + (c.path("chat").asBoolean() ? "" : ", no chat form") + ", --forms " + c.path("forms").asText()
+                        + (c.has("budget_nats") ? ", declared non-deterministic within " + c.path("budget_nats").asDouble() + " nats" : ""), c));
+    }
+
+    @org.junit.jupiter.api.Test
+    @DisplayName("k3 probe prints the verdict and exits by it: 0 for the clean server, 1 for logprobs shifted by one position")
+    void commandPrintsTheVerdict(@org.junit.jupiter.api.io.TempDir Path tmp) throws Exception {
+        Allure.feature("serving faults");
+        for (FaultyServer.Fault f : List.of(FaultyServer.Fault.NONE, FaultyServer.Fault.SHIFTED_LOGPROBS)) {
+            try (FaultyServer server = new FaultyServer(engine, tok, f, true)) {
+                java.io.StringWriter o = new java.io.StringWriter();
+                Path json = tmp.resolve(f + ".json");
+                int exit = k3j.cli.K3.execute(new java.io.PrintWriter(o, true), new java.io.PrintWriter(o, true), k3j.model.Assembly.Intercepts.NONE, "probe",
+                        server.uri().toString(), "--model", TINY.toString(), "--threads", "1", "--random", "2", "--prompt-ids", "6", "--gen", "4", "--batch", "2",
+                        "--long-gen", "6", "--json", json.toString());
+                String screen = o.toString();
+                Evidence.text("k3 probe against " + f, screen);
+                JsonNode v = Project.json(json);
+                if (f == FaultyServer.Fault.NONE) {
+                    assertEquals(0, exit, screen);
+                    assertTrue(screen.contains("\nVERDICT: CONFORMS\n"), screen);
+                    assertEquals("CONFORMS", v.path("outcome").asText());
+                } else {
+                    assertEquals(1, exit, screen);
+                    assertTrue(screen.contains("FIRST DIVERGENCE: conformance: p1 completions: outside the thresholds") && screen.contains("\nVERDICT: DOES NOT CONFORM\n"), screen);
+                    assertEquals("DOES_NOT_CONFORM", v.path("outcome").asText());
+                }
+            }
+        }
     }
 
     @ParameterizedTest(name = "{0}")
@@ -86,7 +114,7 @@ class ServingFaultsGate {
         List<Prompt> prompts = Prompts.random(p.path("prompts").asInt(), p.path("seed").asLong(), p.path("prompt_ids").asInt(), tok);
         try (FaultyServer server = new FaultyServer(engine, tok, FaultyServer.Fault.valueOf(c.path("fault").asText()), c.path("chat").asBoolean())) {
             Probe.Settings s = new Probe.Settings(server.uri(), null, "tiny-k3", forms, p.path("gen").asInt(), p.path("top").asInt(), p.path("batch").asInt(),
-                    p.path("long_gen").asInt(), p.path("budget_nats").asDouble(), Duration.ofSeconds(p.path("timeout_seconds").asInt()), p.path("retries").asInt(),
+                    p.path("long_gen").asInt(), c.path("budget_nats").asDouble(p.path("budget_nats").asDouble()), Duration.ofSeconds(p.path("timeout_seconds").asInt()), p.path("retries").asInt(),
                     p.path("max_requests").asInt(), new ProviderGrade.Thresholds(ProviderGrade.Thresholds.DEFAULT_MIN_TOP1, ProviderGrade.Thresholds.DEFAULT_MAX_MEAN_DLOGPROB, null),
                     p.path("seed").asLong());
             Probe.Result r = Probe.run(s, reference, prompts);
@@ -100,6 +128,7 @@ class ServingFaultsGate {
                 assertTrue(r.verdict().findings().stream().anyMatch(f -> f.startsWith(want + ": ") && f.contains(" parts from ") || f.startsWith(want + ": outside")),
                         "the case '" + want + "' must fail naming its first divergence:\n" + screen);
             }
+            if (c.path("outcome").asText().equals("CONFORMS")) assertTrue(r.verdict().green() && r.verdict().findings().isEmpty(), screen);
             if (c.has("not_judged")) {
                 String want = c.path("not_judged").asText();
                 assertTrue(r.verdict().notJudged().stream().anyMatch(f -> f.startsWith(want + ": ")), "'" + want + "' must be named not judged:\n" + screen);

@@ -61,7 +61,11 @@ public final class FaultyServer implements AutoCloseable {
         /** one KDA state slot for the batch: each sequence steps on from the state the one before it left */
         SHARED_KDA_STATE,
         /** the KDA conv histories cleared between prefill chunks */
-        CHUNK_DROPS_CONV
+        CHUNK_DROPS_CONV,
+        /** streamed logprobs printed rounded to 4 decimals (the answers in one piece exact) */
+        STREAM_ROUNDS_LOGPROBS,
+        /** the chat form's logprobs printed rounded to 4 decimals (the completions form's exact) */
+        CHAT_ROUNDS_LOGPROBS
     }
 
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -212,7 +216,7 @@ public final class FaultyServer implements AutoCloseable {
                 ObjectNode chunk = JSON.createObjectNode();
                 ObjectNode c = chunk.putArray("choices").addObject();
                 c.put("index", 0);
-                logprobs(c, chatForm, List.of(e), top);
+                logprobs(c, chatForm, List.of(e), top, fault == Fault.STREAM_ROUNDS_LOGPROBS);
                 if (chatForm) c.putObject("delta").put("content", text(tok.bytes(e.id())));
                 else c.put("text", text(tok.bytes(e.id())));
                 o.write(("data: " + JSON.writeValueAsString(chunk) + "\n\n").getBytes(StandardCharsets.UTF_8));
@@ -234,7 +238,7 @@ public final class FaultyServer implements AutoCloseable {
         for (Entry e : got) text.append(text(tok.bytes(e.id())));
         if (chatForm) c.putObject("message").put("role", "assistant").put("content", text.toString());
         else c.put("text", text.toString());
-        logprobs(c, chatForm, got, top);
+        logprobs(c, chatForm, got, top, chatForm && fault == Fault.CHAT_ROUNDS_LOGPROBS);
         c.put("finish_reason", got.size() > 0 && got.getLast().id() == eos ? "stop" : "length");
         usage(root, promptTokens, got.size());
         return root;
@@ -244,8 +248,9 @@ public final class FaultyServer implements AutoCloseable {
         root.putObject("usage").put("prompt_tokens", prompt).put("completion_tokens", completion).put("total_tokens", prompt + completion);
     }
 
-    private void logprobs(ObjectNode choice, boolean chatForm, List<Entry> got, int top) {
+    private void logprobs(ObjectNode choice, boolean chatForm, List<Entry> got, int top, boolean rounded) {
         if (top == 0) return;
+        if (rounded) got = got.stream().map(FaultyServer::rounded).toList();
         ObjectNode lp = choice.putObject("logprobs");
         if (chatForm) {
             ArrayNode content = lp.putArray("content");
@@ -263,6 +268,16 @@ public final class FaultyServer implements AutoCloseable {
                 for (int j = 0; j < top; j++) alts.put(shown(e.top()[j]), e.topLp()[j]);
             }
         }
+    }
+
+    private static Entry rounded(Entry e) {
+        float[] lps = new float[e.topLp().length];
+        for (int j = 0; j < lps.length; j++) lps[j] = round(e.topLp()[j]);
+        return new Entry(e.id(), round(e.logprob()), e.top(), lps);
+    }
+
+    private static float round(float x) {
+        return (float) (Math.round(x * 1e4) / 1e4);
     }
 
     private ObjectNode chatToken(ObjectNode t, int id, float logprob) {
