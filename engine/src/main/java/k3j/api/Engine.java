@@ -489,6 +489,27 @@ public final class Engine implements AutoCloseable {
      * @return what was generated
      */
     public Generated generate(State from, int[] prompt, Settings s, TokenListener listener, java.util.function.BooleanSupplier stopRequested) {
+        return generate(from, prompt, s, listener, stopRequested, 0, null);
+    }
+
+    /**
+     * As {@link #generate(State, int[], Settings, TokenListener, java.util.function.BooleanSupplier)}, telling
+     * {@code logprobs} each generated id with its logprob and its {@code top} most likely alternatives, from the
+     * logits that chose it by the one log-softmax {@link Serving} reports with (k3j.sample.Logprobs).
+     *
+     * @param from the state to continue, or null
+     * @param prompt the ids that follow it
+     * @param s how to generate (not speculative)
+     * @param listener told each token as it is chosen
+     * @param stopRequested asked after each token; true stops there
+     * @param top the alternatives per id, 0 to 20
+     * @param logprobs told each id's logprob entry, in order
+     * @return what was generated
+     */
+    public Generated generate(State from, int[] prompt, Settings s, TokenListener listener, java.util.function.BooleanSupplier stopRequested, int top,
+                              java.util.function.Consumer<Serving.TokenLogprob> logprobs) {
+        if (logprobs != null && (top < 0 || top > 20)) throw new IllegalArgumentException("top logprobs must be 0 to 20, not " + top);
+        if (logprobs != null && s.speculative() > 0) throw new IllegalArgumentException("logprobs are reported without speculative decoding");
         if (listener == null) throw new IllegalArgumentException("the token listener is null: pass id -> {} to ignore the tokens as they come");
         if (stopRequested == null) throw new IllegalArgumentException("the stop request is null: pass () -> false to generate until the end");
         if (prompt.length == 0) throw new IllegalArgumentException("no prompt ids");
@@ -513,7 +534,11 @@ public final class Engine implements AutoCloseable {
             spec = new Generated.Speculation(Math.min(s.speculative(), Speculative.MAX_DRAFT), r.verifications(), r.drafted(), r.accepted());
         } else {
             Sampler sampler = new Sampler(s.sampling().sampler(), 0);
-            g = Generation.run(forward, fed, s.maxTokens(), state, (l, v) -> sampler.next(l, 0, v), false, listener::token, stop);
+            g = Generation.run(forward, fed, s.maxTokens(), state, (l, v) -> {
+                int id = sampler.next(l, 0, v);
+                if (logprobs != null) logprobs.accept(logprob(l, v, id, top));
+                return id;
+            }, false, listener::token, stop);
         }
         int[] ids = g.generated();
         Generated.Stop why = ids.length > 0 && end.test(ids[ids.length - 1]) ? Generated.Stop.END_OF_SEQUENCE
@@ -604,6 +629,15 @@ public final class Engine implements AutoCloseable {
      */
     public Chat chat(History history, Thinking thinking, Sampling sampling) {
         return new Chat(this, history, thinking, sampling);
+    }
+
+    /** {@code id}'s logprob entry from the V logits that chose it. */
+    private static Serving.TokenLogprob logprob(float[] logits, int v, int id, int top) {
+        k3j.sample.Logprobs lp = new k3j.sample.Logprobs(logits, 0, v);
+        int[] ids = top == 0 ? new int[0] : lp.top(top);
+        float[] values = new float[ids.length];
+        for (int i = 0; i < ids.length; i++) values[i] = lp.of(ids[i]);
+        return new Serving.TokenLogprob(id, lp.of(id), ids, values);
     }
 
     static int[] concat(int[] a, int[] b) {

@@ -140,12 +140,28 @@ public interface Serving extends AutoCloseable {
     record Stats(int queued, int active, long steps, long tokens, double lastStepSeconds, long lastStepBytes, double tokensPerSecond) {}
 
     /**
+     * Serving over {@code engine}'s weights: starts the batch thread. While it runs, the engine's own
+     * {@link Engine#generate} must not be called (one forward, one thread at a time).
+     *
+     * @param engine the opened model
+     * @param limits how many sequences run and wait, the prefill chunk and the context
+     * @return the serving; close it before the engine
+     */
+    static Serving open(Engine engine, Limits limits) {
+        if (limits.maxContext() > engine.maxPositions()) {
+            throw new IllegalArgumentException("a context of " + limits.maxContext() + " positions is over the " + engine.maxPositions() + " " + engine.maxPositionsSource());
+        }
+        return new k3j.batch.Batcher(new k3j.model.BatchStep(engine.forward()), limits, engine.config().vocabSize(), engine.eos());
+    }
+
+    /**
      * Queues one sequence.
      *
      * @param request what to generate
      * @param sink    told what it produces
      * @return the ticket to cancel it with
      * @throws Rejected when it is not admitted
+     * @throws IllegalArgumentException when a prompt id is outside the vocabulary
      */
     Ticket submit(Request request, Sink sink);
 

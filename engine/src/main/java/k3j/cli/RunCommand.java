@@ -156,6 +156,12 @@ final class RunCommand implements Callable<Integer> {
             + "in RAM, a faster kernel); the same bits either way (default ${DEFAULT-VALUE})")
     String expertCodes;
 
+    @Option(names = "--logprobs", paramLabel = "N", description = "write each generated id's logprob and its N (0..20) most likely alternatives "
+            + "to --out (\"logprobs\"), by the log-softmax k3 serve reports with")
+    Integer logprobs;
+
+    private final List<k3j.api.Serving.TokenLogprob> logprobEntries = new ArrayList<>();
+
     @Option(names = "--tf-check", description = "teacher-forced agreement over the --ids sequence in one forward (needs >= 2 ids); "
             + "writes {tf_positions, tf_matches, tf_agreement} to --out")
     boolean tfCheck;
@@ -183,6 +189,8 @@ final class RunCommand implements Callable<Integer> {
      */
     void checkFlags() {
         memory.validate();
+        if (logprobs != null && (logprobs < 0 || logprobs > 20)) throw usage("--logprobs must be 0 to 20, got " + logprobs);
+        if (logprobs != null && (specDraft > 0 || text.chat || out == null)) throw usage("--logprobs writes to --out, without --spec or --chat");
         try {
             if (ids != null) parseIds(ids);
         } catch (NumberFormatException e) {
@@ -505,7 +513,8 @@ final class RunCommand implements Callable<Integer> {
                     o.println(table.add(new StepTable.Row(step, id, fedNow, secs, 100 * cs.hitRate(), cs.bytesRead(), io)));
                     o.flush();
                 };
-                g = engine.generate(from, promptIds, settings, progress, signals::requested);
+                g = logprobs == null ? engine.generate(from, promptIds, settings, progress, signals::requested)
+                        : engine.generate(from, promptIds, settings, progress, signals::requested, logprobs, logprobEntries::add);
                 if (g.stop() == k3j.api.Generated.Stop.INTERRUPTED) {
                     interrupted = signals.name();
                     rc = signals.exitCode();
@@ -692,7 +701,7 @@ final class RunCommand implements Callable<Integer> {
             case INTERRUPTED -> "interrupted";
         };
         AtomicWrite.write(out, "--out", os -> writeJson(os, promptIds, generated, wall, bound, completed, drops, expertBytes, trunkBytes, peak, generatedText, tables,
-                settings, eos, stopped, trunkBinding));
+                settings, eos, stopped, trunkBinding, logprobs == null ? null : logprobEntries));
     }
 
     /** What the streamed trunk's data binding check did at open (null: the trunk is resident). */
@@ -700,7 +709,8 @@ final class RunCommand implements Callable<Integer> {
 
     private static void writeJson(OutputStream os, int[] promptIds, int[] generated, double wall, int bound, int completed, long drops,
                                   long expertBytes, long trunkBytes, long peak, String generatedText, StreamedTables tables,
-                                  k3j.api.Settings settings, int eos, String stopped, k3j.trunk.DataBinding.Result binding) throws IOException {
+                                  k3j.api.Settings settings, int eos, String stopped, k3j.trunk.DataBinding.Result binding,
+                                  List<k3j.api.Serving.TokenLogprob> logprobs) throws IOException {
         try (JsonGenerator j = new JsonFactory().createGenerator(os, JsonEncoding.UTF8)) {
             j.writeStartObject();
             j.writeFieldName("prompt_ids");
@@ -751,6 +761,21 @@ final class RunCommand implements Callable<Integer> {
             if (stopped != null) j.writeStringField("stopped", stopped);
             else j.writeNullField("stopped");
             j.writeNumberField("steps", generated.length);
+            if (logprobs != null) {
+                j.writeArrayFieldStart("logprobs");   // float32 values, written as their shortest decimal
+                for (k3j.api.Serving.TokenLogprob t : logprobs) {
+                    j.writeStartObject();
+                    j.writeNumberField("id", t.id());
+                    j.writeNumberField("logprob", t.logprob());
+                    j.writeFieldName("top_ids");
+                    j.writeArray(t.topIds(), 0, t.topIds().length);
+                    j.writeArrayFieldStart("top_logprobs");
+                    for (float f : t.topLogprobs()) j.writeNumber(f);
+                    j.writeEndArray();
+                    j.writeEndObject();
+                }
+                j.writeEndArray();
+            }
             j.writeEndObject();
         }
     }

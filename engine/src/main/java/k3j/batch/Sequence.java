@@ -1,0 +1,63 @@
+package k3j.batch;
+
+import java.util.ArrayList;
+import java.util.List;
+import k3j.api.Serving;
+import k3j.model.DecodeState;
+import k3j.sample.Logprobs;
+import k3j.sample.Sampler;
+
+/** One admitted or waiting sequence: its request, its sink, its own state and sampler, and how far it has come. */
+final class Sequence implements Serving.Ticket {
+    final Serving.Request request;
+    final Serving.Sink sink;
+    final Sampler sampler;
+    private final Runnable wake;
+    volatile boolean cancelled;
+    DecodeState state;
+    /** prompt ids fed so far */
+    int fed;
+    /** ids generated so far */
+    int generated;
+    int last;
+    boolean done;
+    final List<Serving.TokenLogprob> promptEntries = new ArrayList<>();
+
+    Sequence(Serving.Request request, Serving.Sink sink, Sampler sampler, Runnable wake) {
+        this.request = request;
+        this.sink = sink;
+        this.sampler = sampler;
+        this.wake = wake;
+    }
+
+    @Override
+    public void cancel() {
+        cancelled = true;
+        wake.run();
+    }
+
+    /** The positions the sequence holds at most: its prompt, its generated ids, and one more (as a single run plans it). */
+    int capacity() {
+        return request.prompt().length + request.maxTokens() + 1;
+    }
+
+    boolean prefilling() {
+        return fed < request.prompt().length;
+    }
+
+    /** The ids of its next feed: the next prefill chunk, or the last generated id. */
+    int[] nextFeed(int chunk) {
+        int[] p = request.prompt();
+        if (!prefilling()) return new int[] {last};
+        return java.util.Arrays.copyOfRange(p, fed, Math.min(p.length, fed + chunk));
+    }
+
+    /** {@return {@code id} with its logprob and the request's number of alternatives, from the logits row at {@code off}} */
+    Serving.TokenLogprob logprob(float[] logits, int off, int vocab, int id) {
+        Logprobs lp = new Logprobs(logits, off, vocab);
+        int[] top = lp.top(request.topLogprobs());
+        float[] tl = new float[top.length];
+        for (int i = 0; i < top.length; i++) tl[i] = lp.of(top[i]);
+        return new Serving.TokenLogprob(id, lp.of(id), top, tl);
+    }
+}
