@@ -111,7 +111,7 @@ class ServingFaultsGate {
         JsonNode p = manifest.path("probe");
         Set<Form> forms = EnumSet.noneOf(Form.class);
         for (String f : c.path("forms").asText().split(",")) forms.add(Form.of(f));
-        List<Prompt> prompts = Prompts.random(p.path("prompts").asInt(), p.path("seed").asLong(), p.path("prompt_ids").asInt(), tok);
+        List<Prompt> prompts = Prompts.random(p.path("prompts").asInt(), p.path("seed").asLong(), p.path("prompt_ids").asInt(), tok, engine.shape().vocabSize());
         try (FaultyServer server = new FaultyServer(engine, tok, FaultyServer.Fault.valueOf(c.path("fault").asText()), c.path("chat").asBoolean())) {
             Probe.Settings s = new Probe.Settings(server.uri(), null, "tiny-k3", forms, p.path("gen").asInt(), p.path("top").asInt(), p.path("batch").asInt(),
                     p.path("long_gen").asInt(), c.path("budget_nats").asDouble(p.path("budget_nats").asDouble()), Duration.ofSeconds(p.path("timeout_seconds").asInt()), p.path("retries").asInt(),

@@ -53,7 +53,8 @@ final class ProbeCommand implements Callable<Integer> {
     @Option(names = "--reference", paramLabel = "DUMP", description = "the reference: a reference dump (its prompt, its logits); needs --tok")
     Path dump;
 
-    @Option(names = "--tok", paramLabel = "DIR", description = "the model's tokenizer folder (default: --model)")
+    @Option(names = "--tok", paramLabel = "DIR", description = "the model's tokenizer folder (default: --model's, when it has one; without one only "
+            + "vLLM-style token_id:N names a token, and only the completions form is asked)")
     Path tok;
 
     @CommandLine.Mixin
@@ -165,7 +166,11 @@ final class ProbeCommand implements Callable<Integer> {
             if (model != null) {
                 k3j.plan.MemInfo mem = RunCommand.memInfo();
                 k3j.api.Plan plan = memory.plan(memory.budgets(mem, out::println));
-                ref = Reference.model(model, tok != null ? tok : model, plan, threads.count(), Math.max(promptIds, 4096) + longGen + gen, text -> {
+                Path tokDir = tok != null ? tok : java.nio.file.Files.isRegularFile(model.resolve(k3j.tokenizer.Tokenizer.RANKS_FILE)) ? model : null;
+                if (tokDir == null && asked.contains(Form.CHAT)) {
+                    throw usage(model + " holds no tokenizer: the chat form needs one (--tok DIR), or leave it out with --forms completions");
+                }
+                ref = Reference.model(model, tokDir, plan, threads.count(), Math.max(promptIds, 4096) + longGen + gen, text -> {
                     out.print(text);
                     out.flush();
                 });
@@ -175,6 +180,8 @@ final class ProbeCommand implements Callable<Integer> {
         } catch (k3j.plan.PlanRefused e) {
             out.println("refused: " + e.getMessage());
             return ExitCode.RUNTIME;
+        } catch (CommandLine.ParameterException e) {
+            throw e;
         } catch (RuntimeException e) {
             throw usage("the reference: " + e.getMessage());
         }
@@ -189,7 +196,7 @@ final class ProbeCommand implements Callable<Integer> {
                 } else {
                     if (random != null && (random < 1 || random > Prompts.MAX_PROMPTS)) throw usage("--random must be 1.." + Prompts.MAX_PROMPTS);
                     if (promptIds < 1 || promptIds > Prompts.MAX_IDS) throw usage("--prompt-ids must be 1.." + Prompts.MAX_IDS);
-                    prompts = Prompts.random(random == null ? 3 : random, seed, promptIds, ref.tokenizer());
+                    prompts = Prompts.random(random == null ? 3 : random, seed, promptIds, ref.tokenizer(), ref.vocab());
                 }
             } catch (IllegalArgumentException e) {
                 throw usage(e.getMessage());

@@ -265,7 +265,8 @@ public final class Probe {
     private int[] tail(int n, int salt) {
         java.util.Random r = new java.util.Random(s.seed() * 31 + salt);
         int[] out = new int[n];
-        for (int i = 0; i < n; i++) out[i] = r.nextInt(ref.tokenizer().nBase());
+        int bound = ref.tokenizer() != null ? ref.tokenizer().nBase() : ref.vocab();
+        for (int i = 0; i < n; i++) out[i] = r.nextInt(bound);
         return out;
     }
 

@@ -32,6 +32,7 @@ public final class Prompts {
 
     /** The prompts of {@code file}; blank lines are skipped. Ids outside the vocabulary, and too many prompts or ids, are refused. */
     public static List<Prompt> file(Path file, Tokenizer tok, int vocab) throws IOException {
+        if (tok == null) throw new IllegalArgumentException("--prompts needs the model's tokenizer (--tok DIR) for text and the chat form");
         String all = new String(SafeFiles.readAll(file, MAX_FILE, "a prompts file"), StandardCharsets.UTF_8);
         List<Prompt> out = new ArrayList<>();
         String[] lines = all.split("\n");
@@ -60,8 +61,17 @@ public final class Prompts {
         return out;
     }
 
-    /** {@code n} prompts of {@code length} ids each, drawn from the seed among the tokens that are printable ASCII (so that each is also text). */
-    public static List<Prompt> random(int n, long seed, int length, Tokenizer tok) {
+    /**
+     * {@code n} prompts of {@code length} ids each, drawn from the seed among the tokens that are printable ASCII (so that
+     * each is also text); without a tokenizer ({@code tok} null), among all {@code vocab} ids, with no chat form.
+     */
+    public static List<Prompt> random(int n, long seed, int length, Tokenizer tok, int vocab) {
+        if (tok == null) {
+            Random r = new Random(seed);
+            List<Prompt> out = new ArrayList<>();
+            for (int p = 0; p < n; p++) out.add(new Prompt("p" + (p + 1), r.ints(length, 0, vocab).toArray(), null, null));
+            return out;
+        }
         List<Integer> printable = new ArrayList<>();
         for (int id = 0; id < tok.nBase(); id++) {
             byte[] b = tok.bytes(id);

@@ -12,7 +12,7 @@ import k3j.tokenizer.Tokenizer;
  * the prompt and the completion the server chose (teacher-forced), and the model's tokenizer.
  */
 public interface Reference extends AutoCloseable {
-    /** {@return the model's tokenizer (token identity, chat template)} */
+    /** {@return the model's tokenizer (token identity, chat template), or null when the model has none: then only vLLM's token_id:N names a token} */
     Tokenizer tokenizer();
 
     /** {@return the vocabulary's size} */
@@ -78,8 +78,9 @@ public interface Reference extends AutoCloseable {
      * completion per answer graded, planned for {@code positions} positions.
      */
     static Reference model(Path dir, Path tokDir, Plan plan, int threads, int positions, Consumer<String> report) {
-        Tokenizer tok = Tokenizer.load(tokDir);
-        Engine e = Engine.open(dir, plan, Engine.Options.DEFAULTS.withThreads(threads).withTokenizer(tokDir).plannedFor(positions, 0, false).withReport(report, s -> {}));
+        Tokenizer tok = tokDir == null ? null : Tokenizer.load(tokDir);
+        Engine.Options o = Engine.Options.DEFAULTS.withThreads(threads).plannedFor(positions, 0, false).withReport(report, s -> {});
+        Engine e = Engine.open(dir, plan, tokDir == null ? o : o.withTokenizer(tokDir));
         int v = e.shape().vocabSize();
         return new Reference() {
             @Override

@@ -44,6 +44,10 @@ final class TokenIdentity {
         if (m.matches()) {
             id = Integer.parseInt(m.group(1));
         } else {
+            if (tok == null) {
+                throw new ProviderResponse.RefusedException(what + " " + c.shown() + ": the model has no tokenizer to map it through (give --tok DIR, or have the server "
+                        + "name tokens as token_id:N)");
+            }
             int rank = tok.id(c.bytes()).orElse(-1);
             int added = -1;
             for (int a = tok.nBase(); a < tok.size(); a++) {
