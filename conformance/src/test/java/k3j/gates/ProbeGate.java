@@ -42,7 +42,7 @@ class ProbeGate {
     Stream<DynamicTest> probeTheServer() throws Exception {
         String url = Project.property("k3.url"), model = Project.property("k3.model");
         if (url.isEmpty() || model.isEmpty()) fail("-Pprobe needs -Dk3.url=http://HOST:PORT and -Dk3.model=DIR");
-        Path dir = Path.of(model);
+        Path dir = Project.root().resolve(model);
         Path tokDir = java.nio.file.Files.isRegularFile(dir.resolve(Tokenizer.RANKS_FILE)) ? dir : null;
         Set<Form> forms = EnumSet.noneOf(Form.class);
         for (String f : property("k3.forms", tokDir == null ? "completions" : "completions,chat").split(",")) forms.add(Form.of(f));
