@@ -117,8 +117,16 @@ class ServingFaultsGate {
                     p.path("long_gen").asInt(), c.path("budget_nats").asDouble(p.path("budget_nats").asDouble()), Duration.ofSeconds(p.path("timeout_seconds").asInt()), p.path("retries").asInt(),
                     p.path("max_requests").asInt(), new ProviderGrade.Thresholds(ProviderGrade.Thresholds.DEFAULT_MIN_TOP1, ProviderGrade.Thresholds.DEFAULT_MAX_MEAN_DLOGPROB, null),
                     p.path("seed").asLong());
+            var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+            long cpu0 = os.getProcessCpuTime(), wall0 = System.nanoTime();
             Probe.Result r = Probe.run(s, reference, prompts);
+            String cost = String.format(java.util.Locale.ROOT, "%s: %d requests, %.1f CPU s (this JVM: probe, server and reference), %.1f s wall, load %.1f", name,
+                    r.requests(), (os.getProcessCpuTime() - cpu0) / 1e9, (System.nanoTime() - wall0) / 1e9, os.getSystemLoadAverage());
+            System.out.println("ServingFaultsGate " + cost);
+            Evidence.parameter("cost", cost);
             String screen = Screen.text(r);
+            System.out.println(screen.lines().filter(l -> l.startsWith("FIRST DIVERGENCE") || l.startsWith("VERDICT")).map(l -> "ServingFaultsGate   " + l)
+                    .collect(java.util.stream.Collectors.joining("\n")));
             Evidence.text("first screen", screen);
             for (Probe.Case k : r.cases()) if (!k.detail().isEmpty()) Evidence.text(k.name(), k.detail());
             Evidence.json("verdict", r.verdict().json());
