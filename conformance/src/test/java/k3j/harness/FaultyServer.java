@@ -11,8 +11,6 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.URI;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -305,12 +303,7 @@ public final class FaultyServer implements AutoCloseable {
     }
 
     private static String utf8(byte[] b) {
-        try {
-            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT)
-                    .decode(java.nio.ByteBuffer.wrap(b)).toString();
-        } catch (CharacterCodingException e) {
-            return null;
-        }
+        return k3j.probe.Prompts.utf8(b);
     }
 
     // ------------------------------------------------------------------ the batch

@@ -95,7 +95,8 @@ public final class Prompts {
         return new Prompt(name, ids, text, text == null ? null : chat(text, tok));
     }
 
-    private static String utf8(byte[] b) {
+    /** {@return {@code b} as text when it is UTF-8, else null} */
+    public static String utf8(byte[] b) {
         try {
             return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT)
                     .decode(java.nio.ByteBuffer.wrap(b)).toString();

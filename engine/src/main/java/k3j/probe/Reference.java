@@ -30,6 +30,28 @@ public interface Reference extends AutoCloseable {
     @Override
     void close();
 
+    /** The logits rows of one answer: see {@link #rows}. */
+    interface Rows {
+        float[] rows(int[] prompt, int[] completion);
+    }
+
+    /** A reference from its parts. */
+    record Of(Tokenizer tokenizer, int vocab, String describe, Rows source, AutoCloseable closer) implements Reference {
+        @Override
+        public float[] rows(int[] prompt, int[] completion) {
+            return source.rows(prompt, completion);
+        }
+
+        @Override
+        public void close() {
+            try {
+                closer.close();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
     /**
      * A reference dump ({@code docs/formats.md} §7): its teacher-forced logits over its own prompt and generated ids.
      * Only its prompt can be graded, and only as far as the server's completion follows the dump's ids (one row past
@@ -41,36 +63,16 @@ public interface Reference extends AutoCloseable {
         int v = d.shape("logits")[1];
         float[] logits = d.f32("logits");
         int[] prompt = d.promptIds(), generated = d.generatedIds();
-        return new Reference() {
-            @Override
-            public Tokenizer tokenizer() {
-                return tok;
+        String what = "the reference dump " + d.source() + " (" + d.producer() + "; its prompt of " + prompt.length + " ids and its " + generated.length + " generated ids)";
+        return new Of(tok, v, what, (p, completion) -> {
+            if (!Arrays.equals(p, prompt)) throw new IllegalArgumentException("the dump holds the logits of its own prompt only");
+            int n = 0;
+            while (n < completion.length && n < generated.length) {
+                n++;
+                if (completion[n - 1] != generated[n - 1]) break;
             }
-
-            @Override
-            public int vocab() {
-                return v;
-            }
-
-            @Override
-            public String describe() {
-                return "the reference dump " + d.source() + " (" + d.producer() + "; its prompt of " + prompt.length + " ids and its " + generated.length + " generated ids)";
-            }
-
-            @Override
-            public float[] rows(int[] p, int[] completion) {
-                if (!Arrays.equals(p, prompt)) throw new IllegalArgumentException("the dump holds the logits of its own prompt only");
-                int n = 0;
-                while (n < completion.length && n < generated.length) {
-                    n++;
-                    if (completion[n - 1] != generated[n - 1]) break;
-                }
-                return Arrays.copyOfRange(logits, (prompt.length - 1) * v, (prompt.length - 1 + n) * v);
-            }
-
-            @Override
-            public void close() {}
-        };
+            return Arrays.copyOfRange(logits, (prompt.length - 1) * v, (prompt.length - 1 + n) * v);
+        }, () -> {});
     }
 
     /**
@@ -82,34 +84,11 @@ public interface Reference extends AutoCloseable {
         Engine.Options o = Engine.Options.DEFAULTS.withThreads(threads).plannedFor(positions, 0, false).withReport(report, s -> {});
         Engine e = Engine.open(dir, plan, tokDir == null ? o : o.withTokenizer(tokDir));
         int v = e.shape().vocabSize();
-        return new Reference() {
-            @Override
-            public Tokenizer tokenizer() {
-                return tok;
-            }
-
-            @Override
-            public int vocab() {
-                return v;
-            }
-
-            @Override
-            public String describe() {
-                return "k3j on " + dir + " (teacher-forced over each answer's prompt and completion)";
-            }
-
-            @Override
-            public float[] rows(int[] prompt, int[] completion) {
-                int[] ids = Arrays.copyOf(prompt, prompt.length + completion.length);
-                System.arraycopy(completion, 0, ids, prompt.length, completion.length);
-                float[] all = e.teacherForcedLogits(ids);
-                return Arrays.copyOfRange(all, (prompt.length - 1) * v, (ids.length - 1) * v);
-            }
-
-            @Override
-            public void close() {
-                e.close();
-            }
-        };
+        return new Of(tok, v, "k3j on " + dir + " (teacher-forced over each answer's prompt and completion)", (prompt, completion) -> {
+            int[] ids = Arrays.copyOf(prompt, prompt.length + completion.length);
+            System.arraycopy(completion, 0, ids, prompt.length, completion.length);
+            float[] all = e.teacherForcedLogits(ids);
+            return Arrays.copyOfRange(all, (prompt.length - 1) * v, (ids.length - 1) * v);
+        }, e);
     }
 }

@@ -19,23 +19,9 @@ final class TokenIdentity {
 
     private TokenIdentity() {}
 
-    /** The answer's tokens as ids (chosen and alternatives), with the answer's logprobs. */
+    /** The answer's tokens as ids (chosen and alternatives), with the answer's logprobs; {@code where} names the answer in refusals. */
     static ProviderGrade.Ids ids(ProviderResponse r, Tokenizer tok, int vocab, String where) {
-        int n = r.tokens().size();
-        int[] chosen = new int[n];
-        int[][] top = new int[n][];
-        double[][] lp = new double[n][];
-        for (int i = 0; i < n; i++) {
-            ProviderResponse.Token t = r.tokens().get(i);
-            chosen[i] = id(t.chosen(), tok, vocab, where + " completion token " + i);
-            top[i] = new int[t.top().size()];
-            lp[i] = new double[t.top().size()];
-            for (int j = 0; j < top[i].length; j++) {
-                top[i][j] = id(t.top().get(j), tok, vocab, where + " completion token " + i + "'s alternative " + j);
-                lp[i][j] = t.top().get(j).logprob();
-            }
-        }
-        return new ProviderGrade.Ids(chosen, top, lp);
+        return ProviderGrade.ids(r, (c, what) -> id(c, tok, vocab, where + " " + what));
     }
 
     static int id(ProviderResponse.Choice c, Tokenizer tok, int vocab, String what) {
