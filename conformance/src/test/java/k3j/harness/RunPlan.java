@@ -169,8 +169,20 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
     /** Who computed the checkpoint's reference (ReferenceDump#producer), which the verdict names; null without a checkpoint. */
     private static volatile String reference;
 
+    /** A run whose one decision was made whole by its gate (the probe's {@code Verdict}), or null. */
+    private static volatile Map<String, Object> decided;
+
+    /** The run's verdict is {@code verdict} (a {@link k3j.conform.Verdict#json()}), made by a gate from the one decision: written as it is. */
+    public static void decided(Map<String, Object> verdict) {
+        synchronized (RunPlan.class) {
+            decided = new LinkedHashMap<>(verdict);
+            if (plan != null) writeVerdict();
+        }
+    }
+
     private static void writeVerdict() {
-        Map<String, Object> v = new LinkedHashMap<>(PlanVerdict.decide(PLANNED, JUDGED, finished, Boolean.TRUE.equals(plan.get("checkpoint"))).json());
+        Map<String, Object> v = new LinkedHashMap<>(decided != null ? decided
+                : PlanVerdict.decide(PLANNED, JUDGED, finished, Boolean.TRUE.equals(plan.get("checkpoint"))).json());
         v.put("run", RUN);
         if (reference != null) v.put("reference", reference);
         v.put("finished", finished);

@@ -35,7 +35,7 @@ public final class K3 implements Runnable {
      */
     static final Map<String, Class<?>> SUBCOMMANDS = subcommands(RunCommand.class, InspectCommand.class, SimCacheCommand.class,
             PackTrunkCommand.class, DoctorCommand.class, ConformCommand.class, CompareLogitsCommand.class, BisectCommand.class,
-            CorruptCommand.class, TokenizeCommand.class, ServeCommand.class);
+            CorruptCommand.class, TokenizeCommand.class, ServeCommand.class, ProbeCommand.class);
 
     private static Map<String, Class<?>> subcommands(Class<?>... classes) {
         Map<String, Class<?>> byName = new LinkedHashMap<>();

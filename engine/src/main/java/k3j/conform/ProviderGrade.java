@@ -69,17 +69,22 @@ public record ProviderGrade(List<Row> rows, int first, double meanAbsDlogprob, d
      * the model's tokenizer (or an id past the model's {@code vocab}) is refused, naming it and its position.
      */
     public static Ids ids(ProviderResponse r, Tokenizer tok, int vocab) {
+        return ids(r, (c, what) -> id(c, tok, vocab, what));
+    }
+
+    /** Maps every token of {@code r} through {@code id} (a choice and what it is, e.g. "completion token 3's alternative 1"), which refuses by name. */
+    public static Ids ids(ProviderResponse r, java.util.function.ToIntBiFunction<ProviderResponse.Choice, String> id) {
         int n = r.tokens().size();
         int[] chosen = new int[n];
         int[][] top = new int[n][];
         double[][] lp = new double[n][];
         for (int i = 0; i < n; i++) {
             ProviderResponse.Token t = r.tokens().get(i);
-            chosen[i] = id(t.chosen(), tok, vocab, "completion token " + i);
+            chosen[i] = id.applyAsInt(t.chosen(), "completion token " + i);
             top[i] = new int[t.top().size()];
             lp[i] = new double[t.top().size()];
             for (int j = 0; j < top[i].length; j++) {
-                top[i][j] = id(t.top().get(j), tok, vocab, "completion token " + i + "'s alternative " + j);
+                top[i][j] = id.applyAsInt(t.top().get(j), "completion token " + i + "'s alternative " + j);
                 lp[i][j] = t.top().get(j).logprob();
             }
         }

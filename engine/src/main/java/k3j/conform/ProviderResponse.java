@@ -72,12 +72,23 @@ public record ProviderResponse(Path source, String form, List<Token> tokens, int
     }
 
     public static ProviderResponse read(Path path) {
-        JsonNode root;
         try {
-            root = MAPPER.readTree(SafeFiles.readAll(path, MAX_BYTES, "a provider response"));
+            return parse(SafeFiles.readAll(path, MAX_BYTES, "a provider response"), path);
         } catch (IOException e) {
             throw new RefusedException(path + ": " + SafeFiles.why(e));
         }
+    }
+
+    /** A response body received over HTTP rather than read from a file; {@code source} names it in refusals (a path-like label). */
+    public static ProviderResponse parse(byte[] body, Path source) {
+        if (body.length > MAX_BYTES) throw new RefusedException(source + ": " + body.length + " bytes, more than " + MAX_BYTES);
+        JsonNode root;
+        try {
+            root = MAPPER.readTree(body);
+        } catch (IOException e) {
+            throw new RefusedException(source + ": " + SafeFiles.why(e));
+        }
+        Path path = source;
         String w = path.toString();
         Function<String, RuntimeException> fail = RefusedException::new;
         if (root == null || !root.isObject()) throw fail.apply(w + " is not a JSON object");
