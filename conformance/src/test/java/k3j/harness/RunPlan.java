@@ -56,14 +56,10 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
             : !Project.property("k3.run.id").isEmpty() ? Project.property("k3.run.id") : UUID.randomUUID().toString();
     private static final Map<String, Boolean> JUDGED = new LinkedHashMap<>();   // item -> conforms
     private static final List<String> PLANNED = new ArrayList<>();
+    private static final RunStory STORY = new RunStory();
     private static Map<String, Object> plan;
     private static boolean finished;
     private static int written;
-
-    /** The items this run planned, in plan order. */
-    static synchronized List<String> planned() {
-        return List.copyOf(PLANNED);
-    }
 
     /** This run's id. */
     public static String id() {
@@ -95,7 +91,7 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
                 p.put("reference_producer", c.dump().producer());
                 reference = c.dump().producer();
                 p.put("engine", c.candidateDump() != null ? c.candidateDump().engine() : "k3j forward");
-                RunStory.identity((String) p.get("engine"), c.candidateDump() != null ? c.candidateDump().source().toString() : Project.property("k3.model"),
+                STORY.identity((String) p.get("engine"), c.candidateDump() != null ? c.candidateDump().source().toString() : Project.property("k3.model"),
                         c.dump().source().toString(), (String) p.get("reference_manifest_sha256"), c.candidateDump() != null);
                 if (classes.contains(LAYER_GATE)) {
                     items.add(MODEL_MATCH);
@@ -138,7 +134,7 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
         int halt;
         synchronized (RunPlan.class) {
             if (item != null && t.getStatus() != Status.SKIPPED) JUDGED.merge(item, t.getStatus() == Status.PASSED, Boolean::logicalAnd);
-            RunStory.add(t, item, resultsDir());
+            STORY.add(t, item, resultsDir());
             written++;
             if (plan != null) writeVerdict();
             halt = haltAfter();
@@ -186,7 +182,7 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
         if (reference != null) v.put("reference", reference);
         v.put("finished", finished);
         v.put("written", Instant.now().toString());
-        v.putAll(RunStory.fields(decided, PLANNED.size()));
+        v.putAll(STORY.fields(decided, PLANNED));
         write("verdict", v);
     }
 

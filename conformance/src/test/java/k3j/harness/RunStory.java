@@ -39,31 +39,29 @@ final class RunStory {
     /** One written case: its part, name, status, the plan item it judges, its category and first message line. */
     private record Case(String uuid, String part, String name, Status status, String item, String category, String message, JsonNode metrics) {}
 
-    private static final List<Case> CASES = new ArrayList<>();
-    private static final List<Map<String, Object>> CATCHES = new ArrayList<>();
-    private static String engine, model, referenceDump, referenceSha256;
-    private static boolean candidate;
-
-    private RunStory() {}
+    private final List<Case> cases = new ArrayList<>();
+    private final List<Map<String, Object>> caught = new ArrayList<>();
+    private String engine, model, referenceDump, referenceSha256;
+    private boolean candidate;
 
     /** Who computed the activations under test (the candidate's engine, or k3j's forward), over what, against which reference. */
-    static synchronized void identity(String engine, String model, String referenceDump, String referenceSha256, boolean candidate) {
-        RunStory.engine = engine;
-        RunStory.model = model;
-        RunStory.referenceDump = referenceDump;
-        RunStory.referenceSha256 = referenceSha256;
-        RunStory.candidate = candidate;
+    synchronized void identity(String engine, String model, String referenceDump, String referenceSha256, boolean candidate) {
+        this.engine = engine;
+        this.model = model;
+        this.referenceDump = referenceDump;
+        this.referenceSha256 = referenceSha256;
+        this.candidate = candidate;
     }
 
     /** One case as it is written, with the plan item it judges (or null) and the folder its attachments are in. */
-    static synchronized void add(TestResult t, String item, Path results) {
+    synchronized void add(TestResult t, String item, Path results) {
         String part = label(t, ReportPart.LABEL);
         String message = t.getStatusDetails() == null || t.getStatusDetails().getMessage() == null ? "" : t.getStatusDetails().getMessage();
         JsonNode metrics = attachment(t, "stage metrics", results);
         String category = metrics != null && metrics.hasNonNull("finding") ? tag(metrics.path("finding").asText()) : tagOf(message);
         if (category == null && failed(t.getStatus())) category = t.getStatus() == Status.BROKEN ? "[broken]" : "[failed]";
         String first = message.lines().findFirst().orElse("").trim();
-        CASES.add(new Case(t.getUuid(), part, t.getName() == null ? "" : t.getName(), t.getStatus(), item, category, first, metrics));
+        cases.add(new Case(t.getUuid(), part, t.getName() == null ? "" : t.getName(), t.getStatus(), item, category, first, metrics));
         for (Attachment a : t.getAttachments()) {
             if (!Caught.ATTACHMENT.equals(a.getName())) continue;
             JsonNode c = read(results, a.getSource());
@@ -74,12 +72,12 @@ final class RunStory {
             row.put("gate", g.find() ? g.group(1) : "-");
             // caught: its gate named a category and its case passed (a plant nothing caught fails its case)
             row.put("caught", c.hasNonNull("category") && t.getStatus() == Status.PASSED);
-            CATCHES.add(row);
+            caught.add(row);
         }
     }
 
     /** The first screen's fields for the verdict file, rendered from {@code decided} and the cases written so far. */
-    static synchronized Map<String, Object> fields(PlanVerdict decided, int planned) {
+    synchronized Map<String, Object> fields(PlanVerdict decided, List<String> planned) {
         Map<String, Object> m = new LinkedHashMap<>();
         boolean checkpoint = !decided.outcome().equals("NO_CHECKPOINT");
         m.put("headline", decided.words());
@@ -88,19 +86,19 @@ final class RunStory {
         m.put("candidate_run", candidate);
         m.put("reference_dump", referenceDump);
         m.put("reference_manifest_sha256", referenceSha256);
-        m.put("planned_count", planned);
+        m.put("planned_count", planned.size());
         m.put("judged_count", decided.judged().size());
         m.put("not_judged_count", decided.notJudged().size());
         // a run that did not judge all it planned is no measurement to compare later runs with
         m.put("joins_history", !decided.outcome().equals("INCOMPLETE"));
         Case first = checkpoint ? firstDivergence() : null;
-        m.put("first_divergence", first == null ? null : divergence(first));
+        m.put("first_divergence", first == null ? null : divergence(first, planned));
         m.put("first_divergence_text", first != null ? null : !checkpoint ? "no checkpoint was checked in this run"
-                : decided.outcome().equals("CONFORMS") ? "none: all " + planned + " planned items were judged and conform"
+                : decided.outcome().equals("CONFORMS") ? "none: all " + planned.size() + " planned items were judged and conform"
                 : decided.outcome().equals("INCOMPLETE") ? "not known: the run did not judge everything it planned"
                 : "none named: " + String.join("; ", decided.findings()));
         m.put("bisect", bisect(first));
-        List<Case> layers = CASES.stream().filter(c -> c.item() != null && LAYER.matcher(c.item()).matches())
+        List<Case> layers = cases.stream().filter(c -> c.item() != null && LAYER.matcher(c.item()).matches())
                 .sorted(Comparator.comparingInt(c -> layerOf(c.item()))).toList();
         m.put("failing_layers", layers.stream().filter(c -> failed(c.status())).map(c -> Map.of("uuid", c.uuid(), "name", c.name())).toList());
         Map<String, Object> each = new TreeMap<>(Comparator.comparingInt(RunStory::layerOf));
@@ -116,7 +114,8 @@ final class RunStory {
         Map<String, Object> counts = new LinkedHashMap<>();
         for (String part : COUNTED) counts.put(part, counts(part));
         m.put("counts", counts);
-        List<Map<String, Object>> catches = new ArrayList<>(CATCHES);
+        List<Map<String, Object>> catches = new ArrayList<>();
+        for (Map<String, Object> r : caught) catches.add(new LinkedHashMap<>(r));
         catches.sort(Comparator.comparingInt((Map<String, Object> r) -> KINDS.indexOf(String.valueOf(r.get("kind"))))
                 .thenComparing(r -> String.valueOf(r.get("gate"))).thenComparing(r -> String.valueOf(r.get("planted"))));
         for (Map<String, Object> r : catches) if (r.get("ratio_to_budget") instanceof Number n) r.put("ratio_to_budget", Evidence.format(n.doubleValue()) + "x");
@@ -126,18 +125,18 @@ final class RunStory {
     }
 
     /** Where the run first departs from the reference, in the order a reader follows cause to symptom, or null. */
-    private static Case firstDivergence() {
-        Case model = CASES.stream().filter(c -> ReportPart.MODEL.title.equals(c.part()) && failed(c.status())).findFirst().orElse(null);
+    private Case firstDivergence() {
+        Case model = cases.stream().filter(c -> ReportPart.MODEL.title.equals(c.part()) && failed(c.status())).findFirst().orElse(null);
         if (model != null) return model;
         Comparator<Case> byLayer = Comparator.comparingInt(c -> layerOf(c.item()));
-        Case layer = CASES.stream().filter(c -> c.item() != null && LAYER.matcher(c.item()).matches() && failed(c.status())).min(byLayer).orElse(null);
+        Case layer = cases.stream().filter(c -> c.item() != null && LAYER.matcher(c.item()).matches() && failed(c.status())).min(byLayer).orElse(null);
         if (layer != null) return layer;
-        Case experts = CASES.stream().filter(c -> c.item() != null && EXPERTS.matcher(c.item()).matches() && failed(c.status())).min(byLayer).orElse(null);
+        Case experts = cases.stream().filter(c -> c.item() != null && EXPERTS.matcher(c.item()).matches() && failed(c.status())).min(byLayer).orElse(null);
         if (experts != null) return experts;
-        return CASES.stream().filter(c -> ReportPart.LOGITS.title.equals(c.part()) && failed(c.status())).findFirst().orElse(null);
+        return cases.stream().filter(c -> ReportPart.LOGITS.title.equals(c.part()) && failed(c.status())).findFirst().orElse(null);
     }
 
-    private static Map<String, Object> divergence(Case c) {
+    private Map<String, Object> divergence(Case c, List<String> planned) {
         Map<String, Object> d = new LinkedHashMap<>();
         d.put("uuid", c.uuid());
         d.put("where", c.name().replace("\u2007", ""));
@@ -153,8 +152,8 @@ final class RunStory {
         d.put("ratio_to_budget", ratio);
         boolean logits = ReportPart.LOGITS.title.equals(c.part());
         // on the logits, say whether every layer was judged within budget: else the cause may be a layer not judged
-        String before = !logits ? "" : CASES.stream().anyMatch(x -> x.item() != null && LAYER.matcher(x.item()).matches())
-                && RunPlan.planned().stream().filter(i -> LAYER.matcher(i).matches()).allMatch(i -> CASES.stream().anyMatch(x -> i.equals(x.item()) && x.status() == Status.PASSED))
+        String before = !logits ? "" : cases.stream().anyMatch(x -> x.item() != null && LAYER.matcher(x.item()).matches())
+                && planned.stream().filter(i -> LAYER.matcher(i).matches()).allMatch(i -> cases.stream().anyMatch(x -> i.equals(x.item()) && x.status() == Status.PASSED))
                 ? "every layer within budget; " : "not every layer was judged within budget (the cause may be one of them); ";
         d.put("detail", before + (stage.equals("-") ? "" : "stage " + stage + " · ") + c.category() + (ratio == null ? "" : " · " + ratio + "x budget")
                 + (c.metrics() == null && !c.message().isEmpty() ? " · " + c.message() : ""));
@@ -162,7 +161,7 @@ final class RunStory {
     }
 
     /** bisect's line: what it found for the first failing layer; on a candidate, that it does not apply and how to confirm a binding instead. */
-    private static String bisect(Case first) {
+    private String bisect(Case first) {
         if (candidate) {
             return "does not apply to a candidate dump: bisect re-runs k3j's forward over a model's weights, and a candidate holds none. "
                     + "To confirm a suspected binding (say q_proj and k_proj swapped in L5), make that mix-up in a copy of the reference model "
@@ -176,7 +175,7 @@ final class RunStory {
     }
 
     /** A part's counts: the layers part counts its layer cases (not its overview), every other part its cases; every skip with its reason. */
-    private static Map<String, Object> counts(String part) {
+    private Map<String, Object> counts(String part) {
         List<Case> cs = switch (part) {
             case "model" -> byPart(ReportPart.MODEL);
             case "layers" -> byPart(ReportPart.LAYERS).stream().filter(c -> c.item() != null && LAYER.matcher(c.item()).matches()).toList();
@@ -204,8 +203,8 @@ final class RunStory {
         return c;
     }
 
-    private static List<Case> byPart(ReportPart p) {
-        return CASES.stream().filter(c -> p.title.equals(c.part())).toList();
+    private List<Case> byPart(ReportPart p) {
+        return cases.stream().filter(c -> p.title.equals(c.part())).toList();
     }
 
     private static boolean failed(Status s) {
