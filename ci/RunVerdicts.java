@@ -17,7 +17,7 @@ import k3j.conform.Verdict;
  * decided by the one decision (Invariants.decide): each run is one item, as its own verdict file decided it; a run that
  * wrote no verdict is not judged. The first screen's fields are the runs' own, gathered: the first divergence of the
  * first run (in the order given) that has one, each part's counts summed, the failing layers, skips and catches of
- * every run. ci/report runs it (java --class-path build/k3/k3.jar ci/RunVerdicts.java OUT RUN=VERDICT_FILE ...; a
+ * every run, each layer's outcome. ci/report runs it (java --class-path build/k3/k3.jar ci/RunVerdicts.java OUT RUN=VERDICT_FILE ...; a
  * missing VERDICT_FILE is a run that wrote none) and the report renders OUT.
  */
 public final class RunVerdicts {
@@ -30,12 +30,13 @@ public final class RunVerdicts {
         List<Invariants.Item> items = new ArrayList<>();
         ObjectNode out = json.createObjectNode();
         ArrayNode runs = out.putArray("runs"), failing = json.createArrayNode(), catches = json.createArrayNode();
-        ObjectNode counts = json.createObjectNode();
-        Set<String> engines = new LinkedHashSet<>(), models = new LinkedHashSet<>(), references = new LinkedHashSet<>(), bisects = new LinkedHashSet<>();
+        ObjectNode counts = json.createObjectNode(), layers = json.createObjectNode();
+        Set<String> engines = new LinkedHashSet<>(), models = new LinkedHashSet<>(), references = new LinkedHashSet<>(), shas = new LinkedHashSet<>(),
+                bisects = new LinkedHashSet<>();
         JsonNode first = null;
         boolean lossy = false, joins = true;
         long caught = 0;
-        for (String a : args.subList(1, args.length).toArray(String[]::new)) {
+        for (String a : java.util.Arrays.asList(args).subList(1, args.length)) {
             String run = a.substring(0, a.indexOf('=')), file = a.substring(a.indexOf('=') + 1);
             runs.add(run);
             File f = new File(file);
@@ -62,6 +63,8 @@ public final class RunVerdicts {
             if (v.hasNonNull("engine")) engines.add(v.path("engine").asText());
             if (v.hasNonNull("model")) models.add(v.path("model").asText());
             if (v.hasNonNull("reference_dump")) references.add(v.path("reference_dump").asText());
+            if (v.hasNonNull("reference_manifest_sha256")) shas.add(v.path("reference_manifest_sha256").asText());
+            v.path("layers").properties().forEach(e -> layers.set(e.getKey(), e.getValue()));
             if (first == null && v.hasNonNull("first_divergence")) {
                 first = v.path("first_divergence");
                 bisects.add(v.path("bisect").asText());
@@ -91,6 +94,8 @@ public final class RunVerdicts {
         if (!engines.isEmpty()) out.put("engine", String.join("; ", engines));
         if (!models.isEmpty()) out.put("model", String.join("; ", models));
         if (!references.isEmpty()) out.put("reference_dump", String.join("; ", references));
+        if (!shas.isEmpty()) out.put("reference_manifest_sha256", String.join("; ", shas));
+        out.set("layers", layers);
         out.set("first_divergence", first);
         out.put("first_divergence_text", first != null ? null : !checked ? "no checkpoint was checked in these runs"
                 : d.green() ? "none: every run's verdict is green" : "none named: " + String.join("; ", d.findings().isEmpty() ? d.notJudged() : d.findings()));

@@ -160,14 +160,16 @@ export function trendOf(run, runs) {
  */
 export function runsOf(dir, only) {
   const runs = new Map();
+  // only: one run's id, or a set of them (ci/report passes the runs it shows, K3_RUN_IDS)
+  const shown = (id) => !only || (typeof only === "string" ? id === only : only.has(id));
   for (const f of readdirSync(dir)) {
     const m = /^k3-run-(.+)-(plan|verdict)\.json$/u.exec(f);
     if (f === "k3-run-started.json") {
       const v = readJson(join(dir, f));
-      if (v.run && (!only || v.run === only)) runs.set(v.run, { ...runs.get(v.run), started: v });
+      if (v.run && shown(v.run)) runs.set(v.run, { ...runs.get(v.run), started: v });
       continue;
     }
-    if (!m || (only && m[1] !== only)) continue;
+    if (!m || !shown(m[1])) continue;
     runs.set(m[1], { ...runs.get(m[1]), [m[2]]: readJson(join(dir, f)) });
   }
   return runs;
@@ -190,7 +192,7 @@ export function verdictOf(runs, combined, only) {
   if (combined) return combined;
   const none = (why) => ({ outcome: "NO_VERDICT", headline: "NO VERDICT", green: false, findings: [why], not_judged: [], joins_history: false, none: true });
   if (runs.size === 0) {
-    return none(only ? `no run ${only} in the results: its build failed before any gate ran, or these results are another run's`
+    return none(typeof only === "string" ? `no run ${only} in the results: its build failed before any gate ran, or these results are another run's`
       : "no run in the results: they come from no run of this harness");
   }
   if (runs.size > 1) throw new Error(`${runs.size} runs in one results folder and no verdict decided over them (ci/report decides one)`);
@@ -203,7 +205,8 @@ export function verdictOf(runs, combined, only) {
 }
 
 export function prepare(dir, storyFile, historyFile) {
-  const only = process.env.K3_RUN_ID || null;
+  const ids = (process.env.K3_RUN_IDS ?? "").split(" ").filter(Boolean);
+  const only = ids.length ? new Set(ids) : process.env.K3_RUN_ID || null;
   const runs = runsOf(dir, only);
   const combinedFile = join(dir, "k3-report-verdict.json");
   const v = verdictOf(runs, existsSync(combinedFile) ? readJson(combinedFile) : null, only);
