@@ -110,7 +110,7 @@ async function firstScreen(page, r, where) {
     const worseNames = (await page.locator("[data-k3-trend] ~ a, [data-k3-trend] ~ details a").allInnerTexts().catch(() => [])).map(text);
     check(r.expect === "fail" || worseNames.length === 0, `${where}: a passing report marks no layer worse${worseNames.length ? ": " + worseNames.join(", ") : ""}`);
   }
-  if (candidate) {
+  if (candidate && r.expect !== "noverdict") {
     const bisect = text(await page.locator("[data-k3-bisect]").innerText());
     check(/^does not apply to a candidate dump/.test(bisect) && /k3 corrupt/.test(bisect) && !/ are swapped$/.test(bisect), `${where}: a candidate's bisect line says bisect does not apply and how to confirm a binding: "${bisect.slice(0, 120)}"`);
   }
