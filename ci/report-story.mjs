@@ -325,7 +325,7 @@ export function panel(s) {
       s.catches.map((c) => `<tr class="${c.caught ? "" : "k3-miss"}"><td><a href="#${esc(c.id)}">${esc(c.planted)}</a></td><td>${esc(c.kind)}</td><td>${esc(c.gate)}</td><td>${c.layer === null || c.layer === undefined ? "-" : "L" + esc(c.layer)}</td>` +
         `<td>${esc(c.stage ?? "-")}</td><td>${c.caught ? esc(c.category) : `${c.category ? esc(c.category) + " " : ""}<b>NOT CAUGHT</b> (its case fails)`}</td><td>${esc(c.ratio_to_budget ?? "-")}</td></tr>`).join("") +
       "</table></details>";
-  // a headline that is not green shows what it rests on: the findings (what was planned and not judged first)
+  // a headline that is not green shows what it rests on when the first divergence does not: what was not judged, or the findings
   const says = s.findings.length ? s.findings.join("; ") : s.notJudged.length ? "not judged: " + s.notJudged.join(", ") : "";
   const who = s.engine || s.model
     ? `<span class="k3-model">${esc(s.engine ?? "")}${s.model ? ` (${esc(s.model)})` : ""}${s.reference ? ` against ${esc(s.reference)}` : ""}</span>` : "";
@@ -333,7 +333,7 @@ export function panel(s) {
 <div class="k3-head"><span class="k3-verdict ${s.green ? "k3-ok" : "k3-bad"}" data-k3-verdict>${esc(s.verdict)}</span>
 ${who}</div>
 <dl>
-${!s.green && says ? `<dt class="k3-keep">${s.notJudged.length || s.none ? "not judged" : "findings"}</dt><dd class="k3-keep k3-bad" data-k3-missing>${esc(says)}</dd>` : ""}
+${!s.green && says && (s.notJudged.length || s.none || !s.first) ? `<dt class="k3-keep">${s.notJudged.length || s.none ? "not judged" : "findings"}</dt><dd class="k3-keep k3-bad" data-k3-missing>${esc(says)}</dd>` : ""}
 ${s.stale ? `<dt>left out</dt><dd data-k3-stale>${s.stale} result${s.stale > 1 ? "s" : ""} of another run (not this run's plan)</dd>` : ""}
 <dt class="k3-keep">first divergence</dt><dd class="k3-keep" data-k3-first-divergence>${firstHtml}</dd>
 <dt>bisect</dt><dd data-k3-bisect>${esc(s.bisect)}</dd>

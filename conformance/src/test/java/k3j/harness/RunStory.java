@@ -163,11 +163,11 @@ final class RunStory {
     /** bisect's line: what it found for the first failing layer; on a candidate, that it does not apply and how to confirm a binding instead. */
     private String bisect(Case first) {
         if (candidate) {
-            return "does not apply to a candidate dump: bisect re-runs k3j's forward over a model's weights, and a candidate holds none. "
-                    + "To confirm a suspected binding (say q_proj and k_proj swapped in L5), make that mix-up in a copy of the reference model "
+            return "does not apply to a candidate dump (bisect re-runs k3j's forward over a model's weights; a candidate holds none). "
+                    + "To confirm a suspected binding, make that mix-up in a copy of the reference model "
                     + "(k3 corrupt --corruption=swap:5:self_attn.q_proj.weight,self_attn.k_proj.weight MODEL /tmp/suspect), dump it "
-                    + "(k3 /tmp/suspect --ids IDS --gen 1 --dump-activations /tmp/suspect.dump, the reference's prompt ids) and compare the dumps: "
-                    + "k3 conform --candidate YOUR_DUMP --against /tmp/suspect.dump; the same first divergence and category confirm it";
+                    + "(k3 /tmp/suspect --ids IDS --gen 1 --dump-activations /tmp/suspect.dump) and compare the dumps "
+                    + "(k3 conform --candidate YOUR_DUMP --against /tmp/suspect.dump): the same first divergence and category confirm it";
         }
         if (first == null) return "nothing to diagnose";
         if (first.metrics() != null && first.metrics().hasNonNull("diagnosis")) return first.metrics().path("diagnosis").asText();
