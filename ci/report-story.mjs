@@ -190,7 +190,8 @@ function readJson(f) {
  */
 export function verdictOf(runs, combined, only) {
   if (combined) return combined;
-  const none = (why) => ({ outcome: "NO_VERDICT", headline: "NO VERDICT", green: false, findings: [why], not_judged: [], joins_history: false, none: true });
+  const none = (why) => ({ outcome: "NO_VERDICT", headline: "NO VERDICT", green: false, findings: [why], not_judged: [], joins_history: false, none: true,
+    first_divergence_text: "not known: the run judged nothing", bisect: "nothing to diagnose: the run judged nothing" });
   if (runs.size === 0) {
     return none(typeof only === "string" ? `no run ${only} in the results: its build failed before any gate ran, or these results are another run's`
       : "no run in the results: they come from no run of this harness");
@@ -301,7 +302,7 @@ export function panel(s) {
   const failing = s.failingLayers.length > 1
     ? ` (failing layers: ${folded(s.failingLayers.map((l) => `<a href="#${esc(l.id)}">${esc(l.name.replaceAll("\u2007", ""))}</a>`), "data-k3-failing-more")})`
     : "";
-  const countsHtml = Object.keys(s.counts).length === 0 ? "not in the verdict file"
+  const countsHtml = Object.keys(s.counts).length === 0 ? (s.none ? "no case ran" : "not in the verdict file")
     : Object.entries(s.counts).map(([name, n]) => (countLine(name, n) && name === "layers" ? countLine(name, n) + failing : countLine(name, n))).filter(Boolean).join(" · ");
   const t = s.trend;
   const since = t.previous ? `since the run of ${esc(t.previous)} (same engine and reference, same layers${t.previousModel ? `; its model was ${esc(t.previousModel)}` : ""})` : "";
