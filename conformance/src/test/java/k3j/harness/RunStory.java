@@ -154,9 +154,9 @@ final class RunStory {
         // on the logits, say whether every layer was judged within budget: else the cause may be a layer not judged
         String before = !logits ? "" : cases.stream().anyMatch(x -> x.item() != null && LAYER.matcher(x.item()).matches())
                 && planned.stream().filter(i -> LAYER.matcher(i).matches()).allMatch(i -> cases.stream().anyMatch(x -> i.equals(x.item()) && x.status() == Status.PASSED))
-                ? "every layer within budget; " : "not every layer was judged within budget (the cause may be one of them); ";
+                ? "every layer within budget; " : "not every layer was judged (the cause may be one not judged); ";
         d.put("detail", before + (stage.equals("-") ? "" : "stage " + stage + " · ") + c.category() + (ratio == null ? "" : " · " + ratio + "x budget")
-                + (c.metrics() == null && !c.message().isEmpty() ? " · " + c.message() : ""));
+                + (c.metrics() == null && !c.message().isEmpty() ? " · " + TAG.matcher(c.message()).replaceFirst("").trim() : ""));
         return d;
     }
 
