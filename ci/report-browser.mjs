@@ -34,7 +34,9 @@ for (let i = 0; i < args.length; i++) {
   else {
     const [expect, dir] = args[i].split("=");
     if (!VERDICT[expect] || !dir) usage();
-    reports.push({ expect, dir: resolve(dir) });
+    // a second report of the same expectation gets its own screenshots (fail-2-overview.png)
+    const n = reports.filter((r) => r.expect === expect).length;
+    reports.push({ expect, dir: resolve(dir), shot: `${expect}${n ? "-" + (n + 1) : ""}` });
   }
 }
 if (reports.length === 0) usage();
@@ -212,7 +214,7 @@ async function noClipping(r, url, where) {
       }).catch((e) => "not found: " + e.message.split("\n")[0]);
       check(covered === null, `${where}: the ${name} scrolled to the top at ${size.width}x${size.height} is not clipped${covered ? " (covered by " + covered + ")" : ""}`);
     }
-    if (shots) await page.screenshot({ path: join(shots, `${tag}${r.expect}-scrolled-${size.width}x${size.height}.png`) });
+    if (shots) await page.screenshot({ path: join(shots, `${tag}${r.shot}-scrolled-${size.width}x${size.height}.png`) });
     await context.close();
   }
 }
@@ -238,7 +240,7 @@ async function failingLayerPage(page, r, where) {
   });
   check(box !== null && box.scrollY === 0 && box.top >= 0 && box.bottom <= VIEW.height,
     `${where}: the failing layer's stage table (${box?.rows} lines) is visible without scrolling (${box ? Math.round(box.top) + "-" + Math.round(box.bottom) : "no table"} px of ${VIEW.height})`);
-  if (shots) await page.screenshot({ path: join(shots, `${tag}${r.expect}-layer.png`) });
+  if (shots) await page.screenshot({ path: join(shots, `${tag}${r.shot}-layer.png`) });
 }
 
 const browser = await chromium.launch({
@@ -269,7 +271,7 @@ async function checkReport(r) {
     const page = await context.newPage();
     await page.goto(url);
     await firstScreen(page, r, "folder report");
-    if (shots) await page.screenshot({ path: join(shots, `${tag}${r.expect}-overview.png`) });
+    if (shots) await page.screenshot({ path: join(shots, `${tag}${r.shot}-overview.png`) });
     if (r.expect !== "incomplete" && r.expect !== "noverdict") await layerOrder(page, r);
     if (r.expect === "fail") await failingLayerPage(page, r, "folder report");
     await context.close();
@@ -291,7 +293,7 @@ async function checkReport(r) {
       const p2 = await c2.newPage();
       await p2.goto(pathToFileURL(single).href, { timeout: 180000 }); // one file of several MB: slow to parse on a loaded machine
       await firstScreen(p2, r, "single file from file://");
-      if (shots) await p2.screenshot({ path: join(shots, `${tag}${r.expect}-single-file.png`) });
+      if (shots) await p2.screenshot({ path: join(shots, `${tag}${r.shot}-single-file.png`) });
       await c2.close();
     }
   }
