@@ -3,12 +3,14 @@
 // numeric order (L2 before L10) with the failing ones first, a failing layer's page shows its whole stage table,
 // and the single file beside the folder opens from file:// with the same first screen.
 //   node report-browser.mjs [--shots DIR] [--worse LAYER] [--catches] EXPECTED=REPORT_DIR ...
-//     EXPECTED is the verdict the report must show: "fail" (DOES NOT CONFORM), "pass" (CONFORMS) or "incomplete"
-//     (INCOMPLETE, an interrupted run: what was not judged, layers by name, on the first screen);
+//     EXPECTED is the verdict the report must show: "fail" (DOES NOT CONFORM), "pass" (CONFORMS), "incomplete"
+//     (INCOMPLETE, an interrupted run: what was not judged, layers by name, on the first screen) or "noverdict" (NO
+//     VERDICT: a run killed before its first case, which must not show an earlier run's verdict);
 //     REPORT_DIR is ci/report's folder (REPORT_DIR.html is its single file); --worse LAYER: a failing report's trend
 //     (against the previous run in its history) marks that layer as worse; --catches: a passing report lists the
-//     planted wrong ports (mutation, experts, faults and ports gates) and every one is caught. Exit 1 when any
-//     property is broken.
+//     planted wrong ports (mutation, experts, faults and ports gates) and every one is caught; --candidate: the reports
+//     are a candidate's, whose bisect line says bisect does not apply and how to confirm a binding; --layers N: a
+//     report's layers count is N layers; --tag T: screenshots named T-*.png. Exit 1 when any property is broken.
 import { createReadStream, existsSync, mkdirSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import { extname, join, resolve } from "node:path";
@@ -18,23 +20,28 @@ import { chromium } from "playwright-core";
 const VIEW = { width: 1400, height: 900 };
 // the sizes the sticky parts of the page must not clip the title card and the tab strip at
 const SIZES = [VIEW, { width: 1920, height: 1080 }];
-const VERDICT = { fail: "DOES NOT CONFORM", pass: "CONFORMS", incomplete: "INCOMPLETE" };
+const VERDICT = { fail: "DOES NOT CONFORM", pass: "CONFORMS", incomplete: "INCOMPLETE", noverdict: "NO VERDICT" };
 const args = process.argv.slice(2);
-let shots = null, worse = null, catches = false;
+let shots = null, worse = null, catches = false, candidate = false, layerCount = null, tag = "";
 const reports = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === "--shots") shots = resolve(args[++i]);
   else if (args[i] === "--worse") worse = args[++i];
   else if (args[i] === "--catches") catches = true;
+  else if (args[i] === "--candidate") candidate = true;
+  else if (args[i] === "--layers") layerCount = Number(args[++i]);
+  else if (args[i] === "--tag") tag = args[++i] + "-";
   else {
     const [expect, dir] = args[i].split("=");
     if (!VERDICT[expect] || !dir) usage();
-    reports.push({ expect, dir: resolve(dir) });
+    // a second report of the same expectation gets its own screenshots (fail-2-overview.png)
+    const n = reports.filter((r) => r.expect === expect).length;
+    reports.push({ expect, dir: resolve(dir), shot: `${expect}${n ? "-" + (n + 1) : ""}` });
   }
 }
 if (reports.length === 0) usage();
 function usage() {
-  console.error("usage: report-browser.mjs [--shots DIR] fail=REPORT_DIR pass=REPORT_DIR ...");
+  console.error("usage: report-browser.mjs [--shots DIR] [--worse LAYER] [--catches] [--candidate] [--layers N] [--tag T] fail|pass|incomplete|noverdict=REPORT_DIR ...");
   process.exit(2);
 }
 if (shots) mkdirSync(shots, { recursive: true });
@@ -72,7 +79,9 @@ async function onScreen(page, locator) {
 const text = (s) => s.replaceAll("\u2007", "").replace(/\s+/g, " ").trim();
 
 async function firstScreen(page, r, where) {
-  await page.locator("[data-testid=tree-section-title]").first().waitFor({ timeout: 120000 });
+  // a run with no verdict has no results: no tree to wait for
+  if (r.expect !== "noverdict") await page.locator("[data-testid=tree-section-title]").first().waitFor({ timeout: 120000 });
+  else await page.locator("#k3-story").waitFor({ timeout: 120000 });
   await page.waitForTimeout(1500); // the tree settles (Allure may focus and scroll to a case)
   const verdict = page.locator("[data-k3-verdict]");
   check((await verdict.count()) === 1 && text(await verdict.innerText()) === VERDICT[r.expect], `${where}: the verdict reads ${VERDICT[r.expect]}`);
@@ -96,9 +105,25 @@ async function firstScreen(page, r, where) {
   const skips = text(await page.locator("[data-k3-skipped]").allInnerTexts().then((t) => t.join(" | ")));
   check(!/no reason given/.test(skips), `${where}: every skipped case gives its reason${skips ? ": " + skips : " (none skipped)"}`);
   // the trend says what it compared, or that there was nothing to compare; never "no layer grew" against a run without layers
-  if (r.expect !== "incomplete") {
-    const trend = text(await page.locator("#k3-story dd").nth(3).innerText());
-    check(/^(nothing to compare: |no history kept|no layer's worst ratio grew .* \(same reference, same layers|\d+ layers? got worse .* \(same reference, same layers)/.test(trend), `${where}: the trend compares like with like or says there is nothing to compare: "${trend.slice(0, 160)}"`);
+  if (r.expect !== "incomplete" && r.expect !== "noverdict") {
+    const trend = text(await page.locator("[data-k3-trend-line]").innerText());
+    check(/^(nothing to compare: |no history kept|no layer's outcome changed .* \(same engine and reference, same layers|\d+ layers? (conformed and no longer|now conform).* \(same engine and reference, same layers)/.test(trend), `${where}: the trend compares like with like or says there is nothing to compare: "${trend.slice(0, 160)}"`);
+    // the trend never calls an in-budget change worse: the layers it marks worse are failing ones on this screen
+    const worseNames = (await page.locator("[data-k3-trend] ~ a, [data-k3-trend] ~ details a").allInnerTexts().catch(() => [])).map(text);
+    check(r.expect === "fail" || worseNames.length === 0, `${where}: a passing report marks no layer worse${worseNames.length ? ": " + worseNames.join(", ") : ""}`);
+  }
+  if (candidate && r.expect !== "noverdict") {
+    const bisect = text(await page.locator("[data-k3-bisect]").innerText());
+    check(/^does not apply to a candidate dump/.test(bisect) && /k3 corrupt/.test(bisect) && !/ are swapped$/.test(bisect), `${where}: a candidate's bisect line says bisect does not apply and how to confirm a binding: "${bisect.slice(0, 120)}"`);
+  }
+  if (layerCount !== null && r.expect !== "noverdict") {
+    const total = Number(await page.locator("[data-k3-count=layers]").getAttribute("data-k3-total").catch(() => "NaN"));
+    check(total === layerCount, `${where}: the layers count counts ${layerCount} layers (it says ${total})`);
+  }
+  if (r.expect === "noverdict") {
+    const said = text(await page.locator("[data-k3-missing]").innerText().catch(() => ""));
+    check(await onScreen(page, page.locator("[data-k3-missing]")) && /wrote no verdict/.test(said), `${where}: the first screen says the run wrote no verdict: "${said.slice(0, 160)}"`);
+    check(!/CONFORMS/.test(text(await page.locator("#k3-story").innerText())), `${where}: no CONFORMS anywhere on the story of a run with no verdict`);
   }
 
   if (r.expect === "incomplete") {
@@ -160,15 +185,16 @@ async function layerOrder(page, r) {
     const nums = failingNames.filter((x) => /^L\d+ /.test(x) && !/experts/.test(x)).map((x) => Number(/^L(\d+)/.exec(x)[1]));
     check(nums.length > 1 && nums.every((n, i) => i === 0 || nums[i - 1] < n), `the failing layers in the tree are in numeric order: ${nums.map((n) => "L" + n).join(", ")}`);
     // the story's list: the same layers in the same numeric order
-    const listed = (await page.locator("[data-k3-count=layers] ~ a, [data-k3-count=layers] ~ details a").allInnerTexts().catch(() => [])).map(text);
+    // textContent: the folded ones ("and N more") are in the list, closed
+    const listed = (await page.locator("[data-k3-count=layers] ~ a, [data-k3-count=layers] ~ details a").allTextContents().catch(() => [])).map(text);
     const storyNums = listed.filter((x) => /^L\d+ /.test(x)).map((x) => Number(/^L(\d+)/.exec(x)[1]));
     check(storyNums.length === nums.length && storyNums.every((n, i) => n === nums[i]), `the story lists the failing layers as the tree does: ${storyNums.map((n) => "L" + n).join(", ")}`);
   }
-  // the counts agree with the tree: the layers part's failing cases (the overview among them) as its branch shows them
+  // the counts agree with the tree: the layers part's failing layer cases (a layer count counts layers: not the overview)
   const failedLeaves = await page.locator("[data-testid=tree-leaf]").filter({ has: page.locator("[data-testid=tree-leaf-status-failed]") }).allInnerTexts();
-  const inLayers = failedLeaves.map(text).map((t) => t.replace(/^\d+\s*/, "")).filter((x) => /^(L\d+ |overview)/.test(x) && !/experts/.test(x)).length;
+  const inLayers = failedLeaves.map(text).map((t) => t.replace(/^\d+\s*/, "")).filter((x) => /^L\d+ /.test(x) && !/experts/.test(x)).length;
   const said = Number(await page.locator("[data-k3-count=layers]").getAttribute("data-k3-failed").catch(() => "NaN"));
-  check(said === inLayers, `the story's layers count (${said} failing) agrees with the tree's layers branch (${inLayers} failing cases)`);
+  check(said === inLayers, `the story's layers count (${said} failing) agrees with the tree's failing layers (${inLayers})`);
 }
 
 /** The title card and the tab strip, scrolled to the top of the window, are not covered by a sticky or fixed bar. */
@@ -188,7 +214,7 @@ async function noClipping(r, url, where) {
       }).catch((e) => "not found: " + e.message.split("\n")[0]);
       check(covered === null, `${where}: the ${name} scrolled to the top at ${size.width}x${size.height} is not clipped${covered ? " (covered by " + covered + ")" : ""}`);
     }
-    if (shots) await page.screenshot({ path: join(shots, `${r.expect}-scrolled-${size.width}x${size.height}.png`) });
+    if (shots) await page.screenshot({ path: join(shots, `${tag}${r.shot}-scrolled-${size.width}x${size.height}.png`) });
     await context.close();
   }
 }
@@ -214,7 +240,7 @@ async function failingLayerPage(page, r, where) {
   });
   check(box !== null && box.scrollY === 0 && box.top >= 0 && box.bottom <= VIEW.height,
     `${where}: the failing layer's stage table (${box?.rows} lines) is visible without scrolling (${box ? Math.round(box.top) + "-" + Math.round(box.bottom) : "no table"} px of ${VIEW.height})`);
-  if (shots) await page.screenshot({ path: join(shots, `${r.expect}-layer.png`) });
+  if (shots) await page.screenshot({ path: join(shots, `${tag}${r.shot}-layer.png`) });
 }
 
 const browser = await chromium.launch({
@@ -245,11 +271,11 @@ async function checkReport(r) {
     const page = await context.newPage();
     await page.goto(url);
     await firstScreen(page, r, "folder report");
-    if (shots) await page.screenshot({ path: join(shots, `${r.expect}-overview.png`) });
-    if (r.expect !== "incomplete") await layerOrder(page, r);
+    if (shots) await page.screenshot({ path: join(shots, `${tag}${r.shot}-overview.png`) });
+    if (r.expect !== "incomplete" && r.expect !== "noverdict") await layerOrder(page, r);
     if (r.expect === "fail") await failingLayerPage(page, r, "folder report");
     await context.close();
-    await noClipping(r, url, "folder report");
+    if (r.expect !== "noverdict") await noClipping(r, url, "folder report");
     server.close();
 
     // the folder copy from file:// cannot load its data: it says so and names the single file, never spins forever
@@ -267,7 +293,7 @@ async function checkReport(r) {
       const p2 = await c2.newPage();
       await p2.goto(pathToFileURL(single).href, { timeout: 180000 }); // one file of several MB: slow to parse on a loaded machine
       await firstScreen(p2, r, "single file from file://");
-      if (shots) await p2.screenshot({ path: join(shots, `${r.expect}-single-file.png`) });
+      if (shots) await p2.screenshot({ path: join(shots, `${tag}${r.shot}-single-file.png`) });
       await c2.close();
     }
   }

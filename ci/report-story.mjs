@@ -1,6 +1,7 @@
-// The report's first screen, from the results themselves: the verdict (CONFORMS / DOES NOT CONFORM), where the
-// model first departs from the reference (layer, stage, category, ratio), bisect's diagnosis of it, the counts of
-// each part, the trend against the previous run and what the harness catches. ci/report runs it twice:
+// The report's first screen, rendered from the run's verdict file (k3-run-<id>-verdict.json, written by the harness's
+// RunPlan): the headline, where the run first departs from the reference, bisect's line, the counts of each part, what
+// the harness catches, all as the verdict file gives them (nothing here decides, ranks or compares with a budget), and
+// the trend: which layers' outcomes changed since the last run of the same engine and reference. ci/report runs it twice:
 //   node report-story.mjs prepare RESULTS STORY.json [HISTORY.jsonl]
 //       reads the merged results folder (and the previous run from Allure's history), writes STORY.json and links
 //       each failing logits case to the first divergence
@@ -12,25 +13,10 @@ import { join } from "node:path";
 
 // the parts of the report (the harness's ReportPart titles), in causal order
 const PART = { model: "1 · model", layers: "2 · layers", experts: "3 · experts, layer by layer", logits: "4 · logits and greedy ids", gates: "5 · engine gates", harness: "6 · harness self-tests" };
-const STORY_PARTS = [PART.model, PART.layers, PART.experts, PART.logits];
-const WORST_LABEL = "worst ratio to budget";
-// a layer whose worst ratio to budget grew by more than this factor since the previous run is marked, in budget or not
-export const TREND_FACTOR = 2;
 
 const md5 = (s) => createHash("md5").update(s).digest("hex");
 const label = (r, name) => r.labels?.find((l) => l.name === name)?.value;
 const failed = (r) => r.status === "failed" || r.status === "broken";
-const layerOf = (name) => Number(/^L\s*(\d+)/u.exec(name.replaceAll("\u2007", " "))?.[1] ?? NaN);
-// Java's %.3g, as the harness prints ratios: 0.00212, 3.97e+04
-const fmt = (x) => {
-  if (x === null || x === undefined || !Number.isFinite(x)) return String(x);
-  const a = Math.abs(x);
-  if (a !== 0 && (a < 1e-4 || a >= 1e3)) {
-    const [m, e] = x.toExponential(2).split("e");
-    return `${m}e${e[0] === "-" ? "-" : "+"}${e.replace(/^[+-]/, "").padStart(2, "0")}`;
-  }
-  return x.toPrecision(3);
-};
 
 function readResults(dir) {
   const out = [];
@@ -48,25 +34,6 @@ function readResults(dir) {
   return [...byHistory.values()];
 }
 
-function attachment(dir, r, name) {
-  const a = r.attachments?.find((x) => x.name === name);
-  if (!a || !existsSync(join(dir, a.source))) return null;
-  return JSON.parse(readFileSync(join(dir, a.source), "utf8"));
-}
-
-/** A part's counts, and every skipped case with the reason it gives (a skip without one says so). */
-function counts(rs) {
-  const c = { total: rs.length, passed: 0, failed: 0, skipped: 0, skips: [] };
-  for (const r of rs) {
-    if (failed(r)) c.failed++;
-    else if (r.status === "passed") c.passed++;
-    else {
-      c.skipped++;
-      c.skips.push({ id: r.reportId, name: r.name, reason: (r.statusDetails?.message ?? "").split("\n")[0].trim() || null });
-    }
-  }
-  return c;
-}
 
 /** A case's key across runs: Allure 3 keys its history by ids of its own, a case is its full name and its name. */
 const caseKey = (r) => `${r.fullName ?? ""} ${r.name}`;
@@ -125,13 +92,13 @@ function readHistory(historyFile) {
 }
 
 /**
- * The runs the trend compares, one JSON line each beside Allure's history (HISTORY.jsonl -> HISTORY.runs.jsonl):
- * when, the model, the reference and every layer case's worst ratio to budget. Allure's own history holds no
- * reference, so it cannot tell which earlier run measured the same thing.
+ * The runs the trend compares, one JSON line each beside Allure's history (HISTORY.jsonl -> HISTORY.runs.jsonl): when,
+ * the run, its engine, model and reference, and each layer's outcome as its verdict file gives it. Allure's own history
+ * holds no engine or reference, so it cannot tell which earlier run measured the same thing.
  */
 export const runsFile = (historyFile) => historyFile.replace(/(\.jsonl)?$/, ".runs.jsonl");
 
-/** The runs kept beside the history; a line that is not one (not JSON, no reference, layers or worst ratios) is skipped with a note. */
+/** The runs kept beside the history; a line that is not one (not JSON, no engine, reference or layers) is skipped with a note. */
 function readRuns(historyFile, skipped) {
   const f = historyFile ? runsFile(historyFile) : null;
   if (!f || !existsSync(f) || !statSync(f).isFile()) return [];
@@ -142,208 +109,169 @@ function readRuns(historyFile, skipped) {
     try {
       v = JSON.parse(l);
     } catch {}
-    const ok = v && typeof v === "object" && Number.isFinite(v.timestamp) && typeof v.reference === "string" && Array.isArray(v.layers)
-      && v.worst && typeof v.worst === "object" && !Array.isArray(v.worst);
+    const ok = v && typeof v === "object" && Number.isFinite(v.timestamp) && typeof v.engine === "string" && typeof v.reference === "string"
+      && v.layers && typeof v.layers === "object" && !Array.isArray(v.layers);
     if (ok) runs.push(v);
-    else skipped.push(`${f} line ${i + 1}: not a run (the trend does not read it)`);
+    else skipped.push(`${f} line ${i + 1}: not a run of this format (the trend does not read it)`);
   });
   return runs;
 }
 
+const layerNames = (run) => Object.keys(run.layers);
 const sameLayers = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /**
- * The trend: this run against the last earlier run of the same reference over the same layers (like with like;
- * the model may differ: a port before and after a change), or what there is instead when none qualifies.
+ * The trend: this run against the last earlier run of the same engine and reference over the same layers (like with
+ * like; the model may differ: a port before and after a change), or why there is none. It lists the layers whose
+ * outcome, as each run's verdict file gives it, changed: a layer that conformed and no longer does got worse, the
+ * reverse got better. Ratios are shown as the verdict files give them; none is compared with a budget here.
  */
 export function trendOf(run, runs) {
-  const trend = { factor: TREND_FACTOR, previous: null, previousModel: null, grew: [], nothing: null };
-  if (run.layers.length === 0) {
-    trend.nothing = "this run compared no layer";
+  const trend = { previous: null, previousModel: null, worse: [], better: [], nothing: null };
+  const names = layerNames(run);
+  if (names.length === 0) {
+    trend.nothing = "this run judged no layer";
     return trend;
   }
-  const prev = [...runs].reverse().find((p) => p.reference === run.reference && sameLayers(p.layers, run.layers));
+  const prev = [...runs].reverse().find((p) => p.engine === run.engine && p.reference === run.reference && sameLayers(layerNames(p), names));
   if (!prev) {
     const last = runs[runs.length - 1];
     trend.nothing = runs.length === 0
       ? "no earlier run in this history"
-      : `no earlier run of the same reference over the same ${run.layers.length} layers (the last, ${new Date(last.timestamp).toISOString()}, ` +
-        (last.layers.length === 0 ? "compared no layer" : last.reference !== run.reference ? `was against ${last.reference}` : `compared ${last.layers.length} layers`) + ")";
+      : `no earlier run of the same engine and reference over the same ${names.length} layers (the last, ${new Date(last.timestamp).toISOString()}, ` +
+        (last.engine !== run.engine ? `was of ${last.engine}` : last.reference !== run.reference ? `was against ${last.reference}`
+          : layerNames(last).length === 0 ? "judged no layer" : `judged ${layerNames(last).length} layers`) + ")";
     return trend;
   }
   trend.previous = new Date(prev.timestamp).toISOString();
   if (prev.model !== run.model) trend.previousModel = prev.model;
-  for (const [name, now] of Object.entries(run.worst)) {
-    const before = prev.worst[name];
-    if (Number.isFinite(before) && Number.isFinite(now) && now > before * TREND_FACTOR) {
-      trend.grew.push({ name, before, now, growth: before > 0 ? now / before : Infinity, inBudget: now <= 1 });
-    }
+  for (const name of names) {
+    const before = prev.layers[name], now = run.layers[name];
+    const row = { name, label: now.name ?? name, uuid: now.uuid, before: before.worst_ratio_to_budget, now: now.worst_ratio_to_budget };
+    if (before.conforms === true && now.conforms === false) trend.worse.push(row);
+    else if (before.conforms === false && now.conforms === true) trend.better.push(row);
   }
-  trend.grew.sort((a, b) => layerOf(a.name) - layerOf(b.name));
   return trend;
 }
 
 /**
- * The runs whose results this report shows: every k3-run-<id>-plan.json in the folder (only K3_RUN_ID's when set), each
- * with the verdict file it wrote (docs/report.md, "Plan and verdict"). The verdict is the runs' own, never recomputed
- * here: INCOMPLETE when a run wrote no verdict or any run's is INCOMPLETE, else DOES NOT CONFORM when any run's is, else
- * CONFORMS when any run checked a checkpoint, else NO CHECKPOINT CHECKED.
+ * The runs in a results folder (only K3_RUN_ID's when set): each k3-run-<id>-plan.json and -verdict.json, and the run
+ * the folder was started for (k3-run-started.json, written before anything compiled).
  */
 export function runsOf(dir, only) {
   const runs = new Map();
+  // only: one run's id, or a set of them (ci/report passes the runs it shows, K3_RUN_IDS)
+  const shown = (id) => !only || (typeof only === "string" ? id === only : only.has(id));
   for (const f of readdirSync(dir)) {
     const m = /^k3-run-(.+)-(plan|verdict)\.json$/u.exec(f);
-    if (!m || (only && m[1] !== only)) continue;
-    let v;
-    try {
-      v = JSON.parse(readFileSync(join(dir, f), "utf8"));
-    } catch (e) {
-      v = { unreadable: String(e.message) };
+    if (f === "k3-run-started.json") {
+      const v = readJson(join(dir, f));
+      if (v.run && shown(v.run)) runs.set(v.run, { ...runs.get(v.run), started: v });
+      continue;
     }
-    runs.set(m[1], { ...runs.get(m[1]), [m[2]]: v });
+    if (!m || !shown(m[1])) continue;
+    runs.set(m[1], { ...runs.get(m[1]), [m[2]]: readJson(join(dir, f)) });
   }
   return runs;
 }
 
-export function combinedVerdict(runs, only) {
-  const findings = [], notJudged = [];
-  let outcome = null;
-  const rank = { INCOMPLETE: 3, DOES_NOT_CONFORM: 2, CONFORMS: 1, NO_CHECKPOINT: 0 };
-  const worse = (o) => (outcome === null || rank[o] > rank[outcome] ? o : outcome);
-  if (runs.size === 0) {
-    outcome = "INCOMPLETE";
-    findings.push(only ? `no plan of run ${only} in the results: the build failed before any gate ran, or these results are another run's`
-      : "no run plan in the results: they come from no run of this harness (stale, or the build failed before any gate ran)");
+function readJson(f) {
+  try {
+    return JSON.parse(readFileSync(f, "utf8"));
+  } catch (e) {
+    return { unreadable: String(e.message) };
   }
-  for (const [id, r] of runs) {
-    if (!r.plan || !r.verdict || r.plan.unreadable || r.verdict.unreadable || !(r.verdict.outcome in rank)) {
-      outcome = worse("INCOMPLETE");
-      findings.push(`run ${id} wrote ${!r.plan ? "no plan" : "no readable verdict"}: it ended before its first case was written, or its files are damaged`);
-      notJudged.push(...(r.plan?.items ?? []));
-      continue;
-    }
-    outcome = worse(r.verdict.outcome);
-    findings.push(...(r.verdict.findings ?? []));
-    notJudged.push(...(r.verdict.not_judged ?? []));
-  }
-  const words = { INCOMPLETE: "INCOMPLETE", DOES_NOT_CONFORM: "DOES NOT CONFORM", CONFORMS: "CONFORMS", NO_CHECKPOINT: "NO CHECKPOINT CHECKED" }[outcome];
-  return { outcome, words, findings, notJudged };
 }
 
-function prepare(dir, storyFile, historyFile) {
-  const only = process.env.K3_RUN_ID || null;
+/**
+ * The verdict the report renders: the one run's verdict file, or the verdict ci/report had decided (in Java) over the
+ * several runs it was given (k3-report-verdict.json); when the run wrote none (killed while compiling, a build error,
+ * still running), that there is no verdict for it.
+ */
+export function verdictOf(runs, combined, only) {
+  if (combined) return combined;
+  const none = (why) => ({ outcome: "NO_VERDICT", headline: "NO VERDICT", green: false, findings: [why], not_judged: [], joins_history: false, none: true,
+    first_divergence_text: "not known: the run judged nothing", bisect: "nothing to diagnose: the run judged nothing" });
+  if (runs.size === 0) {
+    return none(typeof only === "string" ? `no run ${only} in the results: its build failed before any gate ran, or these results are another run's`
+      : "no run in the results: they come from no run of this harness");
+  }
+  if (runs.size > 1) throw new Error(`${runs.size} runs in one results folder and no verdict decided over them (ci/report decides one)`);
+  const [[id, r]] = [...runs];
+  if (!r.verdict || r.verdict.unreadable) {
+    const when = r.started?.started ? `, started ${r.started.started},` : "";
+    return none(`run ${id}${when} wrote no verdict: it ended before its first case (killed while compiling, a build that failed) or is still running`);
+  }
+  return r.verdict;
+}
+
+export function prepare(dir, storyFile, historyFile) {
+  const ids = (process.env.K3_RUN_IDS ?? "").split(" ").filter(Boolean);
+  const only = ids.length ? new Set(ids) : process.env.K3_RUN_ID || null;
   const runs = runsOf(dir, only);
-  const decided = combinedVerdict(runs, only);
+  const combinedFile = join(dir, "k3-report-verdict.json");
+  const v = verdictOf(runs, existsSync(combinedFile) ? readJson(combinedFile) : null, only);
   const all = readResults(dir);
-  // results of another run (stale allure-results, a failed build's leftovers) are never shown as this run's
+  // results of another run (a failed build's leftovers in a reused folder) are never shown as this run's
   const results = all.filter((r) => runs.has(label(r, "run")));
   const stale = all.length - results.length;
   for (const r of all.filter((x) => !runs.has(label(x, "run")))) rmSync(join(dir, r.file), { force: true });
-  const byPart = (p) => results.filter((r) => r.part === p);
-  const layerCases = byPart(PART.layers).filter((r) => !Number.isNaN(layerOf(r.name)));
-  const layers = layerCases
-    .map((r) => ({ r, m: attachment(dir, r, "stage metrics") }))
-    .map(({ r, m }) => ({ r, id: r.reportId, key: caseKey(r), name: r.name, layer: layerOf(r.name), failed: failed(r), metrics: m }))
-    .sort((a, b) => a.layer - b.layer);
-  const story = results.filter((r) => STORY_PARTS.includes(r.part));
+  const idOf = (uuid) => (uuid ? md5(uuid) : null);
 
-  let first = null;
-  const badModel = byPart(PART.model).find(failed);
-  const badLayer = layers.find((l) => l.failed);
-  const badExperts = byPart(PART.experts).filter(failed).filter((r) => !Number.isNaN(layerOf(r.name))).sort((a, b) => layerOf(a.name) - layerOf(b.name))[0];
-  const badLogits = byPart(PART.logits).find(failed);
-  if (badModel) first = { id: badModel.reportId, where: badModel.name, stage: "-", category: category(badModel), message: firstLine(badModel) };
-  else if (badLayer) {
-    const m = badLayer.metrics ?? {};
-    const stage = m.first_over_budget ?? "-";
-    const st = (m.stages ?? []).find((s) => s.stage === stage);
-    first = { id: badLayer.id, where: badLayer.name, layer: badLayer.layer, stage, ratio: st?.ratio_to_budget ?? m.worst_ratio_to_budget, category: tagOf(m.finding), diagnosis: m.diagnosis ?? null };
-  } else if (badExperts) first = { id: badExperts.reportId, where: badExperts.name, stage: "experts", category: category(badExperts), message: firstLine(badExperts) };
-  else if (badLogits) first = { id: badLogits.reportId, where: decided.outcome === "INCOMPLETE" ? "logits (not every layer was judged: the cause may be one of them)" : "logits (every layer within budget)", stage: "-", category: category(badLogits), message: firstLine(badLogits) };
-
-  // model and reference first: the trend compares runs of the same reference over the same layers
-  const env = readEnvironment(dir);
-  const param = (r, n) => r?.parameters?.find((x) => x.name === n)?.value;
-  const match = byPart(PART.model).find((r) => r.name === "the reference dump matches the model");
-  const model = param(match, "candidate") ?? param(match, "model") ?? (env["k3.candidate"] && env["k3.candidate"] !== "-" ? env["k3.candidate"] : env["k3.model"] ?? "-");
-  const reference = param(match, "reference") ?? env["k3.reference"] ?? "-";
-  const run = {
-    timestamp: Date.now(), model, reference, layers: layers.map((l) => l.layer),
-    worst: Object.fromEntries(layers.map((l) => [l.name, l.metrics?.worst_ratio_to_budget ?? Number(label(l.r, WORST_LABEL))])),
-  };
+  // the trend: this run's layers as its verdict file gives them, against the last like run in the history
+  const layers = Object.fromEntries(Object.entries(v.layers ?? {}).map(([k, l]) => [k, { ...l, id: idOf(l.uuid) }]));
+  const run = { timestamp: Date.now(), run: [...runs.keys()].join(" "), engine: v.engine ?? "-", model: v.model ?? "-",
+    reference: v.reference_manifest_sha256 ?? v.reference_dump ?? v.reference ?? "-", referenceName: v.reference_dump ?? v.reference ?? "-",
+    layers: Object.fromEntries(Object.entries(v.layers ?? {}).map(([k, l]) => [k, { conforms: l.conforms, worst_ratio_to_budget: l.worst_ratio_to_budget, name: l.name }])) };
   // Allure's history read first: its bad lines are moved aside before Allure reads it (readHistory)
   const history = readHistory(historyFile);
   const skipped = [...history.skipped];
-  const trend = historyFile ? trendOf(run, readRuns(historyFile, skipped)) : { factor: TREND_FACTOR, previous: null, grew: [], nothing: null, noHistory: true };
+  const trend = historyFile ? trendOf(run, readRuns(historyFile, skipped)) : { previous: null, worse: [], better: [], nothing: null, noHistory: true };
   trend.skipped = skipped;
-  const idOf = new Map(layers.map((l) => [l.name, l.id]));
-  for (const g of trend.grew) g.id = idOf.get(g.name);
-  // an INCOMPLETE run joins neither history: it is no measurement to compare against
-  if (historyFile && decided.outcome !== "INCOMPLETE") appendFileSync(runsFile(historyFile), JSON.stringify(run) + "\n");
+  for (const g of [...trend.worse, ...trend.better]) g.id = layers[g.name]?.id ?? null;
+  // a run its verdict keeps out of the history (INCOMPLETE, no verdict) joins neither history
+  const joins = v.joins_history === true;
+  if (historyFile && joins) appendFileSync(runsFile(historyFile), JSON.stringify(run) + "\n");
 
-  // what the harness catches: every planted wrong port's row, as the gates that planted it attached it
-  const catches = [];
-  for (const r of results) {
-    for (const a of (r.attachments ?? []).filter((x) => x.name === "caught")) {
-      if (!existsSync(join(dir, a.source))) continue;
-      const c = JSON.parse(readFileSync(join(dir, a.source), "utf8"));
-      catches.push({ ...c, id: r.reportId, gate: /(\w+Gate)\./.exec(r.fullName ?? "")?.[1] ?? "-", failed: failed(r) });
-    }
-  }
-  const KINDS = ["torch mutant", "wrong port", "binding mutant", "expert corruption", "tampered dump", "edited trunk"];
-  catches.sort((a, b) => KINDS.indexOf(a.kind) - KINDS.indexOf(b.kind) || a.gate.localeCompare(b.gate) || a.planted.localeCompare(b.planted));
-
-  const verdict = decided.words;
-  // the model and the reference as the checkpoint gate's first case names them (the environment file is the last
-  // profile's when several runs share a results folder), else as the environment says (above)
+  const withId = (x) => ({ ...x, id: idOf(x.uuid) });
+  const counts = Object.fromEntries(Object.entries(v.counts ?? {}).map(([k, c]) => [k, { ...c, skips: (c.skips ?? []).map(withId) }]));
+  const first = v.first_divergence ? withId(v.first_divergence) : null;
   const s = {
-    verdict,
-    model,
-    reference,
-    outcome: decided.outcome,
-    findings: decided.findings,
-    notJudged: decided.notJudged,
-    runs: [...runs.keys()],
+    verdict: v.headline ?? v.words ?? v.outcome ?? "NO VERDICT",
+    green: v.green === true,
+    outcome: v.outcome,
+    none: v.none === true,
+    model: v.model ?? null,
+    engine: v.engine ?? null,
+    reference: v.reference_dump ?? v.reference ?? null,
+    runs: v.runs ?? [...runs.keys()],
+    findings: v.findings ?? [],
+    notJudged: v.not_judged ?? [],
+    judged: v.judged_count ?? null,
+    planned: v.planned_count ?? null,
     stale,
-    history: decided.outcome !== "INCOMPLETE",
+    history: joins,
     first,
-    failingLayers: layers.filter((l) => l.failed).map((l) => ({ id: l.id, name: l.name })),
-    // each part's counts are its whole branch of the tree (the overview case among the layers), so they agree with its badges
-    counts: {
-      model: counts(byPart(PART.model)),
-      layers: counts(byPart(PART.layers)),
-      experts: counts(byPart(PART.experts)),
-      logits: counts(byPart(PART.logits).filter((r) => !/greedy/.test(r.name))),
-      greedy: counts(byPart(PART.logits).filter((r) => /greedy/.test(r.name))),
-      gates: counts(byPart(PART.gates)),
-      harness: counts(byPart(PART.harness)),
-    },
+    firstText: v.first_divergence_text ?? (first ? null : "not in the verdict file"),
+    bisect: v.bisect ?? "not in the verdict file",
+    failingLayers: (v.failing_layers ?? []).map(withId),
+    counts,
     trend,
-    catches,
+    catches: (v.catches ?? []).map(withId),
+    caught: v.catches_caught ?? 0,
   };
   writeFileSync(storyFile, JSON.stringify(s, null, 2));
 
   // each failing logits case links to the first divergence (the symptom to its cause)
   if (first) {
-    for (const r of byPart(PART.logits).filter(failed)) {
-      const text = "first divergence: " + first.where.replaceAll("\u2007", "") + (first.stage !== "-" ? " " + first.stage : "");
+    for (const r of results.filter((x) => x.part === PART.logits && failed(x))) {
+      const text = "first divergence: " + first.where + (first.stage !== "-" ? " " + first.stage : "");
       r.links = [...(r.links ?? []).filter((l) => !l.name?.startsWith("first divergence")), { name: text, url: "#" + first.id, type: "link" }];
       const { file, reportId, part, ...raw } = r;
       writeFileSync(join(dir, file), JSON.stringify(raw));
     }
   }
 }
-
-function readEnvironment(dir) {
-  const f = join(dir, "environment.properties");
-  if (!existsSync(f)) return {};
-  return Object.fromEntries(readFileSync(f, "utf8").split("\n").filter((l) => l.includes("=")).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1).replaceAll("\\\\", "\\")]));
-}
-
-const TAGS = { BINDING_ERROR: "binding error", WRONG_FORMULA: "wrong constant or formula", PRECISION: "precision", ROUNDING_DRIFT: "rounding drift", NON_FINITE: "non-finite", MISSING_TENSOR: "missing tensor", MISSING_STAGE: "missing stage", REFERENCE_MISMATCH: "reference mismatch", NEAR_TIE: "near-tie" };
-const tagOf = (finding) => TAGS[finding] ?? (finding ? finding.toLowerCase().replaceAll("_", " ") : "-");
-const category = (r) => /^\s*\[([^\]]+)\]/.exec(r.statusDetails?.message ?? "")?.[1] ?? (r.status === "broken" ? "broken" : "failed");
-const firstLine = (r) => (r.statusDetails?.message ?? "").split("\n")[0];
 
 const esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 
@@ -368,61 +296,50 @@ function folded(items, attr) {
 }
 
 export function panel(s) {
-  const bad = s.verdict === "DOES NOT CONFORM";
   const f = s.first;
-  const incomplete = s.outcome === "INCOMPLETE";
-  const firstHtml = s.outcome === "NO_CHECKPOINT"
-    ? "no checkpoint was checked in this run"
-    : incomplete && !f
-    ? "not known: the run did not judge everything it planned"
-    : f
-    ? `<a href="#${esc(f.id)}" data-k3-first>${esc(f.where.replaceAll("\u2007", ""))}</a> · stage <b>${esc(f.stage)}</b> · <b>[${esc(f.category)}]</b>${f.ratio !== undefined ? ` · ${esc(fmt(f.ratio))}x budget` : ""}${f.message ? ` · ${esc(f.message)}` : ""}`
-    : "none: every stage of every layer, the logits and the greedy ids are within budget";
-  const diag = f?.diagnosis ? esc(f.diagnosis) : f ? "(bisect diagnoses a failing layer; the first divergence is not a layer)" : "nothing to diagnose";
-  // in layer order, the first divergence first; a long list folds after the first few, never hiding an earlier layer
+  const firstHtml = f ? `<a href="#${esc(f.id)}" data-k3-first>${esc(f.where)}</a> · ${esc(f.detail)}` : esc(s.firstText);
+  // in layer order, as the verdict file lists them; a long list folds after the first few, never hiding an earlier layer
   const failing = s.failingLayers.length > 1
     ? ` (failing layers: ${folded(s.failingLayers.map((l) => `<a href="#${esc(l.id)}">${esc(l.name.replaceAll("\u2007", ""))}</a>`), "data-k3-failing-more")})`
     : "";
-  const c = s.counts;
-  const countsHtml = [
-    countLine("model", c.model),
-    countLine("layers", c.layers) + failing,
-    countLine("experts", c.experts),
-    countLine("logits", c.logits),
-    countLine("greedy ids", c.greedy),
-    countLine("engine gates", c.gates),
-    countLine("harness self-tests", c.harness),
-  ].filter(Boolean).join(" · ");
+  const countsHtml = Object.keys(s.counts).length === 0 ? (s.none ? "no case ran" : "not in the verdict file")
+    : Object.entries(s.counts).map(([name, n]) => (countLine(name, n) && name === "layers" ? countLine(name, n) + failing : countLine(name, n))).filter(Boolean).join(" · ");
   const t = s.trend;
-  const since = t.previous ? `since the run of ${esc(t.previous)} (same reference, same layers${t.previousModel ? `; its model was ${esc(t.previousModel)}` : ""})` : "";
+  const since = t.previous ? `since the run of ${esc(t.previous)} (same engine and reference, same layers${t.previousModel ? `; its model was ${esc(t.previousModel)}` : ""})` : "";
+  const rows = (list) => list.map((g) => `<a href="#${esc(g.id)}">${esc(g.label.replaceAll("\u2007", ""))}</a> ${esc(g.before ?? "-")} → ${esc(g.now ?? "-")}x budget`);
+  const changed = [
+    t.worse.length ? `<span class="k3-warn" data-k3-trend>${t.worse.length} layer${t.worse.length > 1 ? "s" : ""} conformed and no longer ${t.worse.length > 1 ? "do" : "does"} ${since}:</span> ` + folded(rows(t.worse), "data-k3-trend-more") : "",
+    t.better.length ? `<span class="k3-ok" data-k3-trend-better>${t.better.length} layer${t.better.length > 1 ? "s" : ""} now conform${t.better.length > 1 ? "" : "s"} ${since}:</span> ` + folded(rows(t.better), "data-k3-trend-better-more") : "",
+  ].filter(Boolean).join("; ");
   const trendHtml = t.noHistory
     ? `no history kept (ci/report K3_REPORT_HISTORY=FILE keeps one)`
     : t.nothing
       ? `<span data-k3-trend-nothing>nothing to compare: ${esc(t.nothing)}</span>`
-      : t.grew.length === 0
-        ? `<span data-k3-trend-same>no layer's worst ratio grew more than ${t.factor}x ${since}</span>`
-        : `<span class="k3-warn" data-k3-trend>${t.grew.length} layer${t.grew.length > 1 ? "s" : ""} got worse by more than ${t.factor}x ${since}:</span> ` +
-          folded(t.grew.map((g) => `<a href="#${esc(g.id)}">${esc(g.name.replaceAll("\u2007", ""))}</a> ${esc(fmt(g.before))} → ${esc(fmt(g.now))}x budget (${esc(fmt(g.growth))}x${g.inBudget ? ", still within budget" : ""})`), "data-k3-trend-more");
+      : changed || `<span data-k3-trend-same>no layer's outcome changed ${since}</span>`;
   const skippedHtml = (t.skipped ?? []).length === 0 ? ""
     : ` <span class="k3-warn" data-k3-history-skipped>${t.skipped.length} history line${t.skipped.length > 1 ? "s" : ""} skipped (moved to the history's .skipped file): ${esc(t.skipped.slice(0, 5).join("; "))}${t.skipped.length > 5 ? "; …" : ""}</span>`;
-  const missed = s.catches.filter((c) => !c.category || c.failed);
+  const missed = s.catches.length - s.caught;
   const catchesHtml = s.catches.length === 0
     ? "no planted wrong port in this run (the mutation, experts, faults and ports gates plant them)"
-    : `<details data-k3-catches><summary><span class="${missed.length ? "k3-bad" : "k3-ok"}">${s.catches.length} planted wrong ports, ${s.catches.length - missed.length} caught` +
-      `${missed.length ? `, <b>${missed.length} not caught</b>` : ""}</span> (show the table)</summary><table><tr><th>planted</th><th>kind</th><th>gate</th><th>layer</th><th>stage</th><th>category</th><th>ratio to budget</th></tr>` +
-      s.catches.map((c) => `<tr class="${!c.category || c.failed ? "k3-miss" : ""}"><td><a href="#${esc(c.id)}">${esc(c.planted)}</a></td><td>${esc(c.kind)}</td><td>${esc(c.gate)}</td><td>${c.layer === null || c.layer === undefined ? "-" : "L" + esc(c.layer)}</td>` +
-        `<td>${esc(c.stage ?? "-")}</td><td>${c.category ? esc(c.category) : "<b>NOT CAUGHT</b>"}${c.category && c.failed ? " (its case fails)" : ""}</td><td>${c.ratio_to_budget === null || c.ratio_to_budget === undefined ? "-" : esc(typeof c.ratio_to_budget === "number" ? fmt(c.ratio_to_budget) + "x" : c.ratio_to_budget)}</td></tr>`).join("") +
+    : `<details data-k3-catches><summary><span class="${missed ? "k3-bad" : "k3-ok"}">${s.catches.length} planted wrong ports, ${s.caught} caught` +
+      `${missed ? `, <b>${missed} not caught</b>` : ""}</span> (show the table)</summary><table><tr><th>planted</th><th>kind</th><th>gate</th><th>layer</th><th>stage</th><th>category</th><th>ratio to budget</th></tr>` +
+      s.catches.map((c) => `<tr class="${c.caught ? "" : "k3-miss"}"><td><a href="#${esc(c.id)}">${esc(c.planted)}</a></td><td>${esc(c.kind)}</td><td>${esc(c.gate)}</td><td>${c.layer === null || c.layer === undefined ? "-" : "L" + esc(c.layer)}</td>` +
+        `<td>${esc(c.stage ?? "-")}</td><td>${c.caught ? esc(c.category) : `${c.category ? esc(c.category) + " " : ""}<b>NOT CAUGHT</b> (its case fails)`}</td><td>${esc(c.ratio_to_budget ?? "-")}</td></tr>`).join("") +
       "</table></details>";
+  // a headline that is not green shows what it rests on when the first divergence does not: what was not judged, or the findings
+  const says = s.findings.length ? s.findings.join("; ") : s.notJudged.length ? "not judged: " + s.notJudged.join(", ") : "";
+  const who = s.engine || s.model
+    ? `<span class="k3-model">${esc(s.engine ?? "")}${s.model ? ` (${esc(s.model)})` : ""}${s.reference ? ` against ${esc(s.reference)}` : ""}</span>` : "";
   return `<section id="k3-story" data-verdict="${esc(s.verdict)}">
-<div class="k3-head"><span class="k3-verdict ${bad || incomplete ? "k3-bad" : s.verdict === "CONFORMS" ? "k3-ok" : ""}" data-k3-verdict>${esc(s.verdict)}</span>
-${s.model === "-" ? "" : `<span class="k3-model">${esc(s.model)} against ${esc(s.reference.replace(/ \(found.*$/, ""))}</span>`}</div>
+<div class="k3-head"><span class="k3-verdict ${s.green ? "k3-ok" : "k3-bad"}" data-k3-verdict>${esc(s.verdict)}</span>
+${who}</div>
 <dl>
-${incomplete ? `<dt class="k3-keep">not judged</dt><dd class="k3-keep k3-bad" data-k3-missing>${esc(s.findings.join("; "))}</dd>` : ""}
+${!s.green && says && (s.notJudged.length || s.none || !s.first) ? `<dt class="k3-keep">${s.notJudged.length || s.none ? "not judged" : "findings"}</dt><dd class="k3-keep k3-bad" data-k3-missing>${esc(says)}</dd>` : ""}
 ${s.stale ? `<dt>left out</dt><dd data-k3-stale>${s.stale} result${s.stale > 1 ? "s" : ""} of another run (not this run's plan)</dd>` : ""}
 <dt class="k3-keep">first divergence</dt><dd class="k3-keep" data-k3-first-divergence>${firstHtml}</dd>
-<dt>bisect</dt><dd data-k3-bisect>${diag}</dd>
-<dt>counts</dt><dd>${countsHtml}</dd>
-<dt>trend</dt><dd>${trendHtml}${skippedHtml}</dd>
+<dt>bisect</dt><dd data-k3-bisect>${esc(s.bisect)}</dd>
+<dt>counts</dt><dd data-k3-counts>${countsHtml}</dd>
+<dt>trend</dt><dd data-k3-trend-line>${trendHtml}${skippedHtml}</dd>
 <dt>the harness catches</dt><dd>${catchesHtml}</dd>
 </dl>
 </section>

@@ -52,9 +52,11 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
     private static final String LAYER_GATE = "k3j.gates.LayerConformanceGate", LOGIT_GATE = "k3j.gates.LogitParityGate",
             EXPERT_GATE = "k3j.gates.ExpertConformanceGate";
 
-    private static final String RUN = Project.property("k3.run").isEmpty() ? UUID.randomUUID().toString() : Project.property("k3.run");
+    private static final String RUN = !Project.property("k3.run").isEmpty() ? Project.property("k3.run")
+            : !Project.property("k3.run.id").isEmpty() ? Project.property("k3.run.id") : UUID.randomUUID().toString();
     private static final Map<String, Boolean> JUDGED = new LinkedHashMap<>();   // item -> conforms
     private static final List<String> PLANNED = new ArrayList<>();
+    private static final RunStory STORY = new RunStory();
     private static Map<String, Object> plan;
     private static boolean finished;
     private static int written;
@@ -88,6 +90,9 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
                 p.put("reference_manifest_sha256", Tamper.sha256(Files.readAllBytes(c.dump().source().resolve("manifest.json"))));
                 p.put("reference_producer", c.dump().producer());
                 reference = c.dump().producer();
+                p.put("engine", c.candidateDump() != null ? c.candidateDump().engine() : "k3j forward");
+                STORY.identity((String) p.get("engine"), c.candidateDump() != null ? c.candidateDump().source().toString() : Project.property("k3.model"),
+                        c.dump().source().toString(), (String) p.get("reference_manifest_sha256"), c.candidateDump() != null);
                 if (classes.contains(LAYER_GATE)) {
                     items.add(MODEL_MATCH);
                     for (int l : selected) items.add("L" + l);
@@ -129,6 +134,7 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
         int halt;
         synchronized (RunPlan.class) {
             if (item != null && t.getStatus() != Status.SKIPPED) JUDGED.merge(item, t.getStatus() == Status.PASSED, Boolean::logicalAnd);
+            STORY.add(t, item, resultsDir());
             written++;
             if (plan != null) writeVerdict();
             halt = haltAfter();
@@ -181,13 +187,28 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
     }
 
     private static void writeVerdict() {
-        Map<String, Object> v = new LinkedHashMap<>(decided != null ? decided
-                : PlanVerdict.decide(PLANNED, JUDGED, finished, Boolean.TRUE.equals(plan.get("checkpoint"))).json());
+        if (decided != null) {   // a gate's one decision (the probe's), written as it made it
+            Map<String, Object> v = new LinkedHashMap<>(decided);
+            v.put("run", RUN);
+            v.put("finished", finished);
+            v.put("written", Instant.now().toString());
+            write("verdict", v);
+            return;
+        }
+        PlanVerdict planned = PlanVerdict.decide(PLANNED, JUDGED, finished, Boolean.TRUE.equals(plan.get("checkpoint")));
+        Map<String, Object> v = new LinkedHashMap<>(planned.json());
         v.put("run", RUN);
         if (reference != null) v.put("reference", reference);
         v.put("finished", finished);
         v.put("written", Instant.now().toString());
+        v.putAll(STORY.fields(planned, PLANNED));
         write("verdict", v);
+    }
+
+    /** The Allure results folder of this run (allure.results.directory), or null when none is set. */
+    static Path resultsDir() {
+        String dir = System.getProperty("allure.results.directory", "");
+        return dir.isBlank() ? null : Path.of(dir);
     }
 
     private static int haltAfter() {
