@@ -137,16 +137,31 @@ class KernelBitIdentityGate {
         for (int n : new int[] {1, 7, 8, 100}) c.add(new Case("argmax_" + n, () -> argmax(n), false));
         c.add(new Case("mutant_matmul_512_bit_blocks_of_32_split_even_odd_differs", KernelBitIdentityGate::matvecBlocksOf32Mutant, true));
         // the batched kernels at the other vector width (512-bit tiles or two 256-bit halves, chosen once per machine)
+        int every = sampleEvery(), k = 0;
         for (Case v : List.copyOf(c)) {
-            if (!v.mutant() && (v.name().startsWith("matmul_") || v.name().startsWith("mxfp4"))) {
+            if (!v.mutant() && (v.name().startsWith("matmul_") || v.name().startsWith("mxfp4")) && k++ % every == 0) {
                 c.add(new Case("other_width_" + v.name(), () -> atOtherWidth(v.check()), false));
             }
         }
         // the same claims for the scalar path the run command takes for small calls (KernelPath.ADAPTIVE)
+        k = 0;
         for (Case v : List.copyOf(c)) {
-            if (!v.mutant()) c.add(new Case("scalar_path_" + v.name(), () -> onScalarPath(v.check()), false));
+            if (!v.mutant() && k++ % every == 0) c.add(new Case("scalar_path_" + v.name(), () -> onScalarPath(v.check()), false));
         }
         return c.stream().map(x -> Arguments.of(x));
+    }
+
+    /**
+     * Which of the derived cases (other width, scalar path) run: {@code -Dk3.bitidentity=all} (-Pslow, and an IDE run
+     * without the property) every one, {@code sample} (ci/test) every fourth, in the order of the list above.
+     */
+    static int sampleEvery() {
+        String mode = System.getProperty("k3.bitidentity", "");
+        return switch (mode) {
+            case "", "all" -> 1;
+            case "sample" -> 4;
+            default -> throw new IllegalArgumentException("-Dk3.bitidentity must be all or sample, got '" + mode + "'");
+        };
     }
 
     private static float[][] onScalarPath(Check check) {

@@ -30,6 +30,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * digests must match, per fixture and path.
  */
 @Tag("bitidentity")
+@Tag("interpreter")   // a child JVM in the interpreter: -Pslow, beside the faults
 @Epic("bitidentity")
 class KernelInterpreterGate {
     private static final Map<String, String> INTERPRETED = new HashMap<>();

@@ -285,6 +285,7 @@ class TrunkGate {
     }
 
     @Test
+    @Tag("faults")   // a killed child JVM: -Pslow, beside the other faults
     @Feature("packing")
     @DisplayName("pack killed mid-write (SIGKILL of a k3 pack-trunk process) leaves nothing that opens")
     void killedPackLeavesNothingThatOpens() throws Exception {

@@ -5,9 +5,9 @@ import org.junit.platform.suite.api.SelectPackages;
 import org.junit.platform.suite.api.Suite;
 import org.junit.platform.suite.api.SuiteDisplayName;
 
-/** Every gate that needs no real checkpoint: {@code ci/test}, i.e. {@code mvn verify -Pweightless}. */
+/** The gates that need no real checkpoint, but the slow ones ({@link SlowSuite}): {@code ci/test}, i.e. {@code mvn verify -Pweightless}. */
 @Suite
 @SuiteDisplayName("weightless gates")
 @SelectPackages("k3j.gates")
-@ExcludeTags({"checkpoint", "ports", "fanout", "scale", "differential", "probe"})
+@ExcludeTags({"checkpoint", "ports", "fanout", "scale", "differential", "faults", "fuzz", "interpreter", "probe"})
 public class WeightlessSuite {}

@@ -352,7 +352,12 @@ public final class Mxfp4 {
         }
     }
 
-    /** Four nibble-coded rows (row k's codes at base + k·rowBytes, its scales at sc[k·ng]) into t[16k .. 16k+16), natural lane order. */
+    /**
+     * Four nibble-coded rows (row k's codes at base + k·rowBytes, its scales at sc[k·ng]) into t[16k .. 16k+16), natural
+     * lane order. The codes are not masked to their nibble: the table lookup (selectFrom) wraps its index modulo 16
+     * (the low four bits, which vpermd reads alone), so a byte's widened value indexes by its low nibble, and that
+     * value shifted right by four by its high one.
+     */
     private static void quadNibbles512(MemorySegment pk, long base, long rowBytes, byte[] sc, int ng, float[] x, int in, float[] t) {
         FloatVector a0 = FloatVector.zero(F16), a1 = a0, a2 = a0, a3 = a0;
         final FloatVector e2m1 = FloatVector.fromArray(F16, E2M1, 0);
@@ -371,28 +376,28 @@ public final class Mxfp4 {
             if (s0 != 255) {
                 IntVector tab = e2m1.mul(SCALE[s0]).reinterpretAsInts();
                 IntVector c = (IntVector) ByteVector.fromMemorySegment(B128, pk, at, LE).convertShape(VectorOperators.B2I, I16, 0);
-                IntVector lo = c.and(15), hi = c.lanewise(VectorOperators.LSHR, 4).and(15);
+                IntVector lo = c, hi = c.lanewise(VectorOperators.LSHR, 4);
                 a0 = pa.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xa, a0);
                 if (two) a0 = pb.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xb, a0);
             }
             if (s1 != 255) {
                 IntVector tab = e2m1.mul(SCALE[s1]).reinterpretAsInts();
                 IntVector c = (IntVector) ByteVector.fromMemorySegment(B128, pk, at + rowBytes, LE).convertShape(VectorOperators.B2I, I16, 0);
-                IntVector lo = c.and(15), hi = c.lanewise(VectorOperators.LSHR, 4).and(15);
+                IntVector lo = c, hi = c.lanewise(VectorOperators.LSHR, 4);
                 a1 = pa.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xa, a1);
                 if (two) a1 = pb.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xb, a1);
             }
             if (s2 != 255) {
                 IntVector tab = e2m1.mul(SCALE[s2]).reinterpretAsInts();
                 IntVector c = (IntVector) ByteVector.fromMemorySegment(B128, pk, at + 2 * rowBytes, LE).convertShape(VectorOperators.B2I, I16, 0);
-                IntVector lo = c.and(15), hi = c.lanewise(VectorOperators.LSHR, 4).and(15);
+                IntVector lo = c, hi = c.lanewise(VectorOperators.LSHR, 4);
                 a2 = pa.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xa, a2);
                 if (two) a2 = pb.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xb, a2);
             }
             if (s3 != 255) {
                 IntVector tab = e2m1.mul(SCALE[s3]).reinterpretAsInts();
                 IntVector c = (IntVector) ByteVector.fromMemorySegment(B128, pk, at + 3 * rowBytes, LE).convertShape(VectorOperators.B2I, I16, 0);
-                IntVector lo = c.and(15), hi = c.lanewise(VectorOperators.LSHR, 4).and(15);
+                IntVector lo = c, hi = c.lanewise(VectorOperators.LSHR, 4);
                 a3 = pa.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xa, a3);
                 if (two) a3 = pb.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(xb, a3);
             }
@@ -446,7 +451,7 @@ public final class Mxfp4 {
                         .selectFrom(tab).reinterpretAsFloats().fma(FloatVector.fromArray(F16, xs, i + 16), a);
             } else {
                 IntVector c = (IntVector) ByteVector.fromMemorySegment(B128, pk, base + 16L * g, LE).convertShape(VectorOperators.B2I, I16, 0);
-                IntVector lo = c.and(15), hi = c.lanewise(VectorOperators.LSHR, 4).and(15);
+                IntVector lo = c, hi = c.lanewise(VectorOperators.LSHR, 4);
                 a = pa.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(FloatVector.fromArray(F16, xs, i), a);
                 if (two) a = pb.selectFrom(lo, hi).selectFrom(tab).reinterpretAsFloats().fma(FloatVector.fromArray(F16, xs, i + 16), a);
             }
