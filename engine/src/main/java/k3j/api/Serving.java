@@ -107,6 +107,9 @@ public interface Serving extends AutoCloseable {
 
     /** A sequence that was not admitted: the queue is full, or it can never fit the memory plan. */
     final class Rejected extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        /** Whether the same request may be admitted later. */
         private final boolean retryable;
 
         /**
