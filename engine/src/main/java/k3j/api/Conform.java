@@ -330,7 +330,7 @@ public final class Conform implements AutoCloseable {
             logits.add(logits(true));
             greedy = greedy();
         }
-        return new ConformReport(subject, conformance.dump().source().toString(), conformance.budget().rule(), layers, seconds, sweep, logits, greedy);
+        return new ConformReport(subject, conformance.dump().source().toString(), conformance.budget().rule(), layers, seconds, sweep, logits, greedy, experts);
     }
 
     /** Closes the dump and the model, and the worker threads this conformance started. */

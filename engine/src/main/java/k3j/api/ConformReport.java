@@ -313,6 +313,7 @@ public final class ConformReport {
     private final List<Experts> experts;
     private final List<Logits> logits;
     private final Greedy greedy;
+    private final boolean sweepPlanned;
 
     /**
      * A report of what was judged.
@@ -328,6 +329,26 @@ public final class ConformReport {
      */
     public ConformReport(String subject, String reference, String budget, List<Layer> layers, double layerSeconds, List<Experts> experts, List<Logits> logits,
                          Greedy greedy) {
+        this(subject, reference, budget, layers, layerSeconds, experts, logits, greedy, false);
+    }
+
+    /**
+     * A report of what was judged, saying whether the expert sweep was asked for: a sweep asked for that swept no MoE
+     * layer (none among the selected layers) is not judged, so the decision is INCOMPLETE, never a vacuous pass.
+     *
+     * @param subject      the model folder or candidate dump judged
+     * @param reference    the reference dump it was judged against
+     * @param budget       the rounding budget's rule
+     * @param layers       the layers' reports
+     * @param layerSeconds the seconds the layers took
+     * @param experts      the expert sweep's reports
+     * @param logits       the logit comparisons (empty with logits off)
+     * @param greedy       greedy generation (null with logits off)
+     * @param sweepPlanned whether the expert sweep was asked for
+     */
+    public ConformReport(String subject, String reference, String budget, List<Layer> layers, double layerSeconds, List<Experts> experts, List<Logits> logits,
+                         Greedy greedy, boolean sweepPlanned) {
+        this.sweepPlanned = sweepPlanned;
         this.subject = subject;
         this.reference = reference;
         this.budget = budget;
@@ -427,6 +448,7 @@ public final class ConformReport {
         List<Invariants.Item> items = new ArrayList<>();
         for (Layer r : layers) items.add(Invariants.layer(r.report()));
         for (Experts x : experts) items.add(Invariants.experts(x.report()));
+        if (sweepPlanned && experts.isEmpty()) items.add(Invariants.Item.notJudged("the expert sweep", "no MoE layer among the selected layers: no expert was swept"));
         for (Logits l : logits) items.add(Invariants.logits(l.result(), l.missing()));
         if (greedy != null) items.add(Invariants.greedy(greedy.result(), greedy.missing()));
         return Invariants.decide(Invariants.Mode.FLOAT32, items);
@@ -436,14 +458,13 @@ public final class ConformReport {
     @Override
     public String toString() {
         Layer first = firstDivergence();
-        return subject + " against " + reference + ": " + (conforms() ? "conforms" : "does not conform") + " (" + layers.size() + " layer(s), "
+        return subject + " against " + reference + ": " + decision().outcome().words() + " (" + layers.size() + " layer(s), "
                 + failing().size() + " failing" + (first != null ? ", first " + first : "") + "; " + failingExperts().size() + " MoE layer(s) with failing experts; "
                 + logits.stream().filter(l -> !l.conforms()).count() + " of " + logits.size() + " logit comparison(s) failing" + (greedy == null ? "" : "; greedy ids " + (greedy.conforms() ? "equal" : "differ")) + ")";
     }
 
-    /** {@return the layers' verdict line, such as {@code VERDICT: ALL LAYERS CONFORM}} */
+    /** {@return the decision's VERDICT line, as {@code k3 conform} prints it: {@code VERDICT: DOES NOT CONFORM [binding error]}} */
     public String verdict() {
-        int failed = failing().size();
-        return failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM";
+        return decided().line();
     }
 }

@@ -118,9 +118,11 @@ final class BisectCommand implements Callable<Integer> {
                 else out.println("  L" + ed.layer() + " expert " + ed.expert() + ": nothing explains it");
             }
             planned.report(out);
-            if (json != null) writeJson(r, planned);
-            out.printf(Locale.ROOT, "VERDICT: %s (%.1f s)%n", r.summary(), (System.nanoTime() - t0) / 1e9);
-            return r.failing().isEmpty() && r.failingExperts().isEmpty() ? ExitCode.OK : ExitCode.RUNTIME;
+            k3j.conform.Verdict verdict = r.verdict(scope.experts).against(c.dump());
+            if (json != null) writeJson(r, verdict, planned);
+            out.printf(Locale.ROOT, "BISECT: %s (%.1f s)%n", r.summary(), (System.nanoTime() - t0) / 1e9);
+            out.print(verdict.text());
+            return verdict.exitCode();
         } catch (k3j.plan.PlanRefused e) {
             err.println(e.getMessage());
             return e.refusal().exitCode();
@@ -143,10 +145,11 @@ final class BisectCommand implements Callable<Integer> {
     }
 
     /** The diagnoses as JSON (the shape docs/formats.md names): one object per failing layer, the plan and the peak RSS. */
-    private void writeJson(Bisect.Report r, PlannedConformance planned) throws java.io.IOException {
+    private void writeJson(Bisect.Report r, k3j.conform.Verdict verdict, PlannedConformance planned) throws java.io.IOException {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
         var root = mapper.createObjectNode();
-        root.put("verdict", r.summary());
+        root.put("verdict", r.summary());   // the diagnoses' summary line (docs/formats.md §16); the decision is "decision"
+        root.set("decision", mapper.valueToTree(verdict.json()));
         var failing = root.putArray("failing_layers");
         r.failing().forEach(failing::add);
         var arr = root.putArray("diagnoses");

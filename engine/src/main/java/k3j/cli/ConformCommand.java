@@ -187,7 +187,6 @@ final class ConformCommand implements Callable<Integer> {
                 raw.add(ApiInternals.get().layer(r));
                 out.println(r.line());
                 out.flush();
-                judged.put("L" + r.layer(), r.conforms());
             });
             ConformReport report = judge.report(layers, (System.nanoTime() - t0) / 1e9);
             int failed = report.failing().size();
@@ -198,10 +197,10 @@ final class ConformCommand implements Callable<Integer> {
             List<ConformReport.Experts> swept = List.of();
             List<k3j.fleet.Judged.Experts> sweptParts = List.of();
             if (scope.experts && part != null) {
-                List<k3j.conform.ExpertSweep.Range> ranges = sweepRanges(c, part.experts(), out, judged);
+                List<k3j.conform.ExpertSweep.Range> ranges = sweepRanges(c, part.experts(), out);
                 sweptParts = ranges.stream().map(x -> new k3j.fleet.Judged.Experts(x.layer(), x.kind(), x.total(), x.from(), x.to(), x.experts(), x.seconds())).toList();
             } else if (scope.experts) {
-                swept = sweep(judge, sel, out, judged);
+                swept = sweep(judge, sel, out);
                 sweptParts = swept.stream().map(ApiInternals.get()::experts).map(k3j.fleet.Judged.Experts::of).toList();
             }
             if (candidate == null) report(out, judge);
@@ -215,14 +214,13 @@ final class ConformCommand implements Callable<Integer> {
             if (judge.hasLogits() && (part == null || part.logits())) {
                 for (boolean incremental : new boolean[] {false, true}) {
                     logits.add(judge.logits(incremental));
-                    int f = logits(out, logits.getLast());
-                    judged.put(incremental ? PLAN_LOGITS_INCREMENTAL : PLAN_LOGITS_FULL, f == 0);
+                    logits(out, logits.getLast());
                 }
                 greedy = judge.greedy();
-                judged.put(PLAN_GREEDY, greedy(out, greedy) == 0);
+                greedy(out, greedy);
             }
-            verdict = ApiInternals.get().verdict(new ConformReport(report.subject(), report.reference(), report.budget(), layers, report.layerSeconds(), swept, logits, greedy))
-                    .against(c.dump());
+            verdict = ApiInternals.get().verdict(new ConformReport(report.subject(), report.reference(), report.budget(), layers, report.layerSeconds(), swept, logits, greedy,
+                    scope.experts && part == null)).against(c.dump());
             String sweepText = scope.experts ? c.expertSweep().describe() : null;
             List<k3j.fleet.Judged.Block> blocks = logits.stream().map(l -> k3j.fleet.Judged.logits(ApiInternals.get().logits(l), l.missing())).toList();
             k3j.fleet.Judged.Block greedyBlock = greedy == null ? null : k3j.fleet.Judged.greedy(ApiInternals.get().greedy(greedy), greedy.missing());
@@ -253,7 +251,7 @@ final class ConformCommand implements Callable<Integer> {
             return ExitCode.RUNTIME;
         }
         out.printf(Locale.ROOT, "wall time %.1f s%n", (System.nanoTime() - t0) / 1e9);
-        return verdict.green() ? ExitCode.OK : ExitCode.RUNTIME;
+        return verdict.exitCode();
     }
 
     /** --lossy: the graded table of layers and logits, the exit by the thresholds; --json holds the whole table. */
@@ -264,7 +262,7 @@ final class ConformCommand implements Callable<Integer> {
             var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
             AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(java.util.Map.of("lossy", r.json(lossy.maxKl, lossy.minTop1))));
         }
-        return r.verdict(lossy.maxKl, lossy.minTop1).green() ? ExitCode.OK : ExitCode.RUNTIME;   // conform exits 1 for any verdict that is not green (docs/semantics.md §10.11)
+        return r.verdict(lossy.maxKl, lossy.minTop1).exitCode();
     }
 
     /** The model under the memory flags' plan: the preset line, the plan block and what was opened printed as they come. */
@@ -292,7 +290,7 @@ final class ConformCommand implements Callable<Integer> {
     }
 
     /** The expert sweep of the selected MoE layers: one line per layer, every failing expert named; returns every layer's report. */
-    private static List<ConformReport.Experts> sweep(Conform judge, List<Integer> sel, PrintWriter out, java.util.Map<String, Boolean> judged) {
+    private static List<ConformReport.Experts> sweep(Conform judge, List<Integer> sel, PrintWriter out) {
         out.println();
         out.println("===== EXPERT SWEEP (every routed expert on the dump's probes) =====");
         out.println(ApiInternals.get().conformance(judge).expertSweep().describe());
@@ -304,16 +302,14 @@ final class ConformCommand implements Callable<Integer> {
             out.flush();
             checked[0] += r.checked();
             total[0] += r.total();
-            judged.put("L" + r.layer() + " experts", r.conforms());
         });
-        long failed = rs.stream().filter(r -> !r.conforms()).count();
-        out.printf(Locale.ROOT, "EXPERTS %d of %d MoE layers conform; experts checked: %d of %d; %.1f s%n", rs.size() - failed, rs.size(), checked[0], total[0], (System.nanoTime() - t0) / 1e9);
-        out.println(failed == 0 ? "VERDICT: EVERY EXPERT CONFORMS" : "VERDICT: EXPERTS OF " + failed + " LAYER(S) DO NOT CONFORM");
+        int failed = (int) rs.stream().filter(r -> !r.conforms()).count();
+        out.println(k3j.fleet.Summary.expertsLine(rs.size(), failed, checked[0], total[0], (System.nanoTime() - t0) / 1e9));
         return rs;
     }
 
     /** A shard's expert ranges of the sweep: one line per range, every failing expert named. */
-    private static List<k3j.conform.ExpertSweep.Range> sweepRanges(Conformance c, List<k3j.fleet.WorkPlan.ExpertRange> ranges, PrintWriter out, java.util.Map<String, Boolean> judged) {
+    private static List<k3j.conform.ExpertSweep.Range> sweepRanges(Conformance c, List<k3j.fleet.WorkPlan.ExpertRange> ranges, PrintWriter out) {
         out.println();
         out.println("===== EXPERT SWEEP (this shard's expert ranges on the dump's probes) =====");
         out.println(c.expertSweep().describe());
@@ -325,7 +321,6 @@ final class ConformCommand implements Callable<Integer> {
             out.println(x.text() + "  " + rep.line());
             for (ExpertReport e : rep.failing()) out.println("    " + e.message());
             out.flush();
-            judged.put("L" + x.layer() + " experts " + x.from() + "-" + (x.to() - 1), rep.conforms());
         }
         return rs;
     }
@@ -339,20 +334,26 @@ final class ConformCommand implements Callable<Integer> {
             out.println("reference : " + ApiInternals.get().conformance(a).dump().source() + " (" + ApiInternals.get().conformance(a).dump().producer() + ")");
             k3j.conform.SelfDivergence d = k3j.conform.SelfDivergence.of(ApiInternals.get().conformance(a), ApiInternals.get().conformance(b));
             out.print(d.text());
-            boolean bad = d.parting() != null;
+            // one decision over both: A and B do not part, and each conforms (docs/semantics.md §10.13)
+            List<k3j.conform.Invariants.Item> items = new ArrayList<>();
+            items.add(d.parting() == null ? k3j.conform.Invariants.Item.pass("A and B") : k3j.conform.Invariants.Item.fail("A and B", "they part: " + d.parting()));
             for (Conform c : List.of(a, b)) {
                 Conformance cc = ApiInternals.get().conformance(c);
                 ConformReport r = c.report(c.layers(scope.select(cc.layerCount()), x -> {}), 0);
+                k3j.conform.Verdict v = ApiInternals.get().verdict(r);
                 ConformReport.Layer first = r.firstDivergence();
-                out.println((c == a ? "A" : "B") + " against the reference: " + r.verdict()
+                out.println((c == a ? "A" : "B") + " against the reference: " + v.line()
                         + (first != null ? "; FIRST DIVERGENCE: " + first.name() + (first.firstDivergence() != null ? " " + first.firstDivergence() : "") + " " + first.finding().tag() : ""));
-                bad |= !r.failing().isEmpty();
+                items.add(k3j.conform.Invariants.of((c == a ? "A" : "B") + " against the reference", v));
             }
-            return bad ? ExitCode.RUNTIME : ExitCode.OK;
+            k3j.conform.Verdict verdict = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, items).against(ApiInternals.get().conformance(a).dump());
+            out.println();
+            out.print(verdict.text());
+            return verdict.exitCode();
         }
     }
 
-    /** One elementwise logit block; 1 when it does not conform (a candidate without logits: its missing stage). */
+    /** One elementwise logit block (a candidate without logits: its missing stage, not judged). */
     private static int logits(PrintWriter out, ConformReport.Logits l) {
         out.println();
         if (l.comparison() == null) {
@@ -381,7 +382,6 @@ final class ConformCommand implements Callable<Integer> {
     /** What this run judges (--json's run_plan), and what it judged so far, item by item. */
     private final List<String> planned = new ArrayList<>();
     private k3j.fleet.WorkPlan.Part shardPart;
-    private final java.util.Map<String, Boolean> judged = new java.util.LinkedHashMap<>();
     private com.fasterxml.jackson.databind.node.ObjectNode runPlan;
 
     /**
@@ -406,16 +406,10 @@ final class ConformCommand implements Callable<Integer> {
         planned.forEach(items::add);
         var root = mapper.createObjectNode();
         root.set("run_plan", runPlan);
-        root.set("verdict", mapper.valueToTree(referenced(k3j.conform.PlanVerdict.decide(planned, judged, false, true).json(), c.dump())));
+        root.set("verdict", mapper.valueToTree(k3j.conform.PlanVerdict.of(planned, java.util.Map.of(), false, true).verdict().against(c.dump()).json()));
         AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(root));
     }
 
-    /** A verdict's JSON naming who computed the reference ("reference: k3j VERSION, not torch" for a dump k3j wrote). */
-    private static java.util.Map<String, Object> referenced(java.util.Map<String, Object> verdict, k3j.conform.ReferenceDump dump) {
-        var m = new java.util.LinkedHashMap<>(verdict);
-        m.put("reference", dump.producer());
-        return m;
-    }
 
     /**
      * The --json report: the run's plan and its verdict (docs/formats.md §15), every layer's finding, message, seconds and
@@ -425,7 +419,7 @@ final class ConformCommand implements Callable<Integer> {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
         var root = mapper.createObjectNode();
         root.set("run_plan", runPlan);
-        root.set("verdict", mapper.valueToTree(referenced(k3j.conform.PlanVerdict.decide(planned, judged, true, true).json(), ApiInternals.get().conformance(judge).dump())));
+        root.set("verdict", mapper.valueToTree(decision.json()));   // the one verdict stdout prints, not a second one
         k3j.fleet.Judged.putLayers(root.putArray("layers"), all.layers());
         k3j.fleet.Summary.putVerdict(root, all, sel, decision, List.of());
         k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
@@ -487,7 +481,7 @@ final class ConformCommand implements Callable<Integer> {
         if (json != null) AtomicWrite.string(json, "--json", k3j.fleet.ShardFolder.pretty(m.json()));
         out.flush();
         // the one decision: INCOMPLETE (a shard missing, unfinished, foreign; anything planned not judged) exits 3
-        return m.verdict().outcome() == k3j.conform.Verdict.Outcome.INCOMPLETE || !m.complete() ? ExitCode.INCOMPLETE : m.verdict().green() ? ExitCode.OK : ExitCode.RUNTIME;
+        return m.verdict().exitCode();
     }
 
     /** --shard-plan N: the plan every shard of an N-shard run computes, printed; no layer is run. */

@@ -343,6 +343,19 @@ public final class ReferenceDump {
         return ints("generated_ids");
     }
 
+    /** The prompt a verdict names: "N ids sha256:HEX16" over the teacher-forcing ids ({@link #ids()}), little-endian int32. */
+    public String promptId() {
+        int[] ids = ids();
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(ids.length * 4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        for (int id : ids) b.putInt(id);
+        try {
+            byte[] h = java.security.MessageDigest.getInstance("SHA-256").digest(b.array());
+            return ids.length + " ids sha256:" + java.util.HexFormat.of().formatHex(h, 0, 8);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** prompt followed by generated: the teacher-forcing input (T ids). */
     public int[] ids() {
         return ints("ids");
