@@ -168,9 +168,9 @@ public final class ConformReport {
      */
     public record LogitComparison(String mode, int rows, int vocab, double maxAbsDiff, double relToMaxRef, double budget, int argmaxEqual, int top10Overlap,
                                   Finding finding, String text) {
-        static LogitComparison of(LogitParity.Result r) {
+        static LogitComparison of(LogitParity.Result r, k3j.conform.Finding cause) {
             return new LogitComparison(r.mode(), r.rows(), r.vocab(), r.maxAbsDiff(), r.relToMaxRef(), r.budget(), r.argmaxEqual(), r.top10OverlapMin(),
-                    Finding.of(r.finding()), r.text());
+                    Finding.of(cause != null ? cause : r.finding()), r.text());
         }
 
         /** {@return the relative difference over its budget: below 1 is within it} */
@@ -189,10 +189,17 @@ public final class ConformReport {
     public static final class Logits {
         private final LogitParity.Result result;
         private final String missing;
+        private final k3j.conform.Finding cause;
 
         Logits(LogitParity.Result result, String missing) {
+            this(result, missing, null);
+        }
+
+        /** {@code cause}: the run's cause read from every layer ({@link k3j.conform.Causes#runCause}), which the comparison's finding then names. */
+        Logits(LogitParity.Result result, String missing, k3j.conform.Finding cause) {
             this.result = result;
             this.missing = missing;
+            this.cause = cause;
         }
 
         LogitParity.Result result() {
@@ -201,7 +208,7 @@ public final class ConformReport {
 
         /** {@return the comparison, or null when the stage is missing} */
         public LogitComparison comparison() {
-            return result == null ? null : LogitComparison.of(result);
+            return result == null ? null : LogitComparison.of(result, cause);
         }
 
         /** {@return why there is no comparison, or null when there is one} */
@@ -355,7 +362,9 @@ public final class ConformReport {
         this.layers = List.copyOf(layers);
         this.layerSeconds = layerSeconds;
         this.experts = List.copyOf(experts);
-        this.logits = List.copyOf(logits);
+        k3j.conform.Finding cause = k3j.conform.Causes.runCause(this.layers.stream().map(Layer::report).toList());
+        this.logits = logits.stream().map(l -> l.result == null || cause == null || l.result.finding().passes() || l.result.finding() == k3j.conform.Finding.NON_FINITE
+                ? l : new Logits(l.result, l.missing, cause)).toList();
         this.greedy = greedy;
     }
 
@@ -449,7 +458,8 @@ public final class ConformReport {
         for (Layer r : layers) items.add(Invariants.layer(r.report()));
         for (Experts x : experts) items.add(Invariants.experts(x.report()));
         if (sweepPlanned && experts.isEmpty()) items.add(Invariants.Item.notJudged("the expert sweep", "no MoE layer among the selected layers: no expert was swept"));
-        for (Logits l : logits) items.add(Invariants.logits(l.result(), l.missing()));
+        k3j.conform.Finding cause = k3j.conform.Causes.runCause(layers.stream().map(Layer::report).toList());
+        for (Logits l : logits) items.add(k3j.conform.Causes.carry(Invariants.logits(l.result(), l.missing()), cause));
         if (greedy != null) items.add(Invariants.greedy(greedy.result(), greedy.missing()));
         return Invariants.decide(Invariants.Mode.FLOAT32, items);
     }

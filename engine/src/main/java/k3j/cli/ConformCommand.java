@@ -185,9 +185,13 @@ final class ConformCommand implements Callable<Integer> {
             List<LayerReport> raw = new ArrayList<>();
             List<ConformReport.Layer> layers = judge.layers(sel, r -> {
                 raw.add(ApiInternals.get().layer(r));
-                out.println(r.line());
+                out.println(raw.getLast().progressLine());
                 out.flush();
             });
+            if (layers.stream().anyMatch(l -> !l.conforms())) {
+                out.println("layers over budget, each with the cause read from every selected layer together (docs/semantics.md §10.10):");
+                for (ConformReport.Layer l : layers) if (!l.conforms()) out.println(l.line());
+            }
             ConformReport report = judge.report(layers, (System.nanoTime() - t0) / 1e9);
             int failed = report.failing().size();
             List<LayerReport> layerReports = layers.stream().map(ApiInternals.get()::layer).toList();
@@ -230,7 +234,7 @@ final class ConformCommand implements Callable<Integer> {
                 List<k3j.conform.Invariants.Item> items = new ArrayList<>();
                 for (LayerReport r : layerReports) items.add(k3j.conform.Invariants.layer(r));
                 for (var x : sweptParts) items.add(k3j.conform.Invariants.experts(ExpertLayerReport.of(x.layer(), x.kind(), x.to() - x.from(), x.experts(), x.seconds())));
-                for (var b : blocks) items.add(b.item());
+                for (var b : blocks) items.add(k3j.conform.Causes.carry(b.item(), k3j.conform.Causes.runCause(layerReports)));
                 if (greedyBlock != null) items.add(greedyBlock.item());
                 verdict = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, items).against(c.dump());
             }
@@ -246,6 +250,9 @@ final class ConformCommand implements Callable<Integer> {
         } catch (k3j.plan.PlanRefused e) {
             err.println(e.getMessage());
             return e.refusal().exitCode();
+        } catch (k3j.api.CannotJudge e) {
+            err.println("k3: " + e.getCause().getMessage());
+            return ExitCode.RUNTIME;
         } catch (ConformException | k3j.trunk.TrunkException | k3j.model.ForwardException | k3j.io.CheckpointException e) {
             err.println("k3: " + e.getMessage());
             return ExitCode.RUNTIME;
