@@ -343,7 +343,10 @@ final class ConformCommand implements Callable<Integer> {
             out.print(d.text());
             // one decision over both: A and B do not part, and each conforms (docs/semantics.md §10.13)
             List<k3j.conform.Invariants.Item> items = new ArrayList<>();
-            items.add(d.parting() == null ? k3j.conform.Invariants.Item.pass("A and B") : k3j.conform.Invariants.Item.fail("A and B", "they part: " + d.parting()));
+            int layerCount = ApiInternals.get().conformance(a).layerCount();
+            items.add(d.parting() != null ? k3j.conform.Invariants.Item.fail("A and B", "they part: " + d.parting().text())
+                    : d.layersCompared() < layerCount ? k3j.conform.Invariants.Item.notJudged("A and B", "only " + d.layersCompared() + " of " + layerCount + " layers are held by both")
+                    : k3j.conform.Invariants.Item.pass("A and B"));
             for (Conform c : List.of(a, b)) {
                 Conformance cc = ApiInternals.get().conformance(c);
                 ConformReport r = c.report(c.layers(scope.select(cc.layerCount()), x -> {}), 0);

@@ -434,9 +434,27 @@ public final class ReferenceDump {
         return atol;
     }
 
-    /** The rounding budget of this dump (its manifest's constants; the defaults when it states none). */
+    private volatile Budget budget;
+
+    /**
+     * The rounding budget of this dump, opened and checked in this one place for every path (conform, compare-logits,
+     * --against, the API, the gates): its manifest's constants (the defaults when it states none), and every width it
+     * states equal to the width derived from its own config (docs/semantics.md §10.11, invariant 6), else refused.
+     */
     public Budget budget() {
-        return Budget.of(this);
+        Budget b = budget;
+        if (b == null) {
+            b = Budget.of(this);
+            k3j.config.ModelConfig config;
+            try {
+                config = k3j.config.ConfigReader.read(field("config"), source + " manifest config");
+            } catch (k3j.config.ConfigException e) {
+                throw mismatch(source + ": the manifest's config cannot give the budget's widths: " + e.getMessage());
+            }
+            b.check(config, source.toString());
+            budget = b;
+        }
+        return b;
     }
 
     // ------------------------------------------------------------------ arrays
