@@ -9,6 +9,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import k3j.api.Conform;
 import k3j.api.ConformReport;
+import k3j.api.internal.ApiInternals;
 import k3j.conform.Charts;
 import k3j.io.AtomicWrite;
 import k3j.conform.ConformException;
