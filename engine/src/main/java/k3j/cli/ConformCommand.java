@@ -16,9 +16,7 @@ import k3j.conform.ConformException;
 import k3j.conform.Conformance;
 import k3j.conform.ExpertLayerReport;
 import k3j.conform.ExpertReport;
-import k3j.conform.Finding;
 import k3j.conform.LayerReport;
-import k3j.conform.LayerSelection;
 import k3j.conform.ReferenceDump;
 import k3j.conform.ReferenceMatch;
 import picocli.CommandLine;
@@ -102,8 +100,23 @@ final class ConformCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
-        if (merge != null) return merged(out, err);
-        if (shardPlan != null) return shardPlan(out);
+        if (merge != null) {
+            if (modelFolder.given() || candidate != null || shard != null || results != null || scope.layers != null || scope.experts || verifyData || lossy.on || chart != null) {
+                throw usage("--merge ROOT merges what the shards judged: give no MODEL_DIR, --candidate, --shard, --results, --layers, --experts, --verify-data, --lossy or --chart");
+            }
+            try {
+                new k3j.io.Outputs().input(merge, "the results root (--merge)").file(json, "--json");
+            } catch (IOException e) {
+                throw usage(e.getMessage());
+            }
+            return ConformMerge.run(merge, json, out, err);
+        }
+        if (shardPlan != null) {
+            if (!modelFolder.given() || candidate != null || shard != null || scope.layers != null || lossy.on || verifyData) {
+                throw usage("--shard-plan N prints a model's work plan: give MODEL_DIR, and no --candidate, --shard, --layers, --lossy or --verify-data");
+            }
+            return ConformShardPlan.plan(modelFolder.config(), ReferenceOption.of(reference), ReferenceSearch.dirs(dumps), !noLogits, scope.experts, shardPlan, out, this::usage);
+        }
         k3j.fleet.ShardId shardId = shardId();
         if (candidate != null && modelFolder.given()) throw usage("--candidate judges a dump without a model: give no MODEL_DIR");
         if (candidate != null && verifyData) throw usage("--verify-data hashes a model's files: not with --candidate");
@@ -128,17 +141,12 @@ final class ConformCommand implements Callable<Integer> {
         }
         int workers = threads.count();
         List<Path> search = ReferenceSearch.dirs(dumps);
-        if (verifyData) {
-            ReferenceDump d = ReferenceMatch.locate(model, ReferenceOption.of(reference), search);
-            out.println("reference: " + d.source());
-            ReferenceMatch.verifyData(d, model, out::println);
-            out.println("VERIFIED: every listed file's sha256 equals the dump's");
-            return ExitCode.OK;
-        }
+        if (verifyData) return ConformShardPlan.verifyData(model, ReferenceOption.of(reference), search, out);
         if (against != null) {
             if (candidate == null) throw usage("--against B compares two candidate dumps: give --candidate A");
             if (lossy.on || scope.experts || json != null || chart != null) throw usage("--against names where two candidates part: not with --lossy, --experts, --json or --chart");
-            return against(out, threads.count(), search);
+            return ConformAgainst.run(candidate, against, Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search)
+                    .withLogits(!noLogits), scope, out);
         }
         if (scope.experts && candidate != null) throw usage("--experts runs k3j's forward on a model; a candidate dump holds no expert outputs");
         if (candidate != null && memory.given()) throw usage("--trunk, --trunk-gb, --cache-gb and --preset plan k3j's forward: not with --candidate");
@@ -165,7 +173,6 @@ final class ConformCommand implements Callable<Integer> {
                     throw usage("--shard " + shardId + ": " + e.getMessage());
                 }
                 part = plan.part(shardId.index());
-                shardPart = part;
                 sel = part.layers();
                 identity = new k3j.fleet.Identity(k3j.fleet.Identity.model(model, index.shards(), index.tensors()), c.dump().manifestSha256(), k3j.fleet.Identity.runningBuild(),
                         shardId.count(), "logits=" + !noLogits + " experts=" + scope.experts, k3j.fleet.Identity.plan(plan));
@@ -182,7 +189,8 @@ final class ConformCommand implements Callable<Integer> {
             if (c.bindFailure() != null) err.println("k3: " + c.bindFailure().getMessage());
             out.flush();
             if (lossy.on) return graded(judge, sel, out);
-            if (json != null) startJson(judge, sel, model);
+            ConformJson jsonFile = json == null ? null : new ConformJson(json);
+            if (jsonFile != null) jsonFile.start(judge, sel, model, candidate, scope.experts, part);
             List<LayerReport> raw = new ArrayList<>();
             List<ConformReport.Layer> layers = judge.layers(sel, r -> {
                 raw.add(ApiInternals.get().layer(r));
@@ -241,7 +249,7 @@ final class ConformCommand implements Callable<Integer> {
             }
             out.println();
             out.print(verdict.text());
-            if (json != null) writeJson(all, sel, judge, verdict);
+            if (jsonFile != null) jsonFile.finish(all, sel, judge, verdict);
             if (shardDir != null) {
                 // the layers as run, before the causes: the merge reads those from every shard's layers together
                 var asRun = new k3j.fleet.Judged(raw.stream().map(withBoundary).toList(), sweepText, sweptParts, blocks, greedyBlock);
@@ -333,37 +341,6 @@ final class ConformCommand implements Callable<Integer> {
         return rs;
     }
 
-    /** --candidate A --against B: where the two part, then each one's verdict against the reference. Exit 1 when they part or either does not conform. */
-    private int against(PrintWriter out, int workers, List<Path> search) {
-        Conform.Options o = Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search).withLogits(!noLogits);
-        try (Conform a = Conform.candidate(candidate, o); Conform b = Conform.candidate(against, o)) {
-            out.println("A         : " + ApiInternals.get().conformance(a).engine());
-            out.println("B         : " + ApiInternals.get().conformance(b).engine());
-            out.println("reference : " + ApiInternals.get().conformance(a).dump().source() + " (" + ApiInternals.get().conformance(a).dump().producer() + ")");
-            k3j.conform.SelfDivergence d = k3j.conform.SelfDivergence.of(ApiInternals.get().conformance(a), ApiInternals.get().conformance(b));
-            out.print(d.text());
-            // one decision over both: A and B do not part, and each conforms (docs/semantics.md §10.13)
-            List<k3j.conform.Invariants.Item> items = new ArrayList<>();
-            int layerCount = ApiInternals.get().conformance(a).layerCount();
-            items.add(d.parting() != null ? k3j.conform.Invariants.Item.fail("A and B", "they part: " + d.parting().text())
-                    : d.layersCompared() < layerCount ? k3j.conform.Invariants.Item.notJudged("A and B", "only " + d.layersCompared() + " of " + layerCount + " layers are held by both")
-                    : k3j.conform.Invariants.Item.pass("A and B"));
-            for (Conform c : List.of(a, b)) {
-                Conformance cc = ApiInternals.get().conformance(c);
-                ConformReport r = c.report(c.layers(scope.select(cc.layerCount()), x -> {}), 0);
-                k3j.conform.Verdict v = ApiInternals.get().verdict(r);
-                ConformReport.Layer first = r.firstDivergence();
-                out.println((c == a ? "A" : "B") + " against the reference: " + v.line()
-                        + (first != null ? "; FIRST DIVERGENCE: " + first.name() + (first.firstDivergence() != null ? " " + first.firstDivergence() : "") + " " + first.finding().tag() : ""));
-                items.add(k3j.conform.Invariants.of((c == a ? "A" : "B") + " against the reference", v));
-            }
-            k3j.conform.Verdict verdict = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, items).against(ApiInternals.get().conformance(a).dump());
-            out.println();
-            out.print(verdict.text());
-            return verdict.exitCode();
-        }
-    }
-
     /** One elementwise logit block (a candidate without logits: its missing stage, not judged). */
     private static int logits(PrintWriter out, ConformReport.Logits l) {
         out.println();
@@ -388,134 +365,8 @@ final class ConformCommand implements Callable<Integer> {
         return g.conforms() ? 0 : 1;
     }
 
-    static final String PLAN_LOGITS_FULL = "logits, full recompute", PLAN_LOGITS_INCREMENTAL = "logits, incremental", PLAN_GREEDY = "greedy ids";
-
-    /** What this run judges (--json's run_plan), and what it judged so far, item by item. */
-    private final List<String> planned = new ArrayList<>();
-    private k3j.fleet.WorkPlan.Part shardPart;
-    private com.fasterxml.jackson.databind.node.ObjectNode runPlan;
-
-    /**
-     * Writes --json before the first layer: the run's plan (docs/formats.md §15: a run id, the model or candidate, the
-     * reference, every planned item) and its verdict so far, INCOMPLETE naming everything; the end of the run rewrites
-     * the file whole. A run interrupted or crashed leaves that INCOMPLETE verdict, never a green one.
-     */
-    private void startJson(Conform judge, List<Integer> sel, Path model) throws IOException {
-        var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
-        Conformance c = ApiInternals.get().conformance(judge);
-        runPlan = mapper.createObjectNode();
-        runPlan.put("run", java.util.UUID.randomUUID().toString());
-        runPlan.put("model", model == null ? (String) null : model.toString());
-        runPlan.put("candidate", candidate == null ? (String) null : candidate.toString());
-        runPlan.put("reference", c.dump().source().toString());
-        runPlan.put("reference_producer", c.dump().producer());
-        for (int l : sel) planned.add("L" + l);
-        if (scope.experts && shardPart != null) for (var x : shardPart.experts()) planned.add("L" + x.layer() + " experts " + x.from() + "-" + (x.to() - 1));
-        else if (scope.experts) for (int l : c.moeLayers(sel)) planned.add("L" + l + " experts");
-        if (judge.hasLogits() && (shardPart == null || shardPart.logits())) planned.addAll(List.of(PLAN_LOGITS_FULL, PLAN_LOGITS_INCREMENTAL, PLAN_GREEDY));
-        var items = runPlan.putArray("items");
-        planned.forEach(items::add);
-        var root = mapper.createObjectNode();
-        root.set("run_plan", runPlan);
-        root.set("verdict", mapper.valueToTree(k3j.conform.PlanVerdict.of(planned, java.util.Map.of(), false, true).verdict().against(c.dump()).json()));
-        AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(root));
-    }
-
-
-    /**
-     * The --json report: the run's plan and its verdict (docs/formats.md §15), every layer's finding, message, seconds and
-     * stage ratios (doubles as computed), and the summary a merge of shards reproduces (docs/formats.md §18).
-     */
-    private void writeJson(k3j.fleet.Judged all, List<Integer> sel, Conform judge, k3j.conform.Verdict decision) throws IOException {
-        var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
-        var root = mapper.createObjectNode();
-        root.set("run_plan", runPlan);
-        root.set("verdict", mapper.valueToTree(decision.json()));   // the one verdict stdout prints, not a second one
-        k3j.fleet.Judged.putLayers(root.putArray("layers"), all.layers());
-        k3j.fleet.Summary.putVerdict(root, all, sel, decision, List.of());
-        k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
-        if (ApiInternals.get().plan(judge) != null) {
-            var plan = root.putObject("plan");
-            var p = ApiInternals.get().plan(judge);
-            plan.put("total_bytes", p.total());
-            plan.put("trunk_streamed", p.trunkStreamed());
-            plan.put("trunk_bytes", p.trunk());
-            plan.put("model_tables_bytes", p.modelTables());
-            plan.put("expert_cache_bytes", p.expertCache());
-            plan.put("buffers_bytes", p.buffers() + p.recurrentState() + p.kvCache());
-            plan.put("jvm_bytes", p.jvm().bytes());
-            plan.put("jvm_heap_max_bytes", p.jvm().heapMax());
-            if (ApiInternals.get().assembly(judge) != null && ApiInternals.get().assembly(judge).trunk() != null && ApiInternals.get().assembly(judge).trunk().binding() != null) {
-                var b = ApiInternals.get().assembly(judge).trunk().binding();
-                var tb = root.putObject("trunk_binding");
-                tb.put("check", b.mode().flag());
-                tb.put("shards_changed_since_pack", b.changedShards().size());
-                tb.put("tensors_hashed", b.tensorsHashed());
-                tb.put("bytes_hashed", b.bytesHashed());
-            }
-            if (ApiInternals.get().assembly(judge) != null && ApiInternals.get().assembly(judge).cache() != null) {
-                var s = ApiInternals.get().assembly(judge).cache().totalStats();
-                var cache = root.putObject("expert_cache");
-                cache.put("slots", ApiInternals.get().assembly(judge).cache().geometry().slots());
-                cache.put("slot_bytes", ApiInternals.get().assembly(judge).cache().geometry().slotBytes());
-                cache.put("requests", s.requests());
-                cache.put("misses", s.misses());
-                cache.put("evictions", s.evictions());
-                cache.put("bytes_read", s.bytesRead());
-            }
-        }
-        AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(root));
-    }
-
     private CommandLine.ParameterException usage(String msg) {
         return new CommandLine.ParameterException(spec.commandLine(), msg);
-    }
-
-    /** --merge ROOT: the shard folders as one run's verdict, or INCOMPLETE. */
-    private int merged(PrintWriter out, PrintWriter err) throws IOException {
-        if (modelFolder.given() || candidate != null || shard != null || results != null || scope.layers != null || scope.experts || verifyData || lossy.on || chart != null) {
-            throw usage("--merge ROOT merges what the shards judged: give no MODEL_DIR, --candidate, --shard, --results, --layers, --experts, --verify-data, --lossy or --chart");
-        }
-        try {
-            new k3j.io.Outputs().input(merge, "the results root (--merge)").file(json, "--json");
-        } catch (IOException e) {
-            throw usage(e.getMessage());
-        }
-        k3j.fleet.Merge m;
-        try {
-            m = k3j.fleet.Merge.of(merge);
-        } catch (IOException e) {
-            err.println("k3: " + e.getMessage());
-            return ExitCode.USAGE;
-        }
-        out.print(m.text());
-        if (json != null) AtomicWrite.string(json, "--json", k3j.fleet.ShardFolder.pretty(m.json()));
-        out.flush();
-        // the one decision: INCOMPLETE (a shard missing, unfinished, foreign; anything planned not judged) exits 3
-        return m.verdict().exitCode();
-    }
-
-    /** --shard-plan N: the plan every shard of an N-shard run computes, printed; no layer is run. */
-    private int shardPlan(PrintWriter out) {
-        if (!modelFolder.given() || candidate != null || shard != null || scope.layers != null || lossy.on || verifyData) {
-            throw usage("--shard-plan N prints a model's work plan: give MODEL_DIR, and no --candidate, --shard, --layers, --lossy or --verify-data");
-        }
-        if (shardPlan < 1) throw usage("--shard-plan " + shardPlan + ": give a count of 1 or more");
-        Path model = modelFolder.config().getParent();
-        var cfg = k3j.config.ConfigReader.read(modelFolder.config());
-        var index = k3j.io.CheckpointIndex.open(model);
-        ReferenceDump d = ReferenceMatch.locate(model, ReferenceOption.of(reference), ReferenceSearch.dirs(dumps));
-        int tokens = d.ids().length, generated = d.generatedIds().length;
-        k3j.fleet.WorkPlan plan;
-        try {
-            plan = k3j.fleet.WorkPlan.of(index.tensors(), cfg, tokens, generated, !noLogits, scope.experts, shardPlan);
-        } catch (IllegalArgumentException e) {
-            throw usage("--shard-plan " + shardPlan + ": " + e.getMessage());
-        }
-        out.println("model     : " + model + " (" + cfg.layerCount() + " layers)");
-        out.println("reference : " + d.source() + " (" + tokens + " ids, " + generated + " generated)");
-        out.print(plan.table());
-        return ExitCode.OK;
     }
 
     /** --shard I/N or auto (with --results), or null; refused with --layers, --candidate and --lossy. */
