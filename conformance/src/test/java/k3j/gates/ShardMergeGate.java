@@ -130,7 +130,7 @@ class ShardMergeGate {
         Files.writeString(dir.resolve("done.json"), JSON.writeValueAsString(done));
         ChildJvm.Result r = merge(root);
         Evidence.text("merge with a NaN in a passing layer", r.output());
-        assertEquals(1, r.exit(), "a non-finite value in a passing layer:\n" + r.output());
+        assertEquals(2, r.exit(), "a non-finite value in a passing layer is refused (the verdict's exit 2):\n" + r.output());
         assertTrue(r.output().contains("VERDICT: REFUSED"), r.output());
         assertEquals("REFUSED", JSON.readTree(Path.of(root + ".merged.json").toFile()).path("summary").path("verdict").asText());
     }

@@ -36,7 +36,7 @@ import picocli.CommandLine.Option;
         description = {"Per-layer conformance against a reference dump; names and diagnoses every failing layer and stage.",
                 "With --experts, when every layer conforms, a failing expert is the failing stage and is diagnosed."},
         footer = {"The dump defaults to the one whose manifest matches the model's shards, searched as k3 conform searches.",
-                "Exit codes: 0 every layer conforms, 1 a layer fails (or the model/dump cannot be read or do not match), 2 bad arguments."})
+                "Exit codes, the verdict's own: 0 CONFORMS, 1 DOES NOT CONFORM (or the model/dump cannot be read or do not match), 2 bad arguments, 3 INCOMPLETE."})
 final class BisectCommand implements Callable<Integer> {
     @CommandLine.Mixin
     ModelFolder modelFolder;

@@ -53,8 +53,8 @@ import picocli.CommandLine.Parameters;
                 "KL, %% same top-1, RMS dp (llama.cpp's KL-divergence convention); exit by --max-kl (mean KL, nats) and --min-top1 (percent), default 0.5 and 25.",
                 "A candidate dump is checked as conform --candidate checks it, and every logits array it holds is judged. Any value non-finite or",
                 "past 16x max|reference| is refused (docs/semantics.md section 10.11).",
-                "Exit codes: 0 within budget and the same argmax (--lossy: within the thresholds), 1 not (or incomplete),",
-                "2 bad usage, a refused file or a refused value."})
+                "Exit codes, the verdict's own: 0 within budget and the same argmax (--lossy: within the thresholds), 1 not,",
+                "2 bad usage, a refused file or a refused value, 3 INCOMPLETE (an array the reference has is missing)."})
 final class CompareLogitsCommand implements Callable<Integer> {
     @Parameters(index = "0", arity = "0..1", paramLabel = "FILE", description = "the engine's logits (with a provider response: or --run)")
     Path file;

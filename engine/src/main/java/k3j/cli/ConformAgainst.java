@@ -31,6 +31,7 @@ final class ConformAgainst {
             List<Invariants.Item> items = new ArrayList<>();
             int layerCount = ca.layerCount();
             items.add(d.parting() != null ? Invariants.Item.fail("A and B", "they part: " + d.parting().text())
+                    : !d.notCompared().isEmpty() ? Invariants.Item.notJudged("A and B", d.notCompared().size() + " stage(s) or layer(s) held by one only: " + d.notCompared().getFirst())
                     : d.layersCompared() < layerCount ? Invariants.Item.notJudged("A and B", "only " + d.layersCompared() + " of " + layerCount + " layers are held by both")
                     : Invariants.Item.pass("A and B"));
             for (Conform c : List.of(a, b)) {

@@ -34,8 +34,8 @@ import picocli.CommandLine.Option;
         description = "Per-layer conformance and logit parity of a checkpoint against its torch reference dump.",
         footer = {"The dump defaults to the one whose manifest matches the model's shards (names, sizes, header sha256),",
                 "searched in --dumps, ./reference-dumps, the repository's reference-dumps/, the model directory and next to it.",
-                "Exit codes: 0 every layer and the logits conform, 1 something does not (or a runtime failure), 2 bad usage,",
-                "3 (--merge) INCOMPLETE: a shard is missing, duplicated, unfinished or foreign."})
+                "Exit codes, the verdict's own: 0 CONFORMS (or WITHIN THE THRESHOLDS), 1 DOES NOT CONFORM (or a runtime failure),",
+                "2 REFUSED (or bad usage), 3 INCOMPLETE: something planned was not judged (with --merge: a shard missing, unfinished or foreign)."})
 final class ConformCommand implements Callable<Integer> {
     @CommandLine.Mixin
     ModelFolder modelFolder;
@@ -145,8 +145,14 @@ final class ConformCommand implements Callable<Integer> {
         if (against != null) {
             if (candidate == null) throw usage("--against B compares two candidate dumps: give --candidate A");
             if (lossy.on || scope.experts || json != null || chart != null) throw usage("--against names where two candidates part: not with --lossy, --experts, --json or --chart");
-            return ConformAgainst.run(candidate, against, Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search)
-                    .withLogits(!noLogits), scope, out);
+            try {
+                return ConformAgainst.run(candidate, against, Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search)
+                        .withLogits(!noLogits), scope, out);
+            } catch (k3j.api.CannotJudge e) {
+                return e.getCause() instanceof ConformException ce ? refused(ce, out, err) : runtime(e.getCause(), err);
+            } catch (ConformException e) {
+                return refused(e, out, err);
+            }
         }
         if (scope.experts && candidate != null) throw usage("--experts runs k3j's forward on a model; a candidate dump holds no expert outputs");
         if (candidate != null && memory.given()) throw usage("--trunk, --trunk-gb, --cache-gb and --preset plan k3j's forward: not with --candidate");
@@ -260,11 +266,11 @@ final class ConformCommand implements Callable<Integer> {
             err.println(e.getMessage());
             return e.refusal().exitCode();
         } catch (k3j.api.CannotJudge e) {
-            err.println("k3: " + e.getCause().getMessage());
-            return ExitCode.RUNTIME;
-        } catch (ConformException | k3j.trunk.TrunkException | k3j.model.ForwardException | k3j.io.CheckpointException e) {
-            err.println("k3: " + e.getMessage());
-            return ExitCode.RUNTIME;
+            return e.getCause() instanceof ConformException ce ? refused(ce, out, err) : runtime(e.getCause(), err);
+        } catch (ConformException e) {
+            return refused(e, out, err);
+        } catch (k3j.trunk.TrunkException | k3j.model.ForwardException | k3j.io.CheckpointException e) {
+            return runtime(e, err);
         }
         out.printf(Locale.ROOT, "wall time %.1f s%n", (System.nanoTime() - t0) / 1e9);
         return verdict.exitCode();
@@ -363,6 +369,23 @@ final class ConformCommand implements Callable<Integer> {
         }
         out.print(g.text());
         return g.conforms() ? 0 : 1;
+    }
+
+    /**
+     * An input refused before anything was graded (another reference or prompt, arrays other than the reference's, a
+     * non-finite value): the verdict REFUSED, printed and exited by as every door does; anything else is a runtime failure.
+     */
+    private static int refused(ConformException e, PrintWriter out, PrintWriter err) {
+        if (e.finding() != k3j.conform.Finding.REFERENCE_MISMATCH && e.finding() != k3j.conform.Finding.NON_FINITE) return runtime(e, err);
+        err.println("k3: " + e.getMessage());
+        k3j.conform.Verdict v = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, List.of(k3j.conform.Invariants.Item.refused("the input", e.getMessage())));
+        out.print(v.text());
+        return v.exitCode();
+    }
+
+    private static int runtime(Throwable e, PrintWriter err) {
+        err.println("k3: " + e.getMessage());
+        return ExitCode.RUNTIME;
     }
 
     private CommandLine.ParameterException usage(String msg) {
