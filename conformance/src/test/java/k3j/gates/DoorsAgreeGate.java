@@ -114,7 +114,7 @@ class DoorsAgreeGate {
                     c.arrays.remove("greedy_ids");
                 }, doors(INCOMPLETE, INCOMPLETE, INCOMPLETE, null, OK)),
                 new Case("a manifest naming another prompt", c -> {
-                    var ids = c.manifest.with("reference").putArray("ids");
+                    var ids = ((com.fasterxml.jackson.databind.node.ObjectNode) c.manifest.get("reference")).putArray("ids");
                     int[] want = ref.ids();
                     for (int i = 0; i < want.length; i++) ids.add(i == row ? want[i] + 1 : want[i]);
                 }, doors(REFUSED, REFUSED, REFUSED, OK, REFUSED)),

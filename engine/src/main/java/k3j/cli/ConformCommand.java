@@ -15,7 +15,6 @@ import k3j.io.AtomicWrite;
 import k3j.conform.ConformException;
 import k3j.conform.Conformance;
 import k3j.conform.ExpertLayerReport;
-import k3j.conform.ExpertReport;
 import k3j.conform.LayerReport;
 import k3j.conform.ReferenceDump;
 import k3j.conform.ReferenceMatch;
@@ -216,10 +215,10 @@ final class ConformCommand implements Callable<Integer> {
             List<ConformReport.Experts> swept = List.of();
             List<k3j.fleet.Judged.Experts> sweptParts = List.of();
             if (scope.experts && part != null) {
-                List<k3j.conform.ExpertSweep.Range> ranges = sweepRanges(c, part.experts(), out);
+                List<k3j.conform.ExpertSweep.Range> ranges = ConformSweep.ranges(c, part.experts(), out);
                 sweptParts = ranges.stream().map(x -> new k3j.fleet.Judged.Experts(x.layer(), x.kind(), x.total(), x.from(), x.to(), x.experts(), x.seconds())).toList();
             } else if (scope.experts) {
-                swept = sweep(judge, sel, out);
+                swept = ConformSweep.layers(judge, sel, out);
                 sweptParts = swept.stream().map(ApiInternals.get()::experts).map(k3j.fleet.Judged.Experts::of).toList();
             }
             if (candidate == null) report(out, judge);
@@ -309,42 +308,6 @@ final class ConformCommand implements Callable<Integer> {
         }
         k3j.plan.MemInfo.peakRss().ifPresent(p -> out.println("PEAK RSS for the whole run: " + k3j.plan.Human.bytes(p)
                 + (plan != null ? " (plan TOTAL " + k3j.plan.Human.bytes(plan.total()) + ")" : "")));
-    }
-
-    /** The expert sweep of the selected MoE layers: one line per layer, every failing expert named; returns every layer's report. */
-    private static List<ConformReport.Experts> sweep(Conform judge, List<Integer> sel, PrintWriter out) {
-        out.println();
-        out.println("===== EXPERT SWEEP (every routed expert on the dump's probes) =====");
-        out.println(ApiInternals.get().conformance(judge).expertSweep().describe());
-        long t0 = System.nanoTime();
-        int[] checked = {0}, total = {0};
-        List<ConformReport.Experts> rs = judge.experts(sel, r -> {
-            out.println(r.line());
-            for (String e : r.failing()) out.println("    " + e);
-            out.flush();
-            checked[0] += r.checked();
-            total[0] += r.total();
-        });
-        int failed = (int) rs.stream().filter(r -> !r.conforms()).count();
-        out.println(k3j.fleet.Summary.expertsLine(rs.size(), failed, checked[0], total[0], (System.nanoTime() - t0) / 1e9));
-        return rs;
-    }
-
-    /** A shard's expert ranges of the sweep: one line per range, every failing expert named. */
-    private static List<k3j.conform.ExpertSweep.Range> sweepRanges(Conformance c, List<k3j.fleet.WorkPlan.ExpertRange> ranges, PrintWriter out) {
-        out.println();
-        out.println("===== EXPERT SWEEP (this shard's expert ranges on the dump's probes) =====");
-        out.println(c.expertSweep().describe());
-        List<k3j.conform.ExpertSweep.Range> rs = new ArrayList<>();
-        for (var x : ranges) {
-            var r = c.experts(x.layer(), x.from(), x.to());
-            rs.add(r);
-            var rep = ExpertLayerReport.of(r.layer(), r.kind(), r.to() - r.from(), r.experts(), r.seconds());
-            out.println(x.text() + "  " + rep.line());
-            for (ExpertReport e : rep.failing()) out.println("    " + e.message());
-            out.flush();
-        }
-        return rs;
     }
 
     /** One elementwise logit block (a candidate without logits: its missing stage, not judged). */
