@@ -25,9 +25,10 @@ class ConformCommandTest {
     }
 
     @Test
-    void aDumpForOtherWeightsExitsOneNamingTheFile() {
+    void aDumpForOtherWeightsIsRefusedNamingTheFile() {
         CliRun r = k3("conform", ConformanceTest.MINI.toString(), "--reference", ConformanceTest.DUMPS.resolve("tiny-k3").toString());
-        assertEquals(1, r.exit());
+        assertEquals(2, r.exit(), "a refused input exits by its REFUSED verdict");
+        assertTrue(r.out().contains("VERDICT: REFUSED"), r.out());
         assertTrue(r.err().contains("[reference mismatch]") && r.err().contains("model-00001-of-00002.safetensors"), r.err());
     }
 
