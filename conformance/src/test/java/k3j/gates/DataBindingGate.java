@@ -231,7 +231,7 @@ class DataBindingGate {
     @Test
     @Feature("trunk binding")
     @DisplayName("L5 q_proj/k_proj swapped in the shard after the pack, trunk.json's shard identities set to the changed shard's:"
-            + " conform --trunk refuses L5 where conform without it fails L5; never ALL LAYERS CONFORM")
+            + " conform --trunk refuses L5 where conform without it fails L5; never CONFORMS")
     void aTrunkRebadgedToAChangedShardIsCaught() throws Exception {
         Path model = Tamper.copy(Project.fixture("mini-k3-93"), tmp.resolve("model"));
         Path trunk = pack(model);
@@ -304,7 +304,7 @@ class DataBindingGate {
 
     /**
      * Runs k3 with {@code args}; it must exit non-zero naming layer {@code layer}: a refusal before any verdict or
-     * token, or that layer failed (conform's FAIL line), never ALL LAYERS CONFORM nor generated ids. With {@code planted},
+     * token, or that layer failed (conform's FAIL line), never VERDICT: CONFORMS nor generated ids. With {@code planted},
      * the report's catches table gets its row (kind "edited trunk") before the assertions.
      */
     private static void refusedNaming(int layer, String planted, String what, String... args) {
@@ -312,7 +312,7 @@ class DataBindingGate {
             int rc = c.exitCode();
             Evidence.text(what, c.transcript());
             boolean named = c.transcript().contains("layer " + layer);
-            boolean green = c.out().stream().anyMatch(l -> l.contains("ALL LAYERS CONFORM") || l.startsWith("generated ids")
+            boolean green = c.out().stream().anyMatch(l -> l.startsWith("VERDICT: CONFORMS") || l.startsWith("generated ids")
                     || (l.startsWith("L" + layer + " ") && l.contains(" PASS ")));
             if (planted != null) {
                 boolean caught = rc != 0 && named && !green;

@@ -583,8 +583,9 @@ class FaultsGate {
                     byte[] idx = Files.readAllBytes(dump.resolve("layers.40.moe_idx.bin"));
                     ByteBuffer.wrap(idx).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(4, 999999);
                     Tamper.replace(dump, "layers.40.moe_idx", idx);
+                    // a dump that is not this model's is refused: the verdict REFUSED and its exit 2 (docs/semantics.md §10.11)
                     return new Hostile(List.of("conform", Project.fixture("mini-k3-93").toString(), "--reference", dump.toString(), "--no-logits", "--layers", "40"),
-                            ExitCode.RUNTIME, "layers.40.moe_idx[0][1] = 999999, but the model has").never("out of bounds");
+                            ExitCode.USAGE, "layers.40.moe_idx[0][1] = 999999, but the model has", "VERDICT: REFUSED").never("out of bounds");
                 }),
                 hostile("pack-trunk into /proc", d -> new Hostile(List.of("pack-trunk", Project.fixture("mini-k3-93").toString(), "/proc/k3j-x"), ExitCode.RUNTIME,
                         "/proc/k3j-x")),

@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 import k3j.api.Engine;
 import k3j.api.Plan;
 import k3j.api.State;
-import k3j.cli.ApiInternals;
+import k3j.api.internal.ApiInternals;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.kernels.Argmax;

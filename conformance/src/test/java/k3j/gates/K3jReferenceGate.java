@@ -106,10 +106,10 @@ class K3jReferenceGate {
         assertFalse(d.torch(), "a k3j-written reference is not torch's");
         assertTrue(d.producer().matches("reference: k3j 0\\.\\d+\\.\\d+ \\((\\S+\\.jar sha256 [0-9a-f]{16}|classes \\(no jar\\))\\), not torch"), d.producer());
         assertEquals(ReferenceDump.open(Project.dump("mini-k3-93")).manifestSha256(), d.inputsFromSha256(), "its inputs are the torch reference's");
-        Verdict v = new Verdict(Verdict.Outcome.CONFORMS, List.of(), List.of("L0"), List.of()).against(d);
+        Verdict v = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, List.of(k3j.conform.Invariants.Item.pass("L0"))).against(d);
         assertTrue(v.line().endsWith("(" + d.producer() + ")"), v.line());
         assertEquals(d.producer(), v.json().get("reference"));
-        Verdict t = new Verdict(Verdict.Outcome.CONFORMS, List.of(), List.of("L0"), List.of()).against(ReferenceDump.open(Project.dump("mini-k3-93")));
+        Verdict t = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, List.of(k3j.conform.Invariants.Item.pass("L0"))).against(ReferenceDump.open(Project.dump("mini-k3-93")));
         assertEquals("VERDICT: CONFORMS", t.line(), "a torch reference leaves the line as it was");
         assertTrue(((String) t.json().get("reference")).startsWith("reference: torch "), "the JSON names torch: " + t.json());
     }

@@ -46,7 +46,7 @@ public final class Conform implements AutoCloseable {
      */
     public record Options(int threads, Path reference, List<Path> dumpDirs, boolean logits, MachineMemory memory, Consumer<String> report, Consumer<String> notes) {
         /** Every processor, the reference found in reference-dumps/, logits compared, this machine's memory, nothing reported. */
-        public static final Options DEFAULTS = new Options(Runtime.getRuntime().availableProcessors(), null, List.of(Path.of("reference-dumps")), true, null,
+        public static final Options DEFAULTS = new Options(Runtime.getRuntime().availableProcessors(), null, ReferenceMatch.searchDirs(List.of()), true, null,
                 s -> {}, s -> {});
 
         /** Keeps a copy of the folders. */
@@ -72,7 +72,7 @@ public final class Conform implements AutoCloseable {
          * @return these options with that reference
          */
         public Options withReference(Path dump, List<Path> dirs) {
-            return new Options(threads, dump, dirs, logits, memory, report, notes);
+            return new Options(threads, dump, ReferenceMatch.searchDirs(dirs), logits, memory, report, notes);
         }
 
         /**
@@ -130,9 +130,20 @@ public final class Conform implements AutoCloseable {
      * @return the opened conformance; close it
      */
     public static Conform model(Path modelDir, Plan plan, Options o) {
-        k3j.config.ConfigReader.read(modelDir.resolve("config.json"));   // a folder without one is named as such, before any dump is looked for
-        ReferenceDump dump = ReferenceMatch.locate(modelDir, o.reference(), o.dumpDirs());
-        return model(modelDir, dump, plan, o);
+        return judged(() -> {
+            k3j.config.ConfigReader.read(modelDir.resolve("config.json"));   // a folder without one is named as such, before any dump is looked for
+            ReferenceDump dump = ReferenceMatch.locate(modelDir, o.reference(), o.dumpDirs());
+            return model(modelDir, dump, plan, o);
+        });
+    }
+
+    /** {@code body}, an engine-internal refusal thrown as the API's own {@link CannotJudge}. */
+    private static <T> T judged(java.util.function.Supplier<T> body) {
+        try {
+            return body.get();
+        } catch (ConformException | k3j.io.CheckpointException | k3j.config.ConfigException e) {
+            throw CannotJudge.of(e);
+        }
     }
 
     /** The model in {@code modelDir} under {@code plan}, against {@code dump} (already located). */
@@ -177,7 +188,7 @@ public final class Conform implements AutoCloseable {
      * @return the opened conformance; close it
      */
     public static Conform candidate(Path candidate, Options o) {
-        return new Conform(self -> Conformance.candidate(candidate, o.reference(), o.dumpDirs()), null, candidate.toString(), o.logits());
+        return judged(() -> new Conform(self -> Conformance.candidate(candidate, o.reference(), o.dumpDirs()), null, candidate.toString(), o.logits()));
     }
 
     Conformance conformance() {
@@ -218,13 +229,15 @@ public final class Conform implements AutoCloseable {
      * @return the reports, each failing one with its cause
      */
     public List<ConformReport.Layer> layers(List<Integer> selection, Consumer<ConformReport.Layer> each) {
-        List<LayerReport> out = new ArrayList<>();
-        for (int layer : selection) {
-            LayerReport r = conformance.layer(layer);
-            out.add(r);
-            each.accept(new ConformReport.Layer(r));
-        }
-        return k3j.conform.Causes.classify(out, conformance.dump()).stream().map(ConformReport.Layer::new).toList();
+        return judged(() -> {
+            List<LayerReport> out = new ArrayList<>();
+            for (int layer : selection) {
+                LayerReport r = conformance.layer(layer);
+                out.add(r);
+                each.accept(new ConformReport.Layer(r));
+            }
+            return k3j.conform.Causes.classify(out, conformance.dump()).stream().map(ConformReport.Layer::new).toList();
+        });
     }
 
     /**
@@ -235,13 +248,15 @@ public final class Conform implements AutoCloseable {
      * @return the sweeps, one per MoE layer selected
      */
     public List<ConformReport.Experts> experts(List<Integer> selection, Consumer<ConformReport.Experts> each) {
-        List<ConformReport.Experts> out = new ArrayList<>();
-        for (int layer : conformance.moeLayers(selection)) {
-            ConformReport.Experts r = new ConformReport.Experts(conformance.experts(layer));
-            out.add(r);
-            each.accept(r);
-        }
-        return out;
+        return judged(() -> {
+            List<ConformReport.Experts> out = new ArrayList<>();
+            for (int layer : conformance.moeLayers(selection)) {
+                ConformReport.Experts r = new ConformReport.Experts(conformance.experts(layer));
+                out.add(r);
+                each.accept(r);
+            }
+            return out;
+        });
     }
 
     /** {@return whether logits are compared: asked for, and there is something to compare (a candidate, or a model that bound)} */
@@ -259,7 +274,7 @@ public final class Conform implements AutoCloseable {
         try {
             return new ConformReport.Logits(conformance.teacherForcing(incremental), null);
         } catch (ConformException e) {
-            if (e.finding() != k3j.conform.Finding.MISSING_STAGE) throw e;
+            if (e.finding() != k3j.conform.Finding.MISSING_STAGE) throw CannotJudge.of(e);
             return new ConformReport.Logits(null, e.getMessage());
         }
     }
@@ -274,7 +289,7 @@ public final class Conform implements AutoCloseable {
      * @return the decision and the graded table
      */
     public Graded lossy(List<Integer> selection, Double maxKl, Double minTop1) {
-        k3j.conform.LossyReport r = lossy(selection);
+        k3j.conform.LossyReport r = judged(() -> lossy(selection));
         return new Graded(Decision.of(r.verdict(maxKl, minTop1)), r.text(maxKl, minTop1));
     }
 
@@ -295,7 +310,7 @@ public final class Conform implements AutoCloseable {
         try {
             return new ConformReport.Greedy(conformance.greedy(), null);
         } catch (ConformException e) {
-            if (e.finding() != k3j.conform.Finding.MISSING_STAGE) throw e;
+            if (e.finding() != k3j.conform.Finding.MISSING_STAGE) throw CannotJudge.of(e);
             return new ConformReport.Greedy(null, e.getMessage());
         }
     }
@@ -330,7 +345,7 @@ public final class Conform implements AutoCloseable {
             logits.add(logits(true));
             greedy = greedy();
         }
-        return new ConformReport(subject, conformance.dump().source().toString(), conformance.budget().rule(), layers, seconds, sweep, logits, greedy);
+        return new ConformReport(subject, conformance.dump().source().toString(), conformance.budget().rule(), layers, seconds, sweep, logits, greedy, experts);
     }
 
     /** Closes the dump and the model, and the worker threads this conformance started. */

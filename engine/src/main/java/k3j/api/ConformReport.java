@@ -168,9 +168,9 @@ public final class ConformReport {
      */
     public record LogitComparison(String mode, int rows, int vocab, double maxAbsDiff, double relToMaxRef, double budget, int argmaxEqual, int top10Overlap,
                                   Finding finding, String text) {
-        static LogitComparison of(LogitParity.Result r) {
+        static LogitComparison of(LogitParity.Result r, k3j.conform.Finding cause) {
             return new LogitComparison(r.mode(), r.rows(), r.vocab(), r.maxAbsDiff(), r.relToMaxRef(), r.budget(), r.argmaxEqual(), r.top10OverlapMin(),
-                    Finding.of(r.finding()), r.text());
+                    Finding.of(cause != null ? cause : r.finding()), r.text());
         }
 
         /** {@return the relative difference over its budget: below 1 is within it} */
@@ -189,10 +189,17 @@ public final class ConformReport {
     public static final class Logits {
         private final LogitParity.Result result;
         private final String missing;
+        private final k3j.conform.Finding cause;
 
         Logits(LogitParity.Result result, String missing) {
+            this(result, missing, null);
+        }
+
+        /** {@code cause}: the run's cause read from every layer ({@link k3j.conform.Causes#runCause}), which the comparison's finding then names. */
+        Logits(LogitParity.Result result, String missing, k3j.conform.Finding cause) {
             this.result = result;
             this.missing = missing;
+            this.cause = cause;
         }
 
         LogitParity.Result result() {
@@ -201,7 +208,7 @@ public final class ConformReport {
 
         /** {@return the comparison, or null when the stage is missing} */
         public LogitComparison comparison() {
-            return result == null ? null : LogitComparison.of(result);
+            return result == null ? null : LogitComparison.of(result, cause);
         }
 
         /** {@return why there is no comparison, or null when there is one} */
@@ -313,6 +320,7 @@ public final class ConformReport {
     private final List<Experts> experts;
     private final List<Logits> logits;
     private final Greedy greedy;
+    private final boolean sweepPlanned;
 
     /**
      * A report of what was judged.
@@ -328,13 +336,35 @@ public final class ConformReport {
      */
     public ConformReport(String subject, String reference, String budget, List<Layer> layers, double layerSeconds, List<Experts> experts, List<Logits> logits,
                          Greedy greedy) {
+        this(subject, reference, budget, layers, layerSeconds, experts, logits, greedy, false);
+    }
+
+    /**
+     * A report of what was judged, saying whether the expert sweep was asked for: a sweep asked for that swept no MoE
+     * layer (none among the selected layers) is not judged, so the decision is INCOMPLETE, never a vacuous pass.
+     *
+     * @param subject      the model folder or candidate dump judged
+     * @param reference    the reference dump it was judged against
+     * @param budget       the rounding budget's rule
+     * @param layers       the layers' reports
+     * @param layerSeconds the seconds the layers took
+     * @param experts      the expert sweep's reports
+     * @param logits       the logit comparisons (empty with logits off)
+     * @param greedy       greedy generation (null with logits off)
+     * @param sweepPlanned whether the expert sweep was asked for
+     */
+    public ConformReport(String subject, String reference, String budget, List<Layer> layers, double layerSeconds, List<Experts> experts, List<Logits> logits,
+                         Greedy greedy, boolean sweepPlanned) {
+        this.sweepPlanned = sweepPlanned;
         this.subject = subject;
         this.reference = reference;
         this.budget = budget;
         this.layers = List.copyOf(layers);
         this.layerSeconds = layerSeconds;
         this.experts = List.copyOf(experts);
-        this.logits = List.copyOf(logits);
+        k3j.conform.Finding cause = k3j.conform.Causes.runCause(this.layers.stream().map(Layer::report).toList());
+        this.logits = logits.stream().map(l -> l.result == null || cause == null || l.result.finding().passes() || l.result.finding() == k3j.conform.Finding.NON_FINITE
+                ? l : new Logits(l.result, l.missing, cause)).toList();
         this.greedy = greedy;
     }
 
@@ -427,7 +457,9 @@ public final class ConformReport {
         List<Invariants.Item> items = new ArrayList<>();
         for (Layer r : layers) items.add(Invariants.layer(r.report()));
         for (Experts x : experts) items.add(Invariants.experts(x.report()));
-        for (Logits l : logits) items.add(Invariants.logits(l.result(), l.missing()));
+        if (sweepPlanned && experts.isEmpty()) items.add(Invariants.Item.notJudged("the expert sweep", "no MoE layer among the selected layers: no expert was swept"));
+        k3j.conform.Finding cause = k3j.conform.Causes.runCause(layers.stream().map(Layer::report).toList());
+        for (Logits l : logits) items.add(k3j.conform.Causes.carry(Invariants.logits(l.result(), l.missing()), cause));
         if (greedy != null) items.add(Invariants.greedy(greedy.result(), greedy.missing()));
         return Invariants.decide(Invariants.Mode.FLOAT32, items);
     }
@@ -436,14 +468,13 @@ public final class ConformReport {
     @Override
     public String toString() {
         Layer first = firstDivergence();
-        return subject + " against " + reference + ": " + (conforms() ? "conforms" : "does not conform") + " (" + layers.size() + " layer(s), "
+        return subject + " against " + reference + ": " + decision().outcome().words() + " (" + layers.size() + " layer(s), "
                 + failing().size() + " failing" + (first != null ? ", first " + first : "") + "; " + failingExperts().size() + " MoE layer(s) with failing experts; "
                 + logits.stream().filter(l -> !l.conforms()).count() + " of " + logits.size() + " logit comparison(s) failing" + (greedy == null ? "" : "; greedy ids " + (greedy.conforms() ? "equal" : "differ")) + ")";
     }
 
-    /** {@return the layers' verdict line, such as {@code VERDICT: ALL LAYERS CONFORM}} */
+    /** {@return the decision's VERDICT line, as {@code k3 conform} prints it: {@code VERDICT: DOES NOT CONFORM [binding error]}} */
     public String verdict() {
-        int failed = failing().size();
-        return failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM";
+        return decided().line();
     }
 }

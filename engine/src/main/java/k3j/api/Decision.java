@@ -12,8 +12,13 @@ import k3j.conform.Verdict;
  * @param judged    what the decision covers
  * @param notJudged what was planned and not judged (non-empty makes the outcome at best {@link Outcome#INCOMPLETE})
  * @param text      the verdict block as {@code k3 conform} prints it: the findings, what was not judged, and the VERDICT line
+ * @param line      the VERDICT line alone, such as {@code VERDICT: DOES NOT CONFORM [binding error]}
+ * @param firstDivergence the first item that failed or was refused, or null
+ * @param category  the category of the first finding, such as {@code [wrong constant or formula]}, or null
+ * @param exitCode  the exit code {@code k3 conform} gives this decision: 0 green, 1 failed, 2 refused, 3 incomplete
  */
-public record Decision(Outcome outcome, List<String> findings, List<String> judged, List<String> notJudged, String text) {
+public record Decision(Outcome outcome, List<String> findings, List<String> judged, List<String> notJudged, String text, String line, String firstDivergence,
+                       String category, int exitCode) {
     /** The closed set of outcomes: two green ones (float32 and lossy), the two failures, and the two that judged nothing whole. */
     public enum Outcome {
         /** float32: every judged item within its rounding budget. */
@@ -48,7 +53,8 @@ public record Decision(Outcome outcome, List<String> findings, List<String> judg
     }
 
     static Decision of(Verdict v) {
-        return new Decision(Outcome.valueOf(v.outcome().name()), v.findings(), v.judged(), v.notJudged(), v.text());
+        return new Decision(Outcome.valueOf(v.outcome().name()), v.findings(), v.judged(), v.notJudged(), v.text(), v.line(), v.firstDivergence(), v.category(),
+                v.exitCode());
     }
 
     /** {@return whether the decision is a pass: every planned item judged, and every one within its budget or thresholds} */

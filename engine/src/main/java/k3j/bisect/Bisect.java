@@ -161,6 +161,18 @@ public final class Bisect {
             return experts.stream().filter(e -> !e.conforms()).map(ExpertLayerReport::layer).toList();
         }
 
+        /**
+         * The one decision over what bisect judged: each layer, each swept MoE layer's experts, and the sweep not judged
+         * when it was asked for and no MoE layer was selected. Its exit code is bisect's.
+         */
+        public k3j.conform.Verdict verdict(boolean sweepPlanned) {
+            List<k3j.conform.Invariants.Item> items = new java.util.ArrayList<>();
+            for (LayerReport l : layers) items.add(k3j.conform.Invariants.layer(l));
+            for (ExpertLayerReport e : experts) items.add(k3j.conform.Invariants.experts(e));
+            if (sweepPlanned && experts.isEmpty()) items.add(k3j.conform.Invariants.Item.notJudged("the expert sweep", "no MoE layer among the selected layers"));
+            return k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, items);
+        }
+
         /** The failing layers' causes with their counts (docs/semantics.md §10.10): "cause [wrong constant or formula] x24". */
         public String causes() {
             java.util.Map<String, Long> by = new java.util.LinkedHashMap<>();

@@ -36,7 +36,7 @@ import picocli.CommandLine.Option;
         description = {"Per-layer conformance against a reference dump; names and diagnoses every failing layer and stage.",
                 "With --experts, when every layer conforms, a failing expert is the failing stage and is diagnosed."},
         footer = {"The dump defaults to the one whose manifest matches the model's shards, searched as k3 conform searches.",
-                "Exit codes: 0 every layer conforms, 1 a layer fails (or the model/dump cannot be read or do not match), 2 bad arguments."})
+                "Exit codes, the verdict's own: 0 CONFORMS, 1 DOES NOT CONFORM (or the model/dump cannot be read or do not match), 2 bad arguments, 3 INCOMPLETE."})
 final class BisectCommand implements Callable<Integer> {
     @CommandLine.Mixin
     ModelFolder modelFolder;
@@ -118,9 +118,11 @@ final class BisectCommand implements Callable<Integer> {
                 else out.println("  L" + ed.layer() + " expert " + ed.expert() + ": nothing explains it");
             }
             planned.report(out);
-            if (json != null) writeJson(r, planned);
-            out.printf(Locale.ROOT, "VERDICT: %s (%.1f s)%n", r.summary(), (System.nanoTime() - t0) / 1e9);
-            return r.failing().isEmpty() && r.failingExperts().isEmpty() ? ExitCode.OK : ExitCode.RUNTIME;
+            k3j.conform.Verdict verdict = r.verdict(scope.experts).against(c.dump());
+            if (json != null) writeJson(r, verdict, planned);
+            out.printf(Locale.ROOT, "BISECT: %s (%.1f s)%n", r.summary(), (System.nanoTime() - t0) / 1e9);
+            out.print(verdict.text());
+            return verdict.exitCode();
         } catch (k3j.plan.PlanRefused e) {
             err.println(e.getMessage());
             return e.refusal().exitCode();
@@ -143,10 +145,11 @@ final class BisectCommand implements Callable<Integer> {
     }
 
     /** The diagnoses as JSON (the shape docs/formats.md names): one object per failing layer, the plan and the peak RSS. */
-    private void writeJson(Bisect.Report r, PlannedConformance planned) throws java.io.IOException {
+    private void writeJson(Bisect.Report r, k3j.conform.Verdict verdict, PlannedConformance planned) throws java.io.IOException {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
         var root = mapper.createObjectNode();
-        root.put("verdict", r.summary());
+        root.put("verdict", r.summary());   // the diagnoses' summary line (docs/formats.md §16); the decision is "decision"
+        root.set("decision", mapper.valueToTree(verdict.json()));
         var failing = root.putArray("failing_layers");
         r.failing().forEach(failing::add);
         var arr = root.putArray("diagnoses");

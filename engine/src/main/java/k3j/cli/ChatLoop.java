@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicBoolean;
 import k3j.api.Chat;
+import k3j.api.internal.ApiInternals;
 import k3j.chat.ChatException;
 import k3j.chat.Conversation;
 import k3j.chat.Display;

@@ -53,8 +53,8 @@ import picocli.CommandLine.Parameters;
                 "KL, %% same top-1, RMS dp (llama.cpp's KL-divergence convention); exit by --max-kl (mean KL, nats) and --min-top1 (percent), default 0.5 and 25.",
                 "A candidate dump is checked as conform --candidate checks it, and every logits array it holds is judged. Any value non-finite or",
                 "past 16x max|reference| is refused (docs/semantics.md section 10.11).",
-                "Exit codes: 0 within budget and the same argmax (--lossy: within the thresholds), 1 not (or incomplete),",
-                "2 bad usage, a refused file or a refused value."})
+                "Exit codes, the verdict's own: 0 within budget and the same argmax (--lossy: within the thresholds), 1 not,",
+                "2 bad usage, a refused file or a refused value, 3 INCOMPLETE (an array the reference has is missing)."})
 final class CompareLogitsCommand implements Callable<Integer> {
     @Parameters(index = "0", arity = "0..1", paramLabel = "FILE", description = "the engine's logits (with a provider response: or --run)")
     Path file;
@@ -126,6 +126,15 @@ final class CompareLogitsCommand implements Callable<Integer> {
             throw usage("--position " + position + " is outside the reference's 0.." + (ref.rows() - 1));
         }
         Map<String, LogitFile> files = files(ref);
+        if (files.isEmpty()) {   // a candidate holding no logits: nothing judged (INCOMPLETE, as conform says), never a refusal or a pass
+            Verdict none = Invariants.decide(lossy.on ? Invariants.Mode.LOSSY : Invariants.Mode.FLOAT32, notHeld);
+            if (ref.source() != null) none = none.against(ref.source());
+            out.println("file                  : " + file + " (a candidate holding no logits array)");
+            out.print(none.text());
+            if (json != null) AtomicWrite.string(json, "--json", new com.fasterxml.jackson.databind.ObjectMapper().writerWithDefaultPrettyPrinter()
+                    .writeValueAsString(Map.of("file", file.toString(), "decision", none.json())));
+            return none.exitCode();
+        }
         LogitFile f = files.values().iterator().next();
         int v = ref.vocab();
         // which rows: one position, or every row both files hold
@@ -182,8 +191,13 @@ final class CompareLogitsCommand implements Callable<Integer> {
             out.print(l.text(maxKl, minTop1));
             report.put("lossy", l.json(maxKl, minTop1));
             verdict = l.verdict(maxKl, minTop1);
+            if (!notHeld.isEmpty()) {   // an array the candidate does not hold is not judged: the graded ones are one item of the whole
+                List<Invariants.Item> whole = new ArrayList<>(List.of(Invariants.of("the graded logits", verdict)));
+                whole.addAll(notHeld);
+                verdict = Invariants.decide(Invariants.Mode.LOSSY, whole);
+            }
         } else {
-            List<Invariants.Item> items = new ArrayList<>();
+            List<Invariants.Item> items = new ArrayList<>(notHeld);
             for (var en : got.entrySet()) {
                 String what = "logits (" + en.getKey() + ")";
                 String bad = Invariants.implausible(what, en.getValue(), want, VerdictLimits.shipped());
@@ -247,6 +261,9 @@ final class CompareLogitsCommand implements Callable<Integer> {
      * exactly as {@code conform --candidate} does (invariants 2 and 3: made from this reference, only the reference's
      * arrays, the reference's layers), and every logits array it holds is judged; it needs a reference dump.
      */
+    /** The logits arrays the reference defines that a candidate does not hold: not judged. */
+    private final List<Invariants.Item> notHeld = new ArrayList<>();
+
     private Map<String, LogitFile> files(Reference ref) {
         Map<String, LogitFile> m = new LinkedHashMap<>();
         try {
@@ -257,9 +274,10 @@ final class CompareLogitsCommand implements Callable<Integer> {
                 Invariants.requireReferenceLayers(c, ref.source());
                 for (boolean incremental : new boolean[] {false, true}) {
                     float[] values = c.logits(incremental);
-                    if (values != null) m.put(incremental ? "incremental" : "full recompute", LogitFile.ofCandidate(c, values, ref.vocab()));
+                    String mode = incremental ? "incremental" : "full recompute";
+                    if (values != null) m.put(mode, LogitFile.ofCandidate(c, values, ref.vocab()));
+                    else notHeld.add(Invariants.Item.notJudged("logits (" + mode + ")", Finding.MISSING_STAGE.tag() + " the candidate holds no such array"));
                 }
-                if (m.isEmpty()) throw usage("refused: " + file + ": the candidate holds no logits");
                 return m;
             }
             m.put("file", LogitFile.read(file, ref.vocab()));

@@ -9,15 +9,13 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import k3j.api.Conform;
 import k3j.api.ConformReport;
+import k3j.api.internal.ApiInternals;
 import k3j.conform.Charts;
 import k3j.io.AtomicWrite;
 import k3j.conform.ConformException;
 import k3j.conform.Conformance;
 import k3j.conform.ExpertLayerReport;
-import k3j.conform.ExpertReport;
-import k3j.conform.Finding;
 import k3j.conform.LayerReport;
-import k3j.conform.LayerSelection;
 import k3j.conform.ReferenceDump;
 import k3j.conform.ReferenceMatch;
 import picocli.CommandLine;
@@ -35,8 +33,8 @@ import picocli.CommandLine.Option;
         description = "Per-layer conformance and logit parity of a checkpoint against its torch reference dump.",
         footer = {"The dump defaults to the one whose manifest matches the model's shards (names, sizes, header sha256),",
                 "searched in --dumps, ./reference-dumps, the repository's reference-dumps/, the model directory and next to it.",
-                "Exit codes: 0 every layer and the logits conform, 1 something does not (or a runtime failure), 2 bad usage,",
-                "3 (--merge) INCOMPLETE: a shard is missing, duplicated, unfinished or foreign."})
+                "Exit codes, the verdict's own: 0 CONFORMS (or WITHIN THE THRESHOLDS), 1 DOES NOT CONFORM (or a runtime failure),",
+                "2 REFUSED (or bad usage), 3 INCOMPLETE: something planned was not judged (with --merge: a shard missing, unfinished or foreign)."})
 final class ConformCommand implements Callable<Integer> {
     @CommandLine.Mixin
     ModelFolder modelFolder;
@@ -101,8 +99,23 @@ final class ConformCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
-        if (merge != null) return merged(out, err);
-        if (shardPlan != null) return shardPlan(out);
+        if (merge != null) {
+            if (modelFolder.given() || candidate != null || shard != null || results != null || scope.layers != null || scope.experts || verifyData || lossy.on || chart != null) {
+                throw usage("--merge ROOT merges what the shards judged: give no MODEL_DIR, --candidate, --shard, --results, --layers, --experts, --verify-data, --lossy or --chart");
+            }
+            try {
+                new k3j.io.Outputs().input(merge, "the results root (--merge)").file(json, "--json");
+            } catch (IOException e) {
+                throw usage(e.getMessage());
+            }
+            return ConformMerge.run(merge, json, out, err);
+        }
+        if (shardPlan != null) {
+            if (!modelFolder.given() || candidate != null || shard != null || scope.layers != null || lossy.on || verifyData) {
+                throw usage("--shard-plan N prints a model's work plan: give MODEL_DIR, and no --candidate, --shard, --layers, --lossy or --verify-data");
+            }
+            return ConformShardPlan.plan(modelFolder.config(), ReferenceOption.of(reference), ReferenceSearch.dirs(dumps), !noLogits, scope.experts, shardPlan, out, this::usage);
+        }
         k3j.fleet.ShardId shardId = shardId();
         if (candidate != null && modelFolder.given()) throw usage("--candidate judges a dump without a model: give no MODEL_DIR");
         if (candidate != null && verifyData) throw usage("--verify-data hashes a model's files: not with --candidate");
@@ -127,17 +140,18 @@ final class ConformCommand implements Callable<Integer> {
         }
         int workers = threads.count();
         List<Path> search = ReferenceSearch.dirs(dumps);
-        if (verifyData) {
-            ReferenceDump d = ReferenceMatch.locate(model, ReferenceOption.of(reference), search);
-            out.println("reference: " + d.source());
-            ReferenceMatch.verifyData(d, model, out::println);
-            out.println("VERIFIED: every listed file's sha256 equals the dump's");
-            return ExitCode.OK;
-        }
+        if (verifyData) return ConformShardPlan.verifyData(model, ReferenceOption.of(reference), search, out);
         if (against != null) {
             if (candidate == null) throw usage("--against B compares two candidate dumps: give --candidate A");
             if (lossy.on || scope.experts || json != null || chart != null) throw usage("--against names where two candidates part: not with --lossy, --experts, --json or --chart");
-            return against(out, threads.count(), search);
+            try {
+                return ConformAgainst.run(candidate, against, Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search)
+                        .withLogits(!noLogits), scope, out);
+            } catch (k3j.api.CannotJudge e) {
+                return e.getCause() instanceof ConformException ce ? refused(ce, out, err) : runtime(e.getCause(), err);
+            } catch (ConformException e) {
+                return refused(e, out, err);
+            }
         }
         if (scope.experts && candidate != null) throw usage("--experts runs k3j's forward on a model; a candidate dump holds no expert outputs");
         if (candidate != null && memory.given()) throw usage("--trunk, --trunk-gb, --cache-gb and --preset plan k3j's forward: not with --candidate");
@@ -164,7 +178,6 @@ final class ConformCommand implements Callable<Integer> {
                     throw usage("--shard " + shardId + ": " + e.getMessage());
                 }
                 part = plan.part(shardId.index());
-                shardPart = part;
                 sel = part.layers();
                 identity = new k3j.fleet.Identity(k3j.fleet.Identity.model(model, index.shards(), index.tensors()), c.dump().manifestSha256(), k3j.fleet.Identity.runningBuild(),
                         shardId.count(), "logits=" + !noLogits + " experts=" + scope.experts, k3j.fleet.Identity.plan(plan));
@@ -181,14 +194,18 @@ final class ConformCommand implements Callable<Integer> {
             if (c.bindFailure() != null) err.println("k3: " + c.bindFailure().getMessage());
             out.flush();
             if (lossy.on) return graded(judge, sel, out);
-            if (json != null) startJson(judge, sel, model);
+            ConformJson jsonFile = json == null ? null : new ConformJson(json);
+            if (jsonFile != null) jsonFile.start(judge, sel, model, candidate, scope.experts, part);
             List<LayerReport> raw = new ArrayList<>();
             List<ConformReport.Layer> layers = judge.layers(sel, r -> {
                 raw.add(ApiInternals.get().layer(r));
-                out.println(r.line());
+                out.println(raw.getLast().progressLine());
                 out.flush();
-                judged.put("L" + r.layer(), r.conforms());
             });
+            if (layers.stream().anyMatch(l -> !l.conforms())) {
+                out.println("layers over budget, each with the cause read from every selected layer together (docs/semantics.md §10.10):");
+                for (ConformReport.Layer l : layers) if (!l.conforms()) out.println(l.line());
+            }
             ConformReport report = judge.report(layers, (System.nanoTime() - t0) / 1e9);
             int failed = report.failing().size();
             List<LayerReport> layerReports = layers.stream().map(ApiInternals.get()::layer).toList();
@@ -198,10 +215,10 @@ final class ConformCommand implements Callable<Integer> {
             List<ConformReport.Experts> swept = List.of();
             List<k3j.fleet.Judged.Experts> sweptParts = List.of();
             if (scope.experts && part != null) {
-                List<k3j.conform.ExpertSweep.Range> ranges = sweepRanges(c, part.experts(), out, judged);
+                List<k3j.conform.ExpertSweep.Range> ranges = ConformSweep.ranges(c, part.experts(), out);
                 sweptParts = ranges.stream().map(x -> new k3j.fleet.Judged.Experts(x.layer(), x.kind(), x.total(), x.from(), x.to(), x.experts(), x.seconds())).toList();
             } else if (scope.experts) {
-                swept = sweep(judge, sel, out, judged);
+                swept = ConformSweep.layers(judge, sel, out);
                 sweptParts = swept.stream().map(ApiInternals.get()::experts).map(k3j.fleet.Judged.Experts::of).toList();
             }
             if (candidate == null) report(out, judge);
@@ -215,14 +232,13 @@ final class ConformCommand implements Callable<Integer> {
             if (judge.hasLogits() && (part == null || part.logits())) {
                 for (boolean incremental : new boolean[] {false, true}) {
                     logits.add(judge.logits(incremental));
-                    int f = logits(out, logits.getLast());
-                    judged.put(incremental ? PLAN_LOGITS_INCREMENTAL : PLAN_LOGITS_FULL, f == 0);
+                    logits(out, logits.getLast());
                 }
                 greedy = judge.greedy();
-                judged.put(PLAN_GREEDY, greedy(out, greedy) == 0);
+                greedy(out, greedy);
             }
-            verdict = ApiInternals.get().verdict(new ConformReport(report.subject(), report.reference(), report.budget(), layers, report.layerSeconds(), swept, logits, greedy))
-                    .against(c.dump());
+            verdict = ApiInternals.get().verdict(new ConformReport(report.subject(), report.reference(), report.budget(), layers, report.layerSeconds(), swept, logits, greedy,
+                    scope.experts && part == null)).against(c.dump());
             String sweepText = scope.experts ? c.expertSweep().describe() : null;
             List<k3j.fleet.Judged.Block> blocks = logits.stream().map(l -> k3j.fleet.Judged.logits(ApiInternals.get().logits(l), l.missing())).toList();
             k3j.fleet.Judged.Block greedyBlock = greedy == null ? null : k3j.fleet.Judged.greedy(ApiInternals.get().greedy(greedy), greedy.missing());
@@ -232,13 +248,13 @@ final class ConformCommand implements Callable<Integer> {
                 List<k3j.conform.Invariants.Item> items = new ArrayList<>();
                 for (LayerReport r : layerReports) items.add(k3j.conform.Invariants.layer(r));
                 for (var x : sweptParts) items.add(k3j.conform.Invariants.experts(ExpertLayerReport.of(x.layer(), x.kind(), x.to() - x.from(), x.experts(), x.seconds())));
-                for (var b : blocks) items.add(b.item());
+                for (var b : blocks) items.add(k3j.conform.Causes.carry(b.item(), k3j.conform.Causes.runCause(layerReports)));
                 if (greedyBlock != null) items.add(greedyBlock.item());
                 verdict = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, items).against(c.dump());
             }
             out.println();
             out.print(verdict.text());
-            if (json != null) writeJson(all, sel, judge, verdict);
+            if (jsonFile != null) jsonFile.finish(all, sel, judge, verdict);
             if (shardDir != null) {
                 // the layers as run, before the causes: the merge reads those from every shard's layers together
                 var asRun = new k3j.fleet.Judged(raw.stream().map(withBoundary).toList(), sweepText, sweptParts, blocks, greedyBlock);
@@ -248,12 +264,15 @@ final class ConformCommand implements Callable<Integer> {
         } catch (k3j.plan.PlanRefused e) {
             err.println(e.getMessage());
             return e.refusal().exitCode();
-        } catch (ConformException | k3j.trunk.TrunkException | k3j.model.ForwardException | k3j.io.CheckpointException e) {
-            err.println("k3: " + e.getMessage());
-            return ExitCode.RUNTIME;
+        } catch (k3j.api.CannotJudge e) {
+            return e.getCause() instanceof ConformException ce ? refused(ce, out, err) : runtime(e.getCause(), err);
+        } catch (ConformException e) {
+            return refused(e, out, err);
+        } catch (k3j.trunk.TrunkException | k3j.model.ForwardException | k3j.io.CheckpointException e) {
+            return runtime(e, err);
         }
         out.printf(Locale.ROOT, "wall time %.1f s%n", (System.nanoTime() - t0) / 1e9);
-        return verdict.green() ? ExitCode.OK : ExitCode.RUNTIME;
+        return verdict.exitCode();
     }
 
     /** --lossy: the graded table of layers and logits, the exit by the thresholds; --json holds the whole table. */
@@ -264,7 +283,7 @@ final class ConformCommand implements Callable<Integer> {
             var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
             AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(java.util.Map.of("lossy", r.json(lossy.maxKl, lossy.minTop1))));
         }
-        return r.verdict(lossy.maxKl, lossy.minTop1).green() ? ExitCode.OK : ExitCode.RUNTIME;   // conform exits 1 for any verdict that is not green (docs/semantics.md §10.11)
+        return r.verdict(lossy.maxKl, lossy.minTop1).exitCode();
     }
 
     /** The model under the memory flags' plan: the preset line, the plan block and what was opened printed as they come. */
@@ -291,68 +310,7 @@ final class ConformCommand implements Callable<Integer> {
                 + (plan != null ? " (plan TOTAL " + k3j.plan.Human.bytes(plan.total()) + ")" : "")));
     }
 
-    /** The expert sweep of the selected MoE layers: one line per layer, every failing expert named; returns every layer's report. */
-    private static List<ConformReport.Experts> sweep(Conform judge, List<Integer> sel, PrintWriter out, java.util.Map<String, Boolean> judged) {
-        out.println();
-        out.println("===== EXPERT SWEEP (every routed expert on the dump's probes) =====");
-        out.println(ApiInternals.get().conformance(judge).expertSweep().describe());
-        long t0 = System.nanoTime();
-        int[] checked = {0}, total = {0};
-        List<ConformReport.Experts> rs = judge.experts(sel, r -> {
-            out.println(r.line());
-            for (String e : r.failing()) out.println("    " + e);
-            out.flush();
-            checked[0] += r.checked();
-            total[0] += r.total();
-            judged.put("L" + r.layer() + " experts", r.conforms());
-        });
-        long failed = rs.stream().filter(r -> !r.conforms()).count();
-        out.printf(Locale.ROOT, "EXPERTS %d of %d MoE layers conform; experts checked: %d of %d; %.1f s%n", rs.size() - failed, rs.size(), checked[0], total[0], (System.nanoTime() - t0) / 1e9);
-        out.println(failed == 0 ? "VERDICT: EVERY EXPERT CONFORMS" : "VERDICT: EXPERTS OF " + failed + " LAYER(S) DO NOT CONFORM");
-        return rs;
-    }
-
-    /** A shard's expert ranges of the sweep: one line per range, every failing expert named. */
-    private static List<k3j.conform.ExpertSweep.Range> sweepRanges(Conformance c, List<k3j.fleet.WorkPlan.ExpertRange> ranges, PrintWriter out, java.util.Map<String, Boolean> judged) {
-        out.println();
-        out.println("===== EXPERT SWEEP (this shard's expert ranges on the dump's probes) =====");
-        out.println(c.expertSweep().describe());
-        List<k3j.conform.ExpertSweep.Range> rs = new ArrayList<>();
-        for (var x : ranges) {
-            var r = c.experts(x.layer(), x.from(), x.to());
-            rs.add(r);
-            var rep = ExpertLayerReport.of(r.layer(), r.kind(), r.to() - r.from(), r.experts(), r.seconds());
-            out.println(x.text() + "  " + rep.line());
-            for (ExpertReport e : rep.failing()) out.println("    " + e.message());
-            out.flush();
-            judged.put("L" + x.layer() + " experts " + x.from() + "-" + (x.to() - 1), rep.conforms());
-        }
-        return rs;
-    }
-
-    /** --candidate A --against B: where the two part, then each one's verdict against the reference. Exit 1 when they part or either does not conform. */
-    private int against(PrintWriter out, int workers, List<Path> search) {
-        Conform.Options o = Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search).withLogits(!noLogits);
-        try (Conform a = Conform.candidate(candidate, o); Conform b = Conform.candidate(against, o)) {
-            out.println("A         : " + ApiInternals.get().conformance(a).engine());
-            out.println("B         : " + ApiInternals.get().conformance(b).engine());
-            out.println("reference : " + ApiInternals.get().conformance(a).dump().source() + " (" + ApiInternals.get().conformance(a).dump().producer() + ")");
-            k3j.conform.SelfDivergence d = k3j.conform.SelfDivergence.of(ApiInternals.get().conformance(a), ApiInternals.get().conformance(b));
-            out.print(d.text());
-            boolean bad = d.parting() != null;
-            for (Conform c : List.of(a, b)) {
-                Conformance cc = ApiInternals.get().conformance(c);
-                ConformReport r = c.report(c.layers(scope.select(cc.layerCount()), x -> {}), 0);
-                ConformReport.Layer first = r.firstDivergence();
-                out.println((c == a ? "A" : "B") + " against the reference: " + r.verdict()
-                        + (first != null ? "; FIRST DIVERGENCE: " + first.name() + (first.firstDivergence() != null ? " " + first.firstDivergence() : "") + " " + first.finding().tag() : ""));
-                bad |= !r.failing().isEmpty();
-            }
-            return bad ? ExitCode.RUNTIME : ExitCode.OK;
-        }
-    }
-
-    /** One elementwise logit block; 1 when it does not conform (a candidate without logits: its missing stage). */
+    /** One elementwise logit block (a candidate without logits: its missing stage, not judged). */
     private static int logits(PrintWriter out, ConformReport.Logits l) {
         out.println();
         if (l.comparison() == null) {
@@ -376,141 +334,25 @@ final class ConformCommand implements Callable<Integer> {
         return g.conforms() ? 0 : 1;
     }
 
-    static final String PLAN_LOGITS_FULL = "logits, full recompute", PLAN_LOGITS_INCREMENTAL = "logits, incremental", PLAN_GREEDY = "greedy ids";
-
-    /** What this run judges (--json's run_plan), and what it judged so far, item by item. */
-    private final List<String> planned = new ArrayList<>();
-    private k3j.fleet.WorkPlan.Part shardPart;
-    private final java.util.Map<String, Boolean> judged = new java.util.LinkedHashMap<>();
-    private com.fasterxml.jackson.databind.node.ObjectNode runPlan;
-
     /**
-     * Writes --json before the first layer: the run's plan (docs/formats.md §15: a run id, the model or candidate, the
-     * reference, every planned item) and its verdict so far, INCOMPLETE naming everything; the end of the run rewrites
-     * the file whole. A run interrupted or crashed leaves that INCOMPLETE verdict, never a green one.
+     * An input refused before anything was graded (another reference or prompt, arrays other than the reference's, a
+     * non-finite value): the verdict REFUSED, printed and exited by as every door does; anything else is a runtime failure.
      */
-    private void startJson(Conform judge, List<Integer> sel, Path model) throws IOException {
-        var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
-        Conformance c = ApiInternals.get().conformance(judge);
-        runPlan = mapper.createObjectNode();
-        runPlan.put("run", java.util.UUID.randomUUID().toString());
-        runPlan.put("model", model == null ? (String) null : model.toString());
-        runPlan.put("candidate", candidate == null ? (String) null : candidate.toString());
-        runPlan.put("reference", c.dump().source().toString());
-        runPlan.put("reference_producer", c.dump().producer());
-        for (int l : sel) planned.add("L" + l);
-        if (scope.experts && shardPart != null) for (var x : shardPart.experts()) planned.add("L" + x.layer() + " experts " + x.from() + "-" + (x.to() - 1));
-        else if (scope.experts) for (int l : c.moeLayers(sel)) planned.add("L" + l + " experts");
-        if (judge.hasLogits() && (shardPart == null || shardPart.logits())) planned.addAll(List.of(PLAN_LOGITS_FULL, PLAN_LOGITS_INCREMENTAL, PLAN_GREEDY));
-        var items = runPlan.putArray("items");
-        planned.forEach(items::add);
-        var root = mapper.createObjectNode();
-        root.set("run_plan", runPlan);
-        root.set("verdict", mapper.valueToTree(referenced(k3j.conform.PlanVerdict.decide(planned, judged, false, true).json(), c.dump())));
-        AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(root));
+    private static int refused(ConformException e, PrintWriter out, PrintWriter err) {
+        if (e.finding() != k3j.conform.Finding.REFERENCE_MISMATCH && e.finding() != k3j.conform.Finding.NON_FINITE) return runtime(e, err);
+        err.println("k3: " + e.getMessage());
+        k3j.conform.Verdict v = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, List.of(k3j.conform.Invariants.Item.refused("the input", e.getMessage())));
+        out.print(v.text());
+        return v.exitCode();
     }
 
-    /** A verdict's JSON naming who computed the reference ("reference: k3j VERSION, not torch" for a dump k3j wrote). */
-    private static java.util.Map<String, Object> referenced(java.util.Map<String, Object> verdict, k3j.conform.ReferenceDump dump) {
-        var m = new java.util.LinkedHashMap<>(verdict);
-        m.put("reference", dump.producer());
-        return m;
-    }
-
-    /**
-     * The --json report: the run's plan and its verdict (docs/formats.md §15), every layer's finding, message, seconds and
-     * stage ratios (doubles as computed), and the summary a merge of shards reproduces (docs/formats.md §18).
-     */
-    private void writeJson(k3j.fleet.Judged all, List<Integer> sel, Conform judge, k3j.conform.Verdict decision) throws IOException {
-        var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
-        var root = mapper.createObjectNode();
-        root.set("run_plan", runPlan);
-        root.set("verdict", mapper.valueToTree(referenced(k3j.conform.PlanVerdict.decide(planned, judged, true, true).json(), ApiInternals.get().conformance(judge).dump())));
-        k3j.fleet.Judged.putLayers(root.putArray("layers"), all.layers());
-        k3j.fleet.Summary.putVerdict(root, all, sel, decision, List.of());
-        k3j.plan.MemInfo.peakRss().ifPresent(p -> root.put("peak_rss_bytes", p));
-        if (ApiInternals.get().plan(judge) != null) {
-            var plan = root.putObject("plan");
-            var p = ApiInternals.get().plan(judge);
-            plan.put("total_bytes", p.total());
-            plan.put("trunk_streamed", p.trunkStreamed());
-            plan.put("trunk_bytes", p.trunk());
-            plan.put("model_tables_bytes", p.modelTables());
-            plan.put("expert_cache_bytes", p.expertCache());
-            plan.put("buffers_bytes", p.buffers() + p.recurrentState() + p.kvCache());
-            plan.put("jvm_bytes", p.jvm().bytes());
-            plan.put("jvm_heap_max_bytes", p.jvm().heapMax());
-            if (ApiInternals.get().assembly(judge) != null && ApiInternals.get().assembly(judge).trunk() != null && ApiInternals.get().assembly(judge).trunk().binding() != null) {
-                var b = ApiInternals.get().assembly(judge).trunk().binding();
-                var tb = root.putObject("trunk_binding");
-                tb.put("check", b.mode().flag());
-                tb.put("shards_changed_since_pack", b.changedShards().size());
-                tb.put("tensors_hashed", b.tensorsHashed());
-                tb.put("bytes_hashed", b.bytesHashed());
-            }
-            if (ApiInternals.get().assembly(judge) != null && ApiInternals.get().assembly(judge).cache() != null) {
-                var s = ApiInternals.get().assembly(judge).cache().totalStats();
-                var cache = root.putObject("expert_cache");
-                cache.put("slots", ApiInternals.get().assembly(judge).cache().geometry().slots());
-                cache.put("slot_bytes", ApiInternals.get().assembly(judge).cache().geometry().slotBytes());
-                cache.put("requests", s.requests());
-                cache.put("misses", s.misses());
-                cache.put("evictions", s.evictions());
-                cache.put("bytes_read", s.bytesRead());
-            }
-        }
-        AtomicWrite.string(json, "--json", mapper.writerWithDefaultPrettyPrinter().writeValueAsString(root));
+    private static int runtime(Throwable e, PrintWriter err) {
+        err.println("k3: " + e.getMessage());
+        return ExitCode.RUNTIME;
     }
 
     private CommandLine.ParameterException usage(String msg) {
         return new CommandLine.ParameterException(spec.commandLine(), msg);
-    }
-
-    /** --merge ROOT: the shard folders as one run's verdict, or INCOMPLETE. */
-    private int merged(PrintWriter out, PrintWriter err) throws IOException {
-        if (modelFolder.given() || candidate != null || shard != null || results != null || scope.layers != null || scope.experts || verifyData || lossy.on || chart != null) {
-            throw usage("--merge ROOT merges what the shards judged: give no MODEL_DIR, --candidate, --shard, --results, --layers, --experts, --verify-data, --lossy or --chart");
-        }
-        try {
-            new k3j.io.Outputs().input(merge, "the results root (--merge)").file(json, "--json");
-        } catch (IOException e) {
-            throw usage(e.getMessage());
-        }
-        k3j.fleet.Merge m;
-        try {
-            m = k3j.fleet.Merge.of(merge);
-        } catch (IOException e) {
-            err.println("k3: " + e.getMessage());
-            return ExitCode.USAGE;
-        }
-        out.print(m.text());
-        if (json != null) AtomicWrite.string(json, "--json", k3j.fleet.ShardFolder.pretty(m.json()));
-        out.flush();
-        // the one decision: INCOMPLETE (a shard missing, unfinished, foreign; anything planned not judged) exits 3
-        return m.verdict().outcome() == k3j.conform.Verdict.Outcome.INCOMPLETE || !m.complete() ? ExitCode.INCOMPLETE : m.verdict().green() ? ExitCode.OK : ExitCode.RUNTIME;
-    }
-
-    /** --shard-plan N: the plan every shard of an N-shard run computes, printed; no layer is run. */
-    private int shardPlan(PrintWriter out) {
-        if (!modelFolder.given() || candidate != null || shard != null || scope.layers != null || lossy.on || verifyData) {
-            throw usage("--shard-plan N prints a model's work plan: give MODEL_DIR, and no --candidate, --shard, --layers, --lossy or --verify-data");
-        }
-        if (shardPlan < 1) throw usage("--shard-plan " + shardPlan + ": give a count of 1 or more");
-        Path model = modelFolder.config().getParent();
-        var cfg = k3j.config.ConfigReader.read(modelFolder.config());
-        var index = k3j.io.CheckpointIndex.open(model);
-        ReferenceDump d = ReferenceMatch.locate(model, ReferenceOption.of(reference), ReferenceSearch.dirs(dumps));
-        int tokens = d.ids().length, generated = d.generatedIds().length;
-        k3j.fleet.WorkPlan plan;
-        try {
-            plan = k3j.fleet.WorkPlan.of(index.tensors(), cfg, tokens, generated, !noLogits, scope.experts, shardPlan);
-        } catch (IllegalArgumentException e) {
-            throw usage("--shard-plan " + shardPlan + ": " + e.getMessage());
-        }
-        out.println("model     : " + model + " (" + cfg.layerCount() + " layers)");
-        out.println("reference : " + d.source() + " (" + tokens + " ids, " + generated + " generated)");
-        out.print(plan.table());
-        return ExitCode.OK;
     }
 
     /** --shard I/N or auto (with --results), or null; refused with --layers, --candidate and --lossy. */

@@ -92,7 +92,8 @@ public final class K3 implements Runnable {
             return ExitCode.USAGE;
         });
         cl.setExecutionExceptionHandler((ex, c, parseResult) -> {
-            c.getErr().println("k3: " + k3j.io.SafeFiles.why(ex));   // in words, never a class name
+            // in words, never a class name; the API's refusal in the command's words (its flags, not the API's options)
+            c.getErr().println("k3: " + k3j.io.SafeFiles.why(ex instanceof k3j.api.CannotJudge && ex.getCause() instanceof Exception cause ? cause : ex));
             return ExitCode.RUNTIME;
         });
         return cl;

@@ -3,6 +3,7 @@ package k3j.cli;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import k3j.api.Conform;
+import k3j.api.internal.ApiInternals;
 import k3j.conform.Conformance;
 import k3j.conform.ReferenceDump;
 import k3j.kernels.Workers;

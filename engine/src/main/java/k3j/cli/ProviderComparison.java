@@ -139,7 +139,7 @@ final class ProviderComparison {
             AtomicWrite.string(cmd.json, "--json", StrictJson.MAPPER.writerWithDefaultPrettyPrinter().writeValueAsString(report));
             out.println("json: " + cmd.json);
         }
-        return within ? ExitCode.OK : verdict.outcome() == k3j.conform.Verdict.Outcome.REFUSED ? ExitCode.USAGE : ExitCode.RUNTIME;
+        return verdict.exitCode();
     }
 
     /** A candidate dump says which ids it followed: they must be these. A bare logit file does not (false: its rows are taken as they are). */

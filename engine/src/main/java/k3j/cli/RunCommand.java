@@ -15,6 +15,7 @@ import java.util.concurrent.Callable;
 import com.fasterxml.jackson.core.JsonEncoding;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
+import k3j.api.internal.ApiInternals;
 import k3j.cache.CacheStats;
 import k3j.cache.CacheTrace;
 import k3j.cache.ExpertCache;

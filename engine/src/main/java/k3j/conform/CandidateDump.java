@@ -81,7 +81,35 @@ public final class CandidateDump {
             throw ReferenceDump.mismatch("the candidate " + source() + " was made from the reference with manifest sha256 " + referenceSha256()
                     + " (" + files.manifest().path("reference").path("dir").asText("?") + "), not from " + reference.source() + " (" + reference.manifestSha256() + ")");
         }
+        checkClaims(reference);
         checkArrays(reference);
+    }
+
+    /**
+     * What the candidate says it ran (its manifest's {@code reference.ids} and {@code reference.layer_map}) is the
+     * reference's: a candidate run on another prompt or another layer map is refused by name, never judged.
+     */
+    private void checkClaims(ReferenceDump reference) {
+        JsonNode claim = files.manifest().path("reference");
+        JsonNode ids = claim.path("ids");
+        if (!ids.isMissingNode() && !ids.isNull()) {
+            int[] want = reference.ids();
+            if (!ids.isArray()) throw ReferenceDump.mismatch("refused (invariant 2): " + source() + ": manifest reference.ids is not a list of ids");
+            int k = 0;
+            while (k < Math.min(ids.size(), want.length) && ids.get(k).isIntegralNumber() && ids.get(k).asLong() == want[k]) k++;
+            if (k != ids.size() || k != want.length) {
+                throw ReferenceDump.mismatch("refused (invariant 2): " + source() + " ran another prompt: its manifest's reference.ids (" + ids.size()
+                        + " ids) differ from the reference's " + reference.promptId() + (k < Math.min(ids.size(), want.length) ? " at position " + k : " in length"));
+            }
+        }
+        JsonNode map = claim.path("layer_map");
+        if (!map.isMissingNode() && !map.isNull()) {
+            String want = reference.field("layer_map").asText();
+            if (!map.isTextual() || !map.asText().equals(want)) {
+                throw ReferenceDump.mismatch("refused (invariant 2): " + source() + " ran another layer map: its manifest's reference.layer_map is " + map
+                        + ", the reference's is \"" + want + "\"");
+            }
+        }
     }
 
     private static final java.util.regex.Pattern LAYER_KEY = java.util.regex.Pattern.compile("layers\\.(0|[1-9][0-9]{0,5})\\.([a-z_]+)");

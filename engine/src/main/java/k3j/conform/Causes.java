@@ -31,7 +31,7 @@ import java.util.Map;
 public final class Causes {
     /** The thresholds (causes.json). */
     public record Rules(double precisionMaxCorrelation, double precisionMaxLogitCorrelation, double precisionMinLayerShare, int systematicMinLayers, double systematicMinShare,
-                        double lossyOutlierFactor) {}
+                        double lossyOutlierFactor, double scaleMinLogitCorrelation) {}
 
     public static final Rules RULES = load();
 
@@ -42,7 +42,8 @@ public final class Causes {
             if (in == null) throw new IllegalStateException("k3j/conform/causes.json is missing from the build");
             JsonNode j = new ObjectMapper().readTree(in);
             return new Rules(number(j, "precision", "max_abs_correlation"), number(j, "precision", "max_abs_correlation_logits"), number(j, "precision", "min_layer_share"),
-                    (int) number(j, "systematic", "min_layers"), number(j, "systematic", "min_share"), number(j, "lossy", "outlier_factor"));
+                    (int) number(j, "systematic", "min_layers"), number(j, "systematic", "min_share"), number(j, "lossy", "outlier_factor"),
+                    number(j, "scale", "min_abs_correlation_logits"));
         } catch (IOException e) {
             throw new UncheckedIOException("k3j/conform/causes.json: " + e.getMessage(), e);
         }
@@ -142,6 +143,32 @@ public final class Causes {
                     bound.size(), n, sameKind, mixer(r.kind()))));
         }
         return List.copyOf(out.values());
+    }
+
+    /**
+     * The run-level cause the classified layers name ({@link Finding#WRONG_FORMULA} or {@link Finding#PRECISION}), or
+     * null: decided once over every layer, it is the category of every logits line of the run too.
+     */
+    public static Finding runCause(List<LayerReport> classified) {
+        for (LayerReport r : classified) if (r.finding() == Finding.WRONG_FORMULA || r.finding() == Finding.PRECISION) return r.finding();
+        return null;
+    }
+
+    /** A failing logits item carrying the run's cause ({@link #runCause}) in place of its own band's tag; any other item as it is. */
+    public static Invariants.Item carry(Invariants.Item logits, Finding cause) {
+        if (cause == null || logits.status() != Invariants.Status.FAIL) return logits;
+        for (Finding band : List.of(Finding.ROUNDING_DRIFT, Finding.BINDING_ERROR, Finding.PRECISION, Finding.WRONG_FORMULA)) {
+            if (logits.why().startsWith(band.tag())) return Invariants.Item.fail(logits.what(), cause.tag() + logits.why().substring(band.tag().length()));
+        }
+        return logits;
+    }
+
+    /**
+     * Whether a logits difference this correlated with the reference is a scale error: the difference a constant
+     * multiple of the reference (logits × 1.001 gives correlation 1), so a wrong constant, not rounding drift.
+     */
+    public static boolean scaleLike(double correlation) {
+        return Math.abs(correlation) >= RULES.scaleMinLogitCorrelation();
     }
 
     /** {@code r} with finding {@code f}: its message's tag replaced and the evidence appended. */

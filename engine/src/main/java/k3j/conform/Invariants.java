@@ -50,6 +50,7 @@ public final class Invariants {
     public static Verdict decide(Mode mode, List<Item> items) {
         List<String> findings = new ArrayList<>(), judged = new ArrayList<>(), notJudged = new ArrayList<>();
         boolean refused = false, failed = false;
+        String first = null, category = null;
         for (Item i : items) {
             switch (i.status()) {
                 case PASS -> judged.add(i.what());
@@ -64,13 +65,18 @@ public final class Invariants {
                     refused = true;
                 }
             }
+            if (i.status() == Status.FAIL || i.status() == Status.REFUSED) {
+                if (first == null) first = i.what();
+                java.util.regex.Matcher m = Verdict.TAG.matcher(i.why());
+                if (category == null && m.find()) category = m.group();
+            }
         }
         if (judged.isEmpty() && notJudged.isEmpty() && !refused) notJudged.add("nothing: no item was judged");
         Verdict.Outcome o = refused ? Verdict.Outcome.REFUSED
                 : !notJudged.isEmpty() ? Verdict.Outcome.INCOMPLETE
                 : failed ? (mode == Mode.LOSSY ? Verdict.Outcome.OUTSIDE : Verdict.Outcome.DOES_NOT_CONFORM)
                 : mode == Mode.LOSSY ? Verdict.Outcome.WITHIN : Verdict.Outcome.CONFORMS;
-        return new Verdict(o, findings, judged, notJudged);
+        return new Verdict(o, findings, judged, notJudged, first, o.green() ? null : category, null, null);
     }
 
     /**
@@ -221,6 +227,22 @@ public final class Invariants {
         if (f != Finding.CONFORMS) return Item.fail(what, f.tag() + String.format(Locale.ROOT, " %.3gx the logits budget", r.ratioToBudget()));
         if (everyArgmax && r.argmaxEqual() != r.rows()) return Item.fail(what, Finding.ROUNDING_DRIFT.tag() + " argmax differs at " + (r.rows() - r.argmaxEqual()) + " of " + r.rows() + " positions");
         return Item.pass(what);
+    }
+
+    /**
+     * A whole verdict as one item of a larger one ({@code --against}: each candidate's verdict against the reference):
+     * green is a pass, REFUSED a refusal, INCOMPLETE not judged, anything else a failure; the why is its VERDICT line
+     * and first finding.
+     */
+    public static Item of(String what, Verdict v) {
+        String why = v.line().substring("VERDICT: ".length()) + (v.findings().isEmpty() ? v.notJudged().isEmpty() ? "" : "; not judged: " + v.notJudged().getFirst()
+                : "; " + v.findings().getFirst());
+        return switch (v.outcome()) {
+            case CONFORMS, WITHIN -> Item.pass(what);
+            case REFUSED -> Item.refused(what, why);
+            case INCOMPLETE -> Item.notJudged(what, why);
+            case DOES_NOT_CONFORM, OUTSIDE -> Item.fail(what, why);
+        };
     }
 
     /** A swept MoE layer (every expert of it): a pass, or a failure naming its failing experts. */

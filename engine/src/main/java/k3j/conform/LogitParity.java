@@ -52,6 +52,7 @@ public final class LogitParity {
             if (refFinite != (long) rows * vocab || engineFinite != (long) rows * vocab) return Finding.NON_FINITE;
             Finding f = Finding.ofRatio(ratioToBudget());
             if (f == Finding.BINDING_ERROR && Causes.noiseLikeLogits(diffCorrelation)) return Finding.PRECISION;
+            if (f != Finding.CONFORMS && Causes.scaleLike(diffCorrelation)) return Finding.WRONG_FORMULA;
             return f == Finding.CONFORMS && !spanArgmaxWrong.isEmpty() ? Finding.ROUNDING_DRIFT : f;
         }
 

@@ -60,9 +60,13 @@ public record LossyLayers(List<Layer> layers, int worstLayer, String worstStage,
             switch (c.run(i)) {
                 case LayerRun.Ran r -> {
                     LayerStages st = r.stages();
+                    List<String> absent = new ArrayList<>();
                     for (int s = 0; s < n; s++) {
                         float[] got = Stage.values()[s].of(st);
-                        if (got == null) continue;
+                        if (got == null) {   // a stage the candidate does not hold: the layer is not judged, never graded on the rest
+                            absent.add(Stage.NAMES.get(s));
+                            continue;
+                        }
                         float[] want = dump.f32("layers." + i + "." + Stage.NAMES.get(s));
                         String bad = got.length != want.length ? null : Invariants.implausible("L" + i + " " + Stage.NAMES.get(s), got, want, VerdictLimits.shipped());
                         if (bad != null) {   // invariant 1: never graded
@@ -73,6 +77,7 @@ public record LossyLayers(List<Layer> layers, int worstLayer, String worstStage,
                         e[s] = m[0];
                         k[s] = m[1];
                     }
+                    if (!absent.isEmpty()) note = Finding.MISSING_STAGE.tag() + " the candidate holds no " + String.join(", ", absent);
                 }
                 case LayerRun.Failed f -> note = f.report().message();
             }

@@ -31,6 +31,30 @@ public final class ReferenceMatch {
 
     private ReferenceMatch() {}
 
+    /** How a command names a reference dump; the API names its own option in this one's place. */
+    public static final String NAME_IT = "--reference / -Dk3.reference";
+
+    /**
+     * The folders every entry point (the commands, the API, the gates) searches for a reference dump when none is named:
+     * {@code extra}, ./reference-dumps, and the reference-dumps/ of the repository the jar was built in.
+     */
+    public static List<Path> searchDirs(List<Path> extra) {
+        LinkedHashSet<Path> s = new LinkedHashSet<>(extra);
+        s.add(Path.of("reference-dumps"));
+        try {
+            Path jar = Path.of(ReferenceMatch.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            for (Path p = jar.getParent(); p != null; p = p.getParent()) {
+                if (Files.isDirectory(p.resolve("reference-dumps"))) {
+                    s.add(p.resolve("reference-dumps"));
+                    break;
+                }
+            }
+        } catch (java.net.URISyntaxException | SecurityException | IllegalArgumentException | NullPointerException e) {
+            // no code source (an unusual class loader): the other folders still count
+        }
+        return List.copyOf(s);
+    }
+
     /** Throws {@link ConformException} ({@link Finding#REFERENCE_MISMATCH}) naming the first file that differs. */
     public static void check(ReferenceDump dump, Path modelDir) {
         String why = mismatch(dump, modelDir, true);
@@ -70,7 +94,7 @@ public final class ReferenceMatch {
         }
         throw new ConformException(Finding.REFERENCE_MISMATCH, "no reference dump matches " + modelDir + "; looked in " + dirs
                 + (refused.isEmpty() ? ", found no dump there" : "; refused: " + String.join("; ", refused))
-                + ". Name one with --reference / -Dk3.reference, or make one with reference-dumps/torch/dump_checkpoint.py");
+                + ". Name one with " + NAME_IT + ", or make one with reference-dumps/torch/dump_checkpoint.py");
     }
 
     /**
@@ -98,7 +122,7 @@ public final class ReferenceMatch {
             }
         }
         throw new ConformException(Finding.REFERENCE_MISMATCH, "no reference dump with manifest sha256 " + sha256 + " (the one the candidate was made from"
-                + (recordedDir.isEmpty() ? "" : ", recorded as " + recordedDir) + "); looked at " + tries + ". Name it with --reference / -Dk3.reference");
+                + (recordedDir.isEmpty() ? "" : ", recorded as " + recordedDir) + "); looked at " + tries + ". Name it with " + NAME_IT);
     }
 
     private static List<Path> candidates(Path dir, Path model) {

@@ -14,8 +14,13 @@ import java.util.Locale;
  *
  * @param firstBits  the first difference of any size, or null when the two are the same bits
  * @param parting    the first difference over the budget, or null when they never part
+ * @param notCompared the stages one of the two holds and the other does not (not compared: the claim "they do not part" is then not whole)
  */
-public record SelfDivergence(Place firstBits, Place parting, int layersCompared, int stagesCompared) {
+public record SelfDivergence(Place firstBits, Place parting, int layersCompared, int stagesCompared, List<String> notCompared) {
+    public SelfDivergence {
+        notCompared = List.copyOf(notCompared);
+    }
+
     /** The stages with one row per token, in the order a layer computes them. */
     static final List<String> TOKEN_STAGES = List.of("attn_in", "attn_norm", "attn_out", "partial_attn", "mlp_in", "mlp_norm", "mlp_out", "partial_out");
     /** The states a KDA layer leaves, compared whole (no position). */
@@ -42,8 +47,12 @@ public record SelfDivergence(Place firstBits, Place parting, int layersCompared,
         int t = a.tokens();
         Place bits = null, part = null;
         int layers = 0, stages = 0;
+        List<String> notCompared = new ArrayList<>();
         for (int i = 0; i < ca.layerCount() && part == null; i++) {
-            if (!ca.lists(i) || !cb.lists(i)) continue;
+            if (!ca.lists(i) || !cb.lists(i)) {
+                if (ca.lists(i) != cb.lists(i)) notCompared.add("L" + i + " (listed by " + (ca.lists(i) ? ca.source() : cb.source()) + " only)");
+                continue;
+            }
             layers++;
             String kind = ca.mixer(i).isEmpty() ? "layer" : ca.mixer(i);
             List<String> all = new ArrayList<>(TOKEN_STAGES);
@@ -52,9 +61,11 @@ public record SelfDivergence(Place firstBits, Place parting, int layersCompared,
                 String key = "layers." + i + "." + s;
                 float[] x = ca.array(key), y = cb.array(key);
                 if (x == null && y == null) continue;
-                if (x == null || y == null || x.length != y.length) {
-                    throw new ConformException(Finding.MISSING_STAGE, key + ": held by " + (x == null ? cb.source() : ca.source()) + " only, or in other shapes");
+                if (x == null || y == null) {
+                    notCompared.add(key + " (held by " + (x == null ? cb.source() : ca.source()) + " only)");
+                    continue;
                 }
+                if (x.length != y.length) throw new ConformException(Finding.REFERENCE_MISMATCH, "refused: " + key + " holds " + x.length + " values in " + ca.source() + ", " + y.length + " in " + cb.source());
                 stages++;
                 double maxRef = 0;
                 for (float r : ref.f32(key)) maxRef = Math.max(maxRef, Math.abs(r));
@@ -75,14 +86,17 @@ public record SelfDivergence(Place firstBits, Place parting, int layersCompared,
                 if (part != null) break;
             }
         }
-        return new SelfDivergence(bits, part, layers, stages);
+        return new SelfDivergence(bits, part, layers, stages, notCompared);
     }
 
     public String text() {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, "compared          : %d layers, %d stages, token by token%n", layersCompared, stagesCompared));
         sb.append("first bits differ : ").append(firstBits == null ? "nowhere (the same bits)" : firstBits.text()).append('\n');
-        sb.append(parting == null ? "A AND B DO NOT PART (every stage within its rounding budget)\n" : "A AND B PART AT: " + parting.text() + "\n");
+        if (!notCompared.isEmpty()) sb.append("not compared      : ").append(String.join(", ", notCompared.subList(0, Math.min(8, notCompared.size()))))
+                .append(notCompared.size() > 8 ? ", ... " + (notCompared.size() - 8) + " more" : "").append('\n');
+        sb.append(parting != null ? "A AND B PART AT: " + parting.text() + "\n" : notCompared.isEmpty() ? "A and B do not part: every stage both hold is within its rounding budget\n"
+                : "A and B do not part where both hold a stage; " + notCompared.size() + " not compared\n");
         return sb.toString();
     }
 }

@@ -6,30 +6,37 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * What one run decided, from the one decision ({@link Invariants#decide}): the outcome, the findings behind it,
- * what was judged and what was planned but not judged. Every entry point (conform, conform --lossy, compare-logits in
- * all its forms, the API and the gates) prints {@link #line()} and exits by {@link #exitCode()}; {@link #json()} is the
- * small file a run writes and the report renders.
+ * What one run decided: one immutable value, made only by the one decision ({@link Invariants#decide}; docs/semantics.md
+ * §10.11): the outcome, the first divergence and its category, what was judged and what was planned but not judged,
+ * and the reference it was judged against. Every entry point (conform, conform --lossy, --against, --merge,
+ * compare-logits in all its forms, bisect, the API and the gates) prints {@link #line()} and exits by
+ * {@link #exitCode()}; {@link #json()} is the small file a run writes and the report renders.
  *
- * @param findings  one line per thing that is not green (empty when the outcome is green)
- * @param judged    what the verdict covers
- * @param notJudged what was planned and not judged (non-empty makes the outcome at best INCOMPLETE)
- * @param reference who computed the reference it was judged against ({@link ReferenceDump#producer()}), or null
+ * @param findings        one line per thing that is not green (empty when the outcome is green)
+ * @param judged          what the verdict covers
+ * @param notJudged       what was planned and not judged (non-empty makes the outcome at best INCOMPLETE)
+ * @param firstDivergence the first item that failed or was refused, in the order judged, or null
+ * @param category        the category tag of the first finding that has one ({@code [binding error]}), or null
+ * @param reference       who computed the reference it was judged against ({@link ReferenceDump#producer()}), or null
+ * @param prompt          the reference's prompt: its id count and the sha256 of its ids ({@link ReferenceDump#promptId()}), or null
  */
-public record Verdict(Outcome outcome, List<String> findings, List<String> judged, List<String> notJudged, String reference) {
+public record Verdict(Outcome outcome, List<String> findings, List<String> judged, List<String> notJudged, String firstDivergence, String category,
+                      String reference, String prompt) {
     public Verdict {
+        java.util.Objects.requireNonNull(outcome, "outcome");
         findings = List.copyOf(findings);
         judged = List.copyOf(judged);
         notJudged = List.copyOf(notJudged);
     }
 
-    public Verdict(Outcome outcome, List<String> findings, List<String> judged, List<String> notJudged) {
-        this(outcome, findings, judged, notJudged, null);
+    /** This verdict, naming the reference: its producer (the line and JSON then say "reference: k3j VERSION, not torch" for a reference k3j wrote) and prompt. */
+    public Verdict against(ReferenceDump dump) {
+        return new Verdict(outcome, findings, judged, notJudged, firstDivergence, category, dump.producer(), dump.promptId());
     }
 
-    /** This verdict, naming the reference's producer: its line and JSON then say "reference: k3j VERSION, not torch" for a reference k3j wrote. */
-    public Verdict against(ReferenceDump dump) {
-        return new Verdict(outcome, findings, judged, notJudged, dump.producer());
+    /** This verdict naming only a reference's producer (a plain logits vector has no prompt). */
+    public Verdict against(String producer) {
+        return new Verdict(outcome, findings, judged, notJudged, firstDivergence, category, producer, prompt);
     }
 
     /** The closed set of outcomes: two green ones (float32 and lossy), the two failures, and the two that judged nothing whole. */
@@ -68,17 +75,25 @@ public record Verdict(Outcome outcome, List<String> findings, List<String> judge
         return outcome.green();
     }
 
-    /** 0 green; 1 not; 2 refused (the input broke an invariant: a usage-level refusal, as for a refused file). */
+    /**
+     * The one exit code of every command that judges (docs/semantics.md §7.9): 0 green; 1 a judged item failed;
+     * 2 refused (the input broke an invariant: a usage-level refusal, as for a refused file); 3 INCOMPLETE (something
+     * planned was not judged).
+     */
     public int exitCode() {
-        return outcome == Outcome.REFUSED ? 2 : outcome.green() ? 0 : 1;
+        return switch (outcome) {
+            case CONFORMS, WITHIN -> 0;
+            case DOES_NOT_CONFORM, OUTSIDE -> 1;
+            case REFUSED -> 2;
+            case INCOMPLETE -> 3;
+        };
     }
 
-    private static final java.util.regex.Pattern TAG = java.util.regex.Pattern.compile("\\[[a-z0-9 -]+\\]");
+    static final java.util.regex.Pattern TAG = java.util.regex.Pattern.compile("\\[[a-z0-9 -]+\\]");
 
-    /** "VERDICT: DOES NOT CONFORM [binding error]": the outcome and the first finding's category tag, when it has one (the findings are listed above it). */
+    /** "VERDICT: DOES NOT CONFORM [binding error]": the outcome and the category of its first finding, when it has one (the findings are listed above it). */
     public String line() {
-        java.util.regex.Matcher m = findings.isEmpty() ? null : TAG.matcher(findings.getFirst());
-        return "VERDICT: " + outcome.words() + (m != null && m.find() ? " " + m.group() : "")
+        return "VERDICT: " + outcome.words() + (category != null ? " " + category : "")
                 + (reference != null && !reference.startsWith("reference: torch") ? " (" + reference + ")" : "");
     }
 
@@ -90,7 +105,11 @@ public record Verdict(Outcome outcome, List<String> findings, List<String> judge
         return sb.append(line()).append('\n').toString();
     }
 
-    /** The verdict as plain data: {@code outcome}, {@code green}, {@code findings}, {@code judged}, {@code not_judged}. */
+    /**
+     * The verdict as plain data: {@code format}, {@code outcome}, {@code words}, {@code green}, {@code findings},
+     * {@code judged}, {@code not_judged}, {@code exit_code}, {@code line}, and when known {@code first_divergence},
+     * {@code category}, {@code reference} and {@code prompt}.
+     */
     public Map<String, Object> json() {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("format", "k3-verdict");
@@ -100,7 +119,12 @@ public record Verdict(Outcome outcome, List<String> findings, List<String> judge
         m.put("findings", new ArrayList<>(findings));
         m.put("judged", new ArrayList<>(judged));
         m.put("not_judged", new ArrayList<>(notJudged));
+        m.put("exit_code", exitCode());
+        m.put("line", line());
+        if (firstDivergence != null) m.put("first_divergence", firstDivergence);
+        if (category != null) m.put("category", category);
         if (reference != null) m.put("reference", reference);
+        if (prompt != null) m.put("prompt", prompt);
         return m;
     }
 }

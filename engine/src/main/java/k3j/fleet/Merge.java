@@ -134,7 +134,8 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
         List<Invariants.Item> items = new ArrayList<>();
         for (Judged.Layer l : all.layers()) items.add(item(l));
         for (Judged.Experts e : all.experts()) items.add(e.whole() ? item(e) : Invariants.Item.notJudged("experts " + e.range(), "the rest of the layer's experts are not judged"));
-        for (Judged.Block b : all.logits()) items.add(b.item());
+        k3j.conform.Finding cause = Causes.runCause(all.layers().stream().map(Judged.Layer::report).toList());
+        for (Judged.Block b : all.logits()) items.add(Causes.carry(b.item(), cause));
         if (all.greedy() != null) items.add(all.greedy().item());
         for (String n : nj) items.add(Invariants.Item.notJudged(n, "no complete shard of the run judged it"));
         for (String p : problems) if (!p.startsWith("shard ")) items.add(Invariants.Item.notJudged("the run", p));

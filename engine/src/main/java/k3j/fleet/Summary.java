@@ -13,15 +13,18 @@ import k3j.conform.LayerSelection;
 public final class Summary {
     private Summary() {}
 
-    /** The block after the layer lines: counts, worst passing stage, layers per finding, first divergence, verdict. */
+    /**
+     * The block after the layer lines: counts, worst stage within budget, layers per finding, first divergence, and the
+     * layers' count line. None of it is the decision: the run's VERDICT line ({@link k3j.conform.Verdict#line()}) follows it.
+     */
     public static String layers(Judged j, List<Integer> selection, double seconds) {
         StringBuilder sb = new StringBuilder();
         int failed = j.failing().size();
         long kda = j.layers().stream().filter(r -> r.kind().startsWith("KDA")).count();
         sb.append("=".repeat(78)).append('\n');
-        sb.append(String.format(Locale.ROOT, "LAYERS %s   %d passed, %d failed   (%d KDA, %d MLA)   %.1f s total%n", LayerSelection.format(selection),
-                selection.size() - failed, failed, kda, j.layers().size() - kda, seconds));
-        sb.append(String.format(Locale.ROOT, "worst stage across all passing layers: %.3gx of its rounding budget%n", worstPassing(j)));
+        sb.append(String.format(Locale.ROOT, "LAYERS %s   %d within budget, %d not   (%d KDA, %d MLA)   %.1f s total%n", LayerSelection.format(selection),
+                j.layers().size() - failed, failed, kda, j.layers().size() - kda, seconds));
+        sb.append(String.format(Locale.ROOT, "worst stage across the layers within budget: %.3gx of its rounding budget%n", worstPassing(j)));
         if (failed > 0) sb.append("causes, read from every selected layer together (docs/semantics.md §10.10; the lines above give each layer's band alone):\n");
         for (Finding f : Finding.values()) {
             List<Integer> found = layersWith(j, f);
@@ -29,8 +32,8 @@ public final class Summary {
         }
         Judged.Layer first = firstDivergence(j);
         if (first != null) sb.append(firstDivergenceLine(first)).append('\n');
+        sb.append(layersLine(j, selection.size())).append('\n');
         sb.append("=".repeat(78)).append('\n');
-        sb.append(verdict(j)).append('\n');
         return sb.toString();
     }
 
@@ -47,15 +50,24 @@ public final class Summary {
             total += e.total();
             if (!e.conforms()) failed++;
         }
-        sb.append(String.format(Locale.ROOT, "EXPERTS %d of %d MoE layers conform; experts checked: %d of %d; %.1f s%n", j.experts().size() - failed, j.experts().size(),
-                checked, total, seconds));
-        sb.append(failed == 0 ? "VERDICT: EVERY EXPERT CONFORMS" : "VERDICT: EXPERTS OF " + failed + " LAYER(S) DO NOT CONFORM").append('\n');
+        sb.append(expertsLine(j.experts().size(), failed, checked, total, seconds)).append('\n');
         return sb.toString();
     }
 
-    public static String verdict(Judged j) {
-        int failed = j.failing().size();
-        return failed == 0 ? "VERDICT: ALL LAYERS CONFORM" : "VERDICT: " + failed + " LAYER(S) DO NOT CONFORM";
+    /**
+     * The expert sweep's count line (not the decision, so no pass word): how many swept MoE layers had every expert
+     * within budget; with no MoE layer selected it says nothing was swept (the decision holds the sweep not judged).
+     */
+    public static String expertsLine(int layers, int failed, int checked, int total, double seconds) {
+        if (layers == 0) return "EXPERTS: no MoE layer among the selected layers: no expert was swept";
+        return String.format(Locale.ROOT, "EXPERTS: %d of %d swept MoE layers with every expert within budget; experts checked: %d of %d; %.1f s", layers - failed, layers,
+                checked, total, seconds);
+    }
+
+    /** The layers' count line (not the decision, so no pass word): "LAYERS: 23 of 24 judged within budget; 1 not; 0 not judged". */
+    public static String layersLine(Judged j, int selected) {
+        int failed = j.failing().size(), judged = j.layers().size();
+        return "LAYERS: " + (judged - failed) + " of " + selected + " within budget; " + failed + " not; " + (selected - judged) + " not judged";
     }
 
     public static String firstDivergenceLine(Judged.Layer first) {
@@ -84,7 +96,7 @@ public final class Summary {
         ObjectNode v = root.putObject("summary");
         v.put("verdict", decision.outcome().words());
         v.put("line", decision.line());
-        v.put("layers_line", decision.outcome() == k3j.conform.Verdict.Outcome.INCOMPLETE ? "VERDICT: INCOMPLETE" : verdict(j));
+        v.put("layers_line", layersLine(j, selection.size()));
         v.put("layers", LayerSelection.format(selection));
         v.put("layers_failed", j.failing().size());
         Judged.Layer first = firstDivergence(j);

@@ -93,8 +93,9 @@ class EngineTest {
             String first = r.firstDivergence().toString();
             assertTrue(first.startsWith("L4 KDA: [") && first.length() < 240 && !first.contains("\n") && !first.contains("StageMetric"), "one short line: " + first);
             String whole = r.toString();
-            assertTrue(whole.contains("does not conform") && whole.contains("first " + first) && !whole.contains("\n"), "one line: " + whole);
-            assertEquals("VERDICT: 1 LAYER(S) DO NOT CONFORM", r.verdict());
+            assertTrue(whole.contains("DOES NOT CONFORM") && whole.contains("first " + first) && !whole.contains("\n"), "one line: " + whole);
+            assertTrue(r.verdict().startsWith("VERDICT: DOES NOT CONFORM ["), "the decision's line, its category: " + r.verdict());
+            assertEquals(r.decision().line(), r.verdict());
             assertEquals(2, r.logits().size(), "full recompute and incremental");
             assertFalse(r.logits().get(0).conforms(), "the logits of the swapped model differ");
             assertFalse(r.conforms());

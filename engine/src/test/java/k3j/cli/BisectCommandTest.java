@@ -24,7 +24,7 @@ class BisectCommandTest {
     void conformingLayersExitZero() {
         CliRun r = k3("bisect", Repo.path("oracle-fixtures/mini-k3-93").toString(), "--reference", Repo.path("reference-dumps/mini-k3-93").toString(), "--layers", "0-3", "--threads", "1");
         assertEquals(0, r.exit(), r.err());
-        assertTrue(r.out().contains("VERDICT: all 4 layers conform"), r.out());
+        assertTrue(r.out().contains("BISECT: all 4 layers conform") && r.out().contains("VERDICT: CONFORMS"), r.out());
     }
 
     @Test
@@ -34,7 +34,7 @@ class BisectCommandTest {
         CliRun r = k3("bisect", copy.toString(), "--reference", Repo.path("reference-dumps/mini-k3-93").toString(), "--layers", "36-38", "--threads", "1");
         assertEquals(1, r.exit(), r.out() + r.err());
         assertTrue(r.out().contains("  L37: k_proj and q_proj are swapped"), r.out());
-        assertTrue(r.out().contains("VERDICT: L37 KDA attn_out"), r.out());
+        assertTrue(r.out().contains("BISECT: L37 KDA attn_out") && r.out().contains("VERDICT: DOES NOT CONFORM"), r.out());
         assertTrue(r.out().contains("2 of 3 layers conform"), r.out());
     }
 
@@ -66,7 +66,7 @@ class BisectCommandTest {
     void theDumpIsFoundAsConformFindsIt() {
         CliRun r = k3("bisect", Repo.path("oracle-fixtures/mini-k3-93").toString(), "--layers", "0-1", "--threads", "1");
         assertEquals(0, r.exit(), r.out() + r.err());
-        assertTrue(r.out().contains("reference-dumps/mini-k3-93") && r.out().contains("VERDICT: all 2 layers conform"), r.out());
+        assertTrue(r.out().contains("reference-dumps/mini-k3-93") && r.out().contains("BISECT: all 2 layers conform"), r.out());
     }
 
     /**

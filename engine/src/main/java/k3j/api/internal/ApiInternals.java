@@ -1,4 +1,4 @@
-package k3j.cli;
+package k3j.api.internal;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -25,7 +25,7 @@ import k3j.plan.MemoryPlan;
 import k3j.tokenizer.Tokenizer;
 
 /**
- * What k3j's own tools (the {@code k3} command, the gates) reach under {@link k3j.api}: the engine's parts behind an
+ * What k3j's own tools (the {@code k3} command and the other front doors, the gates) reach under {@link k3j.api}: the engine's parts behind an
  * {@link Engine}, a {@link Conform} or a report. The API's signatures name only its own types and the JDK's; this is
  * the one door to the rest, opened by the API itself ({@code k3j.api.Internals}), so a user of the API never meets
  * an engine-internal type.
