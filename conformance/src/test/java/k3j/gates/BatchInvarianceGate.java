@@ -27,7 +27,7 @@ import k3j.api.Serving;
 import k3j.api.Settings;
 import k3j.api.TokenListener;
 import k3j.batch.PlantedBatcher;
-import k3j.cli.ApiInternals;
+import k3j.api.internal.ApiInternals;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.model.BatchStep;

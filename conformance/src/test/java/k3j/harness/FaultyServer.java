@@ -27,7 +27,7 @@ import k3j.chat.Message;
 import k3j.chat.Role;
 import k3j.chat.Thinking;
 import k3j.chat.Xtml;
-import k3j.cli.ApiInternals;
+import k3j.api.internal.ApiInternals;
 import k3j.kernels.Layers;
 import k3j.model.DecodeState;
 import k3j.model.Forward;
