@@ -26,7 +26,7 @@ import k3j.api.Sampling;
 import k3j.api.Serving;
 import k3j.api.Settings;
 import k3j.api.TokenListener;
-import k3j.batch.PlantedBatcher;
+import k3j.api.PlantedBatcher;
 import k3j.api.internal.ApiInternals;
 import k3j.harness.Evidence;
 import k3j.harness.Project;

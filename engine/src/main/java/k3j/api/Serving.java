@@ -158,7 +158,7 @@ public interface Serving extends AutoCloseable {
         plan.planRefusal(k3j.plan.MemInfo.read()).ifPresent(r -> {
             throw new k3j.plan.PlanRefused(r);
         });
-        return new k3j.batch.Batcher(new k3j.model.BatchStep(engine.forward()), limits, engine.config().vocabSize(), engine.eos());
+        return new Batcher(new k3j.model.BatchStep(engine.forward()), limits, engine.config().vocabSize(), engine.eos());
     }
 
     /**

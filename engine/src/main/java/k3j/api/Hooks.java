@@ -1,6 +1,5 @@
-package k3j.batch;
+package k3j.api;
 
-import k3j.api.Serving;
 
 /**
  * What the batch-invariance gate plants in a {@link Batcher}: a call on the batch thread before each step (to submit

@@ -1,6 +1,5 @@
-package k3j.batch;
+package k3j.api;
 
-import k3j.api.Serving;
 import k3j.model.BatchStep;
 
 /** A {@link Batcher} with the batch-invariance gate's hooks planted: submissions at given steps, every logits row seen, and the slot-reuse fault. */

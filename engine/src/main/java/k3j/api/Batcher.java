@@ -1,9 +1,8 @@
-package k3j.batch;
+package k3j.api;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import k3j.api.Serving;
 import k3j.model.BatchStep;
 import k3j.model.DecodeState;
 import k3j.sample.Sampler;
@@ -16,7 +15,7 @@ import k3j.sample.Sampler;
  * fail a step; a sink that throws ends its own sequence ({@link Serving.Finish#ERROR}), and a step that fails (the
  * weights could not be read) ends the sequences of that step, never the thread.
  */
-public final class Batcher implements Serving {
+final class Batcher implements Serving {
     /** Steps the tokens-per-second figure is taken over. */
     private static final int RATE_WINDOW = 16;
 

@@ -1,8 +1,7 @@
-package k3j.batch;
+package k3j.api;
 
 import java.util.ArrayList;
 import java.util.List;
-import k3j.api.Serving;
 import k3j.model.DecodeState;
 import k3j.sample.Logprobs;
 import k3j.sample.Sampler;
