@@ -146,11 +146,9 @@ public final class ConfigReader {
         }
         JsonNode root;
         try {
-            root = JSON.readTree(bytes);
-        } catch (JacksonException e) {
-            throw new ConfigException(source, source + ": not valid JSON (" + e.getOriginalMessage() + ")", e);
+            root = k3j.io.StrictJson.read(JSON, bytes);
         } catch (IOException e) {
-            throw new ConfigException(source, "cannot read: " + e, e);
+            throw new ConfigException(source, source + ": " + e.getMessage(), e);
         }
         return read(root, source);
     }

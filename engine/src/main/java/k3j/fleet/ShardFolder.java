@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.List;
 import k3j.conform.LayerSelection;
 import k3j.io.AtomicWrite;
+import k3j.io.SafeFiles;
 import k3j.io.StrictJson;
 
 /**
@@ -38,6 +39,11 @@ public final class ShardFolder {
      */
     public static Path start(Path root, ShardId id, Identity identity, WorkPlan.Part part, Path modelPath) throws IOException {
         Path dir = root.resolve(id.folderName());
+        if (Files.isSymbolicLink(dir)) {
+            throw new IOException(dir + " is a symbolic link (to " + Files.readSymbolicLink(dir) + "): a shard writes into its own folder under the results root, "
+                    + "never where a link points; remove the link");
+        }
+        k3j.io.Outputs.checkFolder(dir, "the shard folder");
         Files.createDirectories(dir);
         if (Files.exists(dir.resolve(DONE))) {
             throw new IOException(dir + " is already complete (" + DONE + " is there): remove the folder to judge shard " + id + " again");
@@ -62,7 +68,7 @@ public final class ShardFolder {
         done.put("layers_judged", fmt(judged.layers().stream().map(Judged.Layer::layer).toList()));
         done.put("logits_judged", !judged.logits().isEmpty());
         done.put("experts_judged", String.join(",", judged.experts().stream().map(Judged.Experts::range).toList()));
-        done.put("plan_sha256", Identity.sha256(Files.readAllBytes(dir.resolve(PLAN))));
+        done.put("plan_sha256", Identity.sha256(bytes(dir.resolve(PLAN))));
         done.put("results_sha256", Identity.sha256(results.getBytes(StandardCharsets.UTF_8)));
         done.put("finished", java.time.Instant.now().toString());
         AtomicWrite.string(dir.resolve(DONE), "the completion marker", pretty(done));
@@ -84,7 +90,8 @@ public final class ShardFolder {
         String name = dir.getFileName().toString();
         ShardId named = named(name);
         Path planFile = dir.resolve(PLAN);
-        if (!Files.exists(planFile)) return named == null ? null : new Read(dir, named, null, List.of(), false, List.of(), null, "no " + PLAN + " (never started)");
+        if (Files.isSymbolicLink(dir)) return named == null ? null : new Read(dir, named, null, List.of(), false, List.of(), null, "a symbolic link, not a shard's own folder: refused unread");
+        if (!Files.exists(planFile, java.nio.file.LinkOption.NOFOLLOW_LINKS)) return named == null ? null : new Read(dir, named, null, List.of(), false, List.of(), null, "no " + PLAN + " (never started)");
         JsonNode plan;
         ShardId id;
         Identity identity;
@@ -109,7 +116,7 @@ public final class ShardFolder {
             return  new Read(dir, named, null, List.of(), false, List.of(), null, "unreadable " + PLAN + ": " + e.getMessage());
         }
         Path doneFile = dir.resolve(DONE);
-        if (!Files.exists(doneFile)) return new Read(dir, id, identity, layers, logits, experts, null, "unfinished: no completion marker " + DONE);
+        if (!Files.exists(doneFile, java.nio.file.LinkOption.NOFOLLOW_LINKS)) return new Read(dir, id, identity, layers, logits, experts, null, "unfinished: no completion marker " + DONE);
         try {
             String where = doneFile.toString();
             java.util.function.Function<String, RuntimeException> bad = IllegalArgumentException::new;
@@ -158,10 +165,10 @@ public final class ShardFolder {
         }
     }
 
+    /** A shard file: a regular file (a FIFO would hang the merge; a link is not the shard's own), its size checked before it is read. */
     private static byte[] bytes(Path p) throws IOException {
-        long size = Files.size(p);
-        if (size > MAX_FILE_BYTES) throw new IOException(p + ": " + size + " bytes, more than a shard file holds (" + MAX_FILE_BYTES + ")");
-        return Files.readAllBytes(p);
+        if (Files.isSymbolicLink(p)) throw new IOException(p + " is a symbolic link: a shard's files are its own, refused unread");
+        return SafeFiles.readAll(p, MAX_FILE_BYTES, "a shard file");
     }
 
     public static String pretty(JsonNode n) throws IOException {
