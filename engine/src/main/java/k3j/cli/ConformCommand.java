@@ -472,13 +472,13 @@ final class ConformCommand implements Callable<Integer> {
             throw usage("--merge ROOT merges what the shards judged: give no MODEL_DIR, --candidate, --shard, --results, --layers, --experts, --verify-data, --lossy or --chart");
         }
         try {
-            new k3j.io.Outputs().input(merge, "the results root (--merge)").file(json, "--json");
+            new k3j.io.Outputs().input(merge, "the results root (--merge)").input(ReferenceOption.of(reference), "the reference (--reference)").file(json, "--json");
         } catch (IOException e) {
             throw usage(e.getMessage());
         }
         k3j.fleet.Merge m;
         try {
-            m = k3j.fleet.Merge.of(merge);
+            m = k3j.fleet.Merge.of(merge, MergeReference.finder(ReferenceOption.of(reference), ReferenceSearch.dirs(dumps)));
         } catch (IOException e) {
             err.println("k3: " + e.getMessage());
             return ExitCode.USAGE;

@@ -50,7 +50,11 @@ public final class StrictJson {
     static String plain(com.fasterxml.jackson.core.JacksonException e) {
         String m = e.getOriginalMessage() == null ? "" : e.getOriginalMessage();
         String what;
-        if (m.startsWith("Trailing token")) what = "a second JSON value after the first (the file must hold exactly one JSON value)";
+        String after = "";
+        if (m.startsWith("Trailing token")) {
+            what = "a second JSON value after the first";
+            after = " (the file must hold exactly one JSON value)";
+        }
         else if (e instanceof com.fasterxml.jackson.core.exc.StreamConstraintsException && m.contains("nesting depth")) {
             what = "objects and lists nested deeper than " + StreamReadConstraints.DEFAULT_MAX_DEPTH + " levels: refused";
         } else if (e instanceof com.fasterxml.jackson.core.exc.StreamConstraintsException) what = "a value longer than the largest allowed: refused";
@@ -61,7 +65,7 @@ public final class StrictJson {
         else if (m.isEmpty() || m.contains("`") || m.contains("com.fasterxml")) what = "not valid JSON";
         else what = "not valid JSON: " + m.lines().findFirst().orElse(m).replaceAll("\\s*\\(code \\d+\\)", "");
         var at = e.getLocation();
-        return what + (at == null || at.getLineNr() < 0 ? "" : ", at line " + at.getLineNr() + " column " + at.getColumnNr());
+        return what + (at == null || at.getLineNr() < 0 ? "" : ", at line " + at.getLineNr() + " column " + at.getColumnNr()) + after;
     }
 
     /** A required member of {@code obj}: present and not null. */
