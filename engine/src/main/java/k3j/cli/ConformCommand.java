@@ -64,6 +64,10 @@ final class ConformCommand implements Callable<Integer> {
             + "(chunked, restored, batched); names the first layer, stage and position where A and B part, then judges each against the reference")
     Path against;
 
+    @Option(names = "--digests", paramLabel = "FILE", description = "with --merge: the model's per-tensor digest manifest (k3 digest MODEL --out FILE); "
+            + "every shard's tensors must be its")
+    Path digests;
+
     @Option(names = "--dumps", paramLabel = "DIR", description = "another folder to search for the matching dump (repeatable)")
     List<Path> dumps = new ArrayList<>();
 
@@ -242,7 +246,8 @@ final class ConformCommand implements Callable<Integer> {
             if (shardDir != null) {
                 // the layers as run, before the causes: the merge reads those from every shard's layers together
                 var asRun = new k3j.fleet.Judged(raw.stream().map(withBoundary).toList(), sweepText, sweptParts, blocks, greedyBlock);
-                k3j.fleet.ShardFolder.finish(shardDir, shardId, identity, part, asRun);
+                k3j.fleet.ShardFolder.finish(shardDir, shardId, identity, part, asRun,
+                        k3j.fleet.TensorDigests.of(k3j.io.CheckpointIndex.open(model).tensors(), k3j.fleet.ShardFolder.judges(part)));
                 out.println("shard " + shardId + " complete: " + shardDir.resolve(k3j.fleet.ShardFolder.DONE));
             }
         } catch (k3j.plan.PlanRefused e) {
@@ -472,13 +477,14 @@ final class ConformCommand implements Callable<Integer> {
             throw usage("--merge ROOT merges what the shards judged: give no MODEL_DIR, --candidate, --shard, --results, --layers, --experts, --verify-data, --lossy or --chart");
         }
         try {
-            new k3j.io.Outputs().input(merge, "the results root (--merge)").input(ReferenceOption.of(reference), "the reference (--reference)").file(json, "--json");
+            new k3j.io.Outputs().input(merge, "the results root (--merge)").input(ReferenceOption.of(reference), "the reference (--reference)").input(digests, "the digest manifest (--digests)").file(json, "--json");
         } catch (IOException e) {
             throw usage(e.getMessage());
         }
         k3j.fleet.Merge m;
         try {
-            m = k3j.fleet.Merge.of(merge, MergeReference.finder(ReferenceOption.of(reference), ReferenceSearch.dirs(dumps)));
+            m = k3j.fleet.Merge.of(merge, MergeReference.finder(ReferenceOption.of(reference), ReferenceSearch.dirs(dumps)),
+                    digests == null ? null : k3j.fleet.TensorDigests.read(digests));
         } catch (IOException e) {
             err.println("k3: " + e.getMessage());
             return ExitCode.USAGE;

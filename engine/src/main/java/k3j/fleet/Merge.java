@@ -98,7 +98,7 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
      * sha256 the shards name (throwing when there is none), so no plan the shards write can leave a layer, a logit block
      * or an expert range out unnoticed; the verdict names the reference's producer.
      */
-    public static Merge of(Path root, java.util.function.Function<String, k3j.conform.ReferenceDump> reference) throws IOException {
+    public static Merge of(Path root, java.util.function.Function<String, k3j.conform.ReferenceDump> reference, TensorDigests manifest) throws IOException {
         if (!Files.isDirectory(root)) throw new IOException("--merge " + root + ": no such folder (the results root the shards wrote into)");
         List<ShardFolder.Read> reads = new ArrayList<>();
         try (Stream<Path> s = Files.list(root)) {
@@ -139,6 +139,26 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
                 lines.add(String.format("%-14s %s", r.dir().getFileName(), why));
             } else {
                 mine.add(r);
+            }
+        }
+        // the bytes each shard judged: every digest it recorded is the manifest's (or, without one, the other shards' for the same tensor)
+        Map<String, String> seen = new java.util.TreeMap<>();
+        Map<String, String> by = new java.util.HashMap<>();
+        for (ShardFolder.Read r : List.copyOf(mine)) {
+            if (!r.complete() || r.digests() == null) continue;
+            List<String> differ = manifest != null ? manifest.disagreements(r.digests()) : new ArrayList<>();
+            if (manifest == null) {
+                r.digests().sha256().forEach((name, d) -> {
+                    String other = seen.putIfAbsent(name, d);
+                    if (other != null && !other.equals(d)) differ.add(name + " (other bytes than in " + by.get(name) + ")");
+                    else by.putIfAbsent(name, r.dir().getFileName().toString());
+                });
+            }
+            if (!differ.isEmpty()) {
+                String why = "FOREIGN     judged other tensor bytes: " + String.join(", ", differ.subList(0, Math.min(3, differ.size()))) + (differ.size() > 3 ? ", ..." : "");
+                problems.add(r.dir().getFileName() + ": " + why.substring(12));
+                lines.add(String.format("%-14s %s", r.dir().getFileName(), why));
+                mine.remove(r);
             }
         }
         TreeSet<Integer> notJudged = new TreeSet<>();

@@ -21,13 +21,21 @@ import k3j.io.StrictJson;
 public final class ShardFolder {
     public static final String FORMAT = "k3-conform-shard", PLAN = "plan.json", RESULTS = "results.json", DONE = "done.json";
     public static final long MAX_FILE_BYTES = 1L << 28;
-    /** 2: results hold each layer's stage metrics and each swept expert (the merge recomputes causes and verdict from them). */
-    public static final int VERSION = 2;
+    /**
+     * 2: results hold each layer's stage metrics and each swept expert (the merge recomputes causes and verdict from
+     * them); 3: the marker holds the sha256 of every tensor the shard judged ({@link TensorDigests}).
+     */
+    public static final int VERSION = 3;
 
     private ShardFolder() {}
 
     /** What a folder holds: complete (marker valid, results read) or not, and why not. */
-    public record Read(Path dir, ShardId id, Identity identity, List<Integer> layers, boolean logits, List<WorkPlan.ExpertRange> experts, Judged judged, String problem) {
+    public record Read(Path dir, ShardId id, Identity identity, List<Integer> layers, boolean logits, List<WorkPlan.ExpertRange> experts, Judged judged, TensorDigests digests,
+                       String problem) {
+        public Read(Path dir, ShardId id, Identity identity, List<Integer> layers, boolean logits, List<WorkPlan.ExpertRange> experts, Judged judged, String problem) {
+            this(dir, id, identity, layers, logits, experts, judged, null, problem);
+        }
+
         public boolean complete() {
             return problem == null;
         }
@@ -60,8 +68,20 @@ public final class ShardFolder {
         return dir;
     }
 
-    /** The results, then the completion marker last. */
-    public static void finish(Path dir, ShardId id, Identity identity, WorkPlan.Part part, Judged judged) throws IOException {
+    /**
+     * Which tensors a part judges: every tensor of its layers and of its swept layers, and with the logit part every
+     * tensor of the model (it runs all of them).
+     */
+    public static java.util.function.Predicate<String> judges(WorkPlan.Part part) {
+        if (part.logits()) return name -> true;
+        java.util.function.Predicate<String> p = name -> false;
+        for (int l : part.layers()) p = p.or(TensorDigests.layer(l));
+        for (WorkPlan.ExpertRange r : part.experts()) p = p.or(TensorDigests.layer(r.layer()));
+        return p;
+    }
+
+    /** The results, then the completion marker last, holding the digest of every tensor the shard judged. */
+    public static void finish(Path dir, ShardId id, Identity identity, WorkPlan.Part part, Judged judged, TensorDigests digests) throws IOException {
         String results = pretty(judged.json());
         AtomicWrite.string(dir.resolve(RESULTS), "the shard results", results);
         ObjectNode done = header(id, identity);
@@ -70,6 +90,7 @@ public final class ShardFolder {
         done.put("experts_judged", String.join(",", judged.experts().stream().map(Judged.Experts::range).toList()));
         done.put("plan_sha256", Identity.sha256(bytes(dir.resolve(PLAN))));
         done.put("results_sha256", Identity.sha256(results.getBytes(StandardCharsets.UTF_8)));
+        done.set("tensor_digests", digests.json());
         done.put("finished", java.time.Instant.now().toString());
         AtomicWrite.string(dir.resolve(DONE), "the completion marker", pretty(done));
     }
@@ -137,7 +158,8 @@ public final class ShardFolder {
             List<WorkPlan.ExpertRange> swept = judged.experts().stream().map(e -> new WorkPlan.ExpertRange(e.layer(), e.from(), e.to())).toList();
             if (!swept.equals(experts)) throw new IllegalArgumentException(RESULTS + " sweeps experts " + swept.stream().map(WorkPlan.ExpertRange::text).toList()
                     + ", its plan " + experts.stream().map(WorkPlan.ExpertRange::text).toList());
-            return new Read(dir, id, identity, layers, logits, experts, judged, null);
+            TensorDigests digests = TensorDigests.of(StrictJson.object(done, "tensor_digests", where, bad), where + " tensor_digests");
+            return new Read(dir, id, identity, layers, logits, experts, judged, digests, null);
         } catch (IOException | RuntimeException e) {
             return new Read(dir, id, identity, layers, logits, experts, null, "unfinished: " + e.getMessage());
         }
