@@ -51,6 +51,7 @@ public final class ShardFolder {
             throw new IOException(dir + " is a symbolic link (to " + Files.readSymbolicLink(dir) + "): a shard writes into its own folder under the results root, "
                     + "never where a link points; remove the link");
         }
+        Files.createDirectories(root);
         k3j.io.Outputs.checkFolder(dir, "the shard folder");
         Files.createDirectories(dir);
         if (Files.exists(dir.resolve(DONE))) {
