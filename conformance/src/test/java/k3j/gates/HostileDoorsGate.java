@@ -135,7 +135,7 @@ class HostileDoorsGate {
                 new Case("conform --merge --json over a shard's plan", List.of("conform", "--merge", tmp.resolve("results").toString(), "--json", plan.toString()), 2,
                         List.of(identity), List.of(plan)),
                 new Case("a shard folder that is a symbolic link", List.of("conform", model.toString(), "--reference", dump.toString(), "--threads", "1", "--shard", "0/2",
-                        "--results", linked.toString()), 1, List.of("symbolic link"), List.of()),
+                        "--results", linked.toString()), 2, List.of("symbolic link"), List.of()),
                 new Case("usage.prompt_tokens -1", compare(cand, response("negative-prompt", r -> ((ObjectNode) r.path("usage")).put("prompt_tokens", -1)), req, model), 2,
                         List.of("usage.prompt_tokens = -1 is below 0"), List.of()),
                 new Case("completion_tokens 7 beside 20 entries", compare(cand, response("seven", r -> ((ObjectNode) r.path("usage")).put("completion_tokens", 7)), req, model), 2,
@@ -153,7 +153,7 @@ class HostileDoorsGate {
                     top.set(2, first);
                 }), req, model), 2, List.of("out of order"), List.of()),
                 new Case("all-zero logits with --max-kl 0.5 alone", compare(zeros(), resp, req, model, "--max-kl", "0.5"), 1,
-                        List.of("contradiction: within mean top-k KL <= 0.5, yet same top-1 0.0%"), List.of()),
+                        List.of("contradiction: within mean top-k KL <= 0.5000, yet same top-1 0.0%"), List.of()),
                 new Case("a request with tools", compare(cand, resp, request("tools", "tools", JSON.createArrayNode().add(JSON.createObjectNode().put("type", "function"))), model), 2,
                         List.of("asks with \"tools\""), List.of()),
                 new Case("a request with a suffix", compare(cand, resp, request("suffix", "suffix", JSON.getNodeFactory().textNode(" end")), model), 2,

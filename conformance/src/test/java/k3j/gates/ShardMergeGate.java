@@ -326,10 +326,11 @@ class ShardMergeGate {
         }, -1, "judged other tensor bytes");
         Path root = tmp.resolve("case-digests");
         copy(tmp.resolve("clean"), root);
-        ChildJvm.Result clean = ChildJvm.k3("conform", "--merge", root.toString(), "--digests", manifest.toString());
+        ChildJvm.Result clean = ChildJvm.k3("conform", "--merge", root.toString(), "--digests", manifest.toString(), "--json", root + ".merged.json");
         Evidence.text("the clean shards against the digest manifest", clean.output());
         assertEquals(0, clean.exit(), clean.output());
-        assertTrue(clean.output().contains("reference: torch"), "the merged verdict names the reference's producer:\n" + clean.output());
+        String producer = JSON.readTree(Path.of(root + ".merged.json").toFile()).path("summary").path("reference").asText();
+        assertTrue(producer.startsWith("reference: torch"), "the merged verdict names the reference's producer: '" + producer + "'");
         delete(root.resolve("shard-" + h + "-of-" + N));
         copy(other.resolve("shard-" + h + "-of-" + N), root.resolve("shard-" + h + "-of-" + N));
         ChildJvm.Result foreign = ChildJvm.k3("conform", "--merge", root.toString(), "--digests", manifest.toString());

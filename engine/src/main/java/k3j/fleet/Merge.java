@@ -204,9 +204,10 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
                     }
                 } else {
                     boolean inPlan = x.startsWith("logits") ? logitsNotJudged : x.startsWith("experts") && !expertsNotJudged.isEmpty();
-                    if (!inPlan) problems.add("the reference defines " + x + ", and no complete shard of the run judged it");
-                    if (x.startsWith("experts")) nj.add(x);
-                    else if (!logitsNotJudged) nj.add(x);
+                    if (!inPlan) {
+                        problems.add("the reference defines " + x + ", and no complete shard of the run judged it");
+                        nj.add(x);
+                    }
                 }
             }
         } else if (notJudged.isEmpty() && !logitsNotJudged) {
