@@ -203,7 +203,7 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
                         notJudged.add(l);
                     }
                 } else {
-                    boolean inPlan = x.startsWith("logits") ? logitsNotJudged : x.startsWith("experts") && !expertsNotJudged.isEmpty();
+                    boolean inPlan = x.startsWith("experts") ? !expertsNotJudged.isEmpty() : logitsNotJudged;   // logit blocks and greedy ids are the logit part
                     if (!inPlan) {
                         problems.add("the reference defines " + x + ", and no complete shard of the run judged it");
                         nj.add(x);
