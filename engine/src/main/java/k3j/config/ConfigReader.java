@@ -147,8 +147,10 @@ public final class ConfigReader {
         JsonNode root;
         try {
             root = k3j.io.StrictJson.read(JSON, bytes);
+        } catch (JacksonException e) {
+            throw new ConfigException(source, source + ": not valid JSON (" + e.getOriginalMessage() + ")", e);
         } catch (IOException e) {
-            throw new ConfigException(source, source + ": " + e.getMessage(), e);
+            throw new ConfigException(source, "cannot read: " + k3j.io.SafeFiles.why(e), e);
         }
         return read(root, source);
     }

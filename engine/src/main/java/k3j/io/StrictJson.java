@@ -35,14 +35,15 @@ public final class StrictJson {
     }
 
     /**
-     * Parses {@code bytes} with {@code mapper}; any refusal is an IOException in plain words, with the line and column:
+     * Parses {@code bytes} with {@code mapper}; any refusal is a JsonParseException in plain words, with the line and column:
      * never the JSON library's own (its class names, settings and limits are not the file's fault).
      */
     public static JsonNode read(ObjectMapper mapper, byte[] bytes) throws IOException {
         try {
             return mapper.readTree(bytes);
         } catch (com.fasterxml.jackson.core.JacksonException e) {
-            throw new IOException(plain(e));
+            // still a JSON refusal (callers tell it from a failed read), its message in words
+            throw new com.fasterxml.jackson.core.JsonParseException(null, plain(e));
         }
     }
 
@@ -60,7 +61,7 @@ public final class StrictJson {
         } else if (e instanceof com.fasterxml.jackson.core.exc.StreamConstraintsException) what = "a value longer than the largest allowed: refused";
         else if (m.contains("'NaN'") || m.contains("'Infinity'") || m.contains("'-Infinity'") || m.contains("'+Infinity'")) {
             what = "NaN or Infinity, which JSON does not allow (a number must be finite)";
-        } else if (m.startsWith("Duplicate field")) what = "a key given twice (" + m.substring(m.indexOf('\'') < 0 ? 0 : m.indexOf('\'')).strip() + ")";
+        } else if (m.startsWith("Duplicate field")) what = m.lines().findFirst().orElse(m);
         else if (m.contains("end-of-input") || m.contains("Unexpected end")) what = "the JSON ends early (cut short)";
         else if (m.isEmpty() || m.contains("`") || m.contains("com.fasterxml")) what = "not valid JSON";
         else what = "not valid JSON: " + m.lines().findFirst().orElse(m).replaceAll("\\s*\\(code \\d+\\)", "");
