@@ -131,12 +131,12 @@ public final class Outputs {
     public static void checkFile(Path target, String flag) throws IOException {
         Path abs = target.toAbsolutePath();
         checkParent(target, abs, flag);
-        refuseLink(target, abs, flag);
         BasicFileAttributes a = attributes(abs);
         if (a != null && !a.isRegularFile()) {
             throw refuse(target, flag, "it is " + SafeFiles.kind(abs, a) + "; an output must be a regular file or a new name in an existing folder "
                     + "(it is written to a temporary file and renamed over the target, which would replace " + (a.isDirectory() ? "the folder" : "the device node") + ")");
         }
+        refuseLink(target, abs, flag);
     }
 
     /** The folder an output goes into exists and is writable. */
