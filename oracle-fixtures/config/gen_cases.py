@@ -292,7 +292,7 @@ CASES = [
                                             lambda t: t.replace("{", "{\n  \"hidden_size\": 64,", 1)),
      ("refuse", ["not valid JSON", "hidden_size"], {})),
     ("refuse_trailing_text", TINY_FLAT, raw("a second object after the config", lambda t: t + "\n{\"hidden_size\": 64}\n"),
-     ("refuse", ["not valid JSON", "Trailing token"], {})),
+     ("refuse", ["not valid JSON", "a second JSON value after the first"], {})),
     ("refuse_root_linear_attn_config_beside_text_config", TINY_NESTED,
      set_at(["linear_attn_config"], {"num_heads": 2, "head_dim": 20, "short_conv_kernel_size": 4, "full_attn_layers": [1]}),
      ("refuse", ["linear_attn_config is at the root beside text_config.linear_attn_config", "silently ignored"], {})),

@@ -59,7 +59,11 @@ public final class FuzzTargets {
             Map.entry("state", (Consumer<byte[]>) FuzzTargets::state),
             Map.entry("logits", (Consumer<byte[]>) FuzzTargets::logits),
             Map.entry("trace", (Consumer<byte[]>) FuzzTargets::trace),
-            Map.entry("provider", (Consumer<byte[]>) FuzzTargets::provider));
+            Map.entry("provider", (Consumer<byte[]>) FuzzTargets::provider),
+            Map.entry("shardplan", (Consumer<byte[]>) FuzzTargets::shardPlan),
+            Map.entry("sharddone", (Consumer<byte[]>) FuzzTargets::shardDone),
+            Map.entry("shardresults", (Consumer<byte[]>) FuzzTargets::shardResults),
+            Map.entry("merge", (Consumer<byte[]>) FuzzTargets::merge));
 
     /** A safetensors file: the header reader, then the summary {@code k3 inspect} prints (it sizes per-layer strings). */
     public static void safetensors(byte[] data) {
@@ -213,6 +217,103 @@ public final class FuzzTargets {
             k3j.conform.ProviderGrade.ids(r, tinyTokenizer, 256);
         } catch (k3j.conform.ProviderResponse.RefusedException refused) {
             // a clean refusal
+        }
+    }
+
+    /** A shard folder's plan.json (docs/formats.md §18.3) as the merge reads it: a state and a reason, never an escape. */
+    public static void shardPlan(byte[] data) {
+        Path dir = Shards.folder("plan");
+        Scratch.write(dir.resolve(k3j.fleet.ShardFolder.PLAN), data);
+        k3j.fleet.ShardFolder.read(dir);
+    }
+
+    /** A finished shard's done.json over a valid plan and results. */
+    public static void shardDone(byte[] data) {
+        Path dir = Shards.finished("done");
+        Scratch.write(dir.resolve(k3j.fleet.ShardFolder.DONE), data);
+        k3j.fleet.ShardFolder.read(dir);
+    }
+
+    /** A shard's results.json, its completion marker rewritten to name these bytes (so the results reader is reached). */
+    public static void shardResults(byte[] data) {
+        Path dir = Shards.finished("results");
+        Shards.results(dir, data);
+        k3j.fleet.ShardFolder.read(dir);
+    }
+
+    /**
+     * The merge of a one-shard run whose results are {@code data} (the marker naming them), its coverage from the tiny
+     * oracle's reference: a verdict or INCOMPLETE, never an escape, and never CONFORMS over a layer the reference
+     * holds and the results do not.
+     */
+    public static void merge(byte[] data) {
+        Path dir = Shards.finished("merge");
+        Shards.results(dir, data);
+        try {
+            k3j.fleet.Merge m = k3j.fleet.Merge.of(dir.getParent(), sha -> Shards.reference(), null);
+            if (m.verdict().green() && m.judgedLayers().size() != Shards.reference().layerCount()) {
+                throw new IllegalStateException("a merge passed judging " + m.judgedLayers() + " of the reference's " + Shards.reference().layerCount() + " layers");
+            }
+        } catch (IOException refused) {
+            // a clean refusal
+        }
+    }
+
+    /** Shard folders for the shard targets: a one-shard run of the tiny oracle, planned over its every layer. */
+    static final class Shards {
+        private static ReferenceDump reference;
+
+        static synchronized ReferenceDump reference() {
+            if (reference == null) reference = ReferenceDump.open(Scratch.repo("reference-dumps/tiny-k3"));
+            return reference;
+        }
+
+        static k3j.fleet.WorkPlan.Part part() {
+            List<Integer> all = new ArrayList<>();
+            for (int l = 0; l < reference().layerCount(); l++) all.add(l);
+            return new k3j.fleet.WorkPlan.Part(0, all, false, 0, 0);
+        }
+
+        static k3j.fleet.Identity identity() {
+            return new k3j.fleet.Identity("0".repeat(64), reference().manifestSha256(), "0".repeat(64), 1, "logits=false experts=false", part().text());
+        }
+
+        /** An empty shard folder under its own root. */
+        static Path folder(String name) {
+            try {
+                Path root = Scratch.ROOT.resolve("shards-" + name);
+                Path dir = root.resolve("shard-0-of-1");
+                if (Files.exists(dir)) try (var s = Files.list(dir)) {
+                    for (Path f : s.toList()) Files.delete(f);
+                }
+                return Files.createDirectories(dir);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        /** A folder as a shard leaves it: plan, (empty) results and marker, each valid. */
+        static Path finished(String name) {
+            Path dir = folder(name);
+            try {
+                k3j.fleet.ShardFolder.start(dir.getParent(), new k3j.fleet.ShardId(0, 1), identity(), part(), dir);
+                k3j.fleet.ShardFolder.finish(dir, new k3j.fleet.ShardId(0, 1), identity(), part(), new k3j.fleet.Judged(List.of(), null, List.of(), List.of(), null), new k3j.fleet.TensorDigests(new java.util.TreeMap<>()));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+            return dir;
+        }
+
+        /** {@code data} as the results, and the marker's results_sha256 rewritten to name them. */
+        static void results(Path dir, byte[] data) {
+            try {
+                Scratch.write(dir.resolve(k3j.fleet.ShardFolder.RESULTS), data);
+                var done = (com.fasterxml.jackson.databind.node.ObjectNode) k3j.io.StrictJson.MAPPER.readTree(Files.readAllBytes(dir.resolve(k3j.fleet.ShardFolder.DONE)));
+                done.put("results_sha256", k3j.fleet.Identity.sha256(data));
+                Scratch.write(dir.resolve(k3j.fleet.ShardFolder.DONE), k3j.fleet.ShardFolder.pretty(done).getBytes(StandardCharsets.UTF_8));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
         }
     }
 

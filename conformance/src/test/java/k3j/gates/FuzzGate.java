@@ -115,6 +115,34 @@ class FuzzGate {
     }
 
     @FuzzTest
+    @Feature("shard plan")
+    @DisplayName("a shard folder's plan.json, as the merge reads it")
+    void shardplan(byte[] data) {
+        Limits.check("shardplan", data, FuzzTargets::shardPlan);
+    }
+
+    @FuzzTest
+    @Feature("shard done")
+    @DisplayName("a finished shard's completion marker done.json")
+    void sharddone(byte[] data) {
+        Limits.check("sharddone", data, FuzzTargets::shardDone);
+    }
+
+    @FuzzTest
+    @Feature("shard results")
+    @DisplayName("a shard's results.json, the marker naming it")
+    void shardresults(byte[] data) {
+        Limits.check("shardresults", data, FuzzTargets::shardResults);
+    }
+
+    @FuzzTest
+    @Feature("merge")
+    @DisplayName("the merge of a one-shard run, its coverage from the reference: never green over a layer not judged")
+    void merge(byte[] data) {
+        Limits.check("merge", data, FuzzTargets::merge);
+    }
+
+    @FuzzTest
     @Feature("expert trace")
     @DisplayName("the expert trace reader, checked against the released model, and one replay")
     void trace(byte[] data) {

@@ -240,6 +240,114 @@ class ShardMergeGate {
         }, 1);
     }
 
+    /**
+     * What must be judged comes from the reference, never from the shards' word: every shard's plan and marker rewritten
+     * to a plan without the last layer (the hashes recomputed, so every folder is consistent), the logit shard's results
+     * with no logit blocks or without the incremental one. Each is INCOMPLETE, naming what the reference defines.
+     */
+    @Test
+    void whatTheReferenceDefinesMustBeJudged() throws Exception {
+        incomplete("every plan rewritten without layer 12 (markers recomputed)", root -> {
+            List<Path> dirs;
+            try (Stream<Path> s = Files.list(root)) {
+                dirs = s.filter(Files::isDirectory).sorted().toList();
+            }
+            String oldPlan = JSON.readTree(dirs.getFirst().resolve("plan.json").toFile()).path("identity").path("plan").asText();
+            String newPlan = oldPlan.replaceFirst("-12( |$)", "-11$1");
+            if (newPlan.equals(oldPlan)) fail("no part ends at layer 12 in " + oldPlan);
+            for (Path dir : dirs) {
+                ObjectNode plan = (ObjectNode) JSON.readTree(dir.resolve("plan.json").toFile());
+                ((ObjectNode) plan.get("identity")).put("plan", newPlan);
+                if (plan.path("layers").asText().endsWith("-12")) plan.put("layers", plan.path("layers").asText().replaceFirst("-12$", "-11"));
+                String planText = JSON.writerWithDefaultPrettyPrinter().writeValueAsString(plan);
+                Files.writeString(dir.resolve("plan.json"), planText);
+                ObjectNode results = (ObjectNode) JSON.readTree(dir.resolve("results.json").toFile());
+                com.fasterxml.jackson.databind.node.ArrayNode layers = (com.fasterxml.jackson.databind.node.ArrayNode) results.get("layers");
+                for (int i = layers.size() - 1; i >= 0; i--) if (layers.get(i).path("layer").asInt() == 12) layers.remove(i);
+                String resultsText = JSON.writerWithDefaultPrettyPrinter().writeValueAsString(results);
+                Files.writeString(dir.resolve("results.json"), resultsText);
+                ObjectNode done = (ObjectNode) JSON.readTree(dir.resolve("done.json").toFile());
+                ((ObjectNode) done.get("identity")).put("plan", newPlan);
+                done.put("plan_sha256", sha256(planText.getBytes(StandardCharsets.UTF_8)));
+                done.put("results_sha256", sha256(resultsText.getBytes(StandardCharsets.UTF_8)));
+                Files.writeString(dir.resolve("done.json"), JSON.writeValueAsString(done));
+            }
+        }, -1, "the reference defines layer 12");
+        for (String edit : List.of("no logit block", "no incremental block")) {
+            incomplete("the logit shard's results with " + edit + " (marker recomputed)", root -> {
+                Path dir = logitShard(root);
+                ObjectNode results = (ObjectNode) JSON.readTree(dir.resolve("results.json").toFile());
+                com.fasterxml.jackson.databind.node.ArrayNode logits = (com.fasterxml.jackson.databind.node.ArrayNode) results.get("logits");
+                if (logits.size() != 2) fail("the logit shard holds " + logits.size() + " logit blocks, 2 expected");
+                if (edit.equals("no logit block")) logits.removeAll();
+                else logits.remove(1);
+                String text = JSON.writerWithDefaultPrettyPrinter().writeValueAsString(results);
+                Files.writeString(dir.resolve("results.json"), text);
+                ObjectNode done = (ObjectNode) JSON.readTree(dir.resolve("done.json").toFile());
+                done.put("results_sha256", sha256(text.getBytes(StandardCharsets.UTF_8)));
+                Files.writeString(dir.resolve("done.json"), JSON.writeValueAsString(done));
+            }, -1, "logits (incremental)");
+        }
+    }
+
+    /**
+     * Two copies of the model that differ only between the identity's sampled windows: the shard holding L5 run on a
+     * copy with one byte of an L5 tensor changed past its first window is of "the same model" by the sampled identity,
+     * yet its tensor digests differ from the logit shard's (which hashed every tensor) and from the manifest
+     * ({@code k3 digest}): FOREIGN, INCOMPLETE. With the clean shards the manifest agrees, and the verdict names the
+     * reference's producer.
+     */
+    @Test
+    void aShardOfAnotherCopyIsForeignByItsTensorDigests() throws Exception {
+        Path copy = tmp.resolve("unsampled/tiny-k3");
+        copy(model, copy);
+        k3j.io.TensorInfo victim = k3j.io.CheckpointIndex.open(copy).tensors().stream()
+                .filter(t -> t.name().contains("layers.5.") && t.length() > 4 * k3j.fleet.Identity.SAMPLE_BYTES).findFirst().orElseThrow();
+        try (var ch = java.nio.channels.FileChannel.open(victim.file(), java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(1);
+            long at = victim.offset() + k3j.fleet.Identity.SAMPLE_BYTES + 1;   // past the first window, before the middle one
+            ch.read(b, at);
+            b.put(0, (byte) (b.get(0) ^ 0x40)).rewind();
+            ch.write(b, at);
+        }
+        int holder = -1;
+        for (int i = 0; i < N && holder < 0; i++) {
+            String layers = JSON.readTree(tmp.resolve("clean/shard-" + i + "-of-" + N + "/plan.json").toFile()).path("layers").asText();
+            if (!layers.equals("-") && k3j.conform.LayerSelection.parse(layers, 93).contains(5)) holder = i;
+        }
+        Path other = tmp.resolve("unsampled-run");
+        k3ok(-1, "conform", copy.toString(), "--reference", reference.toString(), "--threads", "1", "--shard", holder + "/" + N, "--results", other.toString());
+        Path manifest = tmp.resolve("tiny-k3.digests.json");
+        k3ok(0, "digest", model.toString(), "--out", manifest.toString());
+        int h = holder;
+        incomplete("shard " + holder + " run on a copy differing between the sampled windows", root -> {
+            delete(root.resolve("shard-" + h + "-of-" + N));
+            copy(other.resolve("shard-" + h + "-of-" + N), root.resolve("shard-" + h + "-of-" + N));
+        }, -1, "judged other tensor bytes");
+        Path root = tmp.resolve("case-digests");
+        copy(tmp.resolve("clean"), root);
+        ChildJvm.Result clean = ChildJvm.k3("conform", "--merge", root.toString(), "--digests", manifest.toString(), "--json", root + ".merged.json");
+        Evidence.text("the clean shards against the digest manifest", clean.output());
+        assertEquals(0, clean.exit(), clean.output());
+        String producer = JSON.readTree(Path.of(root + ".merged.json").toFile()).path("summary").path("reference").asText();
+        assertTrue(producer.startsWith("reference: torch"), "the merged verdict names the reference's producer: '" + producer + "'");
+        delete(root.resolve("shard-" + h + "-of-" + N));
+        copy(other.resolve("shard-" + h + "-of-" + N), root.resolve("shard-" + h + "-of-" + N));
+        ChildJvm.Result foreign = ChildJvm.k3("conform", "--merge", root.toString(), "--digests", manifest.toString());
+        Evidence.text("the copy's shard against the digest manifest", foreign.output());
+        assertEquals(3, foreign.exit(), foreign.output());
+        assertTrue(foreign.output().contains(victim.name() + " (other bytes than the manifest's)"), foreign.output());
+    }
+
+    /** The folder of the shard that holds the logit part. */
+    static Path logitShard(Path root) throws IOException {
+        for (int i = 0; i < N; i++) {
+            Path dir = root.resolve("shard-" + i + "-of-" + N);
+            if (JSON.readTree(dir.resolve("plan.json").toFile()).path("logits").asBoolean()) return dir;
+        }
+        throw new AssertionError("no shard holds the logit part");
+    }
+
     @Test
     void anEmptyRootIsIncomplete() throws Exception {
         Path empty = Files.createDirectories(tmp.resolve("empty"));
@@ -255,6 +363,11 @@ class ShardMergeGate {
 
     /** A copy of the clean run's root broken by {@code how}: exit 3, INCOMPLETE, shard {@code shard}'s layers named (-1: any). */
     static void incomplete(String what, Break how, int shard) throws Exception {
+        incomplete(what, how, shard, null);
+    }
+
+    /** {@link #incomplete(String, Break, int)}, the merge also saying {@code says}. */
+    static void incomplete(String what, Break how, int shard, String says) throws Exception {
         Allure.step(what, () -> {
             Path root = tmp.resolve("case-" + what.replaceAll("[^a-z0-9]+", "-"));
             copy(tmp.resolve("clean"), root);
@@ -264,6 +377,7 @@ class ShardMergeGate {
             assertEquals(3, r.exit(), what + ": the merge's exit\n" + r.output());
             assertTrue(r.output().contains("VERDICT: INCOMPLETE"), what + ":\n" + r.output());
             assertEquals(1, r.output().lines().filter(l -> l.startsWith("VERDICT:")).count(), what + ": one VERDICT line, the decision's\n" + r.output());
+            if (says != null) assertTrue(r.output().contains(says), what + ": the merge names it (" + says + ")\n" + r.output());
             if (what.contains("(another model)")) assertTrue(r.output().contains("FOREIGN     its model differ"), what + ": named by its model's content\n" + r.output());
             JsonNode m = JSON.readTree(Path.of(root + ".merged.json").toFile());
             assertEquals("INCOMPLETE", m.path("summary").path("verdict").asText(), what);

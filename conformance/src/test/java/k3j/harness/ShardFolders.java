@@ -85,7 +85,8 @@ public final class ShardFolders implements TestExecutionListener {
             }
             Judged judged = new Judged(layers.stream().map(r -> new Judged.Layer(r, c.dump().layer(r.layer()).boundary())).toList(), null, List.of(), logits, greedy);
             copyAllureResults(dir.resolve("allure-results"));
-            ShardFolder.finish(dir, id, identity, part, judged);
+            Path model = CheckpointUnderTest.resolve(Project.property("k3.model"));
+            ShardFolder.finish(dir, id, identity, part, judged, k3j.fleet.TensorDigests.of(k3j.io.CheckpointIndex.open(model).tensors(), ShardFolder.judges(part)));
             System.out.println("shard " + id + " complete: " + dir.resolve(ShardFolder.DONE));
         } catch (IOException | RuntimeException e) {
             System.out.println("shard " + id + " left unfinished: " + e);

@@ -113,6 +113,8 @@ public final class Conform implements AutoCloseable {
     private final boolean logits;
     private MemoryPlan plan;
     private Assembly assembly;
+    /** Every layer report {@link #layers} returned: the only ones {@link #report(List, double)} takes. */
+    private final java.util.Set<ConformReport.Layer> made = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
 
     private Conform(java.util.function.Function<Conform, Conformance> open, Workers workers, String subject, boolean logits) {
         this.workers = workers;
@@ -236,7 +238,9 @@ public final class Conform implements AutoCloseable {
                 out.add(r);
                 each.accept(new ConformReport.Layer(r));
             }
-            return k3j.conform.Causes.classify(out, conformance.dump()).stream().map(ConformReport.Layer::new).toList();
+            List<ConformReport.Layer> judged = k3j.conform.Causes.classify(out, conformance.dump()).stream().map(ConformReport.Layer::new).toList();
+            made.addAll(judged);
+            return judged;
         });
     }
 
@@ -318,11 +322,19 @@ public final class Conform implements AutoCloseable {
     /**
      * The report of the layers alone (the seconds they took), before the sweep and the logits.
      *
-     * @param layers the layers' reports, from {@link #layers}
+     * @param layers the layers' reports, from {@link #layers} of this Conform, each layer once
      * @param seconds the seconds they took
      * @return a report of the layers alone
+     * @throws IllegalArgumentException a report this Conform did not make (another Conform's, or built elsewhere), or a layer given twice
      */
     public ConformReport report(List<ConformReport.Layer> layers, double seconds) {
+        java.util.Set<Integer> seen = new java.util.HashSet<>();
+        for (ConformReport.Layer l : layers) {
+            if (!made.contains(l)) throw new IllegalArgumentException("layer " + l.layer() + "'s report was not made by this Conform's layers(): a report covers only what it judged");
+            if (l.layer() < 0 || l.layer() >= conformance.layerCount() || !seen.add(l.layer())) {
+                throw new IllegalArgumentException("layer " + l.layer() + " is given twice or is not one of the reference's 0.." + (conformance.layerCount() - 1));
+            }
+        }
         return new ConformReport(subject, conformance.dump().source().toString(), conformance.budget().rule(), layers, seconds, List.of(), List.of(), null);
     }
 

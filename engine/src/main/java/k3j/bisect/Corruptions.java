@@ -73,8 +73,8 @@ public final class Corruptions {
      * equal bytes, and on a file system with sparse files only the blocks that hold data take disk.
      */
     static void copySparse(Path f, Path to) throws IOException {
-        try (FileChannel in = FileChannel.open(f, StandardOpenOption.READ);
-             FileChannel out = FileChannel.open(to, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+        try (FileChannel in = k3j.io.SafeFiles.open(f, "a checkpoint file");
+             FileChannel out = k3j.io.AtomicFile.part(to, StandardOpenOption.CREATE_NEW)) {
             ByteBuffer b = ByteBuffer.allocateDirect(SPARSE_BLOCK), zero = ByteBuffer.allocateDirect(SPARSE_BLOCK);
             long size = in.size();
             for (long at = 0; at < size; at += SPARSE_BLOCK) {
@@ -151,7 +151,7 @@ public final class Corruptions {
     private static void apply(Path dst, List<TensorInfo> ts, Corruption c) {
         try {
             for (Map.Entry<TensorInfo, ByteBuffer> e : patched(ts, c, t -> read(dst.resolve(t.file().getFileName()), t)).entrySet()) {
-                try (FileChannel ch = FileChannel.open(dst.resolve(e.getKey().file().getFileName()), StandardOpenOption.WRITE)) {
+                try (FileChannel ch = k3j.io.AtomicFile.part(dst.resolve(e.getKey().file().getFileName()))) {
                     write(ch, e.getKey(), e.getValue());
                 }
             }
@@ -240,7 +240,7 @@ public final class Corruptions {
     }
 
     private static ByteBuffer read(Path file, TensorInfo t) throws IOException {
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+        try (FileChannel ch = k3j.io.SafeFiles.open(file, "a checkpoint file")) {
             ByteBuffer b = ByteBuffer.allocate(Math.toIntExact(t.length()));
             long at = t.offset();
             while (b.hasRemaining()) {

@@ -59,7 +59,7 @@ final class ActivationDump {
             Path jar = Path.of(url.toURI());
             if (java.nio.file.Files.isRegularFile(jar)) {
                 java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
-                try (var in = new java.security.DigestInputStream(java.nio.file.Files.newInputStream(jar), md)) {
+                try (var in = new java.security.DigestInputStream(k3j.io.SafeFiles.newInputStream(jar, "the k3 jar"), md)) {
                     in.transferTo(java.io.OutputStream.nullOutputStream());
                 }
                 build = jar.getFileName() + " sha256 " + java.util.HexFormat.of().formatHex(md.digest()).substring(0, 16);

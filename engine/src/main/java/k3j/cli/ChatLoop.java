@@ -44,6 +44,8 @@ final class ChatLoop {
     private final PrintStream out;
     private final PrintWriter err;
     private final AtomicBoolean stop = new AtomicBoolean();
+    /** The terminal's own Ctrl-C handling (interactive), else SIGINT and SIGTERM stop a turn as they stop {@code run --out}. */
+    private boolean terminal;
 
     ChatLoop(Chat conv, TextOptions opt, int maxNew, PrintStream out, PrintWriter err) {
         this.conv = conv;
@@ -147,6 +149,7 @@ final class ChatLoop {
     }
 
     private int interactive() throws IOException {
+        terminal = true;
         try (Terminal t = TerminalBuilder.builder().system(true).build()) {
             LineReader reader = LineReaderBuilder.builder().terminal(t).appName("k3").build();
             t.handle(Terminal.Signal.INT, s -> stop.set(true));
@@ -183,11 +186,21 @@ final class ChatLoop {
         stop.set(false);
         Display display = new Display(xtml);
         k3j.api.Reply r;
-        try {
+        String signal = null;
+        int signalExit = ExitCode.OK;
+        // a signal while the reply streams stops it after the token being made: the turn is kept and saved, then the exit says which signal
+        try (StopSignals signals = terminal ? null : new StopSignals(line -> {
+            err.println(line);
+            err.flush();
+        })) {
             r = conv.reply(user, maxNew, id -> {
                 out.writeBytes(display.token(id));
                 out.flush();
-            }, stop::get);
+            }, () -> stop.get() || (signals != null && signals.requested()));
+            if (signals != null && signals.requested()) {
+                signal = signals.name();
+                signalExit = signals.exitCode();
+            }
         } catch (ChatException e) {
             err.println("k3: " + e.getMessage());
             err.flush();
@@ -201,7 +214,11 @@ final class ChatLoop {
                 r.prefillSeconds(), r.generated().length, r.decodeSeconds(), conv.positions() > 0 ? " (" + conv.positions() + " positions held)" : "");
         if (history != null) conv.saveHistory(history);
         if (saveState != null) conv.saveState(saveState);
+        if (signal != null) {
+            err.println("k3: interrupted by " + signal + ": the reply was cut after " + r.generated().length + " tokens; the turn is kept"
+                    + (history != null ? " in " + history : "") + ", its reply not ended (interrupted)");
+        }
         err.flush();
-        return ExitCode.OK;
+        return signal != null ? signalExit : ExitCode.OK;
     }
 }

@@ -114,6 +114,9 @@ final class CompareLogitsCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut();
+        outputs();
+        if (!Files.exists(reference)) throw usage(reference + ": no such file or folder (--reference): check the path");
+        if (file != null && !Files.exists(file)) throw usage(file + ": no such file or folder (FILE): check the path");
         if (ProviderResponse.isResponseName(reference)) return ProviderComparison.run(this, out, this::usage);
         if (request != null || promptIds != null || run || tok != null || lossy.maxDlogprob != null) {
             throw usage("--request, --prompt-ids, --run, --tok and --max-dlogprob grade against a provider response (--reference RESPONSE.json)");
@@ -236,6 +239,19 @@ final class CompareLogitsCommand implements Callable<Integer> {
             out.println("json: " + json);
         }
         return verdict.exitCode();
+    }
+
+    /** --json checked before any work: never one of this command's own inputs (by file identity), a link or a special file. */
+    private void outputs() {
+        if (json == null) return;
+        try {
+            k3j.io.Outputs o = new k3j.io.Outputs().input(file, "the candidate (FILE)").input(reference, "the reference (--reference)")
+                    .input(request, "the request (--request)").input(tok, "a tokenizer file (--tok)");
+            if (shape != null) o.input(shape.config, "the config (--config)").input(shape.model, "a file of the model folder (--model)");
+            o.file(json, "--json");
+        } catch (IOException e) {
+            throw usage(e.getMessage());
+        }
     }
 
     /** The float32 figures of one array. */

@@ -62,6 +62,10 @@ final class ConformCommand implements Callable<Integer> {
             + "(chunked, restored, batched); names the first layer, stage and position where A and B part, then judges each against the reference")
     Path against;
 
+    @Option(names = "--digests", paramLabel = "FILE", description = "with --merge: the model's per-tensor digest manifest (k3 digest MODEL --out FILE); "
+            + "every shard's tensors must be its")
+    Path digests;
+
     @Option(names = "--dumps", paramLabel = "DIR", description = "another folder to search for the matching dump (repeatable)")
     List<Path> dumps = new ArrayList<>();
 
@@ -104,11 +108,12 @@ final class ConformCommand implements Callable<Integer> {
                 throw usage("--merge ROOT merges what the shards judged: give no MODEL_DIR, --candidate, --shard, --results, --layers, --experts, --verify-data, --lossy or --chart");
             }
             try {
-                new k3j.io.Outputs().input(merge, "the results root (--merge)").file(json, "--json");
+                new k3j.io.Outputs().input(merge, "the results root (--merge)").input(ReferenceOption.of(reference), "the reference (--reference)")
+                        .input(digests, "the digest manifest (--digests)").file(json, "--json");
             } catch (IOException e) {
                 throw usage(e.getMessage());
             }
-            return ConformMerge.run(merge, json, out, err);
+            return ConformMerge.run(merge, MergeReference.finder(ReferenceOption.of(reference), ReferenceSearch.dirs(dumps)), digests, json, out, err);
         }
         if (shardPlan != null) {
             if (!modelFolder.given() || candidate != null || shard != null || scope.layers != null || lossy.on || verifyData) {
@@ -258,7 +263,8 @@ final class ConformCommand implements Callable<Integer> {
             if (shardDir != null) {
                 // the layers as run, before the causes: the merge reads those from every shard's layers together
                 var asRun = new k3j.fleet.Judged(raw.stream().map(withBoundary).toList(), sweepText, sweptParts, blocks, greedyBlock);
-                k3j.fleet.ShardFolder.finish(shardDir, shardId, identity, part, asRun);
+                k3j.fleet.ShardFolder.finish(shardDir, shardId, identity, part, asRun,
+                        k3j.fleet.TensorDigests.of(k3j.io.CheckpointIndex.open(model).tensors(), k3j.fleet.ShardFolder.judges(part)));
                 out.println("shard " + shardId + " complete: " + shardDir.resolve(k3j.fleet.ShardFolder.DONE));
             }
         } catch (k3j.plan.PlanRefused e) {

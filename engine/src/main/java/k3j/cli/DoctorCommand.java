@@ -176,7 +176,7 @@ final class DoctorCommand implements Callable<Integer> {
     private static void fill(Path f, long bytes) throws IOException {
         ByteBuffer b = ByteBuffer.allocateDirect(8 << 20);
         for (int i = 0; i < b.capacity(); i++) b.put(i, (byte) (i * 131 + (i >> 9)));
-        try (FileChannel ch = FileChannel.open(f, StandardOpenOption.WRITE)) {
+        try (FileChannel ch = k3j.io.AtomicFile.part(f)) {
             for (long pos = 0; pos < bytes; ) {
                 b.clear().limit((int) Math.min(b.capacity(), bytes - pos));
                 while (b.hasRemaining()) pos += ch.write(b, pos);
@@ -189,7 +189,7 @@ final class DoctorCommand implements Callable<Integer> {
         try {
             String flags = "";
             String name = "";
-            for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
+            for (String line : k3j.io.SafeFiles.readSystemFile(Path.of("/proc/cpuinfo"), 1 << 22).lines().toList()) {
                 if (name.isEmpty() && line.startsWith("model name")) name = line.substring(line.indexOf(':') + 1).trim();
                 if (flags.isEmpty() && line.startsWith("flags")) flags = " " + line.substring(line.indexOf(':') + 1).trim() + " ";
             }
@@ -204,7 +204,7 @@ final class DoctorCommand implements Callable<Integer> {
     /** The first "flags" line of /proc/cpuinfo, space-padded, or "" where there is none. */
     private static String cpuFlags() {
         try {
-            for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
+            for (String line : k3j.io.SafeFiles.readSystemFile(Path.of("/proc/cpuinfo"), 1 << 22).lines().toList()) {
                 if (line.startsWith("flags")) return " " + line.substring(line.indexOf(':') + 1).trim() + " ";
             }
         } catch (IOException | RuntimeException e) {

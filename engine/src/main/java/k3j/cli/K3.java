@@ -34,7 +34,7 @@ public final class K3 implements Runnable {
      * line needs it (--help, an unknown option, a suggestion).
      */
     static final Map<String, Class<?>> SUBCOMMANDS = subcommands(RunCommand.class, InspectCommand.class, SimCacheCommand.class,
-            PackTrunkCommand.class, DoctorCommand.class, ConformCommand.class, CompareLogitsCommand.class, BisectCommand.class,
+            PackTrunkCommand.class, DigestCommand.class, DoctorCommand.class, ConformCommand.class, CompareLogitsCommand.class, BisectCommand.class,
             CorruptCommand.class, TokenizeCommand.class, ServeCommand.class, ProbeCommand.class);
 
     private static Map<String, Class<?>> subcommands(Class<?>... classes) {

@@ -41,6 +41,14 @@ final class ProviderComparison {
     /** The prompt and how it was made. */
     record Prompt(int[] ids, String how) {}
 
+    /**
+     * The request fields that leave the graded distribution as the prompt alone makes it: the prompt, the model's name,
+     * the thinking effort the template renders, how many tokens and alternatives, and how they were sampled and sent.
+     * Any other field (tools, suffix, logit_bias, a penalty, response_format...) changes what was asked: refused by name.
+     */
+    static final java.util.Set<String> REQUEST_FIELDS = java.util.Set.of("model", "messages", "prompt", "reasoning_effort", "logprobs", "top_logprobs", "max_tokens",
+            "max_completion_tokens", "temperature", "top_p", "n", "seed", "stream", "stream_options", "stop", "user", "store", "metadata");
+
     private ProviderComparison() {}
 
     static int run(CompareLogitsCommand cmd, PrintWriter out, Function<String, RuntimeException> usage) throws IOException {
@@ -176,6 +184,13 @@ final class ProviderComparison {
         }
         String w = request.toString();
         if (root == null || !root.isObject()) throw fail.apply(w + " is not a JSON object");
+        for (var it = root.fieldNames(); it.hasNext(); ) {
+            String f = it.next();
+            if (!REQUEST_FIELDS.contains(f)) {
+                throw fail.apply(w + " asks with \"" + f + "\", which changes what the provider was asked beyond the prompt graded here "
+                        + "(tools, a suffix, a bias, a penalty, a format...): refused; grade a request of messages or prompt, and the sampling and logprobs fields");
+            }
+        }
         boolean chat = root.has("messages"), completions = root.has("prompt");
         if (chat == completions) throw fail.apply(w + " holds " + (chat ? "both messages and prompt" : "neither messages (chat) nor prompt (completions)"));
         if (completions) {

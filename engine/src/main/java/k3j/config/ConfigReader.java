@@ -146,11 +146,11 @@ public final class ConfigReader {
         }
         JsonNode root;
         try {
-            root = JSON.readTree(bytes);
+            root = k3j.io.StrictJson.read(JSON, bytes);
         } catch (JacksonException e) {
             throw new ConfigException(source, source + ": not valid JSON (" + e.getOriginalMessage() + ")", e);
         } catch (IOException e) {
-            throw new ConfigException(source, "cannot read: " + e, e);
+            throw new ConfigException(source, "cannot read: " + k3j.io.SafeFiles.why(e), e);
         }
         return read(root, source);
     }

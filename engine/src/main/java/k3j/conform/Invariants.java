@@ -214,6 +214,11 @@ public final class Invariants {
             return Item.fail(what, String.format(Locale.ROOT, "contradiction: mean top-k KL %.3g (near 0) with same top-1 %.1f%% (below %.4g%%)",
                     g.meanKl(), g.sameTop1Percent(), limits.contradictionTop1()));
         }
+        if (g.within(t) && t.minTop1Percent() == null && g.sameTop1Percent() < limits.contradictionTop1()) {
+            // the thresholds given leave top-1 unjudged: their pass cannot stand beside top-1 agreement this low
+            return Item.fail(what, String.format(Locale.ROOT, "contradiction: within %s, yet same top-1 %.1f%% (below %.4g%%)",
+                    t.text(), g.sameTop1Percent(), limits.contradictionTop1()));
+        }
         return g.within(t) ? Item.pass(what) : Item.fail(what, "outside the thresholds (" + t.text() + ")");
     }
 

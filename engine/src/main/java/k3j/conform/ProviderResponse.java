@@ -25,8 +25,9 @@ import k3j.io.StrictJson;
  * completion ({@code choices[0].logprobs.content[]} of {@code token}, {@code logprob}, {@code bytes},
  * {@code top_logprobs}) or a legacy completion ({@code choices[0].logprobs.tokens}, {@code token_logprobs},
  * {@code top_logprobs} as token → logprob objects). Read strictly: a duplicate key, a missing field, a non-finite or
- * positive logprob, a token listed twice among the alternatives, alternatives whose probabilities sum past 1, or a
- * chosen token whose logprob contradicts its own entry among the alternatives is refused, naming the place.
+ * positive logprob, a token listed twice among the alternatives, alternatives out of order or whose probabilities sum
+ * past 1, a token string that is not its bytes, usage counts below 0 or that disagree with the entries, or a chosen
+ * token whose logprob contradicts its own entry among the alternatives is refused, naming the place.
  *
  * @param form          "chat" or "completions"
  * @param tokens        the completion, in order
@@ -84,7 +85,7 @@ public record ProviderResponse(Path source, String form, List<Token> tokens, int
         if (body.length > MAX_BYTES) throw new RefusedException(source + ": " + body.length + " bytes, more than " + MAX_BYTES);
         JsonNode root;
         try {
-            root = MAPPER.readTree(body);
+            root = StrictJson.read(MAPPER, body);
         } catch (IOException e) {
             throw new RefusedException(source + ": " + SafeFiles.why(e));
         }
@@ -106,13 +107,47 @@ public record ProviderResponse(Path source, String form, List<Token> tokens, int
         }
         List<Token> tokens = chat ? chat(lp, w + " choices[0].logprobs") : legacy(lp, w + " choices[0].logprobs");
         if (tokens.isEmpty()) throw fail.apply(w + " has no completion token to grade");
-        JsonNode usage = root.get("usage");
-        int promptTokens = -1;
-        if (usage != null && !usage.isNull()) {
-            if (!usage.isObject()) throw fail.apply(w + " usage is " + StrictJson.describe(usage) + ", must be an object");
-            if (usage.has("prompt_tokens")) promptTokens = StrictJson.int32(usage.get("prompt_tokens"), w + " usage.prompt_tokens", fail);
-        }
+        int promptTokens = usage(root.get("usage"), tokens.size(), w);
         return new ProviderResponse(path, chat ? "chat" : "completions", List.copyOf(tokens), promptTokens);
+    }
+
+    /**
+     * usage read against the entries: counts are whole numbers not below 0, completion_tokens (less any reasoning_tokens
+     * the provider says carry no logprobs) is the number of entries, total_tokens their sum. The prompt length, or -1 when
+     * the provider reports none.
+     */
+    private static int usage(JsonNode usage, int entries, String w) {
+        Function<String, RuntimeException> fail = RefusedException::new;
+        if (usage == null || usage.isNull()) return -1;
+        if (!usage.isObject()) throw fail.apply(w + " usage is " + StrictJson.describe(usage) + ", must be an object");
+        int prompt = count(usage, "prompt_tokens", w + " usage"), completion = count(usage, "completion_tokens", w + " usage"),
+                total = count(usage, "total_tokens", w + " usage"), reasoning = -1;
+        JsonNode details = usage.get("completion_tokens_details");
+        if (details != null && !details.isNull()) {
+            if (!details.isObject()) throw fail.apply(w + " usage.completion_tokens_details is " + StrictJson.describe(details) + ", must be an object");
+            reasoning = count(details, "reasoning_tokens", w + " usage.completion_tokens_details");
+        }
+        if (completion >= 0) {
+            int logged = completion - Math.max(reasoning, 0);
+            if (logged != entries) {
+                throw fail.apply(w + " usage.completion_tokens is " + completion + (reasoning > 0 ? " (" + reasoning + " of them reasoning)" : "") + ", beside "
+                        + entries + " logprob entries: the response contradicts itself");
+            }
+        }
+        if (total >= 0 && prompt >= 0 && completion >= 0 && (long) prompt + completion != total) {
+            throw fail.apply(w + " usage.total_tokens is " + total + ", not prompt_tokens " + prompt + " + completion_tokens " + completion + ": the response contradicts itself");
+        }
+        return prompt;
+    }
+
+    /** A usage count: absent (-1) or a whole number, never below 0. */
+    private static int count(JsonNode o, String key, String w) {
+        Function<String, RuntimeException> fail = RefusedException::new;
+        JsonNode v = o.get(key);
+        if (v == null || v.isNull()) return -1;
+        int n = StrictJson.int32(v, w + "." + key, fail);
+        if (n < 0) throw fail.apply(w + "." + key + " = " + n + " is below 0: no count is negative");
+        return n;
     }
 
     private static List<Token> chat(JsonNode lp, String w) {
@@ -130,7 +165,12 @@ public record ProviderResponse(Path source, String form, List<Token> tokens, int
                 JsonNode a = top.get(j);
                 String aw = at + ".top_logprobs[" + j + "]";
                 if (!a.isObject()) throw fail.apply(aw + " is " + StrictJson.describe(a) + ", must be an object");
-                alts.add(chatChoice(a, aw));
+                Choice alt = chatChoice(a, aw);
+                if (j > 0 && alt.logprob() > alts.get(j - 1).logprob() + SELF_TOLERANCE) {
+                    throw fail.apply(aw + " (logprob " + alt.logprob() + ") is listed after a less likely one (" + alts.get(j - 1).logprob()
+                            + "): top_logprobs are most likely first; the response is out of order");
+                }
+                alts.add(alt);
             }
             out.add(token(chatChoice(t, at), alts, at));
         }
@@ -153,8 +193,34 @@ public record ProviderResponse(Path source, String form, List<Token> tokens, int
                 if (v < 0 || v > 255) throw fail.apply(w + ".bytes[" + k + "] = " + v + " is not a byte value 0..255");
                 bytes[k] = (byte) v;
             }
+            agree(text, bytes, w);
         }
         return new Choice(bytes, logprob(o.get("logprob"), w + ".logprob"));
+    }
+
+    /**
+     * A token's printed string against its bytes: the string the bytes are (when they are UTF-8), their bytes:\xNN
+     * form, or (bytes that are not UTF-8 on their own) a string with the replacement character where they could not be
+     * printed. Anything else contradicts itself: refused.
+     */
+    private static void agree(String text, byte[] bytes, String w) {
+        java.nio.charset.CharsetDecoder d = StandardCharsets.UTF_8.newDecoder();
+        String decoded;
+        try {
+            decoded = d.decode(java.nio.ByteBuffer.wrap(bytes)).toString();
+        } catch (java.nio.charset.CharacterCodingException e) {
+            decoded = null;
+        }
+        if (decoded != null ? text.equals(decoded) : text.indexOf('\uFFFD') >= 0) return;
+        if (text.startsWith("bytes:")) {
+            try {
+                if (Arrays.equals(tokenBytes(text, w + ".token"), bytes)) return;
+            } catch (RefusedException e) {
+                // not the bytes form: refused below as a contradiction
+            }
+        }
+        throw new RefusedException(w + ": token \"" + text + "\" and its bytes " + HexFormat.ofDelimiter(" ").formatHex(bytes)
+                + (decoded != null ? " (\"" + decoded + "\")" : " (not UTF-8)") + " disagree: the response contradicts itself");
     }
 
     private static List<Token> legacy(JsonNode lp, String w) {

@@ -161,7 +161,7 @@ public final class ReferenceDump {
     }
 
     private static TarArchiveInputStream tar(Path path) throws IOException {
-        InputStream raw = new BufferedInputStream(Files.newInputStream(path), 1 << 16);
+        InputStream raw = new BufferedInputStream(k3j.io.SafeFiles.newInputStream(path, "a reference dump archive"), 1 << 16);
         String n = path.getFileName().toString().toLowerCase(Locale.ROOT);
         InputStream un = n.endsWith("xz") ? new XZCompressorInputStream(raw) : new GzipCompressorInputStream(raw);
         return new TarArchiveInputStream(un);

@@ -74,11 +74,11 @@ public record Identity(String model, String reference, String build, int count, 
      */
     public static String model(Path folder, List<SafetensorsFile> shards, List<k3j.io.TensorInfo> tensors) throws IOException {
         MessageDigest md = sha256();
-        md.update(Files.readAllBytes(folder.resolve("config.json")));
+        md.update(k3j.io.SafeFiles.readAll(folder.resolve("config.json"), k3j.config.ConfigReader.MAX_CONFIG_BYTES, "the model's config"));
         for (SafetensorsFile s : shards.stream().sorted(java.util.Comparator.comparing(f -> f.file().getFileName().toString())).toList()) {
             md.update(s.file().getFileName().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
             md.update(ByteBuffer.allocate(16).putLong(s.fileSize()).putLong(s.headerLength()).flip());
-            try (FileChannel ch = FileChannel.open(s.file())) {
+            try (FileChannel ch = k3j.io.SafeFiles.open(s.file(), "a checkpoint shard")) {
                 ByteBuffer header = ByteBuffer.allocate(Math.toIntExact(s.headerLength()));
                 while (header.hasRemaining()) {
                     if (ch.read(header, 8 + header.position()) < 0) throw new IOException(s.file() + ": shorter than its header");
@@ -90,7 +90,7 @@ public record Identity(String model, String reference, String build, int count, 
         try {
             for (k3j.io.TensorInfo t : tensors.stream().sorted(java.util.Comparator.comparing(k3j.io.TensorInfo::name)).toList()) {
                 FileChannel ch = open.get(t.file());
-                if (ch == null) open.put(t.file(), ch = FileChannel.open(t.file()));
+                if (ch == null) open.put(t.file(), ch = k3j.io.SafeFiles.open(t.file(), "a checkpoint shard"));
                 md.update(t.name().getBytes(java.nio.charset.StandardCharsets.UTF_8));
                 md.update((byte) 0);
                 long n = Math.min(SAMPLE_BYTES, t.length());
@@ -148,7 +148,7 @@ public record Identity(String model, String reference, String build, int count, 
     }
 
     private static void digest(MessageDigest md, Path file) throws IOException {
-        try (InputStream in = Files.newInputStream(file)) {
+        try (InputStream in = k3j.io.SafeFiles.newInputStream(file, "a build file")) {
             byte[] buf = new byte[1 << 16];
             for (int n; (n = in.read(buf)) > 0; ) md.update(buf, 0, n);
         }

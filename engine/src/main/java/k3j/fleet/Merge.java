@@ -54,7 +54,51 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
         return new Merge(root, null, lines, problems, List.of("every layer"), List.of(), List.of(), NOTHING, v);
     }
 
-    public static Merge of(Path root) throws IOException {
+    /**
+     * What the reference defines, and so what a complete merge must hold judged, whatever the shards' plans say:
+     * every layer; with logits both logit blocks (full recompute, incremental) and greedy generation when the reference
+     * generated ids; with the sweep every MoE layer's experts whole. {@code producer} is what made the reference.
+     */
+    public record Coverage(int layers, boolean logits, boolean greedy, List<Integer> moeLayers, int experts, k3j.conform.ReferenceDump reference) {
+        /** The coverage of a run ({@link Identity#scope()}: "logits=true experts=false") against its reference. */
+        public static Coverage of(k3j.conform.ReferenceDump d, String scope) {
+            boolean logits = scope.contains("logits=true") && d.has("logits");
+            List<Integer> moe = new ArrayList<>();
+            int experts = 0;
+            if (scope.contains("experts=true")) {
+                k3j.config.ModelConfig cfg = k3j.config.ConfigReader.read(d.field("config"), d.source() + " config");
+                experts = cfg.expertCount();
+                for (int l = 0; l < cfg.layerCount(); l++) if (cfg.mlpKind(l) == k3j.config.MlpKind.MOE) moe.add(l);
+            }
+            return new Coverage(d.layerCount(), logits, logits && d.generatedIds().length > 0, List.copyOf(moe), experts, d);
+        }
+
+        /** What {@code all} leaves unjudged of what the reference defines (empty when all of it is judged). */
+        List<String> missing(Judged all) {
+            List<String> out = new ArrayList<>();
+            TreeSet<Integer> layers = new TreeSet<>();
+            for (int l = 0; l < this.layers; l++) layers.add(l);
+            for (Judged.Layer l : all.layers()) layers.remove(l.layer());
+            if (!layers.isEmpty()) out.add(LayerSelection.format(new ArrayList<>(layers)));
+            if (logits) {
+                for (String mode : List.of("full recompute", "incremental")) {
+                    if (all.logits().stream().noneMatch(b -> b.name().equals("logits " + mode))) out.add("logits (" + mode + ")");
+                }
+                if (greedy && all.greedy() == null) out.add("greedy ids");
+            }
+            for (int l : moeLayers) {
+                if (all.experts().stream().noneMatch(e -> e.layer() == l && e.whole() && e.total() == experts)) out.add("experts of L" + l);
+            }
+            return out;
+        }
+    }
+
+    /**
+     * The merge of {@code root}, its coverage taken from the run's reference: {@code reference} finds it by the manifest
+     * sha256 the shards name (throwing when there is none), so no plan the shards write can leave a layer, a logit block
+     * or an expert range out unnoticed; the verdict names the reference's producer.
+     */
+    public static Merge of(Path root, java.util.function.Function<String, k3j.conform.ReferenceDump> reference, TensorDigests manifest) throws IOException {
         if (!Files.isDirectory(root)) throw new IOException("--merge " + root + ": no such folder (the results root the shards wrote into)");
         List<ShardFolder.Read> reads = new ArrayList<>();
         try (Stream<Path> s = Files.list(root)) {
@@ -97,6 +141,26 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
                 mine.add(r);
             }
         }
+        // the bytes each shard judged: every digest it recorded is the manifest's (or, without one, the other shards' for the same tensor)
+        Map<String, String> seen = new java.util.TreeMap<>();
+        Map<String, String> by = new java.util.HashMap<>();
+        for (ShardFolder.Read r : List.copyOf(mine)) {
+            if (!r.complete() || r.digests() == null) continue;
+            List<String> differ = manifest != null ? manifest.disagreements(r.digests()) : new ArrayList<>();
+            if (manifest == null) {
+                r.digests().sha256().forEach((name, d) -> {
+                    String other = seen.putIfAbsent(name, d);
+                    if (other != null && !other.equals(d)) differ.add(name + " (other bytes than in " + by.get(name) + ")");
+                    else by.putIfAbsent(name, r.dir().getFileName().toString());
+                });
+            }
+            if (!differ.isEmpty()) {
+                String why = "FOREIGN     judged other tensor bytes: " + String.join(", ", differ.subList(0, Math.min(3, differ.size()))) + (differ.size() > 3 ? ", ..." : "");
+                problems.add(r.dir().getFileName() + ": " + why.substring(12));
+                lines.add(String.format("%-14s %s", r.dir().getFileName(), why));
+                mine.remove(r);
+            }
+        }
         TreeSet<Integer> notJudged = new TreeSet<>();
         boolean logitsNotJudged = false;
         List<WorkPlan.ExpertRange> expertsNotJudged = new ArrayList<>();
@@ -122,15 +186,40 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
             }
             lines.add(String.format("shard %-8s %-22s %s", i + "/" + run.count(), part.text(), status));
         }
+        Judged all = combine(complete);
+        Coverage coverage = null;
+        try {
+            coverage = Coverage.of(reference.apply(run.reference()), run.scope());
+        } catch (RuntimeException e) {
+            problems.add("the run's reference (manifest sha256 " + run.reference() + "): " + k3j.io.SafeFiles.why(e)
+                    + " (what must be judged comes from the reference, never from the shards' plans: name it with --reference)");
+        }
         List<String> nj = new ArrayList<>();
-        if (!notJudged.isEmpty()) nj.add(LayerSelection.format(new ArrayList<>(notJudged)));
+        if (coverage != null) {
+            for (String x : coverage.missing(all)) {
+                if (x.matches("[0-9,-]+")) {
+                    for (int l : LayerSelection.parse(x, k3j.config.ModelConfig.MAX_LAYERS)) {
+                        if (!notJudged.contains(l)) problems.add("the reference defines layer " + l + ", and no shard's plan holds it");
+                        notJudged.add(l);
+                    }
+                } else {
+                    boolean inPlan = x.startsWith("experts") ? !expertsNotJudged.isEmpty() : logitsNotJudged;   // logit blocks and greedy ids are the logit part
+                    if (!inPlan) {
+                        problems.add("the reference defines " + x + ", and no complete shard of the run judged it");
+                        nj.add(x);
+                    }
+                }
+            }
+        } else if (notJudged.isEmpty() && !logitsNotJudged) {
+            nj.add("what the reference defines (it was not found)");
+        }
+        if (!notJudged.isEmpty()) nj.addFirst(LayerSelection.format(new ArrayList<>(notJudged)));
         if (logitsNotJudged) nj.add("logits");
         if (!expertsNotJudged.isEmpty()) {
             expertsNotJudged.sort(Comparator.comparingInt(WorkPlan.ExpertRange::layer).thenComparingInt(WorkPlan.ExpertRange::from));
             nj.add("experts " + String.join(",", expertsNotJudged.stream().map(WorkPlan.ExpertRange::text).toList()));
         }
         if (!problems.isEmpty() && nj.isEmpty()) nj.add("none of the run's own, but foreign or unreadable folders are mixed in");
-        Judged all = combine(complete);
         List<Invariants.Item> items = new ArrayList<>();
         for (Judged.Layer l : all.layers()) items.add(item(l));
         for (Judged.Experts e : all.experts()) items.add(e.whole() ? item(e) : Invariants.Item.notJudged("experts " + e.range(), "the rest of the layer's experts are not judged"));
@@ -140,7 +229,9 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
         for (String n : nj) items.add(Invariants.Item.notJudged(n, "no complete shard of the run judged it"));
         for (String p : problems) if (!p.startsWith("shard ")) items.add(Invariants.Item.notJudged("the run", p));
         List<Integer> judgedLayers = all.layers().stream().map(Judged.Layer::layer).toList();
-        return new Merge(root, run, lines, problems, nj, judgedLayers, toRun, all, Invariants.decide(Invariants.Mode.FLOAT32, items));
+        Verdict verdict = Invariants.decide(Invariants.Mode.FLOAT32, items);
+        if (coverage != null) verdict = verdict.against(coverage.reference());
+        return new Merge(root, run, lines, problems, nj, judgedLayers, toRun, all, verdict);
     }
 
     /**

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.List;
 import k3j.conform.LayerSelection;
 import k3j.io.AtomicWrite;
+import k3j.io.SafeFiles;
 import k3j.io.StrictJson;
 
 /**
@@ -20,13 +21,21 @@ import k3j.io.StrictJson;
 public final class ShardFolder {
     public static final String FORMAT = "k3-conform-shard", PLAN = "plan.json", RESULTS = "results.json", DONE = "done.json";
     public static final long MAX_FILE_BYTES = 1L << 28;
-    /** 2: results hold each layer's stage metrics and each swept expert (the merge recomputes causes and verdict from them). */
-    public static final int VERSION = 2;
+    /**
+     * 2: results hold each layer's stage metrics and each swept expert (the merge recomputes causes and verdict from
+     * them); 3: the marker holds the sha256 of every tensor the shard judged ({@link TensorDigests}).
+     */
+    public static final int VERSION = 3;
 
     private ShardFolder() {}
 
     /** What a folder holds: complete (marker valid, results read) or not, and why not. */
-    public record Read(Path dir, ShardId id, Identity identity, List<Integer> layers, boolean logits, List<WorkPlan.ExpertRange> experts, Judged judged, String problem) {
+    public record Read(Path dir, ShardId id, Identity identity, List<Integer> layers, boolean logits, List<WorkPlan.ExpertRange> experts, Judged judged, TensorDigests digests,
+                       String problem) {
+        public Read(Path dir, ShardId id, Identity identity, List<Integer> layers, boolean logits, List<WorkPlan.ExpertRange> experts, Judged judged, String problem) {
+            this(dir, id, identity, layers, logits, experts, judged, null, problem);
+        }
+
         public boolean complete() {
             return problem == null;
         }
@@ -38,6 +47,12 @@ public final class ShardFolder {
      */
     public static Path start(Path root, ShardId id, Identity identity, WorkPlan.Part part, Path modelPath) throws IOException {
         Path dir = root.resolve(id.folderName());
+        if (Files.isSymbolicLink(dir)) {
+            throw new IOException(dir + " is a symbolic link (to " + Files.readSymbolicLink(dir) + "): a shard writes into its own folder under the results root, "
+                    + "never where a link points; remove the link");
+        }
+        Files.createDirectories(root);
+        k3j.io.Outputs.checkFolder(dir, "the shard folder");
         Files.createDirectories(dir);
         if (Files.exists(dir.resolve(DONE))) {
             throw new IOException(dir + " is already complete (" + DONE + " is there): remove the folder to judge shard " + id + " again");
@@ -54,16 +69,29 @@ public final class ShardFolder {
         return dir;
     }
 
-    /** The results, then the completion marker last. */
-    public static void finish(Path dir, ShardId id, Identity identity, WorkPlan.Part part, Judged judged) throws IOException {
+    /**
+     * Which tensors a part judges: every tensor of its layers and of its swept layers, and with the logit part every
+     * tensor of the model (it runs all of them).
+     */
+    public static java.util.function.Predicate<String> judges(WorkPlan.Part part) {
+        if (part.logits()) return name -> true;
+        java.util.function.Predicate<String> p = name -> false;
+        for (int l : part.layers()) p = p.or(TensorDigests.layer(l));
+        for (WorkPlan.ExpertRange r : part.experts()) p = p.or(TensorDigests.layer(r.layer()));
+        return p;
+    }
+
+    /** The results, then the completion marker last, holding the digest of every tensor the shard judged. */
+    public static void finish(Path dir, ShardId id, Identity identity, WorkPlan.Part part, Judged judged, TensorDigests digests) throws IOException {
         String results = pretty(judged.json());
         AtomicWrite.string(dir.resolve(RESULTS), "the shard results", results);
         ObjectNode done = header(id, identity);
         done.put("layers_judged", fmt(judged.layers().stream().map(Judged.Layer::layer).toList()));
         done.put("logits_judged", !judged.logits().isEmpty());
         done.put("experts_judged", String.join(",", judged.experts().stream().map(Judged.Experts::range).toList()));
-        done.put("plan_sha256", Identity.sha256(Files.readAllBytes(dir.resolve(PLAN))));
+        done.put("plan_sha256", Identity.sha256(bytes(dir.resolve(PLAN))));
         done.put("results_sha256", Identity.sha256(results.getBytes(StandardCharsets.UTF_8)));
+        done.set("tensor_digests", digests.json());
         done.put("finished", java.time.Instant.now().toString());
         AtomicWrite.string(dir.resolve(DONE), "the completion marker", pretty(done));
     }
@@ -84,7 +112,8 @@ public final class ShardFolder {
         String name = dir.getFileName().toString();
         ShardId named = named(name);
         Path planFile = dir.resolve(PLAN);
-        if (!Files.exists(planFile)) return named == null ? null : new Read(dir, named, null, List.of(), false, List.of(), null, "no " + PLAN + " (never started)");
+        if (Files.isSymbolicLink(dir)) return named == null ? null : new Read(dir, named, null, List.of(), false, List.of(), null, "a symbolic link, not a shard's own folder: refused unread");
+        if (!Files.exists(planFile, java.nio.file.LinkOption.NOFOLLOW_LINKS)) return named == null ? null : new Read(dir, named, null, List.of(), false, List.of(), null, "no " + PLAN + " (never started)");
         JsonNode plan;
         ShardId id;
         Identity identity;
@@ -109,7 +138,7 @@ public final class ShardFolder {
             return  new Read(dir, named, null, List.of(), false, List.of(), null, "unreadable " + PLAN + ": " + e.getMessage());
         }
         Path doneFile = dir.resolve(DONE);
-        if (!Files.exists(doneFile)) return new Read(dir, id, identity, layers, logits, experts, null, "unfinished: no completion marker " + DONE);
+        if (!Files.exists(doneFile, java.nio.file.LinkOption.NOFOLLOW_LINKS)) return new Read(dir, id, identity, layers, logits, experts, null, "unfinished: no completion marker " + DONE);
         try {
             String where = doneFile.toString();
             java.util.function.Function<String, RuntimeException> bad = IllegalArgumentException::new;
@@ -130,7 +159,8 @@ public final class ShardFolder {
             List<WorkPlan.ExpertRange> swept = judged.experts().stream().map(e -> new WorkPlan.ExpertRange(e.layer(), e.from(), e.to())).toList();
             if (!swept.equals(experts)) throw new IllegalArgumentException(RESULTS + " sweeps experts " + swept.stream().map(WorkPlan.ExpertRange::text).toList()
                     + ", its plan " + experts.stream().map(WorkPlan.ExpertRange::text).toList());
-            return new Read(dir, id, identity, layers, logits, experts, judged, null);
+            TensorDigests digests = TensorDigests.of(StrictJson.object(done, "tensor_digests", where, bad), where + " tensor_digests");
+            return new Read(dir, id, identity, layers, logits, experts, judged, digests, null);
         } catch (IOException | RuntimeException e) {
             return new Read(dir, id, identity, layers, logits, experts, null, "unfinished: " + e.getMessage());
         }
@@ -158,10 +188,10 @@ public final class ShardFolder {
         }
     }
 
+    /** A shard file: a regular file (a FIFO would hang the merge; a link is not the shard's own), its size checked before it is read. */
     private static byte[] bytes(Path p) throws IOException {
-        long size = Files.size(p);
-        if (size > MAX_FILE_BYTES) throw new IOException(p + ": " + size + " bytes, more than a shard file holds (" + MAX_FILE_BYTES + ")");
-        return Files.readAllBytes(p);
+        if (Files.isSymbolicLink(p)) throw new IOException(p + " is a symbolic link: a shard's files are its own, refused unread");
+        return SafeFiles.readAll(p, MAX_FILE_BYTES, "a shard file");
     }
 
     public static String pretty(JsonNode n) throws IOException {

@@ -56,11 +56,14 @@ public record ShardId(int index, int count) {
         return index + "/" + count;
     }
 
+    /** A whole number; one past any shard count (up to 64 digits) is said to be out of range, not "not a number". */
     private static int number(String s, String what) {
-        try {
-            return Integer.parseInt(s.trim());
-        } catch (NumberFormatException | NullPointerException e) {
-            throw new IllegalArgumentException(what + " '" + s + "' is not a whole number");
+        String t = s == null ? "" : s.trim();
+        if (!t.matches("[+-]?[0-9]{1,64}")) throw new IllegalArgumentException(what + " '" + s + "' is not a whole number");
+        java.math.BigInteger n = new java.math.BigInteger(t);
+        if (n.signum() < 0 || n.compareTo(java.math.BigInteger.valueOf(MAX_COUNT)) > 0) {
+            throw new IllegalArgumentException(what + " " + t + " is out of range: shards count from 0 and there are at most " + MAX_COUNT);
         }
+        return n.intValueExact();
     }
 }

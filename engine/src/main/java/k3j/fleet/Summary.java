@@ -96,6 +96,7 @@ public final class Summary {
         ObjectNode v = root.putObject("summary");
         v.put("verdict", decision.outcome().words());
         v.put("line", decision.line());
+        if (decision.reference() != null) v.put("reference", decision.reference());
         v.put("layers_line", layersLine(j, selection.size()));
         v.put("layers", LayerSelection.format(selection));
         v.put("layers_failed", j.failing().size());

@@ -30,6 +30,39 @@ public final class AtomicFile {
     private AtomicFile() {}
 
     /**
+     * A part of an output under construction opened for writing: a temporary beside it, a {@code .partial} file or a
+     * journal of a resumable write, a file of a folder {@link #replaceFolder} is filling, a scratch file. The one other
+     * way a file is opened for writing besides {@link #replace}: never through a symbolic link (a link there would write
+     * where it points) and never a device or FIFO; {@code how} adds CREATE, CREATE_NEW, APPEND or TRUNCATE_EXISTING.
+     */
+    public static FileChannel part(Path file, StandardOpenOption... how) throws IOException {
+        if (Files.isSymbolicLink(file)) throw new IOException(file + " is a symbolic link: a part of an output is written only where it is named; remove the link");
+        var a = Files.exists(file, java.nio.file.LinkOption.NOFOLLOW_LINKS) ? Files.readAttributes(file, java.nio.file.attribute.BasicFileAttributes.class, java.nio.file.LinkOption.NOFOLLOW_LINKS) : null;
+        if (a != null && !a.isRegularFile()) throw new IOException(file + " is " + SafeFiles.kind(file, a) + ", not a regular file: not written");
+        java.util.Set<java.nio.file.OpenOption> o = new java.util.HashSet<>(java.util.List.of(how));
+        o.add(StandardOpenOption.WRITE);
+        o.add(java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        return FileChannel.open(file, o);
+    }
+
+    /**
+     * Renames a complete part (written through {@link #part} and forced) over its {@code target} in one step, after the
+     * target is checked again as an output ({@link Outputs#checkFile}: never a link, a device, a FIFO or a folder).
+     */
+    public static void commit(Path part, Path target) throws IOException {
+        Outputs.checkFile(target, "output");
+        Files.move(part, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    /** A new file {@code file} (in a folder being filled, or a temporary) holding {@code bytes}: {@link #part} with CREATE_NEW. */
+    public static void create(Path file, byte[] bytes) throws IOException {
+        try (FileChannel ch = part(file, StandardOpenOption.CREATE_NEW)) {
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(bytes);
+            while (b.hasRemaining()) ch.write(b);
+        }
+    }
+
+    /**
      * A new, empty file or folder beside {@code target} with a name no other has, created with the permissions the
      * umask gives (Files.createTempFile would make it 0600, and the output would keep that).
      */

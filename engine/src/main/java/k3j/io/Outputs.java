@@ -15,8 +15,8 @@ import java.util.Set;
  * Where a command may write (docs/files.md). Every output is checked here before any work, and written through
  * {@link AtomicWrite} or {@link AtomicFile} (a temporary beside it, renamed over it when complete):
  * <ul>
- *   <li>an output file is a regular file or a new name in an existing, writable folder: never a device, a FIFO, a
- *       socket or a folder (the rename would replace a device node such as /dev/null; as root it does);</li>
+ *   <li>an output file is a regular file or a new name in an existing, writable folder: never a symbolic link, a
+ *       device, a FIFO, a socket or a folder (the rename would replace a device node such as /dev/null; as root it does);</li>
  *   <li>it is none of the command's inputs (a shard, the index, the config, the state, the reference...),
  *       compared by file identity (device and inode) and by real path, so a hard link or a symbolic link to an
  *       input is caught too;</li>
@@ -52,18 +52,29 @@ public final class Outputs {
         Named n = identify(p, what, role);
         if (n == null) return this;
         inputs.add(n);
-        if (n.folder) {
-            try (DirectoryStream<Path> ds = Files.newDirectoryStream(p)) {
-                for (Path f : ds) {
-                    if (!Files.isRegularFile(f)) continue;
+        if (n.folder) inside(p, what, role, FOLDER_DEPTH);
+        return this;
+    }
+
+    /** How deep into an input folder its files are protected (a results root's shard folders: their plans and results). */
+    static final int FOLDER_DEPTH = 3;
+    /** At most this many files of input folders are registered (a folder of a million files is not walked whole). */
+    static final int MAX_FOLDER_FILES = 1 << 16;
+
+    private void inside(Path dir, String what, String role, int depth) {
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
+            for (Path f : ds) {
+                if (inputs.size() >= MAX_FOLDER_FILES) return;
+                if (Files.isRegularFile(f)) {
                     Named m = identify(f, what, role);
                     if (m != null) inputs.add(m);
+                } else if (depth > 1 && Files.isDirectory(f, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                    inside(f, what, role, depth - 1);
                 }
-            } catch (IOException e) {
-                // an unreadable folder: its reader fails naming it; only its own identity is protected here
             }
+        } catch (IOException e) {
+            // an unreadable folder: its reader fails naming it; only its own identity is protected here
         }
-        return this;
     }
 
     /** Checks and claims an output file named by {@code flag}; the path, for chaining. */
@@ -115,7 +126,7 @@ public final class Outputs {
 
     /**
      * An output file on its own: its folder exists and is writable, and the path is a regular file or a new name
-     * (a symbolic link is judged by what it points to). The same check runs again just before the rename.
+     * (never a symbolic link). The same check runs again just before the rename.
      */
     public static void checkFile(Path target, String flag) throws IOException {
         Path abs = target.toAbsolutePath();
@@ -125,6 +136,7 @@ public final class Outputs {
             throw refuse(target, flag, "it is " + SafeFiles.kind(abs, a) + "; an output must be a regular file or a new name in an existing folder "
                     + "(it is written to a temporary file and renamed over the target, which would replace " + (a.isDirectory() ? "the folder" : "the device node") + ")");
         }
+        refuseLink(target, abs, flag);
     }
 
     /** The folder an output goes into exists and is writable. */
@@ -140,8 +152,25 @@ public final class Outputs {
     public static void checkFolder(Path target, String flag) throws IOException {
         Path abs = target.toAbsolutePath();
         checkParent(target, abs, flag);
+        refuseLink(target, abs, flag);
         BasicFileAttributes a = attributes(abs);
         if (a != null && !a.isDirectory()) throw refuse(target, flag, "it is " + (a.isRegularFile() ? "a file" : SafeFiles.kind(abs, a)) + ", not a folder: name a folder or a new name");
+    }
+
+    /**
+     * An output is never a symbolic link: renaming over it would replace the link, while a plain write would go where it
+     * points (another folder, an input); either way what is written is not where the name says.
+     */
+    private static void refuseLink(Path target, Path abs, String flag) throws IOException {
+        if (Files.isSymbolicLink(abs)) {
+            Path to;
+            try {
+                to = Files.readSymbolicLink(abs);
+            } catch (IOException e) {
+                to = null;
+            }
+            throw refuse(target, flag, "it is a symbolic link" + (to == null ? "" : " to " + to) + "; an output is written where it is named: name the real path or a new name");
+        }
     }
 
     private static IOException refuse(Path target, String flag, String why) {

@@ -36,6 +36,23 @@ public final class SafeFiles {
         return FileChannel.open(file, StandardOpenOption.READ);
     }
 
+    /** The file opened as a stream, after {@link #requireRegular} (never a FIFO or a device). */
+    public static InputStream newInputStream(Path file, String what) throws IOException {
+        requireRegular(file, what);
+        return Files.newInputStream(file);
+    }
+
+    /**
+     * A file of the kernel's (/proc, /sys): regular files that say their size is 0, read up to {@code cap} bytes,
+     * more refused. Only for those: every other file is read by {@link #readAll(Path, long, String)}.
+     */
+    public static String readSystemFile(Path file, int cap) throws IOException {
+        requireRegular(file, "a system file");
+        try (InputStream in = Files.newInputStream(file)) {
+            return new String(readAll(in, cap, file.toString()), java.nio.charset.StandardCharsets.UTF_8);
+        }
+    }
+
     /** The file's size, refused above {@code cap} bytes before anything is read. */
     public static long requireSize(Path file, long cap, String what) throws IOException {
         long size = requireRegular(file, what);

@@ -1,5 +1,6 @@
 package k3j.io;
 
+import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -30,15 +31,42 @@ public final class StrictJson {
 
     /** Parses {@code bytes}; a duplicate key, trailing text or a syntax error is an IOException whose message names it. */
     public static JsonNode read(byte[] bytes) throws IOException {
+        return read(MAPPER, bytes);
+    }
+
+    /**
+     * Parses {@code bytes} with {@code mapper}; any refusal is a JsonParseException in plain words, with the line and column:
+     * never the JSON library's own (its class names, settings and limits are not the file's fault).
+     */
+    public static JsonNode read(ObjectMapper mapper, byte[] bytes) throws IOException {
         try {
-            return MAPPER.readTree(bytes);
-        } catch (com.fasterxml.jackson.databind.exc.MismatchedInputException e) {
-            // Jackson's own words name its classes and settings: said here as what the file holds
-            if (e.getOriginalMessage() == null || !e.getOriginalMessage().startsWith("Trailing token")) throw e;
-            var at = e.getLocation();
-            throw new com.fasterxml.jackson.core.JsonParseException(null, "a second JSON value after the first" + (at == null ? "" : ", at line " + at.getLineNr()
-                    + " column " + at.getColumnNr()) + " (the file must hold exactly one JSON value)");
+            return mapper.readTree(bytes);
+        } catch (com.fasterxml.jackson.core.JacksonException e) {
+            // still a JSON refusal (callers tell it from a failed read), its message in words
+            throw new com.fasterxml.jackson.core.JsonParseException(null, plain(e));
         }
+    }
+
+    /** What a JSON library refusal means for the file, in words, with where it is. */
+    static String plain(com.fasterxml.jackson.core.JacksonException e) {
+        String m = e.getOriginalMessage() == null ? "" : e.getOriginalMessage();
+        String what;
+        String after = "";
+        if (m.startsWith("Trailing token")) {
+            what = "a second JSON value after the first";
+            after = " (the file must hold exactly one JSON value)";
+        }
+        else if (e instanceof com.fasterxml.jackson.core.exc.StreamConstraintsException && m.contains("nesting depth")) {
+            what = "objects and lists nested deeper than " + StreamReadConstraints.DEFAULT_MAX_DEPTH + " levels: refused";
+        } else if (e instanceof com.fasterxml.jackson.core.exc.StreamConstraintsException) what = "a value longer than the largest allowed: refused";
+        else if (m.contains("'NaN'") || m.contains("'Infinity'") || m.contains("'-Infinity'") || m.contains("'+Infinity'")) {
+            what = "NaN or Infinity, which JSON does not allow (a number must be finite)";
+        } else if (m.startsWith("Duplicate field")) what = m.lines().findFirst().orElse(m);
+        else if (m.contains("end-of-input") || m.contains("Unexpected end")) what = "the JSON ends early (cut short)";
+        else if (m.isEmpty() || m.contains("`") || m.contains("com.fasterxml")) what = "not valid JSON";
+        else what = "not valid JSON: " + m.lines().findFirst().orElse(m).replaceAll("\\s*\\(code \\d+\\)", "");
+        var at = e.getLocation();
+        return what + (at == null || at.getLineNr() < 0 ? "" : ", at line " + at.getLineNr() + " column " + at.getColumnNr()) + after;
     }
 
     /** A required member of {@code obj}: present and not null. */

@@ -115,7 +115,7 @@ public final class StreamedTables implements AutoCloseable {
                         "the ultra preset streams BF16 or F32 tables; this one is " + t.dtype() + " (run without --preset ultra)");
             };
             try {
-                FileChannel ch = FileChannel.open(t.file(), StandardOpenOption.READ);
+                FileChannel ch = k3j.io.SafeFiles.open(t.file(), "a checkpoint shard");
                 return new Table(t, ch, type, Math.toIntExact(t.shape()[0]), Math.toIntExact(t.shape()[1]));
             } catch (IOException e) {
                 throw new CheckpointException(Rule.IO, t.file(), t.name(), "cannot open: " + e, e);

@@ -50,7 +50,7 @@ public record MemInfo(OptionalLong totalBytes, OptionalLong availableBytes) {
 
     private static String readQuietly(Path p) {
         try {
-            return Files.readString(p);
+            return k3j.io.SafeFiles.readSystemFile(p, 1 << 20);
         } catch (IOException | RuntimeException e) {
             return null;
         }

@@ -94,7 +94,7 @@ public final class Binding {
                 byte[] name = f.file().getFileName().toString().getBytes(StandardCharsets.UTF_8);
                 all.update(ByteBuffer.allocate(12).order(ByteOrder.LITTLE_ENDIAN).putInt(name.length).putLong(f.fileSize()).array());
                 all.update(name);
-                try (var in = java.nio.file.Files.newInputStream(f.file())) {
+                try (var in = k3j.io.SafeFiles.newInputStream(f.file(), "a checkpoint shard")) {
                     all.update(in.readNBytes((int) Math.min(Integer.MAX_VALUE, 8 + f.headerLength())));
                 }
             }

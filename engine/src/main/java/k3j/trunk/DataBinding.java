@@ -125,7 +125,7 @@ public final class DataBinding {
                 String digest = t.sha256();
                 if (trunk == null) {
                     TensorInfo src = index.find(t.name()).orElseThrow();
-                    try (FileChannel ch = FileChannel.open(src.file(), StandardOpenOption.READ)) {
+                    try (FileChannel ch = k3j.io.SafeFiles.open(src.file(), "a checkpoint shard")) {
                         digest = sha256(ch, src.file(), layer.layer(), t.name(), src.offset(), src.length(), buf);
                     } catch (IOException e) {
                         throw new TrunkException(src.file(), layer.layer(), "cannot read \"" + t.name() + "\": " + e.getMessage(), e);
@@ -203,7 +203,7 @@ public final class DataBinding {
         long t0 = System.nanoTime();
         ShardWitness witness = ShardWitness.of(index);
         List<TrunkException> failures = java.util.Collections.synchronizedList(new ArrayList<>());
-        try (FileChannel ch = FileChannel.open(m.bin(), StandardOpenOption.READ); Arena arena = Arena.ofShared()) {
+        try (FileChannel ch = k3j.io.SafeFiles.open(m.bin(), "the trunk"); Arena arena = Arena.ofShared()) {
             MemorySegment bin = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size(), arena);
             IntStream.range(0, m.layerCount()).parallel().forEach(l -> {
                 if (!failures.isEmpty()) return;
@@ -236,7 +236,7 @@ public final class DataBinding {
                 }
                 FileChannel ch = open.get(src.file());
                 if (ch == null) {
-                    ch = FileChannel.open(src.file(), StandardOpenOption.READ);
+                    ch = k3j.io.SafeFiles.open(src.file(), "a checkpoint shard");
                     open.put(src.file(), ch);
                 }
                 String got = sha256(ch, src.file(), l.layer(), t.name(), src.offset(), src.length(), buf);

@@ -41,7 +41,7 @@ public final class DirectReader implements AutoCloseable {
             }
         }
         try {
-            return new DirectReader(file, FileChannel.open(file, StandardOpenOption.READ), false);
+            return new DirectReader(file, k3j.io.SafeFiles.open(file, "a trunk file"), false);
         } catch (IOException e) {
             throw new TrunkException(file, TrunkException.NO_LAYER, "cannot open: " + e, e);
         }

@@ -85,7 +85,7 @@ public final class ShardWitness {
                         + src.dtype() + Arrays.toString(src.shape()) + " in the checkpoint; repack with k3 pack-trunk");
             }
             MessageDigest md = SourceId.sha256();
-            try (FileChannel ch = FileChannel.open(src.file(), StandardOpenOption.READ)) {
+            try (FileChannel ch = k3j.io.SafeFiles.open(src.file(), "a checkpoint shard")) {
                 for (long pos = 0; pos < src.length(); ) {
                     int n = (int) Math.min(PIECE, src.length() - pos);
                     buf.clear().limit(n);

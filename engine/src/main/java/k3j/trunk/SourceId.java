@@ -35,7 +35,7 @@ final class SourceId {
             md.update(s.file().getFileName().toString().getBytes(StandardCharsets.UTF_8));
             md.update((byte) 0);
             md.update(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, s.fileSize()));
-            try (FileChannel ch = FileChannel.open(s.file(), StandardOpenOption.READ)) {
+            try (FileChannel ch = k3j.io.SafeFiles.open(s.file(), "a checkpoint shard")) {
                 ByteBuffer buf = ByteBuffer.allocate((int) Math.min(1 << 20, s.dataStart()));
                 long pos = 0;
                 while (pos < s.dataStart()) {

@@ -233,8 +233,8 @@ public final class TrunkPacker {
             }
             m.write(jsonPart);
             force(jsonPart);
-            Files.move(binPart, bin, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            Files.move(jsonPart, json, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            k3j.io.AtomicFile.commit(binPart, bin);
+            k3j.io.AtomicFile.commit(jsonPart, json);
             Files.deleteIfExists(journal);
             force(out);
             return TrunkManifest.read(out);
@@ -269,7 +269,7 @@ public final class TrunkPacker {
         try {
             m.withIdentities(after).write(part);
             force(part);
-            Files.move(part, json, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            k3j.io.AtomicFile.commit(part, json);
             force(m.dir());
         } catch (IOException e) {
             deleteQuietly(part);
@@ -344,7 +344,7 @@ public final class TrunkPacker {
         List<TrunkManifest.Layer> ok = new ArrayList<>();
         if (Files.isRegularFile(binPart, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
             if (!lines.isEmpty() && lines.getFirst().equals(JOURNAL_HEAD + id)) {
-                try (FileChannel in = FileChannel.open(binPart, StandardOpenOption.READ)) {
+                try (FileChannel in = k3j.io.SafeFiles.open(binPart, "the partial trunk")) {
                     ByteBuffer buf = ByteBuffer.allocateDirect(BUFFER);
                     for (int i = 1; i < lines.size() && i - 1 < layout.layers().size(); i++) {
                         String[] f = lines.get(i).trim().split(" ");
@@ -398,8 +398,8 @@ public final class TrunkPacker {
         ByteBuffer buf = ByteBuffer.allocateDirect(BUFFER);
         long copied = 0;
         for (TrunkManifest.Layer l : resumed) copied += l.nbytes();
-        try (FileChannel dst = FileChannel.open(binPart, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
-             FileChannel log = FileChannel.open(journal, StandardOpenOption.WRITE, StandardOpenOption.APPEND, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+        try (FileChannel dst = k3j.io.AtomicFile.part(binPart, StandardOpenOption.CREATE);
+             FileChannel log = k3j.io.AtomicFile.part(journal, StandardOpenOption.APPEND)) {
             Map<Path, FileChannel> src = new HashMap<>();
             try {
                 for (int i = resumed.size(); i < layout.layers().size(); i++) {
@@ -411,7 +411,7 @@ public final class TrunkPacker {
                         at = zeros(dst, l.offset(), at, piece.target(), crc);
                         FileChannel in = src.get(piece.file());
                         if (in == null) {
-                            in = FileChannel.open(piece.file(), StandardOpenOption.READ);
+                            in = k3j.io.SafeFiles.open(piece.file(), "a checkpoint shard");
                             src.put(piece.file(), in);
                         }
                         long pos = 0;
@@ -512,7 +512,7 @@ public final class TrunkPacker {
     }
 
     private static void force(Path p) {
-        try (FileChannel c = FileChannel.open(p, StandardOpenOption.READ)) {
+        try (FileChannel c = k3j.io.SafeFiles.open(p, "a checkpoint shard")) {
             c.force(true);
         } catch (IOException ignored) {
             // directories cannot be forced on every platform; the renames are still atomic

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import k3j.Repo;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -59,6 +60,24 @@ class ChatCommandsTest {
         ChildK3 again = ChatCommandsTest.chat(dir, "more\n", "--history", n.toString());
         assertEquals(0, again.exit(), "--history reads back its own file:\n" + again.err());
         assertFalse(Files.readString(n).contains("\\u0000"), "no NUL was saved");
+    }
+
+    /**
+     * A turn cut by SIGINT or SIGTERM while its reply streams is kept, as {@code run --out} keeps its ids: the history
+     * holds the user message and the reply so far, stderr says the turn was interrupted, and the exit is the signal's.
+     */
+    @Test
+    void aTurnCutBySigintOrSigtermIsKept(@TempDir Path dir) throws Exception {
+        for (var c : List.of(new Object[] {"INT", ExitCode.INTERRUPTED}, new Object[] {"TERM", ExitCode.TERMINATED})) {
+            String signal = (String) c[0];
+            Path h = dir.resolve(signal + ".jsonl");
+            Signalled r = Signalled.run(dir, signal, (out, err) -> out.length() >= 2, TINY, "--tok", TINY, "--chat", "--think", "off", "--gen", "4000",
+                    "--prompt", "hello", "--history", h.toString());
+            assertEquals((int) c[1], r.exit(), "SIG" + signal + ": " + r.err());
+            assertTrue(r.err().contains("k3: interrupted by SIG" + signal + ": the reply was cut after"), r.err());
+            String saved = Files.readString(h);
+            assertTrue(saved.contains("{\"role\":\"user\",\"content\":\"hello\"}") && saved.contains("{\"role\":\"assistant\""), "the turn is kept:\n" + saved);
+        }
     }
 
     private static ChildK3 chat(Path dir, String stdin, String... more) {

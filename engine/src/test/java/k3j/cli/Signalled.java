@@ -9,7 +9,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Predicate;
 
 /**
  * {@code k3 args...} in its own JVM, sent a real signal ({@code kill -INT|-TERM pid}) once the STEP table has
@@ -21,6 +20,11 @@ record Signalled(int exit, String out, String err) {
     private static final String RESET_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])";
 
     static Signalled run(Path cwd, String signal, int after, String... args) throws Exception {
+        return run(cwd, signal, after == 0 ? (out, err) -> err.contains("STEP") : (out, err) -> out.chars().filter(ch -> ch == ',').count() >= after, args);
+    }
+
+    /** {@code k3 args...} signalled once {@code ready} holds of its stdout and stderr so far. */
+    static Signalled run(Path cwd, String signal, java.util.function.BiPredicate<String, String> ready, String... args) throws Exception {
         List<String> cmd = new ArrayList<>(List.of("python3", "-c", RESET_SIGINT, Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx512m",
                 "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "k3j.cli.K3"));
         cmd.addAll(List.of(args));
@@ -28,9 +32,8 @@ record Signalled(int exit, String out, String err) {
         p.getOutputStream().close();
         ByteArrayOutputStream out = new ByteArrayOutputStream(), err = new ByteArrayOutputStream();
         Thread o = pump(p.getInputStream(), out), e = pump(p.getErrorStream(), err);
-        Predicate<String> ready = after == 0 ? s -> text(err).contains("STEP") : s -> s.chars().filter(ch -> ch == ',').count() >= after;
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-        while (!ready.test(text(out)) && p.isAlive() && System.nanoTime() < end) Thread.sleep(5);
+        while (!ready.test(text(out), text(err)) && p.isAlive() && System.nanoTime() < end) Thread.sleep(5);
         if (!p.isAlive() || System.nanoTime() >= end) {
             p.destroyForcibly();
             throw new AssertionError("k3 ended or stalled before the signal could be sent:\n" + text(out) + text(err));
