@@ -67,8 +67,7 @@ public final class Invariants {
             }
             if (i.status() == Status.FAIL || i.status() == Status.REFUSED) {
                 if (first == null) first = i.what();
-                java.util.regex.Matcher m = Verdict.TAG.matcher(i.why());
-                if (category == null && m.find()) category = m.group();
+                if (category == null) category = Verdict.category(i.why());
             }
         }
         if (judged.isEmpty() && notJudged.isEmpty() && !refused) notJudged.add("nothing: no item was judged");

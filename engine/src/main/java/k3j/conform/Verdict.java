@@ -89,7 +89,19 @@ public record Verdict(Outcome outcome, List<String> findings, List<String> judge
         };
     }
 
-    static final java.util.regex.Pattern TAG = java.util.regex.Pattern.compile("\\[[a-z0-9 -]+\\]");
+    /** The category named in {@code why}: the earliest {@link Finding} tag in it, or null (bracketed text such as "tokens[0]" is no category). */
+    static String category(String why) {
+        String best = null;
+        int at = Integer.MAX_VALUE;
+        for (Finding f : Finding.values()) {
+            int i = why.indexOf(f.tag());
+            if (i >= 0 && i < at) {
+                at = i;
+                best = f.tag();
+            }
+        }
+        return best;
+    }
 
     /** "VERDICT: DOES NOT CONFORM [binding error]": the outcome and the category of its first finding, when it has one (the findings are listed above it). */
     public String line() {
