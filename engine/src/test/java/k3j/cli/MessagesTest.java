@@ -103,7 +103,7 @@ class MessagesTest {
         CliRun tok = k3("tokenize", "--tok", dir.resolve("NODIR").toString(), "--file", TINY + "/config.json");
         assertShortUsageError(tok, "tokenize", "k3: --tok " + dir.resolve("NODIR") + ": no such folder (give --tok the folder holding tiktoken.model and tokenizer_config.json)");
         CliRun logits = k3("compare-logits", dir.resolve("MISSING.logits").toString(), "--reference", MINI_DUMP);
-        assertShortUsageError(logits, "compare-logits", "k3: refused: cannot read " + dir.resolve("MISSING.logits") + ": no such file");
+        assertShortUsageError(logits, "compare-logits", "k3: " + dir.resolve("MISSING.logits") + ": no such file or folder (FILE): check the path");
     }
 
     @Test

@@ -1,4 +1,4 @@
-package k3j.gates;
+package k3j.harness;
 
 import com.tngtech.archunit.core.domain.JavaAccess;
 import com.tngtech.archunit.core.domain.JavaClass;
@@ -19,9 +19,9 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
  * and special files refused, written atomically), reading through {@code SafeFiles} (regular files only, sizes checked
  * before anything is allocated).
  */
-final class FileDoorsRule {
+public final class FileDoorsRule {
     /** The JDK calls that open or read a file's bytes, by owner: method names; "<init>" is a constructor. */
-    static final Map<String, Set<String>> FORBIDDEN = Map.of(
+    public static final Map<String, Set<String>> FORBIDDEN = Map.of(
             "java.nio.file.Files", Set.of("newOutputStream", "write", "writeString", "newBufferedWriter", "newByteChannel", "copy", "move",
                     "newInputStream", "newBufferedReader", "readAllBytes", "readString", "readAllLines", "lines"),
             "java.nio.channels.FileChannel", Set.of("open"),
@@ -37,7 +37,7 @@ final class FileDoorsRule {
 
     private FileDoorsRule() {}
 
-    static final ArchRule RULE = classes().that().resideOutsideOfPackage(DOORS + "..")
+    public static final ArchRule RULE = classes().that().resideOutsideOfPackage(DOORS + "..")
             .should(new ArchCondition<JavaClass>("open a file for writing or read one only through " + DOORS + " (Outputs, AtomicWrite, AtomicFile, SafeFiles)") {
                 @Override
                 public void check(JavaClass c, ConditionEvents events) {

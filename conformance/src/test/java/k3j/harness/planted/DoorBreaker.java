@@ -1,4 +1,4 @@
-package k3j.gates.planted;
+package k3j.harness.planted;
 
 import java.io.IOException;
 import java.io.RandomAccessFile;
