@@ -201,9 +201,13 @@ public record ProviderResponse(Path source, String form, List<Token> tokens, int
     /**
      * A token's printed string against its bytes: the string the bytes are (when they are UTF-8), their bytes:\xNN
      * form, or (bytes that are not UTF-8 on their own) a string with the replacement character where they could not be
-     * printed. Anything else contradicts itself: refused.
+     * printed, or vLLM's {@code token_id:N} (its --return-tokens-as-token-ids: the string names the id, not the text;
+     * the id is checked against the vocabulary where it is mapped). Anything else contradicts itself: refused.
      */
+    private static final java.util.regex.Pattern TOKEN_ID = java.util.regex.Pattern.compile("token_id:\\d{1,9}");
+
     private static void agree(String text, byte[] bytes, String w) {
+        if (TOKEN_ID.matcher(text).matches()) return;
         java.nio.charset.CharsetDecoder d = StandardCharsets.UTF_8.newDecoder();
         String decoded;
         try {
