@@ -9,6 +9,7 @@ package k3j.api;
 public final class CannotJudge extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** What the refusal amounts to. */
     private final Finding finding;
 
     CannotJudge(Finding finding, String message, Throwable cause) {
