@@ -249,6 +249,7 @@ export function prepare(dir, storyFile, historyFile) {
     notJudged: v.not_judged ?? [],
     judged: v.judged_count ?? null,
     planned: v.planned_count ?? null,
+    finished: v.finished !== false,
     stale,
     history: joins,
     first,
@@ -327,7 +328,10 @@ export function panel(s) {
         `<td>${esc(c.stage ?? "-")}</td><td>${c.caught ? esc(c.category) : `${c.category ? esc(c.category) + " " : ""}<b>NOT CAUGHT</b> (its case fails)`}</td><td>${esc(c.ratio_to_budget ?? "-")}</td></tr>`).join("") +
       "</table></details>";
   // a headline that is not green shows what it rests on when the first divergence does not: what was not judged, or the findings
-  const says = s.findings.length ? s.findings.join("; ") : s.notJudged.length ? "not judged: " + s.notJudged.join(", ") : "";
+  const says = s.notJudged.length
+    ? `planned but not judged: ${s.notJudged.length}${s.planned !== null ? ` of ${s.planned}` : ""} (${s.notJudged.join(", ")})` +
+      (s.finished ? "" : "; the run did not end: interrupted, killed or crashed")
+    : s.findings.join("; ");
   const who = s.engine || s.model
     ? `<span class="k3-model">${esc(s.engine ?? "")}${s.model ? ` (${esc(s.model)})` : ""}${s.reference ? ` against ${esc(s.reference)}` : ""}</span>` : "";
   return `<section id="k3-story" data-verdict="${esc(s.verdict)}">
