@@ -8,9 +8,13 @@
 //       reference, the only history Allure is given
 //   node report-story.mjs keep STORY.json LIKE.jsonl HISTORY.jsonl
 //       appends the run Allure added to LIKE.jsonl to the history, tagged with its engine and reference
+//   node report-story.mjs merged MERGED.json OUT ROOT
+//       k3 conform --merge ROOT's decision (its --json) as a run's verdict file in OUT, copied as it decided it
+//   node report-story.mjs headline RESULTS...
+//       what the first screen renders first for each results folder, one a line: the headline, a tab, the first divergence
 //   node report-story.mjs inject STORY.json INDEX.html...
 //       puts the story above Allure's own page in each report file (the folder's and the single file)
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { appendFileSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -451,11 +455,41 @@ function inject(storyFile, files) {
   }
 }
 
+/**
+ * k3 conform --merge ROOT's own decision (its --json) as one more run's verdict file in OUT: copied as it decided it,
+ * its words the headline, never re-mapped here; the merge is no run of its own to keep in the history.
+ */
+export function merged(jsonFile, out, where) {
+  const m = JSON.parse(readFileSync(jsonFile, "utf8"));
+  const decided = m?.verdict;
+  if (decided === null || typeof decided !== "object" || Array.isArray(decided) || !("outcome" in decided)) {
+    throw new Error(`k3 conform --merge ${where} wrote no verdict object`);
+  }
+  const run = "merge-" + randomUUID().slice(0, 12);
+  const verdict = { ...decided, run, headline: decided.words, joins_history: false, model: where };
+  writeFileSync(join(out, `k3-run-${run}-plan.json`), JSON.stringify({ format: "k3-plan", run, checkpoint: true, merge: where, shards: m.shards ?? [] }));
+  writeFileSync(join(out, `k3-run-${run}-verdict.json`), JSON.stringify(verdict));
+}
+
+/** What the first screen renders first for each results folder, one line a folder: the headline, a tab, the first divergence line. */
+function headline(dirs) {
+  for (const dir of dirs) {
+    const storyFile = join(dir, "k3-story.json");
+    prepare(dir, storyFile, null);
+    const s = JSON.parse(readFileSync(storyFile, "utf8"));
+    rmSync(storyFile);
+    const html = panel(s), text = (re) => re.exec(html)[1].replace(/<[^>]*>/g, "");
+    process.stdout.write(text(/data-k3-verdict>([^<]*)</) + "\t" + text(/data-k3-first-divergence>(.*?)<\/dd>/s) + "\n");
+  }
+}
+
 const [cmd, ...args] = process.argv.slice(2);
 if (cmd === "prepare") prepare(args[0], args[1], args[2], args[3]);
 else if (cmd === "keep") keep(args[0], args[1], args[2]);
+else if (cmd === "merged") merged(args[0], args[1], args[2]);
+else if (cmd === "headline") headline(args);
 else if (cmd === "inject") inject(args[0], args.slice(1));
 else if (cmd) {
-  console.error("usage: report-story.mjs prepare RESULTS STORY.json [HISTORY.jsonl [LIKE.jsonl]] | keep STORY.json LIKE.jsonl HISTORY.jsonl | inject STORY.json INDEX.html...");
+  console.error("usage: report-story.mjs prepare RESULTS STORY.json [HISTORY.jsonl [LIKE.jsonl]] | keep STORY.json LIKE.jsonl HISTORY.jsonl | merged MERGED.json OUT ROOT | headline RESULTS... | inject STORY.json INDEX.html...");
   process.exit(2);
 }
