@@ -58,7 +58,7 @@ class DoorsAgreeGate {
     static final int FAULT_LAYER = 45;
     static final long SEED = 38;
 
-    enum Door { CONFORM, LOSSY, COMPARE_FOLDER, COMPARE_NPZ, COMPARE_NPY, AGAINST, API, MAVEN, REPORT }
+    enum Door { CONFORM, CONFORM_JSON, LOSSY, COMPARE_FOLDER, COMPARE_NPZ, COMPARE_NPY, AGAINST, API, MAVEN, REPORT }
 
     /** A case: its fault, planted in a perfect port, and the outcome each door must give (a door absent does not apply). */
     record Case(String name, Consumer<CandidateFixture> plant, Map<Door, Verdict.Outcome> expected) {}
@@ -83,6 +83,7 @@ class DoorsAgreeGate {
                                             Verdict.Outcome layersOnly) {
         Map<Door, Verdict.Outcome> m = new EnumMap<>(Door.class);
         m.put(Door.CONFORM, layersAndLogits);
+        m.put(Door.CONFORM_JSON, layersAndLogits);
         m.put(Door.API, layersAndLogits);
         m.put(Door.LOSSY, lossy);
         m.put(Door.COMPARE_FOLDER, logitsOnly);
@@ -154,7 +155,11 @@ class DoorsAgreeGate {
 
     static Seen door(Door d, Path folder, Path npz, Path npy) {
         return switch (d) {
-            case CONFORM -> k3("conform", "--candidate", folder.toString(), "--reference", dump, "--layers", LAYERS, "--threads", "1");
+            case CONFORM -> {
+                deleteQuietly(folder.resolveSibling(CONFORM_JSON));
+                yield k3("conform", "--candidate", folder.toString(), "--reference", dump, "--layers", LAYERS, "--threads", "1", "--json", folder.resolveSibling(CONFORM_JSON).toString());
+            }
+            case CONFORM_JSON -> json(folder.resolveSibling(CONFORM_JSON));
             case LOSSY -> k3("conform", "--candidate", folder.toString(), "--reference", dump, "--layers", LAYERS, "--threads", "1", "--lossy");
             case COMPARE_FOLDER -> k3("compare-logits", folder.toString(), "--reference", dump);
             case COMPARE_NPZ -> k3("compare-logits", npz.toString(), "--reference", dump);
@@ -166,7 +171,30 @@ class DoorsAgreeGate {
         };
     }
 
-    static final String MAVEN_RESULTS = "maven-results";
+    static final String MAVEN_RESULTS = "maven-results", CONFORM_JSON = "conform.json";
+
+    /**
+     * The verdict {@code k3 conform --json} wrote beside its VERDICT line (the CONFORM door's run): its outcome. A run
+     * refused before anything was graded writes none: REFUSED, as its exit says, only when the door's own exit said so.
+     */
+    static Seen json(Path file) {
+        if (!Files.isRegularFile(file)) return new Seen(null, -1, "k3 conform --json wrote no " + file);
+        try {
+            var v = new com.fasterxml.jackson.databind.ObjectMapper().readTree(file.toFile()).path("verdict");
+            String outcome = v.path("outcome").asText("");
+            return new Seen(outcome.isEmpty() ? null : Verdict.Outcome.valueOf(outcome), v.path("exit_code").asInt(-1), v.toString());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static void deleteQuietly(Path p) {
+        try {
+            Files.deleteIfExists(p);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
 
     /**
      * The verdict file a {@code -Pcandidate} run of the layer and logit gates writes (its outcome), made in this JVM by
