@@ -5,9 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.qameta.allure.Epic;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -21,13 +21,13 @@ import java.util.function.Function;
 import k3j.api.CannotJudge;
 import k3j.api.Conform;
 import k3j.cli.K3;
-import k3j.conform.ReferenceDump;
-import k3j.conform.Verdict;
+import k3j.dump.ReferenceDump;
 import k3j.harness.CandidateFixture;
 import k3j.harness.CheckpointItems;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.model.Assembly;
+import k3j.verdict.Verdict;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -205,7 +205,7 @@ class DoorsAgreeGate {
         Path results = folder.resolveSibling(MAVEN_RESULTS);
         try {
             deleteTree(results);
-            Map<String, Object> v = CheckpointItems.candidateRun(folder, Path.of(dump), k3j.conform.LayerSelection.parse(LAYERS, ref.layerCount()), "doors", results);
+            Map<String, Object> v = CheckpointItems.candidateRun(folder, Path.of(dump), k3j.compare.LayerSelection.parse(LAYERS, ref.layerCount()), "doors", results);
             return new Seen(Verdict.Outcome.valueOf(String.valueOf(v.get("outcome"))), -1, String.valueOf(v));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -243,7 +243,7 @@ class DoorsAgreeGate {
     static Seen api(Path folder) {
         Conform.Options o = Conform.Options.DEFAULTS.withThreads(1).withReference(Path.of(dump), List.of());
         try (Conform c = Conform.candidate(folder, o)) {
-            var report = c.report(k3j.conform.LayerSelection.parse(LAYERS, c.layerCount()), false);
+            var report = c.report(k3j.compare.LayerSelection.parse(LAYERS, c.layerCount()), false);
             var decision = report.decision();
             return new Seen(Verdict.Outcome.valueOf(decision.outcome().name()), decision.exitCode(), decision.text());
         } catch (CannotJudge e) {

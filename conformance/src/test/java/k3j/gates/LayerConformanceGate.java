@@ -12,20 +12,20 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.stream.Stream;
 import k3j.bisect.Bisect;
-import k3j.conform.Budget;
-import k3j.conform.Causes;
-import k3j.conform.Charts;
-import k3j.conform.Conformance;
-import k3j.conform.Finding;
-import k3j.conform.LayerReport;
-import k3j.conform.LayerSelection;
-import k3j.conform.StageMetric;
+import k3j.compare.Causes;
+import k3j.compare.Charts;
+import k3j.compare.Conformance;
+import k3j.compare.LayerReport;
+import k3j.compare.LayerSelection;
+import k3j.compare.StageMetric;
+import k3j.dump.Budget;
 import k3j.harness.CheckpointItems;
 import k3j.harness.CheckpointUnderTest;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.harness.ReportPart;
 import k3j.harness.RunPlan;
+import k3j.verdict.Finding;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Tag;
@@ -69,9 +69,9 @@ class LayerConformanceGate {
         Evidence.parameter("layers", LayerSelection.format(CheckpointUnderTest.selected()));
         Evidence.text("budget rule", c.budget().rule() + "\nverdict bands: <= 1 budget conforms; < " + Finding.BINDING_RATIO
                 + "x rounding drift; >= " + Finding.BINDING_RATIO + "x or a routing difference binding error");
-        k3j.conform.Invariants.Item match = CheckpointItems.modelMatch(c);
+        k3j.verdict.Invariants.Item match = CheckpointItems.modelMatch(c);
         RunPlan.judged(RunPlan.MODEL_MATCH, match);
-        if (match.status() != k3j.conform.Invariants.Status.PASS) fail(match.why());
+        if (match.status() != k3j.verdict.Invariants.Status.PASS) fail(match.why());
     }
 
     /** One layer case: its display name is the report's case name, "L37 MLA" (and "L 5 KDA", see {@link Evidence#layer}). */
@@ -101,9 +101,9 @@ class LayerConformanceGate {
         Evidence.json("stage metrics", metrics(r, c, diagnosis));
         Evidence.text("verdict", r.line());
         if (diagnosis != null) Evidence.text("bisect", diagnosis);
-        k3j.conform.Invariants.Item judged = k3j.conform.Invariants.layer(r);
+        k3j.verdict.Invariants.Item judged = r.item();
         RunPlan.judged("L" + layer, judged);   // the run's verdict file judges the layer as this item: a missing stage is not judged, not a failure
-        k3j.conform.Verdict v = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, List.of(judged));
+        k3j.verdict.Verdict v = k3j.verdict.Invariants.decide(k3j.verdict.Invariants.Mode.FLOAT32, List.of(judged));
         if (!v.green()) fail(failure(r, diagnosis));
     }
 

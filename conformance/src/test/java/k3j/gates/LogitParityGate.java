@@ -7,17 +7,17 @@ import io.qameta.allure.Epic;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import k3j.conform.Charts;
-import k3j.conform.ConformException;
-import k3j.conform.Conformance;
-import k3j.conform.Finding;
-import k3j.conform.Invariants;
-import k3j.conform.LogitParity;
+import k3j.compare.Charts;
+import k3j.compare.Conformance;
+import k3j.compare.LogitParity;
 import k3j.harness.CheckpointItems;
 import k3j.harness.CheckpointUnderTest;
 import k3j.harness.Evidence;
 import k3j.harness.ReportPart;
 import k3j.harness.RunPlan;
+import k3j.verdict.ConformException;
+import k3j.verdict.Finding;
+import k3j.verdict.Invariants;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -60,7 +60,7 @@ class LogitParityGate {
             RunPlan.judged(RunPlan.GREEDY, CheckpointItems.unjudged(RunPlan.GREEDY, e));
             throw e;
         }
-        Invariants.Item judged = Invariants.greedy(g, null);
+        Invariants.Item judged = LogitParity.greedyItem(g, null);
         RunPlan.judged(RunPlan.GREEDY, judged);
         Evidence.parameter("generated ids equal", g.equal() ? g.reference().length + "/" + g.reference().length : "first divergence at step " + g.firstDivergence());
         Evidence.text("greedy ids", g.text());
@@ -121,9 +121,9 @@ class LogitParityGate {
                 + "<img alt=\"engine vs reference logits\" style=\"max-width:100%\" src=\"data:image/svg+xml;base64,"
                 + java.util.Base64.getEncoder().encodeToString(svg.getBytes(java.nio.charset.StandardCharsets.UTF_8)) + "\"/>");
         Finding f = r.finding();
-        Invariants.Item judged = Invariants.float32Logits(item, r, false);
+        Invariants.Item judged = LogitParity.item(item, r, false);
         RunPlan.judged(item, judged);
-        k3j.conform.Verdict v = Invariants.decide(Invariants.Mode.FLOAT32, List.of(judged));
+        k3j.verdict.Verdict v = Invariants.decide(Invariants.Mode.FLOAT32, List.of(judged));
         Evidence.json("verdict", v.json());
         if (!v.green()) {
             fail(f.tag() + " logits (" + r.mode() + "): max|diff| / max|ref| = " + Evidence.format(r.relToMaxRef()) + " = " + Evidence.format(r.ratioToBudget())

@@ -3,9 +3,9 @@ package k3j.harness;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.util.List;
-import k3j.conform.Finding;
-import k3j.conform.Invariants;
-import k3j.conform.Verdict;
+import k3j.verdict.Finding;
+import k3j.verdict.Invariants;
+import k3j.verdict.Verdict;
 
 /**
  * A gate's case judged by the one decision (docs/semantics.md §10.11) instead of a threshold of the gate's own: each

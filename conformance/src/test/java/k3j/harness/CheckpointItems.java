@@ -8,13 +8,14 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import k3j.conform.Causes;
-import k3j.conform.ConformException;
-import k3j.conform.Conformance;
-import k3j.conform.Finding;
-import k3j.conform.Invariants;
-import k3j.conform.LayerReport;
-import k3j.conform.PlanVerdict;
+import k3j.compare.Causes;
+import k3j.compare.Conformance;
+import k3j.compare.LayerReport;
+import k3j.compare.LogitParity;
+import k3j.verdict.ConformException;
+import k3j.verdict.Finding;
+import k3j.verdict.Invariants;
+import k3j.verdict.PlanVerdict;
 
 /**
  * The items a run of the checkpoint gates plans and how each one is judged, in one place for the gates, {@link RunPlan}
@@ -62,7 +63,7 @@ public final class CheckpointItems {
     public static Invariants.Item logits(Conformance c, boolean incremental) {
         String item = incremental ? RunPlan.LOGITS_INCREMENTAL : RunPlan.LOGITS_FULL;
         try {
-            return Invariants.float32Logits(item, c.teacherForcing(incremental), false);
+            return LogitParity.item(item, c.teacherForcing(incremental), false);
         } catch (ConformException e) {
             return unjudged(item, e);
         }
@@ -71,7 +72,7 @@ public final class CheckpointItems {
     /** Greedy generation against the reference's ids. */
     public static Invariants.Item greedy(Conformance c) {
         try {
-            return Invariants.greedy(c.greedy(), null);
+            return LogitParity.greedyItem(c.greedy(), null);
         } catch (ConformException e) {
             return unjudged(RunPlan.GREEDY, e);
         }
@@ -91,7 +92,7 @@ public final class CheckpointItems {
             judged.put(RunPlan.CHECKPOINT_OPENED, Invariants.Item.pass(RunPlan.CHECKPOINT_OPENED));
             story.identity(c.candidateDump().engine(), candidate.toString(), c.dump().source().toString(), c.dump().manifestSha256(), true);
             judged.put(RunPlan.MODEL_MATCH, modelMatch(c));
-            for (LayerReport r : layers(c, layers)) judged.put("L" + r.layer(), Invariants.layer(r));
+            for (LayerReport r : layers(c, layers)) judged.put("L" + r.layer(), r.item());
             judged.put(RunPlan.LOGITS_FULL, logits(c, false));
             judged.put(RunPlan.LOGITS_INCREMENTAL, logits(c, true));
             judged.put(RunPlan.GREEDY, greedy(c));
