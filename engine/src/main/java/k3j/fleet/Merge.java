@@ -333,6 +333,8 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
         ObjectNode root = StrictJson.MAPPER.createObjectNode();
         Judged.putLayers(root.putArray("layers"), judged.layers());
         Summary.putVerdict(root, judged, judgedLayers, verdict, notJudged);
+        // the one decision itself, as k3 conform --json writes it (docs/formats.md §15): what the report renders
+        root.set("verdict", StrictJson.MAPPER.valueToTree(verdict.json()));
         if (identity != null) root.put("count", identity.count());
         toRun.forEach(root.putArray("shards_to_run")::add);
         shards.forEach(root.putArray("shards")::add);
