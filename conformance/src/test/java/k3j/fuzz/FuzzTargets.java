@@ -250,7 +250,7 @@ public final class FuzzTargets {
         Path dir = Shards.finished("merge");
         Shards.results(dir, data);
         try {
-            k3j.fleet.Merge m = k3j.fleet.Merge.of(dir.getParent(), sha -> Shards.reference(), null);
+            k3j.fleet.Merge m = k3j.fleet.Merge.of(dir.getParent(), sha -> Shards.reference(), new k3j.fleet.TensorDigests(new java.util.TreeMap<>()));
             if (m.verdict().green() && m.judgedLayers().size() != Shards.reference().layerCount()) {
                 throw new IllegalStateException("a merge passed judging " + m.judgedLayers() + " of the reference's " + Shards.reference().layerCount() + " layers");
             }
