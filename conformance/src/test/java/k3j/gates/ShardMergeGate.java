@@ -322,7 +322,7 @@ class ShardMergeGate {
         int holder = -1;
         for (int i = 0; i < N && holder < 0; i++) {
             String layers = JSON.readTree(tmp.resolve("clean/shard-" + i + "-of-" + N + "/plan.json").toFile()).path("layers").asText();
-            if (!layers.equals("-") && k3j.conform.LayerSelection.parse(layers, 93).contains(5)) holder = i;
+            if (!layers.equals("-") && k3j.compare.LayerSelection.parse(layers, 93).contains(5)) holder = i;
         }
         Path other = tmp.resolve("unsampled-run");
         k3ok(-1, "conform", copy.toString(), "--reference", reference.toString(), "--threads", "1", "--shard", holder + "/" + N, "--results", other.toString());
@@ -360,7 +360,7 @@ class ShardMergeGate {
             for (int i = 0; i < N; i++) {
                 JsonNode plan = JSON.readTree(tmp.resolve("clean/shard-" + i + "-of-" + N + "/plan.json").toFile());
                 String layers = plan.path("layers").asText();
-                if (plan.path("logits").asBoolean() || (!layers.equals("-") && k3j.conform.LayerSelection.parse(layers, 93).contains(5))) readL5++;
+                if (plan.path("logits").asBoolean() || (!layers.equals("-") && k3j.compare.LayerSelection.parse(layers, 93).contains(5))) readL5++;
             }
             assertEquals(2, readL5, "the plan puts L5 and the logit part in two shards");
             assertEquals(readL5, r.output().lines().filter(l -> l.contains("FOREIGN     judged other tensor bytes") && l.contains("layers.5.self_attn.q_proj.weight (other bytes")).count(),
@@ -395,7 +395,7 @@ class ShardMergeGate {
         assertEquals(0, t.exit(), t.output());
         assertTrue(JSON.readTree(Path.of(torchRoot + ".merged.json").toFile()).path("summary").path("reference").asText().startsWith("reference: torch"), t.output());
         Path k3jRef = tmp.resolve("k3j-reference");
-        String prompt = String.join(",", java.util.Arrays.stream(k3j.conform.ReferenceDump.open(reference).promptIds()).mapToObj(Integer::toString).toList());
+        String prompt = String.join(",", java.util.Arrays.stream(k3j.dump.ReferenceDump.open(reference).promptIds()).mapToObj(Integer::toString).toList());
         k3ok(0, model.toString(), "--ids", prompt, "--gen", "1", "--threads", "1", "--reference", reference.toString(), "--dump-reference", k3jRef.toString());
         Path root = tmp.resolve("k3j-run");
         for (int i = 0; i < 2; i++) k3ok(0, "conform", model.toString(), "--reference", k3jRef.toString(), "--threads", "1", "--shard", i + "/2", "--results", root.toString());

@@ -14,7 +14,7 @@ final class ConformMerge {
             + "(k3 digest MODEL --out FILE; docs/formats.md §18.5); every shard's tensors are judged against it, never against a sample";
 
     /** Prints the merged run and its verdict (what must be judged from the reference {@code reference} finds; every shard's tensors checked against the digest manifest {@code digests}), writes {@code json} when given; exits by the verdict (INCOMPLETE: 3). */
-    static int run(Path root, java.util.function.Function<String, k3j.conform.ReferenceDump> reference, Path digests, Path json, PrintWriter out, PrintWriter err) throws IOException {
+    static int run(Path root, java.util.function.Function<String, k3j.dump.ReferenceDump> reference, Path digests, Path json, PrintWriter out, PrintWriter err) throws IOException {
         k3j.fleet.Merge m;
         try {
             m = k3j.fleet.Merge.of(root, reference, k3j.fleet.TensorDigests.read(digests));
