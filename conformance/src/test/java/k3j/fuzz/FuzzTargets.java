@@ -158,7 +158,10 @@ public final class FuzzTargets {
         try {
             History h = History.read(Scratch.file("history.jsonl", data));
             h.sha256();
-            h.toJsonl();
+            // what is saved reads back as the same messages, an interrupted reply's mark included
+            if (!History.read(Scratch.file("again.jsonl", h.toJsonl())).messages().equals(h.messages())) {
+                throw new IllegalStateException("a history read back from its own save differs");
+            }
         } catch (ChatException refused) {
             // a clean refusal
         }
