@@ -62,8 +62,8 @@ final class ConformCommand implements Callable<Integer> {
             + "(chunked, restored, batched); names the first layer, stage and position where A and B part, then judges each against the reference")
     Path against;
 
-    @Option(names = "--digests", paramLabel = "FILE", description = "with --merge: the model's per-tensor digest manifest (k3 digest MODEL --out FILE); "
-            + "every shard's tensors must be its")
+    @Option(names = "--digests", paramLabel = "FILE", description = "with --merge (required): the model's per-tensor digest manifest, made once "
+            + "(k3 digest MODEL --out FILE); every shard's tensors must be its")
     Path digests;
 
     @Option(names = "--dumps", paramLabel = "DIR", description = "another folder to search for the matching dump (repeatable)")
@@ -107,6 +107,7 @@ final class ConformCommand implements Callable<Integer> {
             if (modelFolder.given() || candidate != null || shard != null || results != null || scope.layers != null || scope.experts || verifyData || lossy.on || chart != null) {
                 throw usage("--merge ROOT merges what the shards judged: give no MODEL_DIR, --candidate, --shard, --results, --layers, --experts, --verify-data, --lossy or --chart");
             }
+            if (digests == null) throw usage(ConformMerge.NEEDS_DIGESTS);
             try {
                 new k3j.io.Outputs().input(merge, "the results root (--merge)").input(ReferenceOption.of(reference), "the reference (--reference)")
                         .input(digests, "the digest manifest (--digests)").file(json, "--json");
