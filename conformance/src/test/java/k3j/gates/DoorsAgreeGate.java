@@ -369,7 +369,9 @@ class DoorsAgreeGate {
                     deleteTree(dir);
                     ShardMergeGate.copy(tmp.resolve("shards-" + k.model()), dir.resolve("root"));
                     if (k.missingShard() != null) ShardMergeGate.delete(dir.resolve("root/shard-" + k.missingShard() + "-of-" + SHARDS));
-                    yield k3("conform", "--merge", dir.resolve("root").toString(), "--json", dir.resolve("merged.json").toString());
+                    Path digests = tmp.resolve("digests-" + k.model() + ".json");
+                    if (!Files.exists(digests)) k3("digest", model.toString(), "--out", digests.toString());
+                    yield k3("conform", "--merge", dir.resolve("root").toString(), "--digests", digests.toString(), "--json", dir.resolve("merged.json").toString());
                 }
                 case MERGE_REPORT -> {
                     // ci/report's rendering of a shard root's merge: the merge's --json as a verdict file, its headline rendered
