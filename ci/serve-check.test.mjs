@@ -270,8 +270,32 @@ test('several client processes at once: each answer has the bits of k3 run on it
   assert.ok(served >= 3, `only ${served} of ${cases.length} client processes were served`);
 });
 
+let miniServer = null;
+const miniServe = () => (miniServer ??= serve(MINI, ['--context', '256']));
+
+test('a client that hangs up on an answer sent whole (not streamed) frees its slot within one step', async () => {
+  const mini = await miniServe();
+  const { port } = new URL(mini.base);
+  const body = JSON.stringify({ prompt: [5, 17], max_tokens: 250, temperature: 0, ignore_eos: true });
+  const sock = net.connect(Number(port), '127.0.0.1');
+  sock.on('error', () => {});
+  await new Promise(r => sock.once('connect', r));
+  sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  let active = 0;
+  for (let i = 0; i < 600 && active === 0; i++) { active = await metric(mini, 'k3_active_sequences'); if (!active) await new Promise(r => setTimeout(r, 10)); }
+  assert.equal(active, 1, 'the request never became active');
+  const before = await metric(mini, 'k3_steps_total');
+  sock.destroy();
+  for (let i = 0; i < 400 && active !== 0; i++) { active = await metric(mini, 'k3_active_sequences'); if (active) await new Promise(r => setTimeout(r, 25)); }
+  const steps = await metric(mini, 'k3_steps_total') - before;
+  assert.equal(active, 0, `the abandoned sequence still runs ${steps} steps after its client hung up`);
+  // the step running when the client hung up, and one that may have ended between reading the count and hanging up:
+  // the sequence is cancelled at the first id after the close, never at its length (250 steps)
+  assert.ok(steps <= 2, `the abandoned sequence ran ${steps} steps after its client hung up`);
+});
+
 test('mini-k3-93 (ids only): completions match k3 run bit for bit; a text prompt and chat are 400', async () => {
-  const mini = await serve(MINI, ['--context', '256']);
+  const mini = await miniServe();
   const m = client(mini);
   const ids = [5, 17, 42, 99, 3];
   const r = await m.completions.create({ model: 'mini-k3-93', prompt: ids, max_tokens: 4, temperature: 0, logprobs: 5 });
