@@ -175,6 +175,39 @@ test('a stop string ends the text where it first appears and cancels the sequenc
   assert.equal(cut.choices[0].finish_reason, 'stop');
 });
 
+/** A token's name as OpenAI prints it, from the tokenizer file itself: its UTF-8 text, or bytes:\xNN... for bytes that are not UTF-8 alone. */
+const tinyBytes = new Map(readFileSync(path.join(root, TINY, 'tiktoken.model'), 'utf8').trim().split('\n').map(l => l.split(' ')).map(([b, r]) => [Number(r), Buffer.from(b, 'base64')]));
+function tokenName(id) {
+  const b = tinyBytes.get(id);
+  try { return new TextDecoder('utf-8', { fatal: true }).decode(b); } catch { return 'bytes:' + [...b].map(x => '\\x' + x.toString(16).padStart(2, '0')).join(''); }
+}
+
+test('a token that is not UTF-8 on its own is named bytes:\\xNN in completions and chat logprobs, never U+FFFD', async () => {
+  const r = await ai.completions.create({ model: 'tiny-k3', prompt: [3, 4], max_tokens: 3, temperature: 0, logprobs: 20, ignore_eos: true });
+  const c = r.choices[0];
+  assert.ok(c.token_ids.includes(228), `the greedy ids ${c.token_ids} no longer hold 228 (byte 0xe4, a character's first byte): pick another prompt`);
+  assert.deepEqual(c.logprobs.tokens, c.token_ids.map(tokenName));
+  assert.equal(c.logprobs.tokens[c.token_ids.indexOf(228)], 'bytes:\\xe4');
+  let named = 0;
+  for (const alts of c.logprobs.top_logprobs) {
+    assert.equal(Object.keys(alts).length, 20, 'twenty alternatives, each named apart');
+    for (const k of Object.keys(alts)) {
+      assert.ok(!k.includes('\ufffd'), `an alternative is printed with U+FFFD: ${JSON.stringify(k)}`);
+      named += k.startsWith('bytes:');
+    }
+  }
+  assert.ok(named > 0, 'no alternative was a partial character: the case is not exercised');
+  const chat = await ai.chat.completions.create({ model: 'tiny-k3', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3, temperature: 0, logprobs: true, top_logprobs: 20 });
+  let seen = 0;
+  for (const e of chat.choices[0].logprobs.content) for (const t of [e, ...e.top_logprobs]) {
+    const bytes = Buffer.from(t.bytes);
+    const id = [...tinyBytes].find(([, b]) => b.equals(bytes))?.[0];   // none: an added token (the chat's markers), UTF-8 text
+    assert.equal(t.token, id !== undefined ? tokenName(id) : new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    seen += t.token.startsWith('bytes:');
+  }
+  assert.ok(seen > 0, 'no chat alternative was a partial character: the case is not exercised');
+});
+
 const bad = [
   ['malformed JSON', '/v1/completions', '{"prompt": [1, 2', 400, null],
   ['a body over the limit', '/v1/completions', JSON.stringify({ prompt: 'x'.repeat(30000), max_tokens: 1 }), 413, null],
