@@ -90,8 +90,9 @@ final class ServeCommand implements Callable<Integer> {
         int workers = threads.count();
         MemInfo mem = MemInfo.read();
         MemoryOptions.Budgets budgets = memory.budgets(mem, err::println);
+        k3j.api.MachineMemory machine = new k3j.api.MachineMemory(mem.totalBytes(), mem.availableBytes());
         Engine.Options opts = Engine.Options.DEFAULTS.withThreads(workers).plannedFor(context, 0, true)
-                .withMemory(new k3j.api.MachineMemory(mem.totalBytes(), mem.availableBytes())).withReport(s -> {
+                .withMemory(machine).withReport(s -> {
                     err.print(s);
                     err.flush();
                 }, err::println);
@@ -110,7 +111,7 @@ final class ServeCommand implements Callable<Integer> {
         }
         try (Engine engine = Engine.open(dir, memory.plan(budgets), opts)) {
             int ctx = Math.min(context, engine.maxPositions());
-            try (Serving serving = Serving.open(engine, new Serving.Limits(maxActive, maxQueued, prefillChunk, ctx))) {
+            try (Serving serving = Serving.open(engine, new Serving.Limits(maxActive, maxQueued, prefillChunk, ctx), machine)) {
                 String id = name != null ? name : dir.toAbsolutePath().normalize().getFileName().toString();
                 Server server = Server.start(serving, ServedText.of(engine), new Server.Settings(host, port, id, apiKey, maxBody,
                         Duration.ofMillis(Math.round(idleTimeout * 1000)), Duration.ofMillis(Math.round(requestTimeout * 1000)), ctx, tokensAsIds));
