@@ -10,9 +10,9 @@ import k3j.api.Serving;
 /**
  * One submitted sequence seen from its HTTP request: the batch's thread puts what the sequence produces on a queue
  * (never blocking), the request's thread takes it, turns ids into text, ends the text at a stop string and cancels
- * the sequence there, at the chat's end of message, or when its client is gone: a write that fails, or (for an
- * answer sent whole) the connection seen closed at each of its ids, on the batch's thread, so the slot is free
- * before the next step, and while it waits in the queue.
+ * the sequence there, at the chat's end of message, or when its client is gone: the connection seen closed at each
+ * of its ids, on the batch's thread (so the slot is free before the next step), while it waits in the queue, or a
+ * write that fails.
  */
 final class Call implements Serving.Sink {
     /** What the sequence produced. */

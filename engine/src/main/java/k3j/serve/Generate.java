@@ -13,7 +13,7 @@ import k3j.api.Serving;
 /**
  * POST /v1/completions and /v1/chat/completions once the body is checked: the sequence submitted to the batch,
  * its events turned into one answer or into server-sent events ending in {@code data: [DONE]}. A client gone
- * mid-stream (a write fails) cancels its sequence; the batch frees its slot before the next step.
+ * (its connection closed, or a write that fails) cancels its sequence; the batch frees its slot before the next step.
  */
 final class Generate {
     private final Serving serving;

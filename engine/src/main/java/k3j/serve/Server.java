@@ -167,7 +167,7 @@ public final class Server implements AutoCloseable {
                 ctx.json(generate.whole(job, peerClosed(ctx)));
                 return;
             }
-            Call call = generate.submit(job, () -> false);   // a stream's client is seen gone when a write fails
+            Call call = generate.submit(job, peerClosed(ctx));
             ctx.status(200);
             var res = ctx.res();
             res.setContentType("text/event-stream; charset=utf-8");
