@@ -86,20 +86,16 @@ public final class MatVec {
      */
     static void scalar(float[] y, float[] x, int tokens, Matrix w) {
         int in = w.cols(), out = w.rows();
-        boolean bf16 = w.type() == WeightType.BF16;
-        MemorySegment seg = w.data();
-        // One bulk copy per row, then plain array loads: a MemorySegment access per element is a deep VarHandle
-        // call chain until C2 has compiled it, which made the first tokens of a small model crawl.
-        short[] hb = bf16 ? new short[in] : null;
-        float[] fb = new float[in];
-        for (int o = 0; o < out; o++) {
-            if (bf16) {
-                MemorySegment.copy(seg, Matrix.BF16, 2L * in * o, hb, 0, in);
-                for (int i = 0; i < in; i++) fb[i] = Fp.bf16(hb[i]);
-            } else {
-                MemorySegment.copy(seg, Matrix.F32, 4L * in * o, fb, 0, in);
+        // several rows per bulk copy (Matrix.rows): a copy's set-up is a call chain too until C2 compiles it
+        int per = Math.max(1, Math.min(out, 8192 / in));
+        short[] hb = new short[w.type() == WeightType.BF16 ? per * in : 0];
+        float[] fb = new float[per * in];
+        for (int o0 = 0; o0 < out; o0 += per) {
+            int n = Math.min(per, out - o0);
+            w.rows(o0, n, fb, hb);
+            for (int k = 0; k < n; k++) {
+                for (int t = 0; t < tokens; t++) y[t * out + o0 + k] = row(fb, k * in, x, t * in, in);
             }
-            for (int t = 0; t < tokens; t++) y[t * out + o] = row(fb, 0, x, t * in, in);
         }
     }
 
