@@ -9,8 +9,8 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import k3j.conform.Invariants;
-import k3j.conform.Verdict;
+import k3j.verdict.Invariants;
+import k3j.verdict.Verdict;
 
 /**
  * One verdict over several runs' verdict files (CI's profiles in one report, a shard root's shards and their merge),

@@ -14,13 +14,12 @@ import k3j.cache.CacheTrace;
 import k3j.chat.ChatException;
 import k3j.chat.History;
 import k3j.cli.K3;
+import k3j.compare.Conformance;
 import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
-import k3j.conform.ConformException;
-import k3j.conform.Conformance;
-import k3j.conform.LogitFile;
-import k3j.conform.ReferenceDump;
+import k3j.dump.LogitFile;
+import k3j.dump.ReferenceDump;
 import k3j.io.CheckpointException;
 import k3j.io.CheckpointIndex;
 import k3j.io.CheckpointSummary;
@@ -31,6 +30,7 @@ import k3j.tokenizer.Tokenizer;
 import k3j.tokenizer.TokenizerException;
 import k3j.trunk.TrunkException;
 import k3j.trunk.TrunkManifest;
+import k3j.verdict.ConformException;
 import picocli.CommandLine;
 
 /**
@@ -116,7 +116,7 @@ public final class FuzzTargets {
         boolean zip = data.length >= 2 && data[0] == 'P' && data[1] == 'K';
         Path f = Scratch.file(zip ? "x.npz" : "x.safetensors", data);
         try {
-            k3j.conform.CandidateDump c = k3j.conform.CandidateDump.open(f);
+            k3j.dump.CandidateDump c = k3j.dump.CandidateDump.open(f);
             c.checkAgainst(Scratch.miniReference());
             c.stages(0, Scratch.miniReference().ids().length);
             c.logits(false);
@@ -210,12 +210,12 @@ public final class FuzzTargets {
     /** A hosted API's response with logprobs (compare-logits), its tokens mapped through the tiny oracle's tokenizer. */
     public static void provider(byte[] data) {
         try {
-            k3j.conform.ProviderResponse r = k3j.conform.ProviderResponse.read(Scratch.file("response.json", data));
+            k3j.provider.ProviderResponse r = k3j.provider.ProviderResponse.read(Scratch.file("response.json", data));
             synchronized (FuzzTargets.class) {
                 if (tinyTokenizer == null) tinyTokenizer = k3j.tokenizer.Tokenizer.load(Scratch.repo("oracle-fixtures/tiny-k3"));
             }
-            k3j.conform.ProviderGrade.ids(r, tinyTokenizer, 256);
-        } catch (k3j.conform.ProviderResponse.RefusedException refused) {
+            k3j.provider.ProviderGrade.ids(r, tinyTokenizer, 256);
+        } catch (k3j.provider.ProviderResponse.RefusedException refused) {
             // a clean refusal
         }
     }

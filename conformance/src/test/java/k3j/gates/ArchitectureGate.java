@@ -25,32 +25,37 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The structure that keeps one verdict (docs/semantics.md §10.11), as rules over the compiled engine: only the verdict
- * constructs a verdict's value; a front door that judges takes its exit code from the verdict alone; no package
- * cycles; front doors → API → the rest, never back up. Each rule is a function of the package root, so the same rule
- * runs over {@code k3j} (it must hold) and over the planted miniature {@code k3j.planted} (it must report every planted
- * violation and no legal planted class).
+ * package constructs a verdict's value; a front door that judges takes its exit code from the verdict alone; no package
+ * cycles; front doors → API → the rest, never back up; and below the API the decision under the evidence it judges
+ * (verdict ← dump ← compare ← capture, provider), never the reverse. Each rule is a function of the package root, so the
+ * same rule runs over {@code k3j} (it must hold) and over the planted miniature {@code k3j.planted} (it must report every
+ * planted violation and no legal planted class).
  */
 @Tag("architecture")
 @Epic("verdicts")
 class ArchitectureGate {
     /** The packages a user enters by (the command, its servers and probes): they use the API and each other; nothing uses them. */
     static final List<String> FRONT_DOORS = List.of("cli", "serve", "probe");
-    /** The verdict's values (relative to the root) and the classes that construct them. */
-    static final List<String> VERDICT_VALUES = List.of("conform.Verdict", "conform.PlanVerdict", "api.Decision"),
-            VERDICT = List.of("conform.Verdict", "conform.PlanVerdict", "conform.Invariants", "api.Decision");
+    /** The package of the one decision (relative to the root): only its classes construct a verdict's value. */
+    static final String VERDICT_PACKAGE = "verdict";
+    /** The verdict's values (relative to the root), and the classes whose use makes a class a judge. */
+    static final List<String> VERDICT_VALUES = List.of("verdict.Verdict", "verdict.PlanVerdict", "api.Decision"),
+            VERDICT = List.of("verdict.Verdict", "verdict.PlanVerdict", "verdict.Invariants", "api.Decision");
+    /** Below the API, bottom up: the decision, the dumps it never reads, the comparisons of them, what is built on those. */
+    static final List<String> EVIDENCE_LAYERS = List.of("verdict", "dump", "compare", "capture", "provider");
 
     /** One rule, the planted classes it must report, and the planted classes it must not. */
     record Case(String name, Function<String, ArchRule> rule, List<String> violators, List<String> legal) {}
 
     static final List<Case> CASES = List.of(
             new Case("only the verdict constructs outcomes", ArchitectureGate::onlyTheVerdictConstructsOutcomes,
-                    List.of("k3j.planted.fleet.OwnVerdict"), List.of("k3j.planted.conform.Invariants", "k3j.planted.cli.Command")),
+                    List.of("k3j.planted.fleet.OwnVerdict"), List.of("k3j.planted.verdict.Invariants", "k3j.planted.cli.Command")),
             new Case("exit codes come only from the verdict", ArchitectureGate::exitCodesComeOnlyFromTheVerdict,
                     List.of("k3j.planted.cli.OwnExitCode"), List.of("k3j.planted.cli.Command")),
             new Case("no package cycles", ArchitectureGate::noPackageCycles,
-                    List.of("k3j.planted.fleet.Loop", "k3j.planted.conform.LoopBack"), List.of()),
+                    List.of("k3j.planted.fleet.Loop", "k3j.planted.compare.LoopBack"), List.of()),
             new Case("front doors -> API -> the rest, never back up", ArchitectureGate::layering,
-                    List.of("k3j.planted.conform.CallsUp", "k3j.planted.api.BackDoor"), List.of("k3j.planted.cli.Command", "k3j.planted.api.Door")));
+                    List.of("k3j.planted.compare.CallsUp", "k3j.planted.api.BackDoor"), List.of("k3j.planted.cli.Command", "k3j.planted.api.Door")));
 
     static JavaClasses engine, planted;
 
@@ -68,13 +73,12 @@ class ArchitectureGate {
         return relative.stream().map(r -> root + "." + r).toList();
     }
 
-    static DescribedPredicate<JavaClass> named(String what, List<String> names) {
-        return DescribedPredicate.describe(what, c -> names.contains(c.getName()));
-    }
-
     static ArchRule onlyTheVerdictConstructsOutcomes(String root) {
         List<String> values = names(root, VERDICT_VALUES);
-        return noClasses().that(DescribedPredicate.not(named("the verdict's classes", names(root, VERDICT))))
+        String verdict = root + "." + VERDICT_PACKAGE;
+        DescribedPredicate<JavaClass> inVerdict = DescribedPredicate.describe("in " + verdict + " (or a value rendering itself)",
+                c -> c.getPackageName().equals(verdict) || c.getPackageName().startsWith(verdict + ".") || values.contains(c.getName()));
+        return noClasses().that(DescribedPredicate.not(inVerdict))
                 .should().callConstructorWhere(DescribedPredicate.describe("a constructor of a verdict's value " + values,
                         (JavaConstructorCall call) -> values.contains(call.getTargetOwner().getName())))
                 .because("the decision is made in exactly one place (Invariants.decide); everything else renders it");
@@ -106,6 +110,20 @@ class ArchitectureGate {
                 .layer("the rest").definedBy(rest)
                 .whereLayer("front doors").mayNotBeAccessedByAnyLayer()
                 .whereLayer("API").mayOnlyBeAccessedByLayers("front doors");
+    }
+
+    static ArchRule evidenceLayers(String root) {
+        List<String> l = EVIDENCE_LAYERS;
+        return layeredArchitecture().consideringOnlyDependenciesInLayers()
+                .layer(l.get(0)).definedBy(root + "." + l.get(0) + "..")
+                .layer(l.get(1)).definedBy(root + "." + l.get(1) + "..")
+                .layer(l.get(2)).definedBy(root + "." + l.get(2) + "..")
+                .layer(l.get(3)).definedBy(root + "." + l.get(3) + "..")
+                .layer(l.get(4)).definedBy(root + "." + l.get(4) + "..")
+                .whereLayer(l.get(1)).mayOnlyBeAccessedByLayers(l.get(2), l.get(3), l.get(4))
+                .whereLayer(l.get(2)).mayOnlyBeAccessedByLayers(l.get(3), l.get(4))
+                .whereLayer(l.get(3)).mayNotBeAccessedByAnyLayer()
+                .whereLayer(l.get(4)).mayNotBeAccessedByAnyLayer();
     }
 
     @Test

@@ -20,12 +20,12 @@ import java.util.function.Function;
 import k3j.api.CannotJudge;
 import k3j.api.Conform;
 import k3j.cli.K3;
-import k3j.conform.ReferenceDump;
-import k3j.conform.Verdict;
+import k3j.dump.ReferenceDump;
 import k3j.harness.CandidateFixture;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.model.Assembly;
+import k3j.verdict.Verdict;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -159,7 +159,7 @@ class DoorsAgreeGate {
     static Seen api(Path folder) {
         Conform.Options o = Conform.Options.DEFAULTS.withThreads(1).withReference(Path.of(dump), List.of());
         try (Conform c = Conform.candidate(folder, o)) {
-            var report = c.report(k3j.conform.LayerSelection.parse(LAYERS, c.layerCount()), false);
+            var report = c.report(k3j.compare.LayerSelection.parse(LAYERS, c.layerCount()), false);
             var decision = report.decision();
             return new Seen(Verdict.Outcome.valueOf(decision.outcome().name()), decision.exitCode(), decision.text());
         } catch (CannotJudge e) {

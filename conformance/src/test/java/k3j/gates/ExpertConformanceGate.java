@@ -10,12 +10,12 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.stream.Stream;
 import k3j.bisect.Bisect;
-import k3j.conform.Conformance;
-import k3j.conform.ExpertLayerReport;
-import k3j.conform.ExpertSweep;
+import k3j.compare.Conformance;
+import k3j.compare.ExpertLayerReport;
+import k3j.compare.ExpertSweep;
 import k3j.harness.CheckpointUnderTest;
-import k3j.harness.ExpertSweeps;
 import k3j.harness.Evidence;
+import k3j.harness.ExpertSweeps;
 import k3j.harness.ReportPart;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
@@ -79,10 +79,10 @@ class ExpertConformanceGate {
     @Test
     @Order(2)
     void overviewOfEveryExpert() {
-        Evidence.caseName("experts overview: layers " + k3j.conform.LayerSelection.format(CheckpointUnderTest.selected()));
+        Evidence.caseName("experts overview: layers " + k3j.compare.LayerSelection.format(CheckpointUnderTest.selected()));
         Evidence.part(ReportPart.EXPERTS);
         Conformance c = CheckpointUnderTest.open();
-        if (c.candidateDump() != null) fail(k3j.conform.Finding.MISSING_STAGE.tag() + " " + c.engine() + ": a candidate dump holds no expert outputs; the expert sweep judges k3j's forward on the model");
+        if (c.candidateDump() != null) fail(k3j.verdict.Finding.MISSING_STAGE.tag() + " " + c.engine() + ": a candidate dump holds no expert outputs; the expert sweep judges k3j's forward on the model");
         List<ExpertLayerReport> all = new ArrayList<>();
         for (int l : c.moeLayers(CheckpointUnderTest.selected())) {
             ExpertLayerReport r;

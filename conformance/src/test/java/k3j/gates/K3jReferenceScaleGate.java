@@ -20,7 +20,7 @@ import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import k3j.bisect.Corruption;
 import k3j.bisect.Corruptions;
-import k3j.conform.ReferenceDump;
+import k3j.dump.ReferenceDump;
 import k3j.harness.ChildJvm;
 import k3j.harness.Evidence;
 import k3j.harness.Judged;

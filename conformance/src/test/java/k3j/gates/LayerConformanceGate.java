@@ -12,18 +12,18 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.stream.Stream;
 import k3j.bisect.Bisect;
-import k3j.conform.Budget;
-import k3j.conform.Causes;
-import k3j.conform.Charts;
-import k3j.conform.Conformance;
-import k3j.conform.Finding;
-import k3j.conform.LayerReport;
-import k3j.conform.LayerSelection;
-import k3j.conform.StageMetric;
+import k3j.compare.Causes;
+import k3j.compare.Charts;
+import k3j.compare.Conformance;
+import k3j.compare.LayerReport;
+import k3j.compare.LayerSelection;
+import k3j.compare.StageMetric;
+import k3j.dump.Budget;
 import k3j.harness.CheckpointUnderTest;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.harness.ReportPart;
+import k3j.verdict.Finding;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Tag;
@@ -97,7 +97,7 @@ class LayerConformanceGate {
         Evidence.json("stage metrics", metrics(r, c, diagnosis));
         Evidence.text("verdict", r.line());
         if (diagnosis != null) Evidence.text("bisect", diagnosis);
-        k3j.conform.Verdict v = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, List.of(k3j.conform.Invariants.layer(r)));
+        k3j.verdict.Verdict v = k3j.verdict.Invariants.decide(k3j.verdict.Invariants.Mode.FLOAT32, List.of(r.item()));
         if (!v.green()) fail(failure(r, diagnosis));
     }
 

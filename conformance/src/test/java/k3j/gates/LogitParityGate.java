@@ -7,13 +7,13 @@ import io.qameta.allure.Epic;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import k3j.conform.Charts;
-import k3j.conform.Conformance;
-import k3j.conform.Finding;
-import k3j.conform.LogitParity;
+import k3j.compare.Charts;
+import k3j.compare.Conformance;
+import k3j.compare.LogitParity;
 import k3j.harness.CheckpointUnderTest;
 import k3j.harness.Evidence;
 import k3j.harness.ReportPart;
+import k3j.verdict.Finding;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -102,7 +102,7 @@ class LogitParityGate {
                 + "<img alt=\"engine vs reference logits\" style=\"max-width:100%\" src=\"data:image/svg+xml;base64,"
                 + java.util.Base64.getEncoder().encodeToString(svg.getBytes(java.nio.charset.StandardCharsets.UTF_8)) + "\"/>");
         Finding f = r.finding();
-        k3j.conform.Verdict v = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, List.of(k3j.conform.Invariants.float32Logits("logits (" + r.mode() + ")", r, false)));
+        k3j.verdict.Verdict v = k3j.verdict.Invariants.decide(k3j.verdict.Invariants.Mode.FLOAT32, List.of(LogitParity.item("logits (" + r.mode() + ")", r, false)));
         Evidence.json("verdict", v.json());
         if (!v.green()) {
             fail(f.tag() + " logits (" + r.mode() + "): max|diff| / max|ref| = " + Evidence.format(r.relToMaxRef()) + " = " + Evidence.format(r.ratioToBudget())

@@ -18,22 +18,22 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.stream.Stream;
-import k3j.conform.Charts;
-import k3j.conform.Conformance;
-import k3j.conform.Finding;
-import k3j.conform.LayerReport;
-import k3j.conform.LayerSelection;
-import k3j.conform.LogitParity;
-import k3j.conform.LossyLayers;
-import k3j.conform.LossyReport;
-import k3j.conform.ReferenceDump;
-import k3j.harness.ChildJvm;
+import k3j.compare.Charts;
+import k3j.compare.Conformance;
+import k3j.compare.LayerReport;
+import k3j.compare.LayerSelection;
+import k3j.compare.LogitParity;
+import k3j.compare.LossyLayers;
+import k3j.compare.LossyReport;
+import k3j.dump.ReferenceDump;
 import k3j.harness.Caught;
+import k3j.harness.ChildJvm;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.harness.TorchPorts;
 import k3j.harness.ZipParts;
 import k3j.kernels.Workers;
+import k3j.verdict.Finding;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -181,7 +181,7 @@ class PortsGate {
         expect(1, "VERDICT: DOES NOT CONFORM", "k3 compare-logits (eps mutant .npy)", candidates().resolve("logits-" + EPS_MUTANT + ".npy").toString(), "--reference", dump);
         Path badRaw = tmp.resolve("eps.logits");
         int v = ref.shape("logits")[1], np = ref.promptIds().length;
-        float[] row = Arrays.copyOfRange(k3j.conform.CandidateDump.open(candidates().resolve(EPS_MUTANT)).logits(false), (np - 1) * v, np * v);
+        float[] row = Arrays.copyOfRange(k3j.dump.CandidateDump.open(candidates().resolve(EPS_MUTANT)).logits(false), (np - 1) * v, np * v);
         ByteBuffer b = ByteBuffer.allocate(4 * v).order(ByteOrder.LITTLE_ENDIAN);
         b.asFloatBuffer().put(row);
         Files.write(badRaw, b.array());
@@ -237,7 +237,7 @@ class PortsGate {
     static Object outcome(java.util.function.Supplier<?> s) {
         try {
             return s.get();
-        } catch (k3j.conform.ConformException e) {
+        } catch (k3j.verdict.ConformException e) {
             return e.finding();
         }
     }
@@ -250,7 +250,7 @@ class PortsGate {
         Path trailing = Files.write(tmp.resolve("trailing.safetensors"), Arrays.copyOf(good, good.length + 1));
         refused(trailing, "after the last tensor");
         Path wide = tmp.resolve("wide.npz");
-        k3j.conform.CandidateDump f32 = k3j.conform.CandidateDump.open(candidates().resolve("float32"));
+        k3j.dump.CandidateDump f32 = k3j.dump.CandidateDump.open(candidates().resolve("float32"));
         try (var zin = new java.util.zip.ZipInputStream(Files.newInputStream(candidates().resolve("float32.npz")));
              var zout = new java.util.zip.ZipOutputStream(Files.newOutputStream(wide))) {
             for (var e = zin.getNextEntry(); e != null; e = zin.getNextEntry()) {
@@ -289,7 +289,7 @@ class PortsGate {
         try (Conformance c = Conformance.candidate(f, Project.dump("mini-k3-93"), List.of())) {
             Caught.missed("parser differential", planted).attach();
             fail(planted + " was read: " + firstDivergence(c));
-        } catch (k3j.conform.ConformException e) {
+        } catch (k3j.verdict.ConformException e) {
             new Caught("parser differential", planted, null, stage, e.finding().tag(), null).attach();
             Evidence.text("refused", e.getMessage());
             assertEquals(Finding.REFERENCE_MISMATCH, e.finding(), e.getMessage());
@@ -298,7 +298,7 @@ class PortsGate {
     }
 
     static void refused(Path file, String fragment) {
-        var e = org.junit.jupiter.api.Assertions.assertThrows(k3j.conform.ConformException.class, () -> candidate(file.toString()).close(), file.toString());
+        var e = org.junit.jupiter.api.Assertions.assertThrows(k3j.verdict.ConformException.class, () -> candidate(file.toString()).close(), file.toString());
         Evidence.text("refused " + file.getFileName(), e.getMessage());
         assertEquals(Finding.REFERENCE_MISMATCH, e.finding(), e.getMessage());
         assertTrue(e.getMessage().contains(fragment), "should say '" + fragment + "': " + e.getMessage());
@@ -314,7 +314,7 @@ class PortsGate {
         Path row = tmp.resolve("reference-row.f32");
         Files.write(row, le(Arrays.copyOfRange(ref.f32("logits"), (np - 1) * v, np * v)));
         for (String cand : List.of("float32", EPS_MUTANT)) {
-            Path all = Files.write(tmp.resolve(cand + "-all.npy"), npy(t, k3j.conform.CandidateDump.open(candidates().resolve(cand)).logits(false), false));
+            Path all = Files.write(tmp.resolve(cand + "-all.npy"), npy(t, k3j.dump.CandidateDump.open(candidates().resolve(cand)).logits(false), false));
             String want = cand.equals("float32") ? "VERDICT: CONFORMS" : "VERDICT: DOES NOT CONFORM";
             int exit = cand.equals("float32") ? 0 : 1;
             String a = expect(exit, want, "k3 compare-logits " + cand + " (all rows) against the dump", all.toString(), "--reference", dump);
@@ -345,7 +345,7 @@ class PortsGate {
         for (String port : LADDER) {
             try (Conformance c = candidate(port)) {
                 LossyReport r = LossyReport.of(c, all(c.layerCount()), true);
-                k3j.conform.LossyLogits l = r.logits().get("full recompute");
+                k3j.compare.LossyLogits l = r.logits().get("full recompute");
                 kl.add(l.meanKl());
                 median.add(l.medianKl());
                 table.append(String.format(Locale.ROOT, "%-10s %12.4g %12.4g %12.4g %12.4g %8.2f %10.4f%n", port, l.meanKl(), l.medianKl(), l.p99Kl(), l.maxKl(), l.sameTop1(), 100 * l.rmsDeltaP()));
@@ -460,7 +460,7 @@ class PortsGate {
         for (LayerReport r : reports) {
             if (!r.conforms()) {
                 String first = r.firstDivergence();
-                double ratio = r.stages().stream().filter(m -> m.stage().equals(first)).mapToDouble(k3j.conform.StageMetric::ratioToBudget).findFirst().orElse(r.worstRatioToBudget());
+                double ratio = r.stages().stream().filter(m -> m.stage().equals(first)).mapToDouble(k3j.compare.StageMetric::ratioToBudget).findFirst().orElse(r.worstRatioToBudget());
                 return new Divergence(r.layer(), r.kind(), first, r.finding(), r.message(), ratio);
             }
         }

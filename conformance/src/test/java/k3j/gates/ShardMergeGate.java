@@ -313,7 +313,7 @@ class ShardMergeGate {
         int holder = -1;
         for (int i = 0; i < N && holder < 0; i++) {
             String layers = JSON.readTree(tmp.resolve("clean/shard-" + i + "-of-" + N + "/plan.json").toFile()).path("layers").asText();
-            if (!layers.equals("-") && k3j.conform.LayerSelection.parse(layers, 93).contains(5)) holder = i;
+            if (!layers.equals("-") && k3j.compare.LayerSelection.parse(layers, 93).contains(5)) holder = i;
         }
         Path other = tmp.resolve("unsampled-run");
         k3ok(-1, "conform", copy.toString(), "--reference", reference.toString(), "--threads", "1", "--shard", holder + "/" + N, "--results", other.toString());

@@ -21,19 +21,19 @@ import java.util.SplittableRandom;
 import java.util.function.BiConsumer;
 import k3j.api.Conform;
 import k3j.cli.K3;
-import k3j.conform.Budget;
-import k3j.conform.ConformException;
-import k3j.conform.Conformance;
-import k3j.conform.LossyReport;
-import k3j.conform.ReferenceDump;
-import k3j.conform.Stage;
-import k3j.conform.Verdict;
-import k3j.conform.VerdictLimits;
+import k3j.compare.Conformance;
+import k3j.compare.LossyReport;
+import k3j.dump.Budget;
+import k3j.dump.ReferenceDump;
+import k3j.dump.Stage;
 import k3j.harness.CandidateFixture;
 import k3j.harness.Caught;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.model.Assembly;
+import k3j.verdict.ConformException;
+import k3j.verdict.Verdict;
+import k3j.verdict.VerdictLimits;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Tag;
@@ -291,7 +291,7 @@ class VerdictInvariantsGate {
                 int layer = Integer.parseInt(planted.replaceAll("^layer (\\d+).*", "$1"));
                 try (Conformance k = Conformance.candidate(file, Path.of(dump), List.of())) {
                     var report = k.layer(layer);
-                    assertEquals(k3j.conform.Finding.BINDING_ERROR, report.finding(), planted + ": conform --candidate\n" + report.line());
+                    assertEquals(k3j.verdict.Finding.BINDING_ERROR, report.finding(), planted + ": conform --candidate\n" + report.line());
                 }
             } else {
                 ConformException e = assertThrows(ConformException.class, () -> Conformance.candidate(file, Path.of(dump), List.of()).close(), planted);

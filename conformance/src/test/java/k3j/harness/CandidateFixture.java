@@ -15,7 +15,7 @@ import java.util.Map;
 import java.util.regex.Pattern;
 import java.util.zip.ZipEntry;
 import java.util.zip.ZipOutputStream;
-import k3j.conform.ReferenceDump;
+import k3j.dump.ReferenceDump;
 
 /**
  * A candidate dump (docs/formats.md §9) built from a reference's own arrays: as read, it is a perfect

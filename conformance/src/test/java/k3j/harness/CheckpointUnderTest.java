@@ -3,11 +3,10 @@ package k3j.harness;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import k3j.conform.ConformException;
-import k3j.conform.Conformance;
-import k3j.conform.LayerSelection;
-import k3j.conform.ReferenceDump;
-import k3j.conform.ReferenceMatch;
+import k3j.compare.Conformance;
+import k3j.compare.LayerSelection;
+import k3j.dump.ReferenceDump;
+import k3j.dump.ReferenceMatch;
 import k3j.kernels.Workers;
 import k3j.model.Residency;
 import k3j.plan.AutoBudget;
@@ -16,6 +15,7 @@ import k3j.plan.MemInfo;
 import k3j.plan.PlanRefused;
 import k3j.plan.Preset;
 import k3j.trunk.TrunkStream;
+import k3j.verdict.ConformException;
 
 /**
  * The checkpoint (or the candidate dump, -Dk3.candidate) under test, shared by the checkpoint gates: -Dk3.model (relative to the repository root

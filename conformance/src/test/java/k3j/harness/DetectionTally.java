@@ -10,7 +10,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import k3j.cache.ExpertLoadException;
-import k3j.conform.ExpertSweep;
+import k3j.compare.ExpertSweep;
 import k3j.model.Forward;
 
 /**

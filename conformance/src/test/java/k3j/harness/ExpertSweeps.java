@@ -10,11 +10,11 @@ import java.util.TreeSet;
 import k3j.bisect.Corruption;
 import k3j.cache.ExpertCache;
 import k3j.cache.ExpertLoadException;
-import k3j.conform.Conformance;
-import k3j.conform.ExpertLayerReport;
-import k3j.conform.ExpertReport;
-import k3j.conform.ExpertSweep;
-import k3j.conform.ReferenceDump;
+import k3j.compare.Conformance;
+import k3j.compare.ExpertLayerReport;
+import k3j.compare.ExpertReport;
+import k3j.compare.ExpertSweep;
+import k3j.dump.ReferenceDump;
 import k3j.kernels.Workers;
 
 /**

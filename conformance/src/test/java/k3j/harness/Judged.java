@@ -3,11 +3,11 @@ package k3j.harness;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
-import k3j.conform.Conformance;
-import k3j.conform.Finding;
-import k3j.conform.Invariants;
-import k3j.conform.LayerReport;
-import k3j.conform.LogitParity;
+import k3j.compare.Conformance;
+import k3j.compare.LayerReport;
+import k3j.compare.LogitParity;
+import k3j.verdict.Finding;
+import k3j.verdict.Invariants;
 
 /**
  * What the one verdict path says of a candidate dump against one reference (docs/semantics.md §10.10): green or
@@ -31,8 +31,8 @@ public record Judged(boolean green, Integer firstLayer, String firstStage, Strin
             System.out.printf(Locale.ROOT, "judged ratio %s | %s | layers %.4g | logits %.4g%n", candidate.getFileName(), c.dump().producer(), worst, logit);
             List<String> each = reports.stream().map(r -> "L" + r.layer() + (r.conforms() ? " conforms" : " " + r.firstDivergence() + " " + r.finding().tag())).toList();
             // green as the one verdict path decides it (docs/semantics.md §10.11): every layer and the logits
-            List<Invariants.Item> items = new java.util.ArrayList<>(reports.stream().map(Invariants::layer).toList());
-            items.add(Invariants.logits(tf, "the candidate holds no logits"));
+            List<Invariants.Item> items = new java.util.ArrayList<>(reports.stream().map(LayerReport::item).toList());
+            items.add(LogitParity.logitsItem(tf, "the candidate holds no logits"));
             boolean green = Invariants.decide(Invariants.Mode.FLOAT32, items).green();
             return new Judged(green, first == null ? null : first.layer(), first == null ? null : first.firstDivergence(),
                     first == null ? null : first.finding().tag(), logits.tag(), each);

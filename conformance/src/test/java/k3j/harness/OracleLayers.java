@@ -2,9 +2,9 @@ package k3j.harness;
 
 import java.nio.file.Path;
 import java.util.function.Consumer;
-import k3j.conform.Conformance;
-import k3j.conform.LayerReport;
-import k3j.conform.ReferenceDump;
+import k3j.compare.Conformance;
+import k3j.compare.LayerReport;
+import k3j.dump.ReferenceDump;
 import k3j.kernels.Workers;
 import k3j.model.Model;
 

@@ -21,8 +21,8 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import k3j.conform.Conformance;
-import k3j.conform.PlanVerdict;
+import k3j.compare.Conformance;
+import k3j.verdict.PlanVerdict;
 import org.junit.platform.engine.TestSource;
 import org.junit.platform.engine.support.descriptor.ClassSource;
 import org.junit.platform.engine.support.descriptor.MethodSource;
@@ -178,7 +178,7 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
     /** A run whose one decision was made whole by its gate (the probe's {@code Verdict}), or null. */
     private static volatile Map<String, Object> decided;
 
-    /** The run's verdict is {@code verdict} (a {@link k3j.conform.Verdict#json()}), made by a gate from the one decision: written as it is. */
+    /** The run's verdict is {@code verdict} (a {@link k3j.verdict.Verdict#json()}), made by a gate from the one decision: written as it is. */
     public static void decided(Map<String, Object> verdict) {
         synchronized (RunPlan.class) {
             decided = new LinkedHashMap<>(verdict);

@@ -17,8 +17,8 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import k3j.conform.Finding;
-import k3j.conform.PlanVerdict;
+import k3j.verdict.Finding;
+import k3j.verdict.PlanVerdict;
 
 /**
  * What the report's first screen shows of a run, decided here from the cases as they are written and kept in the

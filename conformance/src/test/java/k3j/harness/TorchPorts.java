@@ -7,12 +7,12 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
-import k3j.conform.Causes;
-import k3j.conform.Charts;
-import k3j.conform.Conformance;
-import k3j.conform.LayerReport;
-import k3j.conform.LayerSelection;
-import k3j.conform.ReferenceDump;
+import k3j.compare.Causes;
+import k3j.compare.Charts;
+import k3j.compare.Conformance;
+import k3j.compare.LayerReport;
+import k3j.compare.LayerSelection;
+import k3j.dump.ReferenceDump;
 
 /**
  * The torch reference's candidate dumps of mini-k3-93 ({@code -Dk3.candidates=DIR}, written by

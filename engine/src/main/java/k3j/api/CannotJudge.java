@@ -24,8 +24,8 @@ public final class CannotJudge extends RuntimeException {
 
     /** The API's form of an engine-internal refusal: its message naming the API's options rather than the command's flags. */
     static CannotJudge of(RuntimeException e) {
-        String msg = String.valueOf(e.getMessage()).replace(k3j.conform.ReferenceMatch.NAME_IT, "Conform.Options.withReference(dump, dirs)");
-        Finding f = e instanceof k3j.conform.ConformException c ? Finding.of(c.finding()) : Finding.MISSING_TENSOR;   // an unreadable model folder
+        String msg = String.valueOf(e.getMessage()).replace(k3j.dump.ReferenceMatch.NAME_IT, "Conform.Options.withReference(dump, dirs)");
+        Finding f = e instanceof k3j.verdict.ConformException c ? Finding.of(c.finding()) : Finding.MISSING_TENSOR;   // an unreadable model folder
         return new CannotJudge(f, msg, e);
     }
 }

@@ -5,16 +5,16 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;
 import java.util.function.ToLongFunction;
-import k3j.conform.ConformException;
-import k3j.conform.Conformance;
-import k3j.conform.LayerReport;
-import k3j.conform.ReferenceDump;
-import k3j.conform.ReferenceMatch;
+import k3j.compare.Conformance;
+import k3j.compare.LayerReport;
+import k3j.dump.ReferenceDump;
+import k3j.dump.ReferenceMatch;
 import k3j.kernels.Workers;
 import k3j.model.Assembly;
 import k3j.model.Residency;
 import k3j.plan.MemInfo;
 import k3j.plan.MemoryPlan;
+import k3j.verdict.ConformException;
 
 /**
  * A model, or another engine's candidate dump, judged against its PyTorch reference dump: every selected layer
@@ -224,7 +224,7 @@ public final class Conform implements AutoCloseable {
 
     /**
      * The selected layers, each report told to {@code each} as it is made (with its band); the list returned carries
-     * each failing layer's cause, read from every selected layer together ({@link k3j.conform.Causes}).
+     * each failing layer's cause, read from every selected layer together ({@link k3j.compare.Causes}).
      *
      * @param selection the layers to run, by index
      * @param each told each layer's report as it is made
@@ -238,7 +238,7 @@ public final class Conform implements AutoCloseable {
                 out.add(r);
                 each.accept(new ConformReport.Layer(r));
             }
-            List<ConformReport.Layer> judged = k3j.conform.Causes.classify(out, conformance.dump()).stream().map(ConformReport.Layer::new).toList();
+            List<ConformReport.Layer> judged = k3j.compare.Causes.classify(out, conformance.dump()).stream().map(ConformReport.Layer::new).toList();
             made.addAll(judged);
             return judged;
         });
@@ -278,7 +278,7 @@ public final class Conform implements AutoCloseable {
         try {
             return new ConformReport.Logits(conformance.teacherForcing(incremental), null);
         } catch (ConformException e) {
-            if (e.finding() != k3j.conform.Finding.MISSING_STAGE) throw CannotJudge.of(e);
+            if (e.finding() != k3j.verdict.Finding.MISSING_STAGE) throw CannotJudge.of(e);
             return new ConformReport.Logits(null, e.getMessage());
         }
     }
@@ -293,7 +293,7 @@ public final class Conform implements AutoCloseable {
      * @return the decision and the graded table
      */
     public Graded lossy(List<Integer> selection, Double maxKl, Double minTop1) {
-        k3j.conform.LossyReport r = judged(() -> lossy(selection));
+        k3j.compare.LossyReport r = judged(() -> lossy(selection));
         return new Graded(Decision.of(r.verdict(maxKl, minTop1)), r.text(maxKl, minTop1));
     }
 
@@ -305,8 +305,8 @@ public final class Conform implements AutoCloseable {
      */
     public record Graded(Decision decision, String table) {}
 
-    k3j.conform.LossyReport lossy(List<Integer> selection) {
-        return k3j.conform.LossyReport.of(conformance, selection, logits);
+    k3j.compare.LossyReport lossy(List<Integer> selection) {
+        return k3j.compare.LossyReport.of(conformance, selection, logits);
     }
 
     /** {@return greedy generation against the reference's ids, or the stage missing for it} */
@@ -314,7 +314,7 @@ public final class Conform implements AutoCloseable {
         try {
             return new ConformReport.Greedy(conformance.greedy(), null);
         } catch (ConformException e) {
-            if (e.finding() != k3j.conform.Finding.MISSING_STAGE) throw CannotJudge.of(e);
+            if (e.finding() != k3j.verdict.Finding.MISSING_STAGE) throw CannotJudge.of(e);
             return new ConformReport.Greedy(null, e.getMessage());
         }
     }

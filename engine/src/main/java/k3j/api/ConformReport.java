@@ -2,11 +2,11 @@ package k3j.api;
 
 import java.util.ArrayList;
 import java.util.List;
-import k3j.conform.ExpertLayerReport;
-import k3j.conform.ExpertReport;
-import k3j.conform.Invariants;
-import k3j.conform.LayerReport;
-import k3j.conform.LogitParity;
+import k3j.compare.ExpertLayerReport;
+import k3j.compare.ExpertReport;
+import k3j.compare.LayerReport;
+import k3j.compare.LogitParity;
+import k3j.verdict.Invariants;
 
 /**
  * What a conformance found: what was judged against which reference under which budget; every selected layer's
@@ -168,7 +168,7 @@ public final class ConformReport {
      */
     public record LogitComparison(String mode, int rows, int vocab, double maxAbsDiff, double relToMaxRef, double budget, int argmaxEqual, int top10Overlap,
                                   Finding finding, String text) {
-        static LogitComparison of(LogitParity.Result r, k3j.conform.Finding cause) {
+        static LogitComparison of(LogitParity.Result r, k3j.verdict.Finding cause) {
             return new LogitComparison(r.mode(), r.rows(), r.vocab(), r.maxAbsDiff(), r.relToMaxRef(), r.budget(), r.argmaxEqual(), r.top10OverlapMin(),
                     Finding.of(cause != null ? cause : r.finding()), r.text());
         }
@@ -189,14 +189,14 @@ public final class ConformReport {
     public static final class Logits {
         private final LogitParity.Result result;
         private final String missing;
-        private final k3j.conform.Finding cause;
+        private final k3j.verdict.Finding cause;
 
         Logits(LogitParity.Result result, String missing) {
             this(result, missing, null);
         }
 
-        /** {@code cause}: the run's cause read from every layer ({@link k3j.conform.Causes#runCause}), which the comparison's finding then names. */
-        Logits(LogitParity.Result result, String missing, k3j.conform.Finding cause) {
+        /** {@code cause}: the run's cause read from every layer ({@link k3j.compare.Causes#runCause}), which the comparison's finding then names. */
+        Logits(LogitParity.Result result, String missing, k3j.verdict.Finding cause) {
             this.result = result;
             this.missing = missing;
             this.cause = cause;
@@ -218,7 +218,7 @@ public final class ConformReport {
 
         /** {@return whether there is a comparison and it conforms} */
         public boolean conforms() {
-            return result != null && result.finding() == k3j.conform.Finding.CONFORMS;
+            return result != null && result.finding() == k3j.verdict.Finding.CONFORMS;
         }
 
         /** {@return the comparison block, or the missing stage's explanation} */
@@ -362,8 +362,8 @@ public final class ConformReport {
         this.layers = List.copyOf(layers);
         this.layerSeconds = layerSeconds;
         this.experts = List.copyOf(experts);
-        k3j.conform.Finding cause = k3j.conform.Causes.runCause(this.layers.stream().map(Layer::report).toList());
-        this.logits = logits.stream().map(l -> l.result == null || cause == null || l.result.finding().passes() || l.result.finding() == k3j.conform.Finding.NON_FINITE
+        k3j.verdict.Finding cause = k3j.compare.Causes.runCause(this.layers.stream().map(Layer::report).toList());
+        this.logits = logits.stream().map(l -> l.result == null || cause == null || l.result.finding().passes() || l.result.finding() == k3j.verdict.Finding.NON_FINITE
                 ? l : new Logits(l.result, l.missing, cause)).toList();
         this.greedy = greedy;
     }
@@ -453,14 +453,14 @@ public final class ConformReport {
         return Decision.of(decided());
     }
 
-    k3j.conform.Verdict decided() {
+    k3j.verdict.Verdict decided() {
         List<Invariants.Item> items = new ArrayList<>();
-        for (Layer r : layers) items.add(Invariants.layer(r.report()));
-        for (Experts x : experts) items.add(Invariants.experts(x.report()));
+        for (Layer r : layers) items.add(r.report().item());
+        for (Experts x : experts) items.add(x.report().item());
         if (sweepPlanned && experts.isEmpty()) items.add(Invariants.Item.notJudged("the expert sweep", "no MoE layer among the selected layers: no expert was swept"));
-        k3j.conform.Finding cause = k3j.conform.Causes.runCause(layers.stream().map(Layer::report).toList());
-        for (Logits l : logits) items.add(k3j.conform.Causes.carry(Invariants.logits(l.result(), l.missing()), cause));
-        if (greedy != null) items.add(Invariants.greedy(greedy.result(), greedy.missing()));
+        k3j.verdict.Finding cause = k3j.compare.Causes.runCause(layers.stream().map(Layer::report).toList());
+        for (Logits l : logits) items.add(k3j.compare.Causes.carry(LogitParity.logitsItem(l.result(), l.missing()), cause));
+        if (greedy != null) items.add(LogitParity.greedyItem(greedy.result(), greedy.missing()));
         return Invariants.decide(Invariants.Mode.FLOAT32, items);
     }
 

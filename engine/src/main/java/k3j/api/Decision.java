@@ -1,7 +1,7 @@
 package k3j.api;
 
 import java.util.List;
-import k3j.conform.Verdict;
+import k3j.verdict.Verdict;
 
 /**
  * The one decision on everything a conformance judged (docs/semantics.md §10.10–10.13): green only when every

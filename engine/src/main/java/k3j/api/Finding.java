@@ -31,11 +31,11 @@ public enum Finding {
         return finding().tag();
     }
 
-    k3j.conform.Finding finding() {
-        return k3j.conform.Finding.valueOf(name());
+    k3j.verdict.Finding finding() {
+        return k3j.verdict.Finding.valueOf(name());
     }
 
-    static Finding of(k3j.conform.Finding f) {
+    static Finding of(k3j.verdict.Finding f) {
         return f == null ? null : valueOf(f.name());
     }
 }

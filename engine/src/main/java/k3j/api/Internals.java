@@ -5,19 +5,19 @@ import java.util.List;
 import java.util.function.ToLongFunction;
 import k3j.api.internal.ApiInternals;
 import k3j.chat.Xtml;
-import k3j.conform.Conformance;
-import k3j.conform.ExpertLayerReport;
-import k3j.conform.LayerReport;
-import k3j.conform.LossyReport;
-import k3j.conform.ReferenceDump;
-import k3j.conform.Verdict;
+import k3j.compare.Conformance;
+import k3j.compare.ExpertLayerReport;
+import k3j.compare.LayerReport;
+import k3j.compare.LossyReport;
 import k3j.config.ModelConfig;
+import k3j.dump.ReferenceDump;
 import k3j.kernels.Workers;
 import k3j.model.Assembly;
 import k3j.model.DecodeState;
 import k3j.model.Forward;
 import k3j.plan.MemoryPlan;
 import k3j.tokenizer.Tokenizer;
+import k3j.verdict.Verdict;
 
 /** The engine-internal view of this package's objects, for k3j's own tools ({@link ApiInternals}); not part of the API. */
 final class Internals implements ApiInternals.Access {
@@ -118,12 +118,12 @@ final class Internals implements ApiInternals.Access {
     }
 
     @Override
-    public k3j.conform.LogitParity.Result logits(ConformReport.Logits l) {
+    public k3j.compare.LogitParity.Result logits(ConformReport.Logits l) {
         return l.result();
     }
 
     @Override
-    public k3j.conform.LogitParity.Greedy greedy(ConformReport.Greedy g) {
+    public k3j.compare.LogitParity.Greedy greedy(ConformReport.Greedy g) {
         return g.result();
     }
 }

@@ -3,11 +3,11 @@ package k3j.bisect;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import k3j.conform.Conformance;
-import k3j.conform.ExpertLayerReport;
-import k3j.conform.ExpertReport;
-import k3j.conform.ExpertSweep;
-import k3j.conform.LayerReport;
+import k3j.compare.Conformance;
+import k3j.compare.ExpertLayerReport;
+import k3j.compare.ExpertReport;
+import k3j.compare.ExpertSweep;
+import k3j.compare.LayerReport;
 import k3j.model.Forward;
 
 /**
@@ -165,12 +165,12 @@ public final class Bisect {
          * The one decision over what bisect judged: each layer, each swept MoE layer's experts, and the sweep not judged
          * when it was asked for and no MoE layer was selected. Its exit code is bisect's.
          */
-        public k3j.conform.Verdict verdict(boolean sweepPlanned) {
-            List<k3j.conform.Invariants.Item> items = new java.util.ArrayList<>();
-            for (LayerReport l : layers) items.add(k3j.conform.Invariants.layer(l));
-            for (ExpertLayerReport e : experts) items.add(k3j.conform.Invariants.experts(e));
-            if (sweepPlanned && experts.isEmpty()) items.add(k3j.conform.Invariants.Item.notJudged("the expert sweep", "no MoE layer among the selected layers"));
-            return k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, items);
+        public k3j.verdict.Verdict verdict(boolean sweepPlanned) {
+            List<k3j.verdict.Invariants.Item> items = new java.util.ArrayList<>();
+            for (LayerReport l : layers) items.add(l.item());
+            for (ExpertLayerReport e : experts) items.add(e.item());
+            if (sweepPlanned && experts.isEmpty()) items.add(k3j.verdict.Invariants.Item.notJudged("the expert sweep", "no MoE layer among the selected layers"));
+            return k3j.verdict.Invariants.decide(k3j.verdict.Invariants.Mode.FLOAT32, items);
         }
 
         /** The failing layers' causes with their counts (docs/semantics.md §10.10): "cause [wrong constant or formula] x24". */
@@ -223,7 +223,7 @@ public final class Bisect {
                              java.util.function.Consumer<Diagnosis> diagnosed) {
         List<LayerReport> checks = new ArrayList<>();
         for (int l : layers) checks.add(conformance.check(l));
-        checks = k3j.conform.Causes.classify(checks, conformance.conformance().dump());
+        checks = k3j.compare.Causes.classify(checks, conformance.conformance().dump());
         List<LayerReport> failing = checks.stream().filter(c -> !c.conforms()).toList();
         List<Diagnosis> ds = new ArrayList<>();
         int tried = 0;
@@ -272,11 +272,11 @@ public final class Bisect {
     }
 
     /**
-     * The diagnosis line of one failing layer of an open {@link k3j.conform.Conformance} (for a report's summary,
+     * The diagnosis line of one failing layer of an open {@link k3j.compare.Conformance} (for a report's summary,
      * e.g. the checkpoint gate's failing-layer message): "L37 KDA attn_out 4.75e+04x budget: k_proj and q_proj
      * are swapped", or null when the layer conforms or did not run.
      */
-    public static String diagnosisLine(k3j.conform.Conformance c, LayerReport failing, k3j.kernels.Workers workers) {
+    public static String diagnosisLine(k3j.compare.Conformance c, LayerReport failing, k3j.kernels.Workers workers) {
         Diagnosis d = diagnosis(c, failing, workers);
         return d == null ? null : d.summary();
     }
@@ -285,7 +285,7 @@ public final class Bisect {
      * The diagnosis of one failing layer of an open conformance within the default budget (a report attaches its
      * {@link Diagnosis#fields()}), or null when the layer conforms or did not run.
      */
-    public static Diagnosis diagnosis(k3j.conform.Conformance c, LayerReport failing, k3j.kernels.Workers workers) {
+    public static Diagnosis diagnosis(k3j.compare.Conformance c, LayerReport failing, k3j.kernels.Workers workers) {
         if (failing.conforms() || c.model() == null) return null;
         try (LayerRunner runner = LayerRunner.of(c, workers)) {
             return diagnose(new LayerConformance(c), runner, failing);
@@ -314,7 +314,7 @@ public final class Bisect {
         int layer = failing.layer(), tried = 0;
         int[] routed = conformance.routedExperts(layer);
         List<Candidate> reaching = runner.candidates(layer, routed).stream().filter(c -> c.reaches(stage)).toList();
-        k3j.conform.ReferenceDump dump = conformance.conformance().dump();
+        k3j.dump.ReferenceDump dump = conformance.conformance().dump();
         double[] errors = Fit.tokenErrors(stage, failing, conformance.run(runner, layer), dump);
         boolean[] bad = new boolean[errors.length];
         for (int i = 0; i < bad.length; i++) bad[i] = !(errors[i] <= 1.0);

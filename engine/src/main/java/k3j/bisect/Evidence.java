@@ -6,10 +6,10 @@ import java.util.List;
 import java.util.Locale;
 import java.util.TreeSet;
 import k3j.bisect.Candidate.Family;
-import k3j.conform.Conformance;
-import k3j.conform.ExpertReport;
-import k3j.conform.ExpertSweep;
-import k3j.conform.LayerReport;
+import k3j.compare.Conformance;
+import k3j.compare.ExpertReport;
+import k3j.compare.ExpertSweep;
+import k3j.compare.LayerReport;
 
 /**
  * What a failing layer's stages already say, read before any candidate runs, and the order of candidate

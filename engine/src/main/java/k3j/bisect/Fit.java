@@ -3,9 +3,9 @@ package k3j.bisect;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import k3j.conform.LayerReport;
-import k3j.conform.ReferenceDump;
-import k3j.conform.StageMetric;
+import k3j.compare.LayerReport;
+import k3j.compare.StageMetric;
+import k3j.dump.ReferenceDump;
 import k3j.model.LayerStages;
 
 /**
@@ -32,7 +32,7 @@ final class Fit {
             return err;
         }
         StageMetric m = failing.stages().stream().filter(x -> x.stage().equals(stage.key)).findFirst().orElse(null);
-        k3j.conform.Stage cs = k3j.conform.Stage.valueOf(stage.name());
+        k3j.dump.Stage cs = k3j.dump.Stage.valueOf(stage.name());
         if (m == null) {
             java.util.Arrays.fill(err, Double.POSITIVE_INFINITY);
             return err;

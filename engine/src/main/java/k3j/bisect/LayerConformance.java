@@ -1,8 +1,8 @@
 package k3j.bisect;
 
-import k3j.conform.Conformance;
-import k3j.conform.LayerReport;
-import k3j.conform.ReferenceDump;
+import k3j.compare.Conformance;
+import k3j.compare.LayerReport;
+import k3j.dump.ReferenceDump;
 import k3j.model.LayerStages;
 
 /**
@@ -23,7 +23,7 @@ public final class LayerConformance {
         return conformance;
     }
 
-    /** The layer as the model binds it (k3j.conform's own run). */
+    /** The layer as the model binds it (k3j.compare's own run). */
     public LayerReport check(int layer) {
         return conformance.layer(layer);
     }

@@ -1,13 +1,13 @@
 package k3j.bisect;
 
 import java.util.List;
-import k3j.conform.LayerReport;
-import k3j.conform.StageMetric;
+import k3j.compare.LayerReport;
+import k3j.compare.StageMetric;
 
 /**
  * The stages of one decoder layer in the order they are computed (docs/formats.md §7.2.2), with the
  * tensors (checkpoint suffixes after {@code layers.<L>.}) the stage itself reads: what bisect needs to name
- * the FIRST failing stage of a {@link LayerReport} (k3j.conform compares; this only orders) and to pick the
+ * the FIRST failing stage of a {@link LayerReport} (k3j.compare compares; this only orders) and to pick the
  * candidates that can reach it. ROUTING is the MoE selection (exact) and its combine weights, computed
  * before the MoE output they feed.
  */

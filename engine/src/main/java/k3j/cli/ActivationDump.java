@@ -5,13 +5,13 @@ import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
-import k3j.conform.CandidateWriter;
-import k3j.conform.ConformException;
-import k3j.conform.Conformance;
-import k3j.conform.ReferenceDump;
-import k3j.conform.ReferenceMatch;
-import k3j.conform.ReferenceWriter;
+import k3j.capture.CandidateWriter;
+import k3j.capture.ReferenceWriter;
+import k3j.compare.Conformance;
+import k3j.dump.ReferenceDump;
+import k3j.dump.ReferenceMatch;
 import k3j.kernels.Workers;
+import k3j.verdict.ConformException;
 
 /**
  * {@code k3 MODEL --ids PROMPT --dump-activations DIR}: k3j's own activations as a candidate dump, so that k3j

@@ -11,20 +11,20 @@ import k3j.bisect.BisectException;
 import k3j.bisect.Candidate;
 import k3j.bisect.LayerConformance;
 import k3j.bisect.LayerRunner;
-import k3j.conform.ConformException;
-import k3j.conform.Conformance;
-import k3j.conform.ExpertLayerReport;
-import k3j.conform.LayerReport;
-import k3j.conform.LayerSelection;
+import k3j.compare.Conformance;
+import k3j.compare.ExpertLayerReport;
+import k3j.compare.LayerReport;
+import k3j.compare.LayerSelection;
 import k3j.config.ConfigException;
 import k3j.io.CheckpointException;
 import k3j.kernels.Workers;
+import k3j.verdict.ConformException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code k3 bisect MODEL [--reference DUMP]}: runs the selected layers alone from the dump's inputs (k3j.conform),
+ * {@code k3 bisect MODEL [--reference DUMP]}: runs the selected layers alone from the dump's inputs (k3j.compare),
  * names every layer and stage over budget and diagnoses each in layer order under one shared budget: which
  * mix-up of that layer's weights (a same-shape swap, a stored transpose, an expert's nibble order, two experts
  * swapped) makes the stage pass, or that none does. The dump is found as {@code k3 conform} finds it, and the
@@ -91,7 +91,7 @@ final class BisectCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         PlannedConformance planned;
         try (Workers w = Workers.of(workers);
-             Conformance c = (planned = new PlannedConformance(memory, model, k3j.conform.ReferenceMatch.locate(model, dump, ReferenceSearch.dirs(dumps)), w, false, true,
+             Conformance c = (planned = new PlannedConformance(memory, model, k3j.dump.ReferenceMatch.locate(model, dump, ReferenceSearch.dirs(dumps)), w, false, true,
                      out, err)).conformance) {
             List<Integer> sel = scope.select(c.layerCount());
             if (c.model() == null) {
@@ -118,7 +118,7 @@ final class BisectCommand implements Callable<Integer> {
                 else out.println("  L" + ed.layer() + " expert " + ed.expert() + ": nothing explains it");
             }
             planned.report(out);
-            k3j.conform.Verdict verdict = r.verdict(scope.experts).against(c.dump());
+            k3j.verdict.Verdict verdict = r.verdict(scope.experts).against(c.dump().producer(), c.dump().promptId());
             if (json != null) writeJson(r, verdict, planned);
             out.printf(Locale.ROOT, "BISECT: %s (%.1f s)%n", r.summary(), (System.nanoTime() - t0) / 1e9);
             out.print(verdict.text());
@@ -145,7 +145,7 @@ final class BisectCommand implements Callable<Integer> {
     }
 
     /** The diagnoses as JSON (the shape docs/formats.md names): one object per failing layer, the plan and the peak RSS. */
-    private void writeJson(Bisect.Report r, k3j.conform.Verdict verdict, PlannedConformance planned) throws java.io.IOException {
+    private void writeJson(Bisect.Report r, k3j.verdict.Verdict verdict, PlannedConformance planned) throws java.io.IOException {
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
         var root = mapper.createObjectNode();
         root.put("verdict", r.summary());   // the diagnoses' summary line (docs/formats.md §16); the decision is "decision"

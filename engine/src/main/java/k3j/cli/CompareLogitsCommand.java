@@ -6,28 +6,28 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import k3j.compare.LogitParity;
+import k3j.compare.LossyLogits;
+import k3j.compare.LossyReport;
 import k3j.config.ConfigException;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
-import k3j.conform.Budget;
-import k3j.conform.CandidateDump;
-import k3j.conform.Invariants;
-import k3j.conform.LossyReport;
-import k3j.conform.Verdict;
-import k3j.conform.VerdictLimits;
-import k3j.conform.ConformException;
-import k3j.conform.Finding;
-import k3j.conform.LogitFile;
-import k3j.conform.LogitParity;
-import k3j.conform.LossyLogits;
-import k3j.conform.ProviderResponse;
-import k3j.conform.ReferenceDump;
+import k3j.dump.Budget;
+import k3j.dump.CandidateDump;
+import k3j.dump.LogitFile;
+import k3j.dump.ReferenceDump;
 import k3j.io.AtomicWrite;
+import k3j.provider.ProviderResponse;
+import k3j.verdict.ConformException;
+import k3j.verdict.Finding;
+import k3j.verdict.Invariants;
+import k3j.verdict.Verdict;
+import k3j.verdict.VerdictLimits;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -131,7 +131,7 @@ final class CompareLogitsCommand implements Callable<Integer> {
         Map<String, LogitFile> files = files(ref);
         if (files.isEmpty()) {   // a candidate holding no logits: nothing judged (INCOMPLETE, as conform says), never a refusal or a pass
             Verdict none = Invariants.decide(lossy.on ? Invariants.Mode.LOSSY : Invariants.Mode.FLOAT32, notHeld);
-            if (ref.source() != null) none = none.against(ref.source());
+            if (ref.source() != null) none = none.against(ref.source().producer(), ref.source().promptId());
             out.println("file                  : " + file + " (a candidate holding no logits array)");
             out.print(none.text());
             if (json != null) AtomicWrite.string(json, "--json", new com.fasterxml.jackson.databind.ObjectMapper().writerWithDefaultPrettyPrinter()
@@ -212,7 +212,7 @@ final class CompareLogitsCommand implements Callable<Integer> {
                 LogitParity.Result r = LogitParity.compare("compare-logits", en.getValue(), want, ids, promptLength, v, ref.budget());
                 if (got.size() > 1) out.println("===== " + what + " =====");
                 text(out, r, en.getValue(), want, rows);
-                items.add(Invariants.float32Logits(what, r, true));
+                items.add(LogitParity.item(what, r, true));
                 if (!report.containsKey("max_abs_diff")) {
                     report.put("max_abs_diff", r.maxAbsDiff());
                     report.put("ratio_to_budget", r.ratioToBudget());
@@ -229,7 +229,7 @@ final class CompareLogitsCommand implements Callable<Integer> {
             }
             out.println("budget                : " + ref.budget().source() + ", width " + ref.budget().width("logits") + " (the hidden width each logit is a reduction over)");
             verdict = Invariants.decide(Invariants.Mode.FLOAT32, items);
-            if (ref.source() != null) verdict = verdict.against(ref.source());
+            if (ref.source() != null) verdict = verdict.against(ref.source().producer(), ref.source().promptId());
             out.print(verdict.text());
         }
         report.put("verdict", verdict.outcome().words().toLowerCase(Locale.ROOT));
@@ -286,8 +286,8 @@ final class CompareLogitsCommand implements Callable<Integer> {
             if (LogitFile.isCandidate(file)) {
                 if (!ref.dump()) throw usage("refused: " + file + " is a candidate dump; it is judged against the reference dump it was made from (--reference DUMP), not a plain vector");
                 CandidateDump c = CandidateDump.open(LogitFile.candidateRoot(file));
-                Invariants.requireCandidateFits(c, ref.source());
-                Invariants.requireReferenceLayers(c, ref.source());
+                c.requireFits(ref.source());
+                c.requireReferenceLayers(ref.source());
                 for (boolean incremental : new boolean[] {false, true}) {
                     float[] values = c.logits(incremental);
                     String mode = incremental ? "incremental" : "full recompute";

@@ -7,10 +7,10 @@ import java.util.List;
 import k3j.api.Conform;
 import k3j.api.ConformReport;
 import k3j.api.internal.ApiInternals;
-import k3j.conform.Conformance;
-import k3j.conform.Invariants;
-import k3j.conform.SelfDivergence;
-import k3j.conform.Verdict;
+import k3j.compare.Conformance;
+import k3j.compare.SelfDivergence;
+import k3j.verdict.Invariants;
+import k3j.verdict.Verdict;
 
 /**
  * {@code k3 conform --candidate A --against B} (docs/semantics.md §10.13): where two candidates of one engine part,
@@ -43,7 +43,7 @@ final class ConformAgainst {
                         + (first != null ? "; FIRST DIVERGENCE: " + first.name() + (first.firstDivergence() != null ? " " + first.firstDivergence() : "") + " " + first.finding().tag() : ""));
                 items.add(Invariants.of(name + " against the reference", v));
             }
-            Verdict verdict = Invariants.decide(Invariants.Mode.FLOAT32, items).against(ca.dump());
+            Verdict verdict = Invariants.decide(Invariants.Mode.FLOAT32, items).against(ca.dump().producer(), ca.dump().promptId());
             out.println();
             out.print(verdict.text());
             return verdict.exitCode();

@@ -10,14 +10,14 @@ import java.util.concurrent.Callable;
 import k3j.api.Conform;
 import k3j.api.ConformReport;
 import k3j.api.internal.ApiInternals;
-import k3j.conform.Charts;
+import k3j.compare.Charts;
+import k3j.compare.Conformance;
+import k3j.compare.ExpertLayerReport;
+import k3j.compare.LayerReport;
+import k3j.dump.ReferenceDump;
+import k3j.dump.ReferenceMatch;
 import k3j.io.AtomicWrite;
-import k3j.conform.ConformException;
-import k3j.conform.Conformance;
-import k3j.conform.ExpertLayerReport;
-import k3j.conform.LayerReport;
-import k3j.conform.ReferenceDump;
-import k3j.conform.ReferenceMatch;
+import k3j.verdict.ConformException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -165,7 +165,7 @@ final class ConformCommand implements Callable<Integer> {
         lossy.validate(spec.commandLine());
         if (lossy.on && scope.experts) throw usage("--lossy grades layers and logits; --experts judges experts by the float32 budget: not together");
         long t0 = System.nanoTime();
-        k3j.conform.Verdict verdict;
+        k3j.verdict.Verdict verdict;
         Conform.Options o = Conform.Options.DEFAULTS.withThreads(workers).withReference(ReferenceOption.of(reference), search).withLogits(!noLogits);
         try (Conform judge = candidate != null ? Conform.candidate(candidate, o) : planned(model, o, out, err)) {
             Conformance c = ApiInternals.get().conformance(judge);
@@ -220,7 +220,7 @@ final class ConformCommand implements Callable<Integer> {
             List<ConformReport.Experts> swept = List.of();
             List<k3j.fleet.Judged.Experts> sweptParts = List.of();
             if (scope.experts && part != null) {
-                List<k3j.conform.ExpertSweep.Range> ranges = ConformSweep.ranges(c, part.experts(), out);
+                List<k3j.compare.ExpertSweep.Range> ranges = ConformSweep.ranges(c, part.experts(), out);
                 sweptParts = ranges.stream().map(x -> new k3j.fleet.Judged.Experts(x.layer(), x.kind(), x.total(), x.from(), x.to(), x.experts(), x.seconds())).toList();
             } else if (scope.experts) {
                 swept = ConformSweep.layers(judge, sel, out);
@@ -243,19 +243,19 @@ final class ConformCommand implements Callable<Integer> {
                 greedy(out, greedy);
             }
             verdict = ApiInternals.get().verdict(new ConformReport(report.subject(), report.reference(), report.budget(), layers, report.layerSeconds(), swept, logits, greedy,
-                    scope.experts && part == null)).against(c.dump());
+                    scope.experts && part == null)).against(c.dump().producer(), c.dump().promptId());
             String sweepText = scope.experts ? c.expertSweep().describe() : null;
             List<k3j.fleet.Judged.Block> blocks = logits.stream().map(l -> k3j.fleet.Judged.logits(ApiInternals.get().logits(l), l.missing())).toList();
             k3j.fleet.Judged.Block greedyBlock = greedy == null ? null : k3j.fleet.Judged.greedy(ApiInternals.get().greedy(greedy), greedy.missing());
             var all = new k3j.fleet.Judged(judgedLayers, sweepText, sweptParts, blocks, greedyBlock);
             if (part != null && scope.experts) {
                 // a shard's expert ranges are not whole layers: its own verdict judges each range as a whole (the merge joins them)
-                List<k3j.conform.Invariants.Item> items = new ArrayList<>();
-                for (LayerReport r : layerReports) items.add(k3j.conform.Invariants.layer(r));
-                for (var x : sweptParts) items.add(k3j.conform.Invariants.experts(ExpertLayerReport.of(x.layer(), x.kind(), x.to() - x.from(), x.experts(), x.seconds())));
-                for (var b : blocks) items.add(k3j.conform.Causes.carry(b.item(), k3j.conform.Causes.runCause(layerReports)));
+                List<k3j.verdict.Invariants.Item> items = new ArrayList<>();
+                for (LayerReport r : layerReports) items.add(r.item());
+                for (var x : sweptParts) items.add(ExpertLayerReport.of(x.layer(), x.kind(), x.to() - x.from(), x.experts(), x.seconds()).item());
+                for (var b : blocks) items.add(k3j.compare.Causes.carry(b.item(), k3j.compare.Causes.runCause(layerReports)));
                 if (greedyBlock != null) items.add(greedyBlock.item());
-                verdict = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, items).against(c.dump());
+                verdict = k3j.verdict.Invariants.decide(k3j.verdict.Invariants.Mode.FLOAT32, items).against(c.dump().producer(), c.dump().promptId());
             }
             out.println();
             out.print(verdict.text());
@@ -283,7 +283,7 @@ final class ConformCommand implements Callable<Integer> {
 
     /** --lossy: the graded table of layers and logits, the exit by the thresholds; --json holds the whole table. */
     private int graded(Conform judge, List<Integer> sel, PrintWriter out) throws IOException {
-        k3j.conform.LossyReport r = ApiInternals.get().lossy(judge, sel);
+        k3j.compare.LossyReport r = ApiInternals.get().lossy(judge, sel);
         out.print(r.text(lossy.maxKl, lossy.minTop1));
         if (json != null) {
             var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
@@ -345,9 +345,9 @@ final class ConformCommand implements Callable<Integer> {
      * non-finite value): the verdict REFUSED, printed and exited by as every door does; anything else is a runtime failure.
      */
     private static int refused(ConformException e, PrintWriter out, PrintWriter err) {
-        if (e.finding() != k3j.conform.Finding.REFERENCE_MISMATCH && e.finding() != k3j.conform.Finding.NON_FINITE) return runtime(e, err);
+        if (e.finding() != k3j.verdict.Finding.REFERENCE_MISMATCH && e.finding() != k3j.verdict.Finding.NON_FINITE) return runtime(e, err);
         err.println("k3: " + e.getMessage());
-        k3j.conform.Verdict v = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.FLOAT32, List.of(k3j.conform.Invariants.Item.refused("the input", e.getMessage())));
+        k3j.verdict.Verdict v = k3j.verdict.Invariants.decide(k3j.verdict.Invariants.Mode.FLOAT32, List.of(k3j.verdict.Invariants.Item.refused("the input", e.getMessage())));
         out.print(v.text());
         return v.exitCode();
     }

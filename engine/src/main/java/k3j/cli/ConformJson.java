@@ -9,10 +9,10 @@ import java.util.List;
 import java.util.Map;
 import k3j.api.Conform;
 import k3j.api.internal.ApiInternals;
-import k3j.conform.Conformance;
-import k3j.conform.PlanVerdict;
-import k3j.conform.Verdict;
+import k3j.compare.Conformance;
 import k3j.io.AtomicWrite;
+import k3j.verdict.PlanVerdict;
+import k3j.verdict.Verdict;
 
 /**
  * {@code k3 conform --json FILE} (docs/formats.md §15, §18): written before the first layer with the run's plan and
@@ -48,7 +48,7 @@ final class ConformJson {
         planned.forEach(items::add);
         var root = MAPPER.createObjectNode();
         root.set("run_plan", runPlan);
-        root.set("verdict", MAPPER.valueToTree(PlanVerdict.of(planned, Map.of(), false, true).verdict().against(c.dump()).json()));
+        root.set("verdict", MAPPER.valueToTree(PlanVerdict.of(planned, Map.of(), false, true).verdict().against(c.dump().producer(), c.dump().promptId()).json()));
         AtomicWrite.string(json, "--json", MAPPER.writerWithDefaultPrettyPrinter().writeValueAsString(root));
     }
 

@@ -10,7 +10,7 @@ final class ConformMerge {
     private ConformMerge() {}
 
     /** Prints the merged run and its verdict (what must be judged from the reference {@code reference} finds; shards checked against the digest manifest {@code digests} when given), writes {@code json} when given; exits by the verdict (INCOMPLETE: 3). */
-    static int run(Path root, java.util.function.Function<String, k3j.conform.ReferenceDump> reference, Path digests, Path json, PrintWriter out, PrintWriter err) throws IOException {
+    static int run(Path root, java.util.function.Function<String, k3j.dump.ReferenceDump> reference, Path digests, Path json, PrintWriter out, PrintWriter err) throws IOException {
         k3j.fleet.Merge m;
         try {
             m = k3j.fleet.Merge.of(root, reference, digests == null ? null : k3j.fleet.TensorDigests.read(digests));

@@ -4,8 +4,8 @@ import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.function.Function;
-import k3j.conform.ReferenceDump;
-import k3j.conform.ReferenceMatch;
+import k3j.dump.ReferenceDump;
+import k3j.dump.ReferenceMatch;
 import picocli.CommandLine;
 
 /**

@@ -6,9 +6,9 @@ import java.util.List;
 import k3j.api.Conform;
 import k3j.api.ConformReport;
 import k3j.api.internal.ApiInternals;
-import k3j.conform.Conformance;
-import k3j.conform.ExpertLayerReport;
-import k3j.conform.ExpertReport;
+import k3j.compare.Conformance;
+import k3j.compare.ExpertLayerReport;
+import k3j.compare.ExpertReport;
 
 /** {@code k3 conform --experts}: the expert sweep's lines as it runs (its counts are not the decision: the verdict follows). */
 final class ConformSweep {
@@ -34,11 +34,11 @@ final class ConformSweep {
     }
 
     /** A shard's expert ranges of the sweep: one line per range, every failing expert named. */
-    static List<k3j.conform.ExpertSweep.Range> ranges(Conformance c, List<k3j.fleet.WorkPlan.ExpertRange> ranges, PrintWriter out) {
+    static List<k3j.compare.ExpertSweep.Range> ranges(Conformance c, List<k3j.fleet.WorkPlan.ExpertRange> ranges, PrintWriter out) {
         out.println();
         out.println("===== EXPERT SWEEP (this shard's expert ranges on the dump's probes) =====");
         out.println(c.expertSweep().describe());
-        List<k3j.conform.ExpertSweep.Range> rs = new ArrayList<>();
+        List<k3j.compare.ExpertSweep.Range> rs = new ArrayList<>();
         for (var x : ranges) {
             var r = c.experts(x.layer(), x.from(), x.to());
             rs.add(r);

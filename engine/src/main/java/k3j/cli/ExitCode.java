@@ -2,7 +2,7 @@ package k3j.cli;
 
 /**
  * The k3 command's exit codes (docs/semantics.md §7.9). A command that judges exits by its verdict alone
- * ({@link k3j.conform.Verdict#exitCode()}: 0 green, 1 failed, 2 refused, 3 INCOMPLETE); these are the codes of
+ * ({@link k3j.verdict.Verdict#exitCode()}: 0 green, 1 failed, 2 refused, 3 INCOMPLETE); these are the codes of
  * everything else. They are assigned in a static block, not as constants, so every read stays in the class files and
  * the architecture rule "exit codes come only from the verdict" (ArchitectureGate) sees a judging class reading one.
  */

@@ -1,7 +1,7 @@
 package k3j.cli;
 
 import java.util.List;
-import k3j.conform.LayerSelection;
+import k3j.compare.LayerSelection;
 import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;

@@ -9,7 +9,7 @@ final class LossyOptions {
             + "same top-1, dp, rank (and for a candidate NMSE/cosine per layer and stage, and the layer where the error grows most)")
     boolean on;
 
-    @Option(names = "--max-kl", paramLabel = "NATS", description = "--lossy: the largest mean KL(ref||cand) accepted (default 0.5, k3j/conform/verdict-limits.json)")
+    @Option(names = "--max-kl", paramLabel = "NATS", description = "--lossy: the largest mean KL(ref||cand) accepted (default 0.5, k3j/verdict/verdict-limits.json)")
     Double maxKl;
 
     @Option(names = "--min-top1", paramLabel = "PERCENT", description = "--lossy: the smallest share of positions with the reference's top token accepted, in percent (default 25)")

@@ -3,10 +3,10 @@ package k3j.cli;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.function.Function;
-import k3j.conform.ConformException;
-import k3j.conform.Finding;
-import k3j.conform.ReferenceDump;
-import k3j.conform.ReferenceMatch;
+import k3j.dump.ReferenceDump;
+import k3j.dump.ReferenceMatch;
+import k3j.verdict.ConformException;
+import k3j.verdict.Finding;
 
 /**
  * The reference a merge takes its coverage from: the one named (--reference), which must be the one the shards were

@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Callable;
-import k3j.conform.ProviderGrade;
 import k3j.io.AtomicWrite;
 import k3j.io.StrictJson;
 import k3j.probe.Form;
@@ -20,6 +19,7 @@ import k3j.probe.Prompt;
 import k3j.probe.Prompts;
 import k3j.probe.Reference;
 import k3j.probe.Screen;
+import k3j.provider.ProviderGrade;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -189,7 +189,7 @@ final class ProbeCommand implements Callable<Integer> {
             List<Prompt> prompts;
             try {
                 if (dump != null) {
-                    k3j.conform.ReferenceDump d = k3j.conform.ReferenceDump.open(dump);
+                    k3j.dump.ReferenceDump d = k3j.dump.ReferenceDump.open(dump);
                     prompts = List.of(new Prompt("p1", d.promptIds(), null, null));
                 } else if (promptsFile != null) {
                     prompts = Prompts.file(promptsFile, ref.tokenizer(), ref.vocab());

@@ -18,15 +18,15 @@ import k3j.chat.Role;
 import k3j.chat.Thinking;
 import k3j.chat.Xtml;
 import k3j.config.ModelConfig;
-import k3j.conform.ConformException;
-import k3j.conform.LogitFile;
-import k3j.conform.ProviderGrade;
-import k3j.conform.ProviderResponse;
+import k3j.dump.LogitFile;
 import k3j.io.AtomicWrite;
 import k3j.io.SafeFiles;
 import k3j.io.StrictJson;
+import k3j.provider.ProviderGrade;
+import k3j.provider.ProviderResponse;
 import k3j.tokenizer.Tokenizer;
 import k3j.tokenizer.TokenizerException;
+import k3j.verdict.ConformException;
 
 /**
  * {@code k3 compare-logits CANDIDATE --reference RESPONSE.json (--request REQUEST.json | --prompt-ids IDS) --model DIR}:
@@ -118,8 +118,8 @@ final class ProviderComparison {
         boolean anyGiven = l.maxKl != null || l.minTop1 != null || l.maxDlogprob != null;
         ProviderGrade.Thresholds t = anyGiven ? new ProviderGrade.Thresholds(l.minTop1, l.maxDlogprob, l.maxKl)
                 : new ProviderGrade.Thresholds(ProviderGrade.Thresholds.DEFAULT_MIN_TOP1, ProviderGrade.Thresholds.DEFAULT_MAX_MEAN_DLOGPROB, null);
-        k3j.conform.Verdict verdict = k3j.conform.Invariants.decide(k3j.conform.Invariants.Mode.LOSSY,
-                List.of(k3j.conform.Invariants.providerLogits("logits against the provider's logprobs", rows, g, t, k3j.conform.VerdictLimits.shipped())));
+        k3j.verdict.Verdict verdict = k3j.verdict.Invariants.decide(k3j.verdict.Invariants.Mode.LOSSY,
+                List.of(g.item("logits against the provider's logprobs", rows, t, k3j.verdict.VerdictLimits.shipped())));
         boolean within = verdict.green();
         out.println("candidate             : " + candidate);
         out.println("reference             : " + cmd.reference + " (a provider's logprobs, " + response.form() + " form: " + n + " completion tokens, top-"

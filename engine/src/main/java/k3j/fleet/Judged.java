@@ -6,14 +6,15 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
-import k3j.conform.ExpertLayerReport;
-import k3j.conform.ExpertReport;
-import k3j.conform.Finding;
-import k3j.conform.Invariants;
-import k3j.conform.LayerReport;
-import k3j.conform.Routing;
-import k3j.conform.StageMetric;
+import k3j.compare.ExpertLayerReport;
+import k3j.compare.ExpertReport;
+import k3j.compare.LayerReport;
+import k3j.compare.LogitParity;
+import k3j.compare.Routing;
+import k3j.compare.StageMetric;
 import k3j.io.StrictJson;
+import k3j.verdict.Finding;
+import k3j.verdict.Invariants;
 
 /**
  * What one run (or one shard of it) judged, as a shard writes it and the merge reads it back (docs/formats.md §18.3):
@@ -31,7 +32,7 @@ public record Judged(List<Layer> layers, String sweep, List<Experts> experts, Li
         logits = List.copyOf(logits);
     }
 
-    /** One layer's report and whether it sits on an AttnRes block boundary (what {@link k3j.conform.Causes} groups by). */
+    /** One layer's report and whether it sits on an AttnRes block boundary (what {@link k3j.compare.Causes} groups by). */
     public record Layer(LayerReport report, boolean boundary) {
         public int layer() {
             return report.layer();
@@ -112,14 +113,14 @@ public record Judged(List<Layer> layers, String sweep, List<Experts> experts, Li
     }
 
     /** A logit comparison's block ({@code missing}: why there is none, when {@code r} is null). */
-    public static Block logits(k3j.conform.LogitParity.Result r, String missing) {
-        if (r == null) return new Block("logits", "===== ELEMENTWISE LOGIT COMPARISON =====\n" + missing + "\n", Invariants.logits(null, missing));
-        return new Block("logits " + r.mode(), "===== ELEMENTWISE LOGIT COMPARISON (" + r.mode() + ") =====\n" + r.text(), Invariants.logits(r, null));
+    public static Block logits(k3j.compare.LogitParity.Result r, String missing) {
+        if (r == null) return new Block("logits", "===== ELEMENTWISE LOGIT COMPARISON =====\n" + missing + "\n", LogitParity.logitsItem(null, missing));
+        return new Block("logits " + r.mode(), "===== ELEMENTWISE LOGIT COMPARISON (" + r.mode() + ") =====\n" + r.text(), LogitParity.logitsItem(r, null));
     }
 
     /** Greedy generation's block ({@code missing}: why there is none, when {@code g} is null). */
-    public static Block greedy(k3j.conform.LogitParity.Greedy g, String missing) {
-        return new Block("greedy", "===== GREEDY GENERATION (incremental) =====\n" + (g == null ? missing + "\n" : g.text()), Invariants.greedy(g, missing));
+    public static Block greedy(k3j.compare.LogitParity.Greedy g, String missing) {
+        return new Block("greedy", "===== GREEDY GENERATION (incremental) =====\n" + (g == null ? missing + "\n" : g.text()), LogitParity.greedyItem(g, missing));
     }
 
     /** The layers that do not conform, in layer order. */

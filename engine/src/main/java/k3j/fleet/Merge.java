@@ -11,15 +11,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
 import java.util.stream.Stream;
-import k3j.conform.Causes;
-import k3j.conform.ExpertLayerReport;
-import k3j.conform.ExpertReport;
-import k3j.conform.Invariants;
-import k3j.conform.LayerReport;
-import k3j.conform.LayerSelection;
-import k3j.conform.StageMetric;
-import k3j.conform.Verdict;
+import k3j.compare.Causes;
+import k3j.compare.ExpertLayerReport;
+import k3j.compare.ExpertReport;
+import k3j.compare.LayerReport;
+import k3j.compare.LayerSelection;
+import k3j.compare.StageMetric;
 import k3j.io.StrictJson;
+import k3j.verdict.Invariants;
+import k3j.verdict.Verdict;
 
 /**
  * The one merge of a results root's shard folders. It trusts only each folder's plan, completion marker and results,
@@ -59,9 +59,9 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
      * every layer; with logits both logit blocks (full recompute, incremental) and greedy generation when the reference
      * generated ids; with the sweep every MoE layer's experts whole. {@code producer} is what made the reference.
      */
-    public record Coverage(int layers, boolean logits, boolean greedy, List<Integer> moeLayers, int experts, k3j.conform.ReferenceDump reference) {
+    public record Coverage(int layers, boolean logits, boolean greedy, List<Integer> moeLayers, int experts, k3j.dump.ReferenceDump reference) {
         /** The coverage of a run ({@link Identity#scope()}: "logits=true experts=false") against its reference. */
-        public static Coverage of(k3j.conform.ReferenceDump d, String scope) {
+        public static Coverage of(k3j.dump.ReferenceDump d, String scope) {
             boolean logits = scope.contains("logits=true") && d.has("logits");
             List<Integer> moe = new ArrayList<>();
             int experts = 0;
@@ -98,7 +98,7 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
      * sha256 the shards name (throwing when there is none), so no plan the shards write can leave a layer, a logit block
      * or an expert range out unnoticed; the verdict names the reference's producer.
      */
-    public static Merge of(Path root, java.util.function.Function<String, k3j.conform.ReferenceDump> reference, TensorDigests manifest) throws IOException {
+    public static Merge of(Path root, java.util.function.Function<String, k3j.dump.ReferenceDump> reference, TensorDigests manifest) throws IOException {
         if (!Files.isDirectory(root)) throw new IOException("--merge " + root + ": no such folder (the results root the shards wrote into)");
         List<ShardFolder.Read> reads = new ArrayList<>();
         try (Stream<Path> s = Files.list(root)) {
@@ -223,19 +223,19 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
         List<Invariants.Item> items = new ArrayList<>();
         for (Judged.Layer l : all.layers()) items.add(item(l));
         for (Judged.Experts e : all.experts()) items.add(e.whole() ? item(e) : Invariants.Item.notJudged("experts " + e.range(), "the rest of the layer's experts are not judged"));
-        k3j.conform.Finding cause = Causes.runCause(all.layers().stream().map(Judged.Layer::report).toList());
+        k3j.verdict.Finding cause = Causes.runCause(all.layers().stream().map(Judged.Layer::report).toList());
         for (Judged.Block b : all.logits()) items.add(Causes.carry(b.item(), cause));
         if (all.greedy() != null) items.add(all.greedy().item());
         for (String n : nj) items.add(Invariants.Item.notJudged(n, "no complete shard of the run judged it"));
         for (String p : problems) if (!p.startsWith("shard ")) items.add(Invariants.Item.notJudged("the run", p));
         List<Integer> judgedLayers = all.layers().stream().map(Judged.Layer::layer).toList();
         Verdict verdict = Invariants.decide(Invariants.Mode.FLOAT32, items);
-        if (coverage != null) verdict = verdict.against(coverage.reference());
+        if (coverage != null) verdict = verdict.against(coverage.reference().producer(), coverage.reference().promptId());
         return new Merge(root, run, lines, problems, nj, judgedLayers, toRun, all, verdict);
     }
 
     /**
-     * A layer's item: {@link Invariants#layer}, and refused when the report passes yet holds a non-finite value (a
+     * A layer's item: {@link LayerReport#item}, and refused when the report passes yet holds a non-finite value (a
      * results file edited or read differently from how it was judged is never green).
      */
     static Invariants.Item item(Judged.Layer l) {
@@ -247,7 +247,7 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
                 }
             }
         }
-        return Invariants.layer(r);
+        return r.item();
     }
 
     /** A whole swept layer's item, refused when it passes yet holds a non-finite ratio. */
@@ -258,7 +258,7 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
                 for (double v : x.ratios()) if (!Double.isFinite(v)) return Invariants.Item.refused("experts of L" + e.layer(), "refused (invariant 1): expert " + x.expert() + " passes with a non-finite ratio");
             }
         }
-        return Invariants.experts(r);
+        return r.item();
     }
 
     /**

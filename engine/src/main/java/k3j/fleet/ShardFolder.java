@@ -7,7 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import k3j.conform.LayerSelection;
+import k3j.compare.LayerSelection;
 import k3j.io.AtomicWrite;
 import k3j.io.SafeFiles;
 import k3j.io.StrictJson;

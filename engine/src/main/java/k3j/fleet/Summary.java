@@ -3,8 +3,8 @@ package k3j.fleet;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.List;
 import java.util.Locale;
-import k3j.conform.Finding;
-import k3j.conform.LayerSelection;
+import k3j.compare.LayerSelection;
+import k3j.verdict.Finding;
 
 /**
  * The text and JSON verdict of what was judged: one code for a one-machine run and for the merge of its shards, so the two
@@ -15,7 +15,7 @@ public final class Summary {
 
     /**
      * The block after the layer lines: counts, worst stage within budget, layers per finding, first divergence, and the
-     * layers' count line. None of it is the decision: the run's VERDICT line ({@link k3j.conform.Verdict#line()}) follows it.
+     * layers' count line. None of it is the decision: the run's VERDICT line ({@link k3j.verdict.Verdict#line()}) follows it.
      */
     public static String layers(Judged j, List<Integer> selection, double seconds) {
         StringBuilder sb = new StringBuilder();
@@ -89,10 +89,10 @@ public final class Summary {
 
     /**
      * The "summary" object of --json: equal between a one-machine run and the merge of its shards (no timing in it).
-     * {@code decision} is the run's one decision ({@link k3j.conform.Invariants#decide}); {@code notJudged} names what a
+     * {@code decision} is the run's one decision ({@link k3j.verdict.Invariants#decide}); {@code notJudged} names what a
      * merge could not judge (empty when complete).
      */
-    public static void putVerdict(ObjectNode root, Judged j, List<Integer> selection, k3j.conform.Verdict decision, List<String> notJudged) {
+    public static void putVerdict(ObjectNode root, Judged j, List<Integer> selection, k3j.verdict.Verdict decision, List<String> notJudged) {
         ObjectNode v = root.putObject("summary");
         v.put("verdict", decision.outcome().words());
         v.put("line", decision.line());

@@ -43,14 +43,14 @@ public record WorkPlan(int layers, long[] layerWork, long[] layerBytes, long log
 
         /** "12-23 + logits + experts L3:0-383,L4:0-99": what the plan string holds of this part. */
         public String text() {
-            return (layers.isEmpty() ? "-" : k3j.conform.LayerSelection.format(layers)) + (logits ? " + logits" : "")
+            return (layers.isEmpty() ? "-" : k3j.compare.LayerSelection.format(layers)) + (logits ? " + logits" : "")
                     + (experts.isEmpty() ? "" : " + experts " + String.join(",", experts.stream().map(ExpertRange::text).toList()));
         }
 
         /** Reads {@link #text()} back (work and bytes are not in it: 0). */
         public static Part parse(int shard, String text) {
             String[] bits = text.split(" \\+ ");
-            List<Integer> layers = bits[0].equals("-") ? List.of() : k3j.conform.LayerSelection.parse(bits[0], k3j.config.ModelConfig.MAX_LAYERS);
+            List<Integer> layers = bits[0].equals("-") ? List.of() : k3j.compare.LayerSelection.parse(bits[0], k3j.config.ModelConfig.MAX_LAYERS);
             boolean logits = false;
             List<ExpertRange> experts = new ArrayList<>();
             for (int i = 1; i < bits.length; i++) {

@@ -1,7 +1,7 @@
 package k3j.probe;
 
-import k3j.conform.ProviderGrade;
-import k3j.conform.ProviderResponse;
+import k3j.provider.ProviderGrade;
+import k3j.provider.ProviderResponse;
 
 /**
  * One answer of the server: the request it answered and its completion as ids with their logprobs.

@@ -6,9 +6,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import k3j.conform.ProviderGrade;
-import k3j.conform.ProviderResponse;
 import k3j.io.StrictJson;
+import k3j.provider.ProviderGrade;
+import k3j.provider.ProviderResponse;
 import k3j.tokenizer.Tokenizer;
 
 /**

@@ -1,7 +1,7 @@
 package k3j.probe;
 
 import java.util.Locale;
-import k3j.conform.ProviderGrade;
+import k3j.provider.ProviderGrade;
 
 /**
  * Where two answers that must agree first part: the two requests, the completion token (and its position in the

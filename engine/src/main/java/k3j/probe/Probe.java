@@ -9,15 +9,15 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.ExecutionException;
-import k3j.conform.Invariants;
-import k3j.conform.ProviderGrade;
-import k3j.conform.ProviderResponse;
-import k3j.conform.Verdict;
-import k3j.conform.VerdictLimits;
+import k3j.provider.ProviderGrade;
+import k3j.provider.ProviderResponse;
+import k3j.verdict.Invariants;
+import k3j.verdict.Verdict;
+import k3j.verdict.VerdictLimits;
 
 /**
  * A live endpoint judged: every prompt in every form asked and graded against the reference through the provider
@@ -143,7 +143,7 @@ public final class Probe {
             ProviderGrade.Ids ids = a.ids();
             if (n < ids.size()) ids = new ProviderGrade.Ids(Arrays.copyOf(ids.chosen(), n), Arrays.copyOf(ids.top(), n), Arrays.copyOf(ids.topLogprob(), n));
             ProviderGrade g = ProviderGrade.grade(rows, ids, ref.vocab(), a.prompt().length - 1);
-            Invariants.Item item = Invariants.providerLogits(what, rows, g, s.thresholds(), VerdictLimits.shipped());
+            Invariants.Item item = g.item(what, rows, s.thresholds(), VerdictLimits.shipped());
             if (item.status() == Invariants.Status.FAIL) item = new Invariants.Item(what, item.status(), item.why() + firstApart(g));
             String head = String.format(Locale.ROOT, "the server's logprobs (%s form, %d prompt ids, %d completion tokens%s) against %s; thresholds: %s%n",
                     f.word(), a.prompt().length, a.size(), n < a.size() ? ", the first " + n + " graded: the reference's ids part from the server's there" : "",

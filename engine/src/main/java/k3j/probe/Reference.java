@@ -58,7 +58,7 @@ public interface Reference extends AutoCloseable {
      * the first id where they part); {@code tokDir} holds the model's tokenizer.
      */
     static Reference dump(Path dumpPath, Path tokDir) {
-        k3j.conform.ReferenceDump d = k3j.conform.ReferenceDump.open(dumpPath);
+        k3j.dump.ReferenceDump d = k3j.dump.ReferenceDump.open(dumpPath);
         Tokenizer tok = Tokenizer.load(tokDir);
         int v = d.shape("logits")[1];
         float[] logits = d.f32("logits");

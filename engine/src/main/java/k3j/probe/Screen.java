@@ -1,7 +1,7 @@
 package k3j.probe;
 
 import java.util.Locale;
-import k3j.conform.Invariants;
+import k3j.verdict.Invariants;
 
 /** The probe's first screen: every case on one line, the first divergence, the verdict (the decision's own line). */
 public final class Screen {

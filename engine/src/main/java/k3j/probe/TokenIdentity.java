@@ -3,8 +3,8 @@ package k3j.probe;
 import java.nio.charset.StandardCharsets;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import k3j.conform.ProviderGrade;
-import k3j.conform.ProviderResponse;
+import k3j.provider.ProviderGrade;
+import k3j.provider.ProviderResponse;
 import k3j.tokenizer.AddedToken;
 import k3j.tokenizer.Tokenizer;
 

@@ -44,8 +44,8 @@ class ApiStandsAloneTest {
     @Test
     void theApisEnumsNameEveryConstantOfTheEnginesOwn() {
         List<List<Class<? extends Enum<?>>>> pairs = List.of(List.of(Kernels.class, k3j.kernels.KernelPath.Mode.class), List.of(ExpertCodes.class, k3j.kernels.Mxfp4.Codes.class),
-                List.of(TrunkCheck.class, k3j.trunk.DataBinding.Check.class), List.of(Finding.class, k3j.conform.Finding.class),
-                List.of(Decision.Outcome.class, k3j.conform.Verdict.Outcome.class), List.of(History.Role.class, k3j.chat.Role.class));
+                List.of(TrunkCheck.class, k3j.trunk.DataBinding.Check.class), List.of(Finding.class, k3j.verdict.Finding.class),
+                List.of(Decision.Outcome.class, k3j.verdict.Verdict.Outcome.class), List.of(History.Role.class, k3j.chat.Role.class));
         for (List<Class<? extends Enum<?>>> p : pairs) {
             assertEquals(names(p.get(1)), names(p.get(0)), p.get(0).getName() + " against " + p.get(1).getName());
         }

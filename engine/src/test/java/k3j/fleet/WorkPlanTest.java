@@ -21,7 +21,7 @@ class WorkPlanTest {
         long[] w = new long[93];
         Arrays.fill(w, 100);
         WorkPlan p = WorkPlan.balance(93, w, w, 0, 0, 12, 8);
-        List<String> got = p.parts().stream().map(x -> k3j.conform.LayerSelection.format(x.layers())).toList();
+        List<String> got = p.parts().stream().map(x -> k3j.compare.LayerSelection.format(x.layers())).toList();
         assertEquals(List.of("0-11", "12-23", "24-35", "36-47", "48-59", "60-71", "72-83", "84-92"), got);
     }
 
@@ -66,7 +66,7 @@ class WorkPlanTest {
             System.out.println("released widths, 16 tokens, 8 generated, " + (experts ? "--experts" : "per-layer + logits") + ": " + p.parts().size() + " shards");
             for (WorkPlan.Part x : p.parts()) {
                 System.out.printf(Locale.ROOT, "  shard %d  %-14s %2d layers%s  read %8.1f GB  work %6.3f of the heaviest%n", x.shard(),
-                        x.layers().isEmpty() ? "-" : k3j.conform.LayerSelection.format(x.layers()), x.layers().size(), x.logits() ? " + logits" : "          ",
+                        x.layers().isEmpty() ? "-" : k3j.compare.LayerSelection.format(x.layers()), x.layers().size(), x.logits() ? " + logits" : "          ",
                         x.bytesRead() / 1e9, x.work() / (double) max);
             }
             List<Integer> all = new ArrayList<>();

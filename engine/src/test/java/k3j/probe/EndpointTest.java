@@ -14,8 +14,8 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Deque;
-import k3j.conform.ProviderResponse;
 import k3j.io.StrictJson;
+import k3j.provider.ProviderResponse;
 import org.junit.jupiter.api.Test;
 
 /** Requests over real HTTP on loopback: 429/503 retried after Retry-After, errors named with status and message, the bounds kept, streams joined. */

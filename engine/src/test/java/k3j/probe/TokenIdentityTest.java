@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
-import k3j.conform.ProviderResponse;
+import k3j.provider.ProviderResponse;
 import k3j.tokenizer.AddedToken;
 import k3j.tokenizer.AddedTokens;
 import k3j.tokenizer.Tokenizer;

@@ -1,7 +1,7 @@
 package k3j.planted.api;
 
-import k3j.planted.conform.Invariants;
-import k3j.planted.conform.Verdict;
+import k3j.planted.verdict.Invariants;
+import k3j.planted.verdict.Verdict;
 
 /** The planted API (legal: it uses the packages below it). */
 public final class Door {

@@ -1,6 +1,6 @@
 package k3j.planted.fleet;
 
-import k3j.planted.conform.Verdict;
+import k3j.planted.verdict.Verdict;
 
 /** Breaks "only the verdict constructs outcomes": a summary making its own verdict beside the decision. */
 public final class OwnVerdict {

@@ -10,19 +10,19 @@ import k3j.api.Engine;
 import k3j.api.Plan;
 import k3j.api.State;
 import k3j.chat.Xtml;
-import k3j.conform.Conformance;
-import k3j.conform.ExpertLayerReport;
-import k3j.conform.LayerReport;
-import k3j.conform.LossyReport;
-import k3j.conform.ReferenceDump;
-import k3j.conform.Verdict;
+import k3j.compare.Conformance;
+import k3j.compare.ExpertLayerReport;
+import k3j.compare.LayerReport;
+import k3j.compare.LossyReport;
 import k3j.config.ModelConfig;
+import k3j.dump.ReferenceDump;
 import k3j.kernels.Workers;
 import k3j.model.Assembly;
 import k3j.model.DecodeState;
 import k3j.model.Forward;
 import k3j.plan.MemoryPlan;
 import k3j.tokenizer.Tokenizer;
+import k3j.verdict.Verdict;
 
 /**
  * What k3j's own tools (the {@code k3} command and the other front doors, the gates) reach under {@link k3j.api}: the engine's parts behind an
@@ -70,10 +70,10 @@ public final class ApiInternals {
         Verdict verdict(ConformReport r);
 
         /** The comparison behind a logits report, or null when its stage is missing. */
-        k3j.conform.LogitParity.Result logits(ConformReport.Logits l);
+        k3j.compare.LogitParity.Result logits(ConformReport.Logits l);
 
         /** The comparison behind a greedy report, or null when its stage is missing. */
-        k3j.conform.LogitParity.Greedy greedy(ConformReport.Greedy g);
+        k3j.compare.LogitParity.Greedy greedy(ConformReport.Greedy g);
     }
 
     private static volatile Access access;

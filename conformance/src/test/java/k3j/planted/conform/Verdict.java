@@ -1,8 +1,0 @@
-package k3j.planted.conform;
-
-/** The planted tree's verdict value (legal: constructed only by {@link Invariants}). */
-public record Verdict(String outcome) {
-    public int exitCode() {
-        return outcome.equals("CONFORMS") ? 0 : 1;
-    }
-}

@@ -1,2 +1,0 @@
-/** Unit tests of checkpoint conformance and {@code k3 conform} on the 93-layer oracle and its dump. */
-package k3j.conform;

@@ -1,0 +1,2 @@
+/** Unit tests of the dump readers (candidates, one-file candidates). */
+package k3j.dump;

@@ -1,0 +1,2 @@
+/** Unit tests of k3j.provider. */
+package k3j.provider;

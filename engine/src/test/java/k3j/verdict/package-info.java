@@ -1,0 +1,2 @@
+/** Unit tests of k3j.verdict. */
+package k3j.verdict;
