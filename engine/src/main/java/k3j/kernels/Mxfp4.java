@@ -572,8 +572,7 @@ public final class Mxfp4 {
         float[] wr = new float[in];
         byte[] sc = new byte[ng], pk = new byte[ng * gb];
         for (int r = from; r < to; r++) {
-            // one bulk copy per row, then array reads: a MemorySegment access per element is a deep call chain
-            // until C2 compiles it (the oracle-sized runs, on C1 alone, never do)
+            // bulk copies, then array reads: an access per element is a deep call chain under C1 (oracle-sized runs)
             MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) r * ng, sc, 0, ng);
             MemorySegment.copy(w.packed(), ValueLayout.JAVA_BYTE, w.rowBase(r), pk, 0, pk.length);
             decodeRow(pk, sc, int8, in, wr);
@@ -581,27 +580,12 @@ public final class Mxfp4 {
         }
     }
 
-    /**
-     * One repacked row's weights T_g[code] = E2M1[code] · 2^(b − 127) into wr[0 .. in) (a byte-255 group as zeros, which
-     * the row's sum skips): per group its scale once, per code byte both of its elements.
-     */
+    /** One repacked row's weights T_g[code] into wr[0 .. in) (a byte-255 group as zeros, which the row's sum skips). */
     private static void decodeRow(byte[] pk, byte[] sc, boolean int8, int in, float[] wr) {
-        for (int g = 0, k0 = 0; k0 < in; g++, k0 += GROUP) {
-            int sb = sc[g] & 0xFF, n = Math.min(GROUP, in - k0);
-            if (sb == 255) {
-                java.util.Arrays.fill(wr, k0, k0 + n, 0.0f);
-                continue;
-            }
-            float s = SCALE[sb];
-            if (int8) {   // per block of 16: the eight even elements' codes, then the eight odd ones'
-                for (int e = 0; e < n; e++) wr[k0 + e] = E2M1[pk[g * 32 + (e & 16) + (e & 1) * 8 + ((e & 15) >> 1)]] * s;
-            } else {
-                for (int j = 0, p = g * 16; 2 * j < n; j++, p++) {
-                    int b = pk[p] & 0xFF;
-                    wr[k0 + 2 * j] = E2M1[b & 15] * s;
-                    wr[k0 + 2 * j + 1] = E2M1[b >>> 4] * s;
-                }
-            }
+        for (int k = 0; k < in; k++) {
+            int g = k >> 5, e = k & 31, sb = sc[g] & 0xFF;
+            int c = int8 ? pk[g * 32 + (e & 16) + (e & 1) * 8 + ((e & 15) >> 1)] : (pk[g * 16 + (e >> 1)] >> ((k & 1) * 4)) & 15;
+            wr[k] = sb == 255 ? 0.0f : E2M1[c] * SCALE[sb];
         }
     }
 
