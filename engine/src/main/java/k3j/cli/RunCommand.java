@@ -610,7 +610,7 @@ final class RunCommand implements Callable<Integer> {
     private int chat(k3j.api.Engine engine, PrintWriter err) throws IOException {
         k3j.sample.Sampler.Settings s = session.sampling();
         k3j.api.Chat chat = engine.chat(new k3j.api.History(session.history().messages().stream().map(m -> new k3j.api.History.Message(
-                        k3j.api.History.Role.valueOf(m.role().name()), m.content(), m.reasoning())).toList()),
+                        k3j.api.History.Role.valueOf(m.role().name()), m.content(), m.reasoning(), m.interrupted())).toList()),
                 new k3j.api.Thinking(session.thinking().on(), session.thinking().effort()), new k3j.api.Sampling(s.temperature(), s.topP(), s.topK(), s.seed()));
         ChatLoop loop = new ChatLoop(chat, text, gen, System.out, err);
         try {
