@@ -83,6 +83,16 @@ class KernelBitIdentityGate {
             }
             c.add(new Case("matvec_bf16_equals_f32_over_widened_" + s[0] + "x" + s[1], () -> bf16EqualsF32(s[0], s[1]), false));
         }
+        // several matrices over the same x in one pass (a layer's projections): each output as its own matmul's
+        for (int th = 0; th < 3; th++) {
+            for (int tokens : new int[] {1, 3, 7}) {
+                int t = th;
+                c.add(new Case("matmul_all_bf16_T" + tokens + "_257x{1,7,33,129}_" + (t + 1) + "t_equals_separate_calls",
+                        () -> allEqualsSeparate(257, new int[] {1, 7, 33, 129}, tokens, true, POOLS[t]), false));
+                c.add(new Case("matmul_all_f32_T" + tokens + "_33x{5,2,16}_" + (t + 1) + "t_equals_separate_calls",
+                        () -> allEqualsSeparate(33, new int[] {5, 2, 16}, tokens, false, POOLS[t]), false));
+            }
+        }
         // more than one column panel, row block and token chunk of the batched kernels
         c.add(new Case("matmul_bf16_T61_2100x70_equals_single_calls", () -> batchEqualsSingles(2100, 70, 61, true), false));
         c.add(new Case("mutant_matvec_reduceLanes_differs", KernelBitIdentityGate::matvecReduceLanesMutant, true));
@@ -284,6 +294,31 @@ class KernelBitIdentityGate {
         MatVec.reference(ref, x, tokens, m);
         if (differing(ref, batch) != 0) return new float[][] {ref, batch};
         return new float[][] {singles, batch};
+    }
+
+    /** {@link MatVec#matmulAll} over matrices of {@code rows[i]} x in against each matrix's reference, outputs concatenated. */
+    static float[][] allEqualsSeparate(int in, int[] rows, int tokens, boolean bf16, Workers pool) {
+        SplittableRandom r = rng("all" + in + "x" + rows.length);
+        float[] x = activations(r, in * tokens);
+        Matrix[] ms = new Matrix[rows.length];
+        float[][] ys = new float[rows.length][];
+        int total = 0;
+        for (int i = 0; i < rows.length; i++) {
+            short[] w = bf16Weights(r, in * rows[i]);
+            cancelling(r, w, x.clone(), in, rows[i]);
+            ms[i] = bf16 ? Matrix.bf16(w, rows[i], in) : Matrix.f32(widen(w), rows[i], in);
+            ys[i] = new float[rows[i] * tokens];
+            total += rows[i] * tokens;
+        }
+        MatVec.matmulAll(pool, x, tokens, ms, ys);
+        float[] ref = new float[total], all = new float[total];
+        for (int i = 0, at = 0; i < rows.length; at += ys[i].length, i++) {
+            float[] one = new float[rows[i] * tokens];
+            MatVec.reference(one, x, tokens, ms[i]);
+            System.arraycopy(one, 0, ref, at, one.length);
+            System.arraycopy(ys[i], 0, all, at, one.length);
+        }
+        return new float[][] {ref, all};
     }
 
     static float[][] bf16EqualsF32(int in, int out) {

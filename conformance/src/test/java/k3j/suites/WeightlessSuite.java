@@ -9,5 +9,5 @@ import org.junit.platform.suite.api.SuiteDisplayName;
 @Suite
 @SuiteDisplayName("weightless gates")
 @SelectPackages("k3j.gates")
-@ExcludeTags({"checkpoint", "ports", "fanout", "scale", "differential", "faults", "fuzz", "interpreter", "probe"})
+@ExcludeTags({"checkpoint", "ports", "fanout", "scale", "differential", "faults", "fuzz", "interpreter", "probe", "fleet", "serving-faults"})
 public class WeightlessSuite {}

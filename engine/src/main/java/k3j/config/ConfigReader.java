@@ -1,10 +1,7 @@
 package k3j.config;
 
 import com.fasterxml.jackson.core.JacksonException;
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -33,10 +30,6 @@ import java.util.TreeSet;
 public final class ConfigReader {
     /** Larger files are refused before reading (§1.1). The released config.json is about 4 KB. */
     public static final long MAX_CONFIG_BYTES = 1L << 28;
-
-    private static final ObjectMapper JSON = new ObjectMapper()
-            .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
-            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
     private enum Type { INT, FLOAT, BOOL, INT_LIST }
 
@@ -103,7 +96,7 @@ public final class ConfigReader {
 
     private static Map<String, Fixed> fixedIfPresent() {
         var m = new LinkedHashMap<String, Fixed>();
-        var f = JSON.getNodeFactory();
+        var f = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance;
         String other = " describes a different model: this engine implements only ";
         m.put("mla_use_nope", new Fixed(f.booleanNode(true), other));         // MLA without rotary embeddings
         m.put("use_full_rank_gate", new Fixed(f.booleanNode(true), other));   // K3's full-rank KDA gates, not Kimi-Linear's low-rank ones
@@ -146,7 +139,7 @@ public final class ConfigReader {
         }
         JsonNode root;
         try {
-            root = k3j.io.StrictJson.read(JSON, bytes);
+            root = k3j.io.JsonTree.read(bytes);
         } catch (JacksonException e) {
             throw new ConfigException(source, source + ": not valid JSON (" + e.getOriginalMessage() + ")", e);
         } catch (IOException e) {

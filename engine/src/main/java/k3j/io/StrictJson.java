@@ -47,26 +47,9 @@ public final class StrictJson {
         }
     }
 
-    /** What a JSON library refusal means for the file, in words, with where it is. */
+    /** What a JSON library refusal means for the file, in words, with where it is ({@link JsonTree#plain}). */
     static String plain(com.fasterxml.jackson.core.JacksonException e) {
-        String m = e.getOriginalMessage() == null ? "" : e.getOriginalMessage();
-        String what;
-        String after = "";
-        if (m.startsWith("Trailing token")) {
-            what = "a second JSON value after the first";
-            after = " (the file must hold exactly one JSON value)";
-        }
-        else if (e instanceof com.fasterxml.jackson.core.exc.StreamConstraintsException && m.contains("nesting depth")) {
-            what = "objects and lists nested deeper than " + StreamReadConstraints.DEFAULT_MAX_DEPTH + " levels: refused";
-        } else if (e instanceof com.fasterxml.jackson.core.exc.StreamConstraintsException) what = "a value longer than the largest allowed: refused";
-        else if (m.contains("'NaN'") || m.contains("'Infinity'") || m.contains("'-Infinity'") || m.contains("'+Infinity'")) {
-            what = "NaN or Infinity, which JSON does not allow (a number must be finite)";
-        } else if (m.startsWith("Duplicate field")) what = m.lines().findFirst().orElse(m);
-        else if (m.contains("end-of-input") || m.contains("Unexpected end")) what = "the JSON ends early (cut short)";
-        else if (m.isEmpty() || m.contains("`") || m.contains("com.fasterxml")) what = "not valid JSON";
-        else what = "not valid JSON: " + m.lines().findFirst().orElse(m).replaceAll("\\s*\\(code \\d+\\)", "");
-        var at = e.getLocation();
-        return what + (at == null || at.getLineNr() < 0 ? "" : ", at line " + at.getLineNr() + " column " + at.getColumnNr()) + after;
+        return JsonTree.plain(e);
     }
 
     /** A required member of {@code obj}: present and not null. */

@@ -35,11 +35,15 @@ public final class Widen {
         float[] out = new float[(int) count];
         switch (t.dtype()) {
             case F32 -> MemorySegment.copy(bytes, FLOAT, 0, out, 0, out.length);
-            case BF16 -> {
-                for (int i = 0; i < out.length; i++) out[i] = bf16(bytes.get(HALF, 2L * i));
-            }
-            case F16 -> {
-                for (int i = 0; i < out.length; i++) out[i] = f16(bytes.get(HALF, 2L * i));
+            case BF16, F16 -> {
+                // bulk copies through a small buffer: an access per element is a deep call chain until C2 compiles it
+                boolean bf = t.dtype() == DType.BF16;
+                short[] h = new short[Math.min(out.length, 8192)];
+                for (int i0 = 0; i0 < out.length; i0 += h.length) {
+                    int n = Math.min(h.length, out.length - i0);
+                    MemorySegment.copy(bytes, HALF, 2L * i0, h, 0, n);
+                    for (int i = 0; i < n; i++) out[i0 + i] = bf ? bf16(h[i]) : f16(h[i]);
+                }
             }
             case U8 -> {
                 for (int i = 0; i < out.length; i++) out[i] = bytes.get(ValueLayout.JAVA_BYTE, i) & 0xff;

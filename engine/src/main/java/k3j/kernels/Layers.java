@@ -19,6 +19,12 @@ public final class Layers {
         else MatVec.reference(y, x, tokens, m);
     }
 
+    /** ys[i] = ms[i] x for matrices that read the same x: one pass and one hand-off on the fast path ({@link MatVec#matmulAll}). */
+    static void matmulAll(Workers w, boolean fast, float[] x, int tokens, Matrix[] ms, float[][] ys) {
+        if (fast) MatVec.matmulAll(w, x, tokens, ms, ys);
+        else for (int i = 0; i < ms.length; i++) MatVec.reference(ys[i], x, tokens, ms[i]);
+    }
+
     static void rmsnorm(boolean fast, float[] y, float[] x, float[] w, int rows, int n, float eps) {
         if (fast) Norms.rmsnorm(y, x, w, rows, n, eps);
         else Norms.rmsnormReference(y, x, w, rows, n, eps);
@@ -38,9 +44,15 @@ public final class Layers {
     /** y [T][E] = down · SiTU(gate · x, up · x). */
     public static void mlp(Workers w, boolean fast, float[] y, float[] x, int tokens, MlpWeights m) {
         int inter = m.gate().rows();
-        float[] g = new float[tokens * inter], u = new float[tokens * inter], act = new float[tokens * inter];
-        matmul(w, fast, g, x, tokens, m.gate());
-        matmul(w, fast, u, x, tokens, m.up());
+        float[] g = new float[tokens * inter], u = new float[tokens * inter];
+        matmulAll(w, fast, x, tokens, new Matrix[] {m.gate(), m.up()}, new float[][] {g, u});
+        mlpDown(w, fast, y, g, u, tokens, m);
+    }
+
+    /** y [T][E] = down · SiTU(g, u), from the gate and up projections g, u [T][I] already taken. */
+    public static void mlpDown(Workers w, boolean fast, float[] y, float[] g, float[] u, int tokens, MlpWeights m) {
+        int inter = m.gate().rows();
+        float[] act = new float[tokens * inter];
         Activations.situGlu(act, g, u, tokens * inter, m.beta(), m.linearBeta());
         matmul(w, fast, y, act, tokens, m.down());
     }
@@ -59,12 +71,9 @@ public final class Layers {
         int h = l.heads(), d = l.headDim(), p = h * d;
         float[] q = new float[tokens * p], k = new float[tokens * p], v = new float[tokens * p];
         float[] b = new float[tokens * h], fa = new float[tokens * d], z = new float[tokens * p];
-        // 1. projections
-        matmul(w, fast, q, x, tokens, l.q());
-        matmul(w, fast, k, x, tokens, l.k());
-        matmul(w, fast, v, x, tokens, l.v());
-        matmul(w, fast, b, x, tokens, l.b());
-        matmul(w, fast, fa, x, tokens, l.fa());
+        // 1. projections: every one that reads x (the output gate's too, used in step 8) in one pass
+        float[] gate = new float[tokens * p];
+        matmulAll(w, fast, x, tokens, new Matrix[] {l.q(), l.k(), l.v(), l.b(), l.fa(), l.g()}, new float[][] {q, k, v, b, fa, gate});
         matmul(w, fast, z, fa, tokens, l.fb());
         // 2. short conv (+SiLU) on q, k, v, carrying state
         Activations.shortConv(q, q, l.qConv(), st.qConv(), p, l.convKernel(), tokens);
@@ -87,8 +96,6 @@ public final class Layers {
         Kda.recurrence(w, fast, st.recurrent(), o, q, k, v, z, b, tokens, h, d);
         // 7. per-head RMSNorm with the shared D-long gain, THEN 8. the sigmoid output gate
         rmsnorm(fast, o, o, l.oNorm(), tokens * h, d, l.rmsEps());
-        float[] gate = new float[tokens * p];
-        matmul(w, fast, gate, x, tokens, l.g());
         for (int i = 0; i < o.length; i++) o[i] = o[i] * Fp.sigmoid(gate[i]);
         // 9. output projection
         matmul(w, fast, out, o, tokens, l.o());
@@ -106,14 +113,16 @@ public final class Layers {
         int qLora = l.qa().rows(), kvd = l.nope() + l.value();
         if (kvw != kvLora + l.rope()) throw new IllegalArgumentException("kv_a_proj_with_mqa has " + kvw + " rows, kv_lora + rope = " + (kvLora + l.rope()));
         if (cached + tokens > cache.capacity()) throw new IllegalArgumentException("MLA KV cache position " + (cached + tokens - 1) + " exceeds the limit " + cache.capacity());
-        // 1. q = q_b · RMSNorm_1e-6(q_a · x)
+        // the down-projections (and the output gate of step 8) read x: one pass
         float[] ql = new float[tokens * qLora], q = new float[tokens * h * qh];
-        matmul(w, fast, ql, x, tokens, l.qa());
+        float[] ct = new float[tokens * kvw], c = new float[tokens * kvLora], kv = new float[tokens * h * kvd];
+        float[] gate = l.g() == null ? null : new float[tokens * h * l.value()];
+        if (gate == null) matmulAll(w, fast, x, tokens, new Matrix[] {l.qa(), l.kva()}, new float[][] {ql, ct});
+        else matmulAll(w, fast, x, tokens, new Matrix[] {l.qa(), l.kva(), l.g()}, new float[][] {ql, ct, gate});
+        // 1. q = q_b · RMSNorm_1e-6(q_a · x)
         rmsnorm(fast, ql, ql, l.qaNorm(), tokens, qLora, MLA_LORA_EPS);
         matmul(w, fast, q, ql, tokens, l.qb());
         // 2. ct = kv_a · x; RMSNorm_1e-6 on the first kv_lora entries only
-        float[] ct = new float[tokens * kvw], c = new float[tokens * kvLora], kv = new float[tokens * h * kvd];
-        matmul(w, fast, ct, x, tokens, l.kva());
         for (int t = 0; t < tokens; t++) System.arraycopy(ct, t * kvw, c, t * kvLora, kvLora);
         rmsnorm(fast, c, c, l.kvaNorm(), tokens, kvLora, MLA_LORA_EPS);
         // 3./4. the shared rope key and kv_b · c into the cache
@@ -124,9 +133,7 @@ public final class Layers {
         float[] o = new float[tokens * h * l.value()];
         for (int t = 0; t < tokens; t++) MlaAttention.attend(w, fast, o, t * h * l.value(), q, t * h * qh, cache, cached + t, scale);
         // 8. output gate BEFORE o_proj, no norm
-        if (l.g() != null) {
-            float[] gate = new float[o.length];
-            matmul(w, fast, gate, x, tokens, l.g());
+        if (gate != null) {
             for (int i = 0; i < o.length; i++) o[i] = o[i] * Fp.sigmoid(gate[i]);
         }
         // 9.

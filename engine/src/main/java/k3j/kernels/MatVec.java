@@ -86,20 +86,16 @@ public final class MatVec {
      */
     static void scalar(float[] y, float[] x, int tokens, Matrix w) {
         int in = w.cols(), out = w.rows();
-        boolean bf16 = w.type() == WeightType.BF16;
-        MemorySegment seg = w.data();
-        // One bulk copy per row, then plain array loads: a MemorySegment access per element is a deep VarHandle
-        // call chain until C2 has compiled it, which made the first tokens of a small model crawl.
-        short[] hb = bf16 ? new short[in] : null;
-        float[] fb = new float[in];
-        for (int o = 0; o < out; o++) {
-            if (bf16) {
-                MemorySegment.copy(seg, Matrix.BF16, 2L * in * o, hb, 0, in);
-                for (int i = 0; i < in; i++) fb[i] = Fp.bf16(hb[i]);
-            } else {
-                MemorySegment.copy(seg, Matrix.F32, 4L * in * o, fb, 0, in);
+        // several rows per bulk copy (Matrix.rows): a copy's set-up is a call chain too until C2 compiles it
+        int per = Math.max(1, Math.min(out, 8192 / in));
+        short[] hb = new short[w.type() == WeightType.BF16 ? per * in : 0];
+        float[] fb = new float[per * in];
+        for (int o0 = 0; o0 < out; o0 += per) {
+            int n = Math.min(per, out - o0);
+            w.rows(o0, n, fb, hb);
+            for (int k = 0; k < n; k++) {
+                for (int t = 0; t < tokens; t++) y[t * out + o0 + k] = row(fb, k * in, x, t * in, in);
             }
-            for (int t = 0; t < tokens; t++) y[t * out + o] = row(fb, 0, x, t * in, in);
         }
     }
 
@@ -172,15 +168,57 @@ public final class MatVec {
         for (int c0 = 0; c0 < rows; c0 += chunk) {
             final int first = c0, n = Math.min(rows, c0 + chunk) - c0;
             final MemorySegment part = w.data().asSlice(rowBytes * c0, rowBytes * n);
-            if (w.type() == WeightType.BF16) {
-                if (wide && tokens == 1) workers.split(n, 4, (from, to) -> bf16OneToken512(y, x, part, in, first, from, to));
-                else if (wide) workers.split(n, 4, (from, to) -> Tiles.bf16(y, x, tokens, part, in, out, first, from, to));
-                else if (tokens == 1) workers.split(n, 2, (from, to) -> bf16OneToken(y, x, xp, part, in, first, from, to));
-                else workers.split(n, 2, (from, to) -> bf16Tokens(y, x, xp, tokens, part, in, out, first, from, to));
-            } else {
-                workers.split(n, 2, (from, to) -> f32Rows(y, x, tokens, part, in, out, first, from, to));
-            }
+            workers.split(n, wide ? 4 : 2, (from, to) -> rows(y, x, xp, tokens, part, w.type(), in, out, first, from, to, wide));
         }
+    }
+
+    /** Rows from..to of the matrix part (whose row 0 is output row {@code first}) for every token, on the path for its type and width. */
+    private static void rows(float[] y, float[] x, float[] xp, int tokens, MemorySegment part, WeightType type, int in, int out,
+                             int first, int from, int to, boolean wide) {
+        if (type == WeightType.BF16) {
+            if (wide && tokens == 1) bf16OneToken512(y, x, part, in, first, from, to);
+            else if (wide) Tiles.bf16(y, x, tokens, part, in, out, first, from, to);
+            else if (tokens == 1) bf16OneToken(y, x, xp, part, in, first, from, to);
+            else bf16Tokens(y, x, xp, tokens, part, in, out, first, from, to);
+        } else {
+            f32Rows(y, x, tokens, part, in, out, first, from, to);
+        }
+    }
+
+    /**
+     * ys[i] = ms[i] x for several matrices that read the same x: one pass over their rows with ONE hand-off to the
+     * workers (the union of the rows is cut into chunks, so both threads finish together), x widened or lane-ordered
+     * once. Each row is computed by exactly the kernel {@link #matmul} gives it, so the bits are those of separate
+     * calls. Matrices of different types or widths, of 1 GiB or more, or a call the scalar path takes, run one by one.
+     */
+    public static void matmulAll(Workers workers, float[] x, int tokens, Matrix[] ms, float[][] ys) {
+        matmulAll(workers, x, tokens, ms, ys, KernelPath.wide());
+    }
+
+    /** {@link #matmulAll} on the 512-bit kernels ({@code wide}) or the 256-bit ones (tests run both). */
+    static void matmulAll(Workers workers, float[] x, int tokens, Matrix[] ms, float[][] ys, boolean wide) {
+        if (ms.length != ys.length) throw new IllegalArgumentException(ms.length + " matrices, " + ys.length + " outputs");
+        int in = ms[0].cols();
+        boolean together = true;
+        int[] start = new int[ms.length + 1];
+        for (int i = 0; i < ms.length; i++) {
+            Matrix m = ms[i];
+            checkShapes(ys[i], x, tokens, m);
+            together &= m.cols() == in && m.type() == ms[0].type() && KernelPath.vector((long) tokens * m.rows() * in)
+                    && (long) m.rows() * in * m.type().bytes < (1L << 30);
+            start[i + 1] = start[i] + m.rows();
+        }
+        if (!together) {
+            for (int i = 0; i < ms.length; i++) matmul(workers, ys[i], x, tokens, ms[i], 1L << 30, wide);
+            return;
+        }
+        float[] xp = ms[0].type() == WeightType.BF16 && !wide ? laneOrder(x, tokens, in) : x;
+        workers.split(start[ms.length], wide ? 4 : 2, (from, to) -> {
+            for (int i = 0; i < ms.length; i++) {
+                int a = Math.max(from, start[i]), b = Math.min(to, start[i + 1]);
+                if (a < b) rows(ys[i], x, xp, tokens, ms[i].data(), ms[i].type(), in, ms[i].rows(), 0, a - start[i], b - start[i], wide);
+            }
+        });
     }
 
     /** Fast, one token. */

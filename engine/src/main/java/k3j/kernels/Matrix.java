@@ -28,6 +28,21 @@ public record Matrix(MemorySegment data, WeightType type, int rows, int cols) {
         return type == WeightType.BF16 ? Fp.bf16(data.getAtIndex(BF16, i)) : data.getAtIndex(F32, i);
     }
 
+    /**
+     * Rows r0 .. r0+n widened into dst[0 .. n·cols) by one bulk copy (bf16 through {@code scratch}, at least n·cols
+     * long): what the scalar paths read, as a MemorySegment access per element is a deep call chain until C2 has
+     * compiled it (the oracle-sized runs, on C1 alone, never do).
+     */
+    void rows(int r0, int n, float[] dst, short[] scratch) {
+        int count = n * cols;
+        if (type == WeightType.BF16) {
+            MemorySegment.copy(data, BF16, 2L * cols * r0, scratch, 0, count);
+            for (int i = 0; i < count; i++) dst[i] = Fp.bf16(scratch[i]);
+        } else {
+            MemorySegment.copy(data, F32, 4L * cols * r0, dst, 0, count);
+        }
+    }
+
     /** Row r widened into dst[off .. off+cols). */
     public void row(int r, float[] dst, int off) {
         for (int c = 0; c < cols; c++) dst[off + c] = get(r, c);

@@ -567,16 +567,25 @@ public final class Mxfp4 {
      * copied to the heap and dequantised once, then summed by {@link MatVec#row(float[], int, float[], int, int, byte[])} for every token.
      */
     private static void scalarRows(float[] y, float[] x, int tokens, Repacked w, int from, int to) {
-        int in = w.in(), rows = w.rows(), ng = groups(in);
+        int in = w.in(), rows = w.rows(), ng = groups(in), gb = w.codes().groupBytes;
+        boolean int8 = w.codes() == Codes.INT8;
         float[] wr = new float[in];
-        byte[] sc = new byte[ng];
+        byte[] sc = new byte[ng], pk = new byte[ng * gb];
         for (int r = from; r < to; r++) {
+            // bulk copies, then array reads: an access per element is a deep call chain under C1 (oracle-sized runs)
             MemorySegment.copy(w.scales(), ValueLayout.JAVA_BYTE, (long) r * ng, sc, 0, ng);
-            for (int i = 0; i < in; i++) {
-                int sb = sc[i / GROUP] & 0xFF;
-                wr[i] = sb == 255 ? 0.0f : E2M1[code(w.packed(), w.codes(), w.rowBase(r), i)] * SCALE[sb];
-            }
+            MemorySegment.copy(w.packed(), ValueLayout.JAVA_BYTE, w.rowBase(r), pk, 0, pk.length);
+            decodeRow(pk, sc, int8, in, wr);
             for (int tk = 0; tk < tokens; tk++) y[tk * rows + r] = MatVec.row(wr, 0, x, tk * in, in, sc);
+        }
+    }
+
+    /** One repacked row's weights T_g[code] into wr[0 .. in) (a byte-255 group as zeros, which the row's sum skips). */
+    private static void decodeRow(byte[] pk, byte[] sc, boolean int8, int in, float[] wr) {
+        for (int k = 0; k < in; k++) {
+            int g = k >> 5, e = k & 31, sb = sc[g] & 0xFF;
+            int c = int8 ? pk[g * 32 + (e & 16) + (e & 1) * 8 + ((e & 15) >> 1)] : (pk[g * 16 + (e >> 1)] >> ((k & 1) * 4)) & 15;
+            wr[k] = sb == 255 ? 0.0f : E2M1[c] * SCALE[sb];
         }
     }
 

@@ -24,6 +24,22 @@ public final class Router {
         }
     }
 
+    /** The same chains for one token from rows widened in bulk (the scalar path of small routers). */
+    static void logitsScalar(double[] logits, float[] x, int xOff, Matrix wg) {
+        int e = wg.cols(), n = wg.rows(), per = Math.max(1, Math.min(n, 8192 / e));
+        float[] w = new float[per * e];
+        short[] scratch = new short[wg.type() == WeightType.BF16 ? per * e : 0];
+        for (int r0 = 0; r0 < n; r0 += per) {
+            int m = Math.min(per, n - r0);
+            wg.rows(r0, m, w, scratch);
+            for (int k = 0; k < m; k++) {
+                double acc = 0.0;
+                for (int i = 0; i < e; i++) acc = acc + (double) w[k * e + i] * (double) x[xOff + i];
+                logits[r0 + k] = acc;
+            }
+        }
+    }
+
     /** Fast logits: four experts' chains in flight (each chain in its own sequential order), parallel over experts. */
     static void logitsFast(Workers workers, double[] logits, float[] x, int xOff, Matrix wg) {
         int e = wg.cols(), n = wg.rows();
@@ -81,6 +97,7 @@ public final class Router {
         float[] score = new float[n], choice = new float[n];
         for (int t = 0; t < tokens; t++) {
             if (fast && KernelPath.vector((long) wg.rows() * wg.cols())) logitsFast(workers, logits, x, t * e, wg);
+            else if (fast) logitsScalar(logits, x, t * e, wg);
             else logitsReference(logits, x, t * e, wg);
             for (int r = 0; r < n; r++) {
                 score[r] = sigmoid(logits[r]);

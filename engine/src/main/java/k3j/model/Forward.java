@@ -15,6 +15,7 @@ import k3j.kernels.Activations;
 import k3j.kernels.AttnRes;
 import k3j.kernels.Embedding;
 import k3j.kernels.Layers;
+import k3j.kernels.Matrix;
 import k3j.kernels.MatVec;
 import k3j.kernels.MlaKv;
 import k3j.kernels.Mxfp4;
@@ -385,8 +386,10 @@ public final class Forward {
     public void moe(int layer, Mlp.LatentMoe m, float[] y, int[] idx, float[] wts, float[] x, int t, int[] forced) {
         int e = m.gate().cols(), k = m.topK(), lt = m.latent(), inter = m.intermediate();
         Router.route(workers, true, idx, wts, x, t, m.gate(), m.bias(), k, m.renormalize(), m.scaling(), forced);
-        float[] z = new float[t * lt];
-        MatVec.matmul(workers, z, x, t, m.down());
+        // the latent down-projection and the shared experts' gate and up projections read x: one pass
+        int si = m.shared().gate().rows();
+        float[] z = new float[t * lt], sg = new float[t * si], su = new float[t * si];
+        MatVec.matmulAll(workers, x, t, new Matrix[] {m.down(), m.shared().gate(), m.shared().up()}, new float[][] {z, sg, su});
         float[] contrib = new float[t * k * lt];
         long dropsBefore = drops.get();
         String firstFailure = null;
@@ -428,7 +431,7 @@ public final class Forward {
         if (m.latentNorm()) Norms.rmsnorm(acc, acc, m.norm(), t, lt, m.rmsEps());
         MatVec.matmul(workers, y, acc, t, m.up());
         float[] sh = new float[t * e];
-        Layers.mlp(workers, true, sh, x, t, m.shared());
+        Layers.mlpDown(workers, true, sh, sg, su, t, m.shared());
         for (int i = 0; i < t * e; i++) y[i] = y[i] + sh[i];
     }
 

@@ -16,8 +16,9 @@ import java.util.concurrent.TimeUnit;
 record ChildK3(int exit, String out, String err) {
     static ChildK3 run(Path cwd, String stdin, String... args) {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx512m",
-                // as bin/k3 runs an oracle-sized model: C1 alone and the serial collector (its CPU is compilation, not arithmetic)
-                "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "--add-modules",
+                // as bin/k3 runs an oracle-sized model: C1 alone and the serial collector (its CPU is compilation, not
+                // arithmetic) with a small young generation
+                "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xms24m", "-Xmn8m", "--add-modules",
                 "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "k3j.cli.K3"));
         cmd.addAll(List.of(args));
         try {
