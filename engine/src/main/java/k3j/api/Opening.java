@@ -20,6 +20,7 @@ import k3j.plan.MemInfo;
 import k3j.plan.MemoryPlan;
 import k3j.plan.PlanRefused;
 import k3j.tokenizer.Tokenizer;
+import k3j.trunk.StreamOptions;
 import k3j.trunk.TrunkException;
 import k3j.trunk.TrunkManifest;
 import k3j.trunk.TrunkStream;
@@ -60,8 +61,8 @@ final class Opening {
         return plan.streamed() || plan.cacheGiven() || o.cacheTrace() || rt.expertBytes() > plan.cacheGb() * 1e9;
     }
 
-    private static TrunkStream.Options trunkOptions(Assembly rt, Plan plan, Engine.Options o) {
-        return TrunkStream.Options.budget(plan.trunkBytes()).withRing(plan.ring()).withLayers(rt.layers())
+    private static StreamOptions trunkOptions(Assembly rt, Plan plan, Engine.Options o) {
+        return StreamOptions.budget(plan.trunkBytes()).withRing(plan.ring()).withLayers(rt.layers())
                 .withNotes(s -> o.notes().accept("k3: note: " + s)).withVerifyCrc(o.trunkCrc()).withCheck(plan.verifyTrunk().check());
     }
 
