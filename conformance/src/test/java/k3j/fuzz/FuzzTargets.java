@@ -12,7 +12,7 @@ import java.util.function.Consumer;
 import k3j.cache.CacheSimulator;
 import k3j.cache.CacheTrace;
 import k3j.chat.ChatException;
-import k3j.chat.History;
+import k3j.chat.Transcript;
 import k3j.cli.K3;
 import k3j.compare.Conformance;
 import k3j.config.ConfigException;
@@ -156,7 +156,7 @@ public final class FuzzTargets {
     /** A chat history (--history FILE.jsonl), read as a chat reads it, and rendered for the model. */
     public static void history(byte[] data) {
         try {
-            History h = History.read(Scratch.file("history.jsonl", data));
+            Transcript h = Transcript.read(Scratch.file("history.jsonl", data));
             h.sha256();
             h.toJsonl();
         } catch (ChatException refused) {

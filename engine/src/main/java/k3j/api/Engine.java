@@ -7,6 +7,7 @@ import java.util.Arrays;
 import java.util.function.Consumer;
 import java.util.function.IntPredicate;
 import k3j.cache.CacheTrace;
+import k3j.chat.Thinking;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
 import k3j.kernels.Argmax;

@@ -109,7 +109,7 @@ public record History(List<Message> messages) {
      * @return its history
      */
     public static History read(Path file) {
-        return of(k3j.chat.History.read(file));
+        return of(k3j.chat.Transcript.read(file));
     }
 
     /**
@@ -140,17 +140,17 @@ public record History(List<Message> messages) {
         return messages.size();
     }
 
-    k3j.chat.History chat() {
+    k3j.chat.Transcript chat() {
         return chat(messages);
     }
 
-    private static k3j.chat.History chat(List<Message> messages) {
-        k3j.chat.History h = new k3j.chat.History();
+    private static k3j.chat.Transcript chat(List<Message> messages) {
+        k3j.chat.Transcript h = new k3j.chat.Transcript();
         for (Message m : messages) h.add(Message.chat(m.role(), m.content(), m.reasoning()));
         return h;
     }
 
-    static History of(k3j.chat.History h) {
+    static History of(k3j.chat.Transcript h) {
         return new History(h.messages().stream().map(m -> new Message(Role.valueOf(m.role().name()), m.content(), m.reasoning())).toList());
     }
 

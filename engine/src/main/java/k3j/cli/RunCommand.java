@@ -303,7 +303,7 @@ final class RunCommand implements Callable<Integer> {
             throw usage("--ids: " + e.getMessage());
         }
         k3j.tokenizer.Tokenizer tokenizer = prompted.tokenizer();
-        k3j.chat.History history = prompted.history();
+        k3j.chat.Transcript history = prompted.history();
         int[] promptIds = prompted.ids();
         if (promptIds.length == 0) throw usage("no prompt ids parsed");
         if (tfCheck && promptIds.length < 2) throw usage("--tf-check needs at least 2 ids");

@@ -30,7 +30,7 @@ import k3j.trunk.TrunkStream;
  */
 final class RunGeneration {
     /** What the text options resolved to, for the generation step. */
-    record Session(k3j.tokenizer.Tokenizer tokenizer, k3j.chat.History history, k3j.sample.Sampler.Settings sampling, k3j.chat.Thinking thinking) {}
+    record Session(k3j.tokenizer.Tokenizer tokenizer, k3j.chat.Transcript history, k3j.sample.Sampler.Settings sampling, k3j.chat.Thinking thinking) {}
 
     private final RunCommand run;
     private final Session session;
@@ -229,7 +229,7 @@ final class RunGeneration {
         k3j.sample.Sampler.Settings s = session.sampling();
         k3j.api.Chat chat = engine.chat(new k3j.api.History(session.history().messages().stream().map(m -> new k3j.api.History.Message(
                         k3j.api.History.Role.valueOf(m.role().name()), m.content(), m.reasoning())).toList()),
-                new k3j.api.Thinking(session.thinking().on(), session.thinking().effort()), new k3j.api.Sampling(s.temperature(), s.topP(), s.topK(), s.seed()));
+                session.thinking(), new k3j.api.Sampling(s.temperature(), s.topP(), s.topK(), s.seed()));
         ChatLoop loop = new ChatLoop(chat, run.text, run.gen, System.out, err);
         try {
             if (run.text.loadState != null) loop.resume();

@@ -14,7 +14,7 @@ import java.util.List;
  * @param history   the conversation (--chat), or null
  * @param ids       the prompt's ids
  */
-record RunPrompt(k3j.tokenizer.Tokenizer tokenizer, k3j.chat.History history, int[] ids) {
+record RunPrompt(k3j.tokenizer.Tokenizer tokenizer, k3j.chat.Transcript history, int[] ids) {
     /** A --prompt-file larger than this could never fit the position limit: refused unread. */
     static final long MAX_PROMPT_BYTES = 16L << 20;
     private static final java.util.regex.Pattern ASCII_ID = java.util.regex.Pattern.compile("[0-9]{1,10}");
@@ -22,11 +22,11 @@ record RunPrompt(k3j.tokenizer.Tokenizer tokenizer, k3j.chat.History history, in
     /** The prompt of {@code run}, with the tokenizer in {@code tokDir} (or none); a chat's control tokens must be ids of the model's {@code vocab}. */
     static RunPrompt of(RunCommand run, Path tokDir, k3j.chat.Thinking thinking, int vocab) {
         k3j.tokenizer.Tokenizer tokenizer = null;
-        k3j.chat.History history = null;
+        k3j.chat.Transcript history = null;
         int[] promptIds;
         if (tokDir != null) tokenizer = k3j.tokenizer.Tokenizer.load(tokDir);
         if (run.text.chat) {
-            history = run.text.history != null ? readHistory(run) : new k3j.chat.History();
+            history = run.text.history != null ? readHistory(run) : new k3j.chat.Transcript();
             if (run.text.system != null) {
                 if (history.size() > 0) throw run.usage("--system starts a conversation; " + run.text.history + " already holds one (its system message stays)");
                 history.add(k3j.chat.Message.system(run.text.system));
@@ -50,14 +50,14 @@ record RunPrompt(k3j.tokenizer.Tokenizer tokenizer, k3j.chat.History history, in
     }
 
     /** --history: a file refused by type or size is bad input (exit 2), like any other refused file. */
-    private static k3j.chat.History readHistory(RunCommand run) {
+    private static k3j.chat.Transcript readHistory(RunCommand run) {
         try {
-            k3j.io.SafeFiles.requireSize(run.text.history, k3j.chat.History.MAX_FILE, "a chat history (--history)");
+            k3j.io.SafeFiles.requireSize(run.text.history, k3j.chat.Transcript.MAX_FILE, "a chat history (--history)");
         } catch (IOException e) {
             // a missing file starts a new conversation
             if (Files.exists(run.text.history, java.nio.file.LinkOption.NOFOLLOW_LINKS)) throw run.usage(k3j.io.SafeFiles.why(e));
         }
-        return k3j.chat.History.read(run.text.history);
+        return k3j.chat.Transcript.read(run.text.history);
     }
 
     private static byte[] promptBytes(RunCommand run) {
