@@ -32,10 +32,6 @@ public record StreamOptions(long budgetBytes, int ring, TrunkPlan.Order order, b
         return new StreamOptions(budgetBytes, ring, o, direct, hugeAlign, notes, layers, verifyCrc, check, witness);
     }
 
-    public StreamOptions withDirect(boolean d) {
-        return new StreamOptions(budgetBytes, ring, order, d, hugeAlign, notes, layers, verifyCrc, check, witness);
-    }
-
     public StreamOptions withNotes(Consumer<String> n) {
         return new StreamOptions(budgetBytes, ring, order, direct, hugeAlign, n, layers, verifyCrc, check, witness);
     }

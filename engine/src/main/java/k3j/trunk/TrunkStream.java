@@ -167,11 +167,6 @@ public final class TrunkStream implements TrunkSource {
     public static final String WITNESS_LINE = "trunk witness: every layer read from trunk.bin is compared byte for byte with the checkpoint's shards,"
             + " and trunk.json's digests with their hash, before it is used";
 
-    /** Whether every layer read is compared with the checkpoint's bytes before it is used. */
-    public boolean witnessed() {
-        return witness != null;
-    }
-
     /** The startup lines: the plan, then the read method, then the data binding check. */
     public String describe() {
         return plan.describe() + "              reads use " + (reader.direct() ? "O_DIRECT (page cache bypassed)" : "buffered reads (page cache)")
