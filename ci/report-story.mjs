@@ -2,12 +2,19 @@
 // RunPlan): the headline, where the run first departs from the reference, bisect's line, the counts of each part, what
 // the harness catches, all as the verdict file gives them (nothing here decides, ranks or compares with a budget), and
 // the trend: which layers' outcomes changed since the last run of the same engine and reference. ci/report runs it twice:
-//   node report-story.mjs prepare RESULTS STORY.json [HISTORY.jsonl]
-//       reads the merged results folder (and the previous run from Allure's history), writes STORY.json and links
-//       each failing logits case to the first divergence
+//   node report-story.mjs prepare RESULTS STORY.json [HISTORY.jsonl [LIKE.jsonl]]
+//       reads the merged results folder (and the earlier runs from the history), writes STORY.json and links each
+//       failing logits case to the first divergence; LIKE.jsonl gets the history's runs of the same engine and
+//       reference, the only history Allure is given
+//   node report-story.mjs keep STORY.json LIKE.jsonl HISTORY.jsonl
+//       appends the run Allure added to LIKE.jsonl to the history, tagged with its engine and reference
+//   node report-story.mjs merged MERGED.json OUT ROOT
+//       k3 conform --merge ROOT's decision (its --json) as a run's verdict file in OUT, copied as it decided it
+//   node report-story.mjs headline RESULTS...
+//       what the first screen renders first for each results folder, one a line: the headline, a tab, the first divergence
 //   node report-story.mjs inject STORY.json INDEX.html...
 //       puts the story above Allure's own page in each report file (the folder's and the single file)
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { appendFileSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -35,9 +42,6 @@ function readResults(dir) {
 }
 
 
-/** A case's key across runs: Allure 3 keys its history by ids of its own, a case is its full name and its name. */
-const caseKey = (r) => `${r.fullName ?? ""} ${r.name}`;
-
 // a history line longer than this is no run Allure wrote: skipped unread
 const HISTORY_LINE_MAX = 16 << 20;
 
@@ -57,14 +61,23 @@ function badHistoryLine(buf) {
 }
 
 /**
+ * Which runs Allure may compare a run with: the engine that computed its activations and the reference it was judged
+ * against. Allure's own history lines hold neither, so each line ci/report adds carries this tag (`k3`); a line
+ * without it (written before the tag, or by another tool) is like no run.
+ */
+export const historyKey = (run) => ({ engine: run.engine, reference: run.reference });
+const sameKey = (a, b) => a !== null && typeof a === "object" && a.engine === b.engine && a.reference === b.reference;
+
+/**
  * Allure's history (one JSON data point a line), its bad lines skipped and never fatal: each is moved to
  * HISTORY.skipped (kept, not lost) and the history rewritten without it, so Allure, which reads every line, reads
- * good ones only. Returns the last run, as case key -> test result, and a note per skipped line for the report.
+ * good ones only. Returns the good lines of runs like `key` (the same engine and reference), how many other good
+ * lines there are, and a note per skipped line for the report.
  */
-function readHistory(historyFile) {
-  const none = { previous: null, skipped: [] };
+function readHistory(historyFile, key) {
+  const none = { like: [], others: 0, skipped: [] };
   if (!historyFile || !existsSync(historyFile)) return none;
-  if (!statSync(historyFile).isFile()) return { previous: null, skipped: [`${historyFile} is not a regular file: no history read`] };
+  if (!statSync(historyFile).isFile()) return { ...none, skipped: [`${historyFile} is not a regular file: no history read`] };
   const all = readFileSync(historyFile);
   const good = [], bad = [], skipped = [];
   let line = 0;
@@ -86,9 +99,21 @@ function readHistory(historyFile) {
     writeFileSync(`${historyFile}.tmp`, Buffer.concat(good.flatMap((b) => [b, Buffer.from("\n")])));
     renameSync(`${historyFile}.tmp`, historyFile);
   }
-  if (good.length === 0) return { previous: null, skipped };
-  const last = JSON.parse(good[good.length - 1].toString("utf8"));
-  return { previous: { timestamp: last.timestamp, results: new Map(Object.values(last.testResults).map((r) => [caseKey(r), r])) }, skipped };
+  const like = good.filter((b) => sameKey(JSON.parse(b.toString("utf8")).k3 ?? null, key));
+  return { like, others: good.length - like.length, skipped };
+}
+
+/**
+ * After Allure appended this run to the history of like runs it was given (LIKE, written by prepare): the lines it
+ * added, each tagged with the run's engine and reference, appended to the history kept (HISTORY). ci/report calls it
+ * only for a run whose verdict joins the history.
+ */
+export function keep(storyFile, likeFile, historyFile) {
+  const s = JSON.parse(readFileSync(storyFile, "utf8"));
+  const h = s.trend?.allureHistory;
+  if (!h || !existsSync(likeFile)) throw new Error(`${storyFile}: no history of like runs to keep from ${likeFile}`);
+  const added = readFileSync(likeFile, "utf8").split("\n").filter((l) => l.trim()).slice(h.like);
+  for (const l of added) appendFileSync(historyFile, JSON.stringify({ ...JSON.parse(l), k3: h.key }) + "\n");
 }
 
 /**
@@ -205,7 +230,7 @@ export function verdictOf(runs, combined, only) {
   return r.verdict;
 }
 
-export function prepare(dir, storyFile, historyFile) {
+export function prepare(dir, storyFile, historyFile, likeFile) {
   const ids = (process.env.K3_RUN_IDS ?? "").split(" ").filter(Boolean);
   const only = ids.length ? new Set(ids) : process.env.K3_RUN_ID || null;
   const runs = runsOf(dir, only);
@@ -223,11 +248,17 @@ export function prepare(dir, storyFile, historyFile) {
   const run = { timestamp: Date.now(), run: [...runs.keys()].join(" "), engine: v.engine ?? "-", model: v.model ?? "-",
     reference: v.reference_manifest_sha256 ?? v.reference_dump ?? v.reference ?? "-", referenceName: v.reference_dump ?? v.reference ?? "-",
     layers: Object.fromEntries(Object.entries(v.layers ?? {}).map(([k, l]) => [k, { conforms: l.conforms, worst_ratio_to_budget: l.worst_ratio_to_budget, name: l.name }])) };
-  // Allure's history read first: its bad lines are moved aside before Allure reads it (readHistory)
-  const history = readHistory(historyFile);
+  // Allure's history read first: its bad lines are moved aside, and Allure is given the runs of the same engine and
+  // reference alone (likeFile), so its history tab, trend and flaky marks never compare this run with another engine's
+  const key = historyKey(run);
+  const history = readHistory(historyFile, key);
   const skipped = [...history.skipped];
   const trend = historyFile ? trendOf(run, readRuns(historyFile, skipped)) : { previous: null, worse: [], better: [], nothing: null, noHistory: true };
   trend.skipped = skipped;
+  if (historyFile && likeFile) {
+    writeFileSync(likeFile, Buffer.concat(history.like.flatMap((b) => [b, Buffer.from("\n")])));
+    trend.allureHistory = { key, like: history.like.length, others: history.others };
+  }
   for (const g of [...trend.worse, ...trend.better]) g.id = layers[g.name]?.id ?? null;
   // a run its verdict keeps out of the history (INCOMPLETE, no verdict) joins neither history
   const joins = v.joins_history === true;
@@ -317,6 +348,9 @@ export function panel(s) {
     : t.nothing
       ? `<span data-k3-trend-nothing>nothing to compare: ${esc(t.nothing)}</span>`
       : changed || `<span data-k3-trend-same>no layer's outcome changed ${since}</span>`;
+  const others = t.allureHistory?.others ?? 0;
+  const othersHtml = others === 0 ? ""
+    : ` <span data-k3-history-others>(${others} earlier run${others > 1 ? "s" : ""} of another engine or reference left out of this report's history)</span>`;
   const skippedHtml = (t.skipped ?? []).length === 0 ? ""
     : ` <span class="k3-warn" data-k3-history-skipped>${t.skipped.length} history line${t.skipped.length > 1 ? "s" : ""} skipped (moved to the history's .skipped file): ${esc(t.skipped.slice(0, 5).join("; "))}${t.skipped.length > 5 ? "; …" : ""}</span>`;
   const missed = s.catches.length - s.caught;
@@ -343,7 +377,7 @@ ${s.stale ? `<dt>left out</dt><dd data-k3-stale>${s.stale} result${s.stale > 1 ?
 <dt class="k3-keep">first divergence</dt><dd class="k3-keep" data-k3-first-divergence>${firstHtml}</dd>
 <dt>bisect</dt><dd data-k3-bisect>${esc(s.bisect)}</dd>
 <dt>counts</dt><dd data-k3-counts>${countsHtml}</dd>
-<dt>trend</dt><dd data-k3-trend-line>${trendHtml}${skippedHtml}</dd>
+<dt>trend</dt><dd data-k3-trend-line>${trendHtml}${othersHtml}${skippedHtml}</dd>
 <dt>the harness catches</dt><dd>${catchesHtml}</dd>
 </dl>
 </section>
@@ -421,10 +455,41 @@ function inject(storyFile, files) {
   }
 }
 
+/**
+ * k3 conform --merge ROOT's own decision (its --json) as one more run's verdict file in OUT: copied as it decided it,
+ * its words the headline, never re-mapped here; the merge is no run of its own to keep in the history.
+ */
+export function merged(jsonFile, out, where) {
+  const m = JSON.parse(readFileSync(jsonFile, "utf8"));
+  const decided = m?.verdict;
+  if (decided === null || typeof decided !== "object" || Array.isArray(decided) || !("outcome" in decided)) {
+    throw new Error(`k3 conform --merge ${where} wrote no verdict object`);
+  }
+  const run = "merge-" + randomUUID().slice(0, 12);
+  const verdict = { ...decided, run, headline: decided.words, joins_history: false, model: where };
+  writeFileSync(join(out, `k3-run-${run}-plan.json`), JSON.stringify({ format: "k3-plan", run, checkpoint: true, merge: where, shards: m.shards ?? [] }));
+  writeFileSync(join(out, `k3-run-${run}-verdict.json`), JSON.stringify(verdict));
+}
+
+/** What the first screen renders first for each results folder, one line a folder: the headline, a tab, the first divergence line. */
+function headline(dirs) {
+  for (const dir of dirs) {
+    const storyFile = join(dir, "k3-story.json");
+    prepare(dir, storyFile, null);
+    const s = JSON.parse(readFileSync(storyFile, "utf8"));
+    rmSync(storyFile);
+    const html = panel(s), text = (re) => re.exec(html)[1].replace(/<[^>]*>/g, "");
+    process.stdout.write(text(/data-k3-verdict>([^<]*)</) + "\t" + text(/data-k3-first-divergence>(.*?)<\/dd>/s) + "\n");
+  }
+}
+
 const [cmd, ...args] = process.argv.slice(2);
-if (cmd === "prepare") prepare(args[0], args[1], args[2]);
+if (cmd === "prepare") prepare(args[0], args[1], args[2], args[3]);
+else if (cmd === "keep") keep(args[0], args[1], args[2]);
+else if (cmd === "merged") merged(args[0], args[1], args[2]);
+else if (cmd === "headline") headline(args);
 else if (cmd === "inject") inject(args[0], args.slice(1));
 else if (cmd) {
-  console.error("usage: report-story.mjs prepare RESULTS STORY.json [HISTORY.jsonl] | inject STORY.json INDEX.html...");
+  console.error("usage: report-story.mjs prepare RESULTS STORY.json [HISTORY.jsonl [LIKE.jsonl]] | keep STORY.json LIKE.jsonl HISTORY.jsonl | merged MERGED.json OUT ROOT | headline RESULTS... | inject STORY.json INDEX.html...");
   process.exit(2);
 }

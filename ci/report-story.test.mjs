@@ -3,11 +3,11 @@
 // so, the counts are the verdict file's; the trend compares like with like and never calls an in-budget change worse;
 // long lists fold after the first few, in order.
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { FOLD, panel, prepare, trendOf } from "./report-story.mjs";
+import { FOLD, keep, panel, prepare, trendOf } from "./report-story.mjs";
 
 const layer = (conforms, worst) => ({ conforms, worst_ratio_to_budget: worst });
 const run = (reference, layers, engine = "k3j forward", model = "m") => ({ timestamp: Date.UTC(2026, 0, 1), engine, model, reference, layers });
@@ -106,4 +106,28 @@ test("the worse layers come in the verdict file's order and a long list folds af
     counts: {}, trend: { ...t, worse: t.worse.map((g) => ({ ...g, label: g.name })) } });
   assert.match(h, new RegExp(`and ${24 - FOLD} more`));
   assert.ok(h.indexOf(`>${names[FOLD - 1]}<`) < h.indexOf("<details"), "the first few before the fold");
+});
+
+test("Allure is given the history of the same engine and reference alone, and the run it adds is kept tagged with them", () => {
+  const dir = folder({ outcome: "CONFORMS", words: "CONFORMS", headline: "CONFORMS", green: true, findings: [], engine: "torch port", model: "cand",
+    reference_manifest_sha256: "aaa", layers: { L3: { conforms: true, worst_ratio_to_budget: "0.5", uuid: "u1" } }, joins_history: true }, ["passed"]);
+  const hist = join(dir, "history.jsonl"), like = join(dir, "like.jsonl"), out = join(dir, "story.json");
+  const line = (k3, ts) => JSON.stringify({ uuid: `h${ts}`, timestamp: ts, testResults: { x: { name: "L3 MLA", status: ts === 1 ? "passed" : "failed" } }, ...(k3 && { k3 }) });
+  // the same engine and reference; another engine (its L3 failed: "got worse" and a flaky mark if compared); another
+  // reference; a line with no tag (like no run)
+  writeFileSync(hist, [line({ engine: "torch port", reference: "aaa" }, 1), line({ engine: "k3j forward", reference: "aaa" }, 2),
+    line({ engine: "torch port", reference: "bbb" }, 3), line(null, 4)].join("\n") + "\n");
+  prepare(dir, out, hist, like);
+  const given = readFileSync(like, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l).timestamp);
+  assert.deepEqual(given, [1], "Allure's history holds the like run alone");
+  const s = JSON.parse(readFileSync(out, "utf8"));
+  assert.equal(s.trend.allureHistory.others, 3);
+  assert.match(panel(s), /data-k3-history-others>\(3 earlier runs of another engine or reference left out/);
+  // Allure appends this run to the history it was given; the kept history gets that line, tagged
+  appendFileSync(like, JSON.stringify({ uuid: "now", timestamp: 5, testResults: {} }) + "\n");
+  keep(out, like, hist);
+  const kept = readFileSync(hist, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  assert.equal(kept.length, 5);
+  assert.deepEqual(kept[4].k3, { engine: "torch port", reference: "aaa" });
+  assert.equal(kept[4].uuid, "now");
 });

@@ -158,6 +158,7 @@ test('chat streaming: server-sent events ending in data: [DONE], the same text, 
   assert.deepEqual(lps.map(bits), whole.choices[0].logprobs.content.map(e => bits(e.logprob)));
   assert.equal(finish, whole.choices[0].finish_reason);
   assert.deepEqual(usage, whole.usage);
+  sameBits({ ids, logprobs: lps }, await reference(TINY, whole.choices[0].prompt_token_ids, 10, 0), 'chat stream');
   const r = await fetch(tiny.base + '/v1/completions', { method: 'POST', headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
     body: JSON.stringify({ prompt: [1, 2, 3], max_tokens: 3, stream: true }) });
   assert.equal(r.headers.get('content-type').split(';')[0], 'text/event-stream');
@@ -166,13 +167,49 @@ test('chat streaming: server-sent events ending in data: [DONE], the same text, 
 });
 
 test('a stop string ends the text where it first appears and cancels the sequence', async () => {
-  const free = await ai.completions.create({ model: 'tiny-k3', prompt: 'abc', max_tokens: 12, temperature: 0, ignore_eos: true });
+  const free = await ai.completions.create({ model: 'tiny-k3', prompt: 'abc', max_tokens: 12, temperature: 0, ignore_eos: true, logprobs: 0 });
   const text = free.choices[0].text;
+  const ref = await reference(TINY, free.choices[0].prompt_token_ids, 12, 0, { ignoreEos: true });
+  sameBits({ ids: free.choices[0].token_ids, logprobs: free.choices[0].logprobs.token_logprobs }, ref, 'the free run');
   assert.ok(text.length >= 4, 'the free run has text to stop in');
   const stop = text.slice(2, 4);
   const cut = await ai.completions.create({ model: 'tiny-k3', prompt: 'abc', max_tokens: 12, temperature: 0, ignore_eos: true, stop: [stop] });
   assert.equal(cut.choices[0].text, text.slice(0, text.indexOf(stop)));
   assert.equal(cut.choices[0].finish_reason, 'stop');
+  assert.deepEqual(cut.choices[0].token_ids, ref.ids.slice(0, cut.choices[0].token_ids.length), 'the cut run\'s ids are not k3 run\'s');
+});
+
+/** A token's name as OpenAI prints it, from the tokenizer file itself: its UTF-8 text, or bytes:\xNN... for bytes that are not UTF-8 alone. */
+const tinyBytes = new Map(readFileSync(path.join(root, TINY, 'tiktoken.model'), 'utf8').trim().split('\n').map(l => l.split(' ')).map(([b, r]) => [Number(r), Buffer.from(b, 'base64')]));
+function tokenName(id) {
+  const b = tinyBytes.get(id);
+  try { return new TextDecoder('utf-8', { fatal: true }).decode(b); } catch { return 'bytes:' + [...b].map(x => '\\x' + x.toString(16).padStart(2, '0')).join(''); }
+}
+
+test('a token that is not UTF-8 on its own is named bytes:\\xNN in completions and chat logprobs, never U+FFFD', async () => {
+  const r = await ai.completions.create({ model: 'tiny-k3', prompt: [3, 4], max_tokens: 3, temperature: 0, logprobs: 20, ignore_eos: true });
+  const c = r.choices[0];
+  assert.ok(c.token_ids.includes(228), `the greedy ids ${c.token_ids} no longer hold 228 (byte 0xe4, a character's first byte): pick another prompt`);
+  assert.deepEqual(c.logprobs.tokens, c.token_ids.map(tokenName));
+  assert.equal(c.logprobs.tokens[c.token_ids.indexOf(228)], 'bytes:\\xe4');
+  let named = 0;
+  for (const alts of c.logprobs.top_logprobs) {
+    assert.equal(Object.keys(alts).length, 20, 'twenty alternatives, each named apart');
+    for (const k of Object.keys(alts)) {
+      assert.ok(!k.includes('\ufffd'), `an alternative is printed with U+FFFD: ${JSON.stringify(k)}`);
+      named += k.startsWith('bytes:');
+    }
+  }
+  assert.ok(named > 0, 'no alternative was a partial character: the case is not exercised');
+  const chat = await ai.chat.completions.create({ model: 'tiny-k3', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3, temperature: 0, logprobs: true, top_logprobs: 20 });
+  let seen = 0;
+  for (const e of chat.choices[0].logprobs.content) for (const t of [e, ...e.top_logprobs]) {
+    const bytes = Buffer.from(t.bytes);
+    const id = [...tinyBytes].find(([, b]) => b.equals(bytes))?.[0];   // none: an added token (the chat's markers), UTF-8 text
+    assert.equal(t.token, id !== undefined ? tokenName(id) : new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    seen += t.token.startsWith('bytes:');
+  }
+  assert.ok(seen > 0, 'no chat alternative was a partial character: the case is not exercised');
 });
 
 const bad = [
@@ -270,8 +307,40 @@ test('several client processes at once: each answer has the bits of k3 run on it
   assert.ok(served >= 3, `only ${served} of ${cases.length} client processes were served`);
 });
 
+let miniServer = null;
+const miniServe = () => (miniServer ??= serve(MINI, ['--context', '256']));
+
+for (const stream of [false, true]) {
+  test(`a client that hangs up on ${stream ? 'a stream' : 'an answer sent whole'} frees its slot within one step`, async () => {
+    const mini = await miniServe();
+    const { port } = new URL(mini.base);
+    const body = JSON.stringify({ prompt: [5, 17], max_tokens: 250, temperature: 0, ignore_eos: true, stream });
+    const sock = net.connect(Number(port), '127.0.0.1');
+    sock.on('error', () => {});
+    await new Promise(r => sock.once('connect', r));
+    let got = '';
+    sock.on('data', d => { got += d; });
+    sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    let active = 0;
+    for (let i = 0; i < 600 && (active === 0 || (stream && !got.includes('token_ids'))); i++) {
+      active = await metric(mini, 'k3_active_sequences');
+      await new Promise(r => setTimeout(r, 10));
+    }
+    assert.equal(active, 1, 'the request never became active');
+    if (stream) assert.ok(got.includes('token_ids'), 'the stream sent no id');
+    const before = await metric(mini, 'k3_steps_total');
+    sock.destroy();
+    for (let i = 0; i < 400 && active !== 0; i++) { active = await metric(mini, 'k3_active_sequences'); if (active) await new Promise(r => setTimeout(r, 25)); }
+    const steps = await metric(mini, 'k3_steps_total') - before;
+    assert.equal(active, 0, `the abandoned sequence still runs ${steps} steps after its client hung up`);
+    // the step running when the client hung up, and one that may have ended between reading the count and hanging up:
+    // the sequence is cancelled at its first id after the close, never at its length (250 steps)
+    assert.ok(steps <= 2, `the abandoned sequence ran ${steps} steps after its client hung up`);
+  });
+}
+
 test('mini-k3-93 (ids only): completions match k3 run bit for bit; a text prompt and chat are 400', async () => {
-  const mini = await serve(MINI, ['--context', '256']);
+  const mini = await miniServe();
   const m = client(mini);
   const ids = [5, 17, 42, 99, 3];
   const r = await m.completions.create({ model: 'mini-k3-93', prompt: ids, max_tokens: 4, temperature: 0, logprobs: 5 });

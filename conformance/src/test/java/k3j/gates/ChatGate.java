@@ -161,7 +161,12 @@ class ChatGate {
                 Arguments.of("two users in a row", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"user\",\"content\":\"b\"}\n", ":2: message 2 is user, expected assistant"),
                 Arguments.of("starts with the assistant", "{\"role\":\"assistant\",\"content\":\"a\"}\n", ":1: message 1 is assistant, expected user"),
                 Arguments.of("not an object", "[1]\n", ":1: not a JSON object"),
-                Arguments.of("invalid UTF-8", "{\"role\":\"user\",\"content\":\"a\u00ff\"}\n", ":1: not valid JSON"));
+                Arguments.of("invalid UTF-8", "{\"role\":\"user\",\"content\":\"a\u00ff\"}\n", ":1: not valid JSON"),
+                Arguments.of("interrupted false", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assistant\",\"content\":\"b\",\"interrupted\":false}\n",
+                        ":2: 'interrupted' must be true when present"),
+                Arguments.of("interrupted as text", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assistant\",\"content\":\"b\",\"interrupted\":\"true\"}\n",
+                        ":2: 'interrupted' must be true when present"),
+                Arguments.of("interrupted on a user", "{\"role\":\"user\",\"content\":\"a\",\"interrupted\":true}\n", ":1: interrupted is allowed only on an assistant"));
     }
 
     @DisplayName("a malformed history file is refused with path:line: reason")
@@ -178,16 +183,19 @@ class ChatGate {
     }
 
     @Test
-    @DisplayName("a history survives save and read exactly, escapes included, and a missing file is an empty history")
+    @DisplayName("a history survives save and read exactly, escapes and an interrupted reply's mark included, and a missing file is an empty history")
     void historyRoundTrips(@TempDir Path dir) {
         Transcript h = new Transcript(List.of(Message.system("sys \"q\" \\ \t"), Message.user("line\nline\r\u0001 é 😀"), Message.assistant("ok", "why\u001f"),
-                Message.user("again")));
+                Message.user("again"), new Message(k3j.chat.Role.ASSISTANT, "cut sh", null, true), Message.user("and again")));
         Path f = dir.resolve("h.jsonl");
         h.save(f);
         assertEquals(h.messages(), Transcript.read(f).messages());
         assertArrayEquals(h.toJsonl(), Transcript.read(f).toJsonl());
         assertEquals(0, Transcript.read(dir.resolve("missing.jsonl")).size());
         assertTrue(new String(h.toJsonl(), java.nio.charset.StandardCharsets.UTF_8).contains("\\u0001"), "control characters are \\u escaped");
+        assertTrue(new String(h.toJsonl(), java.nio.charset.StandardCharsets.UTF_8).contains("{\"role\":\"assistant\",\"content\":\"cut sh\",\"interrupted\":true}\n"),
+                "an interrupted reply is saved marked");
+        assertTrue(Transcript.read(f).messages().get(4).interrupted() && !Transcript.read(f).messages().get(2).interrupted(), "the mark is read back on that reply alone");
     }
 
     // --- saved state on the tiny oracle model ------------------------------------------------------------

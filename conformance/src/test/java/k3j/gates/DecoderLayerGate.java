@@ -1,6 +1,5 @@
 package k3j.gates;
 
-import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.qameta.allure.Epic;
@@ -12,6 +11,7 @@ import java.util.Map;
 import java.util.stream.Stream;
 import k3j.config.ConfigReader;
 import k3j.config.ModelConfig;
+import k3j.harness.CaseVerdict;
 import k3j.harness.Evidence;
 import k3j.harness.FixtureWeights;
 import k3j.harness.KernelFixtures;
@@ -22,7 +22,7 @@ import k3j.model.LayerStages;
 import k3j.model.LayerWeights;
 import k3j.model.ModelWeights;
 import k3j.model.WeightLoader;
-import k3j.verdict.Finding;
+import k3j.verdict.Invariants;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -67,11 +67,11 @@ class DecoderLayerGate {
         Map<String, float[]> got = Map.of("partial_out", st.partialOut(), "snapshots_out", snapsOut, "attn_in", st.attnIn(),
                 "attn_out", st.attnOut(), "mlp_in", st.mlpIn(), "mlp_out", st.mlpOut());
         Map<String, Double> ratios = new LinkedHashMap<>();
-        List<String> failures = new ArrayList<>();
+        List<Invariants.Item> items = new ArrayList<>();
         for (String out : fx.outputs()) {
             float[] g = got.get(out);
             if (g == null) {
-                failures.add(out + ": the layer has no such output");
+                items.add(Invariants.Item.notJudged(out, "the layer has no such output"));
                 continue;
             }
             double[] want = fx.want(out).f64();
@@ -83,12 +83,12 @@ class DecoderLayerGate {
                 worst = Math.max(worst, Double.isNaN(r) ? Double.POSITIVE_INFINITY : r);
             }
             ratios.put(out, worst);
-            if (!(worst <= 1.0)) failures.add(out + ": " + worst + " x tolerance (atol " + tol[0] + ", rtol " + tol[1] + ") " + Finding.ofRatio(worst).tag());
+            items.add(CaseVerdict.ratio(out + " (atol " + tol[0] + ", rtol " + tol[1] + ")", worst));
         }
         double worst = ratios.values().stream().mapToDouble(Double::doubleValue).max().orElse(Double.POSITIVE_INFINITY);
         Evidence.parameter("layer", index);
         Evidence.parameter("worst ratio to tolerance", worst);
         Evidence.json("ratio per output", ratios);
-        assertTrue(failures.isEmpty(), fx.name() + " layer " + index + ": " + String.join("; ", failures));
+        CaseVerdict.assertConforms(fx.name() + " layer " + index, items);
     }
 }

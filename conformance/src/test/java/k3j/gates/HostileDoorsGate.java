@@ -114,6 +114,8 @@ class HostileDoorsGate {
         Path link = Files.createSymbolicLink(tmp.resolve("in/out-link.json"), elsewhere.resolve("new.json"));
         Path root = Files.createDirectories(tmp.resolve("results/shard-1-of-4"));
         Path plan = Files.writeString(root.resolve("plan.json"), "{\"format\": \"k3-conform-shard\"}\n");
+        Path digests = tmp.resolve("in/digests.json");
+        new k3j.fleet.TensorDigests(new java.util.TreeMap<>()).write(digests, "the test's manifest");
         Path linked = Files.createDirectories(tmp.resolve("linked"));
         Files.createSymbolicLink(linked.resolve("shard-0-of-2"), elsewhere);
         ArrayNode deep = JSON.createArrayNode();
@@ -132,7 +134,7 @@ class HostileDoorsGate {
                 new Case("--json over a reference dump's logits.bin", List.of("compare-logits", cand.toString(), "--reference", dump.toString(), "--json",
                         dump.resolve("logits.bin").toString()), 2, List.of(identity), List.of(dump.resolve("logits.bin"))),
                 new Case("--json through a symbolic link", compare(cand, resp, req, model, "--json", link.toString()), 2, List.of("symbolic link"), List.of()),
-                new Case("conform --merge --json over a shard's plan", List.of("conform", "--merge", tmp.resolve("results").toString(), "--json", plan.toString()), 2,
+                new Case("conform --merge --json over a shard's plan", List.of("conform", "--merge", tmp.resolve("results").toString(), "--digests", digests.toString(), "--json", plan.toString()), 2,
                         List.of(identity), List.of(plan)),
                 new Case("a shard folder that is a symbolic link", List.of("conform", model.toString(), "--reference", dump.toString(), "--threads", "1", "--shard", "0/2",
                         "--results", linked.toString()), 2, List.of("symbolic link"), List.of()),
@@ -222,7 +224,9 @@ class HostileDoorsGate {
             k3j.fleet.ShardFolder.finish(dir, id, who, part, new k3j.fleet.Judged(List.of(), null, List.of(), List.of(), null), new k3j.fleet.TensorDigests(new java.util.TreeMap<>()));
             Files.delete(dir.resolve(file));
             assertEquals(0, new ProcessBuilder("mkfifo", dir.resolve(file).toString()).start().waitFor(), "mkfifo");
-            ChildJvm.Result r = ChildJvm.run(Map.of(), 120, "k3j.cli.K3", "conform", "--merge", root.toString());
+            Path manifest = tmp.resolve("fifo-" + file + ".digests.json");
+            new k3j.fleet.TensorDigests(new java.util.TreeMap<>()).write(manifest, "the test's manifest");
+            ChildJvm.Result r = ChildJvm.run(Map.of(), 120, "k3j.cli.K3", "conform", "--merge", root.toString(), "--digests", manifest.toString());
             Evidence.text("merge with " + file + " a FIFO", r.output());
             assertEquals(3, r.exit(), r.output());
             assertTrue(r.output().contains("a FIFO, not a regular file"), r.output());

@@ -19,10 +19,12 @@ import k3j.compare.LayerReport;
 import k3j.compare.LayerSelection;
 import k3j.compare.StageMetric;
 import k3j.dump.Budget;
+import k3j.harness.CheckpointItems;
 import k3j.harness.CheckpointUnderTest;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.harness.ReportPart;
+import k3j.harness.RunPlan;
 import k3j.verdict.Finding;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
@@ -67,7 +69,9 @@ class LayerConformanceGate {
         Evidence.parameter("layers", LayerSelection.format(CheckpointUnderTest.selected()));
         Evidence.text("budget rule", c.budget().rule() + "\nverdict bands: <= 1 budget conforms; < " + Finding.BINDING_RATIO
                 + "x rounding drift; >= " + Finding.BINDING_RATIO + "x or a routing difference binding error");
-        if (c.bindFailure() != null) fail(Finding.MISSING_TENSOR.tag() + " " + c.bindFailure().getMessage());
+        k3j.verdict.Invariants.Item match = CheckpointItems.modelMatch(c);
+        RunPlan.judged(RunPlan.MODEL_MATCH, match);
+        if (match.status() != k3j.verdict.Invariants.Status.PASS) fail(match.why());
     }
 
     /** One layer case: its display name is the report's case name, "L37 MLA" (and "L 5 KDA", see {@link Evidence#layer}). */
@@ -97,7 +101,9 @@ class LayerConformanceGate {
         Evidence.json("stage metrics", metrics(r, c, diagnosis));
         Evidence.text("verdict", r.line());
         if (diagnosis != null) Evidence.text("bisect", diagnosis);
-        k3j.verdict.Verdict v = k3j.verdict.Invariants.decide(k3j.verdict.Invariants.Mode.FLOAT32, List.of(r.item()));
+        k3j.verdict.Invariants.Item judged = r.item();
+        RunPlan.judged("L" + layer, judged);   // the run's verdict file judges the layer as this item: a missing stage is not judged, not a failure
+        k3j.verdict.Verdict v = k3j.verdict.Invariants.decide(k3j.verdict.Invariants.Mode.FLOAT32, List.of(judged));
         if (!v.green()) fail(failure(r, diagnosis));
     }
 
@@ -108,10 +114,9 @@ class LayerConformanceGate {
     static Map<Integer, LayerReport> classified(Conformance c) {
         synchronized (reports) {
             if (reports.isEmpty()) {
-                List<LayerReport> all = new ArrayList<>();
-                for (int l : CheckpointUnderTest.selected()) all.add(c.layer(l));
+                List<LayerReport> all = CheckpointItems.layers(c, CheckpointUnderTest.selected());
                 k3j.harness.ShardFolders.layersJudged(all);   // -Dk3.shard: the shard's results hold the layers as run
-                for (LayerReport r : Causes.classify(all, c.dump())) reports.put(r.layer(), r);
+                for (LayerReport r : all) reports.put(r.layer(), r);
             }
             return reports;
         }

@@ -10,10 +10,14 @@ import java.util.Map;
 import k3j.compare.Charts;
 import k3j.compare.Conformance;
 import k3j.compare.LogitParity;
+import k3j.harness.CheckpointItems;
 import k3j.harness.CheckpointUnderTest;
 import k3j.harness.Evidence;
 import k3j.harness.ReportPart;
+import k3j.harness.RunPlan;
+import k3j.verdict.ConformException;
 import k3j.verdict.Finding;
+import k3j.verdict.Invariants;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -49,10 +53,18 @@ class LogitParityGate {
     void greedyGenerationGivesTheReferenceIds() {
         Evidence.part(ReportPart.LOGITS);
         Conformance c = CheckpointUnderTest.open();
-        LogitParity.Greedy g = c.greedy();
+        LogitParity.Greedy g;
+        try {
+            g = c.greedy();
+        } catch (ConformException e) {
+            RunPlan.judged(RunPlan.GREEDY, CheckpointItems.unjudged(RunPlan.GREEDY, e));
+            throw e;
+        }
+        Invariants.Item judged = LogitParity.greedyItem(g, null);
+        RunPlan.judged(RunPlan.GREEDY, judged);
         Evidence.parameter("generated ids equal", g.equal() ? g.reference().length + "/" + g.reference().length : "first divergence at step " + g.firstDivergence());
         Evidence.text("greedy ids", g.text());
-        if (!g.equal()) {
+        if (judged.status() != Invariants.Status.PASS) {
             LogitParity.Result tf = incremental != null ? incremental : c.teacherForcing(true);
             Finding f = Finding.ofRatio(tf.ratioToBudget());
             String tag = (f == Finding.CONFORMS ? Finding.ROUNDING_DRIFT : f).tag();
@@ -64,8 +76,15 @@ class LogitParityGate {
     private static LogitParity.Result parity(boolean incremental) {
         Evidence.part(ReportPart.LOGITS);
         Conformance c = CheckpointUnderTest.open();
+        String item = incremental ? RunPlan.LOGITS_INCREMENTAL : RunPlan.LOGITS_FULL;
         long t0 = System.nanoTime();
-        float[] engine = c.engineLogits(incremental);
+        float[] engine;
+        try {
+            engine = c.engineLogits(incremental);
+        } catch (ConformException e) {
+            RunPlan.judged(item, CheckpointItems.unjudged(item, e));   // a candidate holding no logits: not judged, as k3 conform says
+            throw e;
+        }
         LogitParity.Result r = c.compareLogits(incremental ? "incremental" : "full recompute", engine);
         double secs = (System.nanoTime() - t0) / 1e9;
         Evidence.parameter("positions", r.rows() + " (prompt " + r.promptLength() + ")");
@@ -102,7 +121,9 @@ class LogitParityGate {
                 + "<img alt=\"engine vs reference logits\" style=\"max-width:100%\" src=\"data:image/svg+xml;base64,"
                 + java.util.Base64.getEncoder().encodeToString(svg.getBytes(java.nio.charset.StandardCharsets.UTF_8)) + "\"/>");
         Finding f = r.finding();
-        k3j.verdict.Verdict v = k3j.verdict.Invariants.decide(k3j.verdict.Invariants.Mode.FLOAT32, List.of(LogitParity.item("logits (" + r.mode() + ")", r, false)));
+        Invariants.Item judged = LogitParity.item(item, r, false);
+        RunPlan.judged(item, judged);
+        k3j.verdict.Verdict v = Invariants.decide(Invariants.Mode.FLOAT32, List.of(judged));
         Evidence.json("verdict", v.json());
         if (!v.green()) {
             fail(f.tag() + " logits (" + r.mode() + "): max|diff| / max|ref| = " + Evidence.format(r.relToMaxRef()) + " = " + Evidence.format(r.ratioToBudget())

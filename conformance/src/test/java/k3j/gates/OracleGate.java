@@ -15,6 +15,7 @@ import java.util.stream.IntStream;
 import k3j.cache.ExpertCache;
 import k3j.cache.ReadMode;
 import k3j.dump.ReferenceDump;
+import k3j.harness.CaseVerdict;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.kernels.Argmax;
@@ -25,6 +26,7 @@ import k3j.model.LayerStages;
 import k3j.model.Model;
 import k3j.verdict.ConformException;
 import k3j.verdict.Finding;
+import k3j.verdict.Invariants;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -94,9 +96,8 @@ class OracleGate {
         Evidence.parameter("generated span", matches + "/" + (t - np));
         Evidence.json("teacher forcing", Map.of("logits ratio", ratio, "final_mix ratio", mix, "final_norm ratio", norm, "logits atol", atol,
                 "generated span matches", matches, "mismatches", wrong));
-        assertTrue(wrong.isEmpty(), "teacher-forced argmax differs: " + wrong);
-        assertTrue(ratio <= 1.0, "logits differ from the reference by " + ratio + " x atol " + atol + " " + Finding.ofRatio(ratio).tag());
-        assertTrue(mix <= 1.0 && norm <= 1.0, "final_mix ratio " + mix + ", final_norm ratio " + norm + " " + Finding.ofRatio(Math.max(mix, norm)).tag());
+        CaseVerdict.assertConforms("teacher forcing", List.of(CaseVerdict.exact("the generated span's argmax", wrong.isEmpty(), "teacher-forced argmax differs: " + wrong),
+                CaseVerdict.ratio("logits (atol " + atol + ")", ratio), CaseVerdict.ratio("final_mix", mix), CaseVerdict.ratio("final_norm", norm)));
     }
 
     @Test
@@ -116,7 +117,7 @@ class OracleGate {
         Evidence.parameter("ids equal", same(inc.generated()) + "/" + generated.length);
         Evidence.parameter("worst ratio to tolerance", worst);
         assertArrayEquals(generated, inc.generated(), "incremental greedy ids");
-        assertTrue(worst <= 1.0, "incremental step logits differ from full recompute's by " + worst + " x atol " + atol);
+        CaseVerdict.assertConforms("incremental decode", List.of(CaseVerdict.ratio("incremental step logits against full recompute's (atol " + atol + ")", worst)));
     }
 
     @Test
@@ -210,13 +211,14 @@ class OracleGate {
         for (int i = 0; i < STAGES.length; i++) {
             ratios.put(STAGES[i], ratio(got[i], dump.f32("layers." + layer + "." + STAGES[i]), dump.atol(layer, STAGES[i], kind)));
         }
-        List<String> failures = new ArrayList<>();
+        List<Invariants.Item> items = new ArrayList<>();
         String p = "layers." + layer + ".";
         if (dump.has(p + "moe_idx")) {
-            if (st.moeIdx() == null) failures.add("layer " + layer + " stage moe_idx: the engine ran no MoE");
+            if (st.moeIdx() == null) items.add(Invariants.Item.fail("layer " + layer + " stage moe_idx", "the engine ran no MoE"));
             else {
                 int[] want = dump.i32(p + "moe_idx");
-                if (!Arrays.equals(want, st.moeIdx())) failures.add("layer " + layer + " stage moe_idx: routing differs " + firstDiff(want, st.moeIdx()) + " [binding error]");
+                items.add(CaseVerdict.exact("layer " + layer + " stage moe_idx", Arrays.equals(want, st.moeIdx()),
+                        Finding.BINDING_ERROR.tag() + " routing differs " + firstDiff(want, st.moeIdx())));
                 ratios.put("moe_weight", ratio(st.moeWeight(), dump.f32(p + "moe_weight"), dump.atol(layer, "moe_weight", kind)));
             }
         }
@@ -226,10 +228,8 @@ class OracleGate {
             ratios.put("k_conv_state", ratio(st.kdaState().kConv(), dump.f32(p + "k_conv_state"), dump.atol(layer, "k_conv_state", kind)));
             ratios.put("v_conv_state", ratio(st.kdaState().vConv(), dump.f32(p + "v_conv_state"), dump.atol(layer, "v_conv_state", kind)));
         }
-        for (var en : ratios.entrySet()) {
-            if (!(en.getValue() <= 1.0)) failures.add("layer " + layer + " stage " + en.getKey() + ": " + en.getValue() + " x " + kind + " " + Finding.ofRatio(en.getValue()).tag());
-        }
-        if (!failures.isEmpty()) fail(String.join("; ", failures));
+        for (var en : ratios.entrySet()) items.add(CaseVerdict.ratio("layer " + layer + " stage " + en.getKey() + " (" + kind + ")", en.getValue()));
+        CaseVerdict.assertConforms("layer " + layer, items);
         return ratios;
     }
 

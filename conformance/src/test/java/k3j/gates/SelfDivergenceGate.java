@@ -16,6 +16,7 @@ import k3j.harness.ChildJvm;
 import k3j.harness.Evidence;
 import k3j.harness.Project;
 import k3j.harness.TorchPorts;
+import k3j.verdict.Finding;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -53,7 +54,7 @@ class SelfDivergenceGate {
             Evidence.text("where A and B part", d.text());
             assertNotNull(d.parting(), "the mutant must part from the clean run: " + d.text());
             assertEquals(List.of(firstKda, "attn_out", position), List.of(d.parting().layer(), d.parting().stage(), d.parting().position()), d.text());
-            assertTrue(d.parting().ratioToBudget() > 100, "a lost state is far beyond rounding: " + d.text());
+            assertEquals(Finding.BINDING_ERROR, Finding.ofRatio(d.parting().ratioToBudget()), "a lost state is far beyond rounding: " + d.text());
         }
         ChildJvm.Result r = ChildJvm.k3("conform", "--candidate", dir.resolve("float32").toString(), "--against", dir.resolve(mutant).toString(), "--no-logits");
         Evidence.text("k3 conform --against", r.output());

@@ -42,6 +42,8 @@ class ShardMergeGate {
     static final ObjectMapper JSON = new ObjectMapper();
     static final int N = 3;
     static Path tmp, model, broken, reference;
+    /** The per-tensor digest manifests ({@code k3 digest}) of the clean model and of its corrupt copy: every merge needs its model's. */
+    static Path manifest, brokenManifest;
 
     @BeforeAll
     static void runShards() throws Exception {
@@ -70,6 +72,12 @@ class ShardMergeGate {
         copy(model, moved);
         runs.add(List.of("conform", moved.toString(), "--reference", reference.toString(), "--threads", "1", "--shard", "1/" + N, "--results", tmp.resolve("moved").toString()));
         exits.add(0);
+        manifest = tmp.resolve("tiny-k3.digests.json");
+        brokenManifest = tmp.resolve("broken-model.digests.json");
+        runs.add(List.of("digest", model.toString(), "--out", manifest.toString()));
+        exits.add(0);
+        runs.add(List.of("digest", broken.toString(), "--out", brokenManifest.toString()));
+        exits.add(0);
         List<ChildJvm.Result> done = ChildJvm.k3All(runs);
         for (int i = 0; i < runs.size(); i++) exitOk(exits.get(i), done.get(i), runs.get(i).toArray(String[]::new));
     }
@@ -85,7 +93,7 @@ class ShardMergeGate {
     void aCompleteMergeGivesTheOneMachineVerdictOnTheCleanModelAndTheCorruptCopy() throws Exception {
         for (String name : List.of("clean", "broken")) {
             Allure.step(name, () -> {
-                ChildJvm.Result r = merge(tmp.resolve(name));
+                ChildJvm.Result r = merge(tmp.resolve(name), name.equals("clean") ? manifest : brokenManifest);
                 assertEquals(name.equals("clean") ? 0 : 1, r.exit(), "merge of the " + name + " run:\n" + r.output());
                 JsonNode one = JSON.readTree(tmp.resolve(name + "-one.json").toFile()), merged = JSON.readTree(tmp.resolve(name + ".merged.json").toFile());
                 assertEquals(one.get("summary"), merged.get("summary"), "the summary object");
@@ -146,7 +154,9 @@ class ShardMergeGate {
         for (int i = 0; i < 2; i++) {
             k3ok(0, "conform", mini.toString(), "--reference", miniDump.toString(), "--threads", "1", "--experts", "--no-logits", "--shard", i + "/2", "--results", root.toString());
         }
-        ChildJvm.Result m = merge(root);
+        Path miniManifest = tmp.resolve("mini-k3-93.digests.json");
+        k3ok(0, "digest", mini.toString(), "--out", miniManifest.toString());
+        ChildJvm.Result m = merge(root, miniManifest);
         Evidence.text("merge of the 2-shard sweep", m.output());
         assertEquals(0, m.exit(), m.output());
         JsonNode plan1 = JSON.readTree(root.resolve("shard-1-of-2/plan.json").toFile());
@@ -163,7 +173,7 @@ class ShardMergeGate {
             assertEquals(line, sweepLine(m.output(), l), "L" + l + ": the merged sweep line");
         }
         delete(root.resolve("shard-1-of-2"));
-        ChildJvm.Result r = merge(root);
+        ChildJvm.Result r = merge(root, miniManifest);
         Evidence.text("the sweep without shard 1", r.output());
         assertEquals(3, r.exit(), r.output());
         List<String> notJudged = new ArrayList<>();
@@ -294,8 +304,7 @@ class ShardMergeGate {
      * Two copies of the model that differ only between the identity's sampled windows: the shard holding L5 run on a
      * copy with one byte of an L5 tensor changed past its first window is of "the same model" by the sampled identity,
      * yet its tensor digests differ from the logit shard's (which hashed every tensor) and from the manifest
-     * ({@code k3 digest}): FOREIGN, INCOMPLETE. With the clean shards the manifest agrees, and the verdict names the
-     * reference's producer.
+     * ({@code k3 digest}): FOREIGN, INCOMPLETE, the tensor named. The copy judged alone fails L5.
      */
     @Test
     void aShardOfAnotherCopyIsForeignByItsTensorDigests() throws Exception {
@@ -317,26 +326,85 @@ class ShardMergeGate {
         }
         Path other = tmp.resolve("unsampled-run");
         k3ok(-1, "conform", copy.toString(), "--reference", reference.toString(), "--threads", "1", "--shard", holder + "/" + N, "--results", other.toString());
-        Path manifest = tmp.resolve("tiny-k3.digests.json");
-        k3ok(0, "digest", model.toString(), "--out", manifest.toString());
         int h = holder;
         incomplete("shard " + holder + " run on a copy differing between the sampled windows", root -> {
             delete(root.resolve("shard-" + h + "-of-" + N));
             copy(other.resolve("shard-" + h + "-of-" + N), root.resolve("shard-" + h + "-of-" + N));
-        }, -1, "judged other tensor bytes");
-        Path root = tmp.resolve("case-digests");
-        copy(tmp.resolve("clean"), root);
-        ChildJvm.Result clean = ChildJvm.k3("conform", "--merge", root.toString(), "--digests", manifest.toString(), "--json", root + ".merged.json");
-        Evidence.text("the clean shards against the digest manifest", clean.output());
-        assertEquals(0, clean.exit(), clean.output());
+        }, h, victim.name() + " (other bytes than the manifest's)");
+        // the copy alone fails L5 (its changed byte is in a tensor L5 runs): the merge is not hiding a pass
+        ChildJvm.Result alone = ChildJvm.k3("conform", copy.toString(), "--reference", reference.toString(), "--threads", "1", "--layers", "5", "--no-logits");
+        assertEquals(1, alone.exit(), "the changed copy judged alone:\n" + alone.output());
+    }
+
+    /**
+     * The manifest is required and is the model's: a merge without {@code --digests} is refused (exit 2, naming
+     * {@code k3 digest}); the clean shards against the corrupt copy's manifest are foreign wherever they read the
+     * swapped L5 tensors (L5's shard and the logit shard); a marker with one
+     * tensor's digest left out vouches for nothing (foreign, naming the tensor).
+     */
+    @Test
+    void aMergeJudgesTheShardsAgainstTheModelsDigestManifest() throws Exception {
+        ChildJvm.Result none = ChildJvm.k3("conform", "--merge", tmp.resolve("clean").toString());
+        Evidence.text("merge without --digests", none.output());
+        assertEquals(2, none.exit(), none.output());
+        assertTrue(none.output().contains("needs --digests FILE") && none.output().contains("k3 digest MODEL --out FILE"), none.output());
+        Allure.step("the clean shards against the corrupt copy's manifest", () -> {
+            Path root = tmp.resolve("case-other-manifest");
+            copy(tmp.resolve("clean"), root);
+            ChildJvm.Result r = merge(root, brokenManifest);
+            Evidence.text("the clean shards against the corrupt copy's manifest", r.output());
+            assertEquals(3, r.exit(), r.output());
+            assertTrue(r.output().contains("(other bytes than the manifest's)"), r.output());
+            // the copy differs in L5's q_proj and k_proj: every shard that read them (L5's and the logit shard) is foreign
+            long readL5 = 0;
+            for (int i = 0; i < N; i++) {
+                JsonNode plan = JSON.readTree(tmp.resolve("clean/shard-" + i + "-of-" + N + "/plan.json").toFile());
+                String layers = plan.path("layers").asText();
+                if (plan.path("logits").asBoolean() || (!layers.equals("-") && k3j.compare.LayerSelection.parse(layers, 93).contains(5))) readL5++;
+            }
+            assertEquals(2, readL5, "the plan puts L5 and the logit part in two shards");
+            assertEquals(readL5, r.output().lines().filter(l -> l.contains("FOREIGN     judged other tensor bytes") && l.contains("layers.5.self_attn.q_proj.weight (other bytes")).count(),
+                    "every shard that read L5 is foreign:\n" + r.output());
+        });
+        int plain = -1;
+        for (int i = 0; i < N && plain < 0; i++) {
+            if (!JSON.readTree(tmp.resolve("clean/shard-" + i + "-of-" + N + "/plan.json").toFile()).path("logits").asBoolean()) plain = i;
+        }
+        int p = plain;
+        String[] dropped = new String[1];
+        incomplete("a marker with one tensor digest left out", root -> {
+            Path done = root.resolve("shard-" + p + "-of-" + N + "/done.json");
+            ObjectNode d = (ObjectNode) JSON.readTree(done.toFile());
+            ObjectNode tensors = (ObjectNode) d.path("tensor_digests").path("tensors");
+            dropped[0] = tensors.fieldNames().next();
+            tensors.remove(dropped[0]);
+            Files.writeString(done, JSON.writerWithDefaultPrettyPrinter().writeValueAsString(d));
+        }, p, "(judged, not in the shard's digests)");
+    }
+
+    /**
+     * Shards judged against a reference k3j wrote ({@code --dump-reference}) merge to a verdict that carries that
+     * reference's producer ("reference: k3j VERSION (BUILD), not torch"), never torch's; the clean torch run's merge
+     * names torch.
+     */
+    @Test
+    void theMergedVerdictCarriesTheReferencesProducer() throws Exception {
+        Path torchRoot = tmp.resolve("case-producer-torch");
+        copy(tmp.resolve("clean"), torchRoot);
+        ChildJvm.Result t = merge(torchRoot);
+        assertEquals(0, t.exit(), t.output());
+        assertTrue(JSON.readTree(Path.of(torchRoot + ".merged.json").toFile()).path("summary").path("reference").asText().startsWith("reference: torch"), t.output());
+        Path k3jRef = tmp.resolve("k3j-reference");
+        String prompt = String.join(",", java.util.Arrays.stream(k3j.dump.ReferenceDump.open(reference).promptIds()).mapToObj(Integer::toString).toList());
+        k3ok(0, model.toString(), "--ids", prompt, "--gen", "1", "--threads", "1", "--reference", reference.toString(), "--dump-reference", k3jRef.toString());
+        Path root = tmp.resolve("k3j-run");
+        for (int i = 0; i < 2; i++) k3ok(0, "conform", model.toString(), "--reference", k3jRef.toString(), "--threads", "1", "--shard", i + "/2", "--results", root.toString());
+        ChildJvm.Result r = ChildJvm.k3("conform", "--merge", root.toString(), "--reference", k3jRef.toString(), "--digests", manifest.toString(), "--json", root + ".merged.json");
+        Evidence.text("merge of shards judged against a k3j-written reference", r.output());
+        assertEquals(0, r.exit(), r.output());
         String producer = JSON.readTree(Path.of(root + ".merged.json").toFile()).path("summary").path("reference").asText();
-        assertTrue(producer.startsWith("reference: torch"), "the merged verdict names the reference's producer: '" + producer + "'");
-        delete(root.resolve("shard-" + h + "-of-" + N));
-        copy(other.resolve("shard-" + h + "-of-" + N), root.resolve("shard-" + h + "-of-" + N));
-        ChildJvm.Result foreign = ChildJvm.k3("conform", "--merge", root.toString(), "--digests", manifest.toString());
-        Evidence.text("the copy's shard against the digest manifest", foreign.output());
-        assertEquals(3, foreign.exit(), foreign.output());
-        assertTrue(foreign.output().contains(victim.name() + " (other bytes than the manifest's)"), foreign.output());
+        assertTrue(producer.startsWith("reference: k3j ") && producer.endsWith(", not torch"), "the merged verdict names the k3j reference: '" + producer + "'\n" + r.output());
+        assertTrue(r.output().lines().anyMatch(l -> l.startsWith("VERDICT:") && l.contains("not torch")) || r.output().contains(producer), "the printed verdict names it:\n" + r.output());
     }
 
     /** The folder of the shard that holds the logit part. */
@@ -393,8 +461,13 @@ class ShardMergeGate {
         });
     }
 
+    /** The merge of {@code root} against the clean model's digest manifest. */
     static ChildJvm.Result merge(Path root) throws IOException, InterruptedException {
-        return ChildJvm.k3("conform", "--merge", root.toString(), "--json", root + ".merged.json");
+        return merge(root, manifest);
+    }
+
+    static ChildJvm.Result merge(Path root, Path digests) throws IOException, InterruptedException {
+        return ChildJvm.k3("conform", "--merge", root.toString(), "--digests", digests.toString(), "--json", root + ".merged.json");
     }
 
     /** {@code k3 args}, which must exit {@code exit} (-1: 0 or 1, a verdict either way). */

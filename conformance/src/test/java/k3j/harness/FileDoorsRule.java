@@ -15,7 +15,7 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 
 /**
  * The rule {@link FileDoorsGate} checks: outside {@code k3j.io} no class opens a file for writing or reads one by
- * itself. Writing goes through {@code Outputs}/{@code AtomicWrite}/{@code AtomicFile} (inputs refused by identity, links
+ * itself. Writing goes through {@code Outputs} and {@code AtomicWrite} (inputs refused by identity, links
  * and special files refused, written atomically), reading through {@code SafeFiles} (regular files only, sizes checked
  * before anything is allocated).
  */
@@ -38,7 +38,7 @@ public final class FileDoorsRule {
     private FileDoorsRule() {}
 
     public static final ArchRule RULE = classes().that().resideOutsideOfPackage(DOORS + "..")
-            .should(new ArchCondition<JavaClass>("open a file for writing or read one only through " + DOORS + " (Outputs, AtomicWrite, AtomicFile, SafeFiles)") {
+            .should(new ArchCondition<JavaClass>("open a file for writing or read one only through " + DOORS + " (Outputs, AtomicWrite, SafeFiles)") {
                 @Override
                 public void check(JavaClass c, ConditionEvents events) {
                     for (JavaAccess<?> a : c.getAccessesFromSelf()) {

@@ -22,6 +22,9 @@ import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import k3j.compare.Conformance;
+import k3j.verdict.ConformException;
+import k3j.verdict.Finding;
+import k3j.verdict.Invariants;
 import k3j.verdict.PlanVerdict;
 import org.junit.platform.engine.TestSource;
 import org.junit.platform.engine.support.descriptor.ClassSource;
@@ -54,7 +57,8 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
 
     private static final String RUN = !Project.property("k3.run").isEmpty() ? Project.property("k3.run")
             : !Project.property("k3.run.id").isEmpty() ? Project.property("k3.run.id") : UUID.randomUUID().toString();
-    private static final Map<String, Boolean> JUDGED = new LinkedHashMap<>();   // item -> conforms
+    private static final Map<String, Invariants.Item> JUDGED = new LinkedHashMap<>();   // item -> how it was judged
+    private static final Map<String, Invariants.Item> RECORDED = new LinkedHashMap<>();   // item -> how its gate judged it, until its result is written
     private static final List<String> PLANNED = new ArrayList<>();
     private static final RunStory STORY = new RunStory();
     private static Map<String, Object> plan;
@@ -86,6 +90,8 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
             try {
                 Conformance c = CheckpointUnderTest.open();
                 List<Integer> selected = CheckpointUnderTest.selected();
+                items.clear();
+                items.addAll(CheckpointItems.planned(c, selected, classes.contains(LAYER_GATE), classes.contains(EXPERT_GATE), classes.contains(LOGIT_GATE)));
                 p.put("reference", c.dump().source().toString());
                 p.put("reference_manifest_sha256", Tamper.sha256(Files.readAllBytes(c.dump().source().resolve("manifest.json"))));
                 p.put("reference_producer", c.dump().producer());
@@ -93,13 +99,11 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
                 p.put("engine", c.candidateDump() != null ? c.candidateDump().engine() : "k3j forward");
                 STORY.identity((String) p.get("engine"), c.candidateDump() != null ? c.candidateDump().source().toString() : Project.property("k3.model"),
                         c.dump().source().toString(), (String) p.get("reference_manifest_sha256"), c.candidateDump() != null);
-                if (classes.contains(LAYER_GATE)) {
-                    items.add(MODEL_MATCH);
-                    for (int l : selected) items.add("L" + l);
-                }
-                if (classes.contains(EXPERT_GATE) && c.candidateDump() == null) for (int l : c.moeLayers(selected)) items.add("L" + l + " experts");
-                if (classes.contains(LOGIT_GATE)) items.addAll(List.of(LOGITS_FULL, LOGITS_INCREMENTAL, GREEDY));
-                JUDGED.put(CHECKPOINT_OPENED, true);
+                JUDGED.put(CHECKPOINT_OPENED, Invariants.Item.pass(CHECKPOINT_OPENED));
+            } catch (ConformException e) {
+                // a candidate of another reference or prompt, arrays other than the reference's: refused, as k3 conform refuses it
+                p.put("checkpoint_error", String.valueOf(e.getMessage()));
+                JUDGED.put(CHECKPOINT_OPENED, openFailure(e));
             } catch (RuntimeException | AssertionError | IOException e) {
                 p.put("checkpoint_error", String.valueOf(e.getMessage()));   // the plan stands: nothing of it can be judged
             }
@@ -133,7 +137,7 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
         String item = item(t);
         int halt;
         synchronized (RunPlan.class) {
-            if (item != null && t.getStatus() != Status.SKIPPED) JUDGED.merge(item, t.getStatus() == Status.PASSED, Boolean::logicalAnd);
+            if (item != null && t.getStatus() != Status.SKIPPED) JUDGED.merge(item, judged(item, RECORDED.remove(item), t.getStatus() == Status.PASSED), RunPlan::worse);
             STORY.add(t, item, resultsDir());
             written++;
             if (plan != null) writeVerdict();
@@ -153,7 +157,8 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
         }
     }
 
-    static final String CHECKPOINT_OPENED = "the checkpoint under test opened", MODEL_MATCH = "the reference dump matches the model",
+    /** The plan's items other than the layers and experts (the names the checkpoint gates give their cases). */
+    public static final String CHECKPOINT_OPENED = "the checkpoint under test opened", MODEL_MATCH = "the reference dump matches the model",
             LOGITS_FULL = "logits, full recompute", LOGITS_INCREMENTAL = "logits, incremental", GREEDY = "greedy ids";
 
     /** The plan item a result judges, by its part and name (the names the checkpoint gates give their cases), or null. */
@@ -170,6 +175,38 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
             if (name.contains("incremental")) return LOGITS_INCREMENTAL;
         }
         return null;
+    }
+
+    /**
+     * How a gate judged plan item {@code item} (its {@link Invariants} item: not judged, refused or failed, not only
+     * passed or failed), recorded before its case's result is written; a case with none recorded is judged by its
+     * status alone.
+     */
+    public static void judged(String item, Invariants.Item how) {
+        synchronized (RunPlan.class) {
+            RECORDED.merge(item, how, RunPlan::worse);
+        }
+    }
+
+    /**
+     * The checkpoint item of a checkpoint that could not be opened: refused for what k3 conform refuses (another
+     * reference or prompt, arrays other than the reference's, a non-finite value), else not judged.
+     */
+    static Invariants.Item openFailure(ConformException e) {
+        boolean refused = e.finding() == Finding.REFERENCE_MISMATCH || e.finding() == Finding.NON_FINITE;
+        return refused ? Invariants.Item.refused(CHECKPOINT_OPENED, String.valueOf(e.getMessage())) : Invariants.Item.notJudged(CHECKPOINT_OPENED, String.valueOf(e.getMessage()));
+    }
+
+    /** A written case's item: what its gate recorded, else its status; a case that failed after its gate recorded a pass failed. */
+    static Invariants.Item judged(String item, Invariants.Item recorded, boolean passed) {
+        if (recorded != null && (passed || recorded.status() != Invariants.Status.PASS)) return new Invariants.Item(item, recorded.status(), recorded.why());
+        return passed ? Invariants.Item.pass(item) : Invariants.Item.fail(item, "does not conform");
+    }
+
+    /** Two judgements of one item (a layer's case and its overview): the one further from a pass (refused, not judged, failed). */
+    static Invariants.Item worse(Invariants.Item a, Invariants.Item b) {
+        List<Invariants.Status> order = List.of(Invariants.Status.PASS, Invariants.Status.FAIL, Invariants.Status.NOT_JUDGED, Invariants.Status.REFUSED);
+        return order.indexOf(b.status()) > order.indexOf(a.status()) ? b : a;
     }
 
     /** Who computed the checkpoint's reference (ReferenceDump#producer), which the verdict names; null without a checkpoint. */
@@ -195,14 +232,20 @@ public final class RunPlan implements TestExecutionListener, TestLifecycleListen
             write("verdict", v);
             return;
         }
-        PlanVerdict planned = PlanVerdict.decide(PLANNED, JUDGED, finished, Boolean.TRUE.equals(plan.get("checkpoint")));
-        Map<String, Object> v = new LinkedHashMap<>(planned.json());
-        v.put("run", RUN);
+        PlanVerdict planned = PlanVerdict.of(PLANNED, JUDGED, finished, Boolean.TRUE.equals(plan.get("checkpoint")));
+        Map<String, Object> v = verdictFile(planned, PLANNED, STORY, RUN);
         if (reference != null) v.put("reference", reference);
-        v.put("finished", finished);
         v.put("written", Instant.now().toString());
-        v.putAll(STORY.fields(planned, PLANNED));
         write("verdict", v);
+    }
+
+    /** The verdict file's fields: the one decision over the plan ({@link PlanVerdict#json()}), the run, and the first screen's fields ({@link RunStory}). */
+    static Map<String, Object> verdictFile(PlanVerdict planned, List<String> items, RunStory story, String run) {
+        Map<String, Object> v = new LinkedHashMap<>(planned.json());
+        v.put("run", run);
+        v.put("finished", planned.finished());
+        v.putAll(story.fields(planned, items));
+        return v;
     }
 
     /** The Allure results folder of this run (allure.results.directory), or null when none is set. */

@@ -28,14 +28,27 @@ public record History(List<Message> messages) {
      *
      * @param role      who speaks it
      * @param content   its text
-     * @param reasoning an assistant's thinking channel; null when there is none (always for the other roles)
+     * @param reasoning   an assistant's thinking channel; null when there is none (always for the other roles)
+     * @param interrupted an assistant reply cut by a stop (SIGINT, SIGTERM, Ctrl-C) before it ended, kept as cut and
+     *                    so marked in the history file (docs/formats.md); false for every other message
      */
-    public record Message(Role role, String content, String reasoning) {
+    public record Message(Role role, String content, String reasoning, boolean interrupted) {
         /**
-         * Checks the message by the chat's rules: a role, content, and reasoning only for an assistant.
+         * Checks the message by the chat's rules: a role, content, reasoning and the interrupted mark only for an assistant.
          */
         public Message {
-            chat(role, content, reasoning);   // the chat's own checks, with its messages
+            chat(role, content, reasoning, interrupted);   // the chat's own checks, with its messages
+        }
+
+        /**
+         * A message that was not interrupted.
+         *
+         * @param role      who speaks it
+         * @param content   its text
+         * @param reasoning an assistant's thinking channel, or null
+         */
+        public Message(Role role, String content, String reasoning) {
+            this(role, content, reasoning, false);
         }
 
         /**
@@ -69,9 +82,13 @@ public record History(List<Message> messages) {
             return new Message(Role.ASSISTANT, content, reasoning);
         }
 
-        private static k3j.chat.Message chat(Role role, String content, String reasoning) {
+        private static k3j.chat.Message chat(Role role, String content, String reasoning, boolean interrupted) {
             if (role == null) throw new IllegalArgumentException("a message needs a role and content");
-            return new k3j.chat.Message(k3j.chat.Role.valueOf(role.name()), content, reasoning);
+            return new k3j.chat.Message(k3j.chat.Role.valueOf(role.name()), content, reasoning, interrupted);
+        }
+
+        static Message of(k3j.chat.Message m) {
+            return new Message(Role.valueOf(m.role().name()), m.content(), m.reasoning(), m.interrupted());
         }
 
         /**
@@ -146,12 +163,12 @@ public record History(List<Message> messages) {
 
     private static k3j.chat.Transcript chat(List<Message> messages) {
         k3j.chat.Transcript h = new k3j.chat.Transcript();
-        for (Message m : messages) h.add(Message.chat(m.role(), m.content(), m.reasoning()));
+        for (Message m : messages) h.add(Message.chat(m.role(), m.content(), m.reasoning(), m.interrupted()));
         return h;
     }
 
     static History of(k3j.chat.Transcript h) {
-        return new History(h.messages().stream().map(m -> new Message(Role.valueOf(m.role().name()), m.content(), m.reasoning())).toList());
+        return new History(h.messages().stream().map(Message::of).toList());
     }
 
     /** One line: the number of messages. */

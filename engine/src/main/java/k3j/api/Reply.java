@@ -34,7 +34,7 @@ public record Reply(int[] fed, int[] generated, boolean ended, History.Message m
 
     static Reply of(Conversation.Reply r) {
         k3j.chat.Message m = r.message();
-        return new Reply(r.fed(), r.generated(), r.ended(), m == null ? null : new History.Message(History.Role.valueOf(m.role().name()), m.content(), m.reasoning()),
+        return new Reply(r.fed(), r.generated(), r.ended(), m == null ? null : History.Message.of(m),
                 r.problem(), r.prefillSeconds(), r.decodeSeconds());
     }
 

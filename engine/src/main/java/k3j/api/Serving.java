@@ -146,16 +146,33 @@ public interface Serving extends AutoCloseable {
      * Serving over {@code engine}'s weights: starts the batch thread. While it runs, the engine's own
      * {@link Engine#generate} must not be called (one forward, one thread at a time).
      *
+     * The serving plan is checked against the machine's memory as it is now, which the engine's weights already
+     * take from: {@link #open(Engine, Limits, MachineMemory)} with the memory read before the engine opened counts
+     * them once.
+     *
      * @param engine the opened model
      * @param limits how many sequences run and wait, the prefill chunk and the context
      * @return the serving; close it before the engine
      */
     static Serving open(Engine engine, Limits limits) {
+        return open(engine, limits, MachineMemory.read());
+    }
+
+    /**
+     * Serving over {@code engine}'s weights, its memory plan (the weights and every slot's state) refused when it
+     * does not fit {@code memory}.
+     *
+     * @param engine the opened model
+     * @param limits how many sequences run and wait, the prefill chunk and the context
+     * @param memory the machine's memory before the engine opened (the plan holds the weights the engine loaded)
+     * @return the serving; close it before the engine
+     */
+    static Serving open(Engine engine, Limits limits, MachineMemory memory) {
         if (limits.maxContext() > engine.maxPositions()) {
             throw new IllegalArgumentException("a context of " + limits.maxContext() + " positions is over the " + engine.maxPositions() + " " + engine.maxPositionsSource());
         }
         k3j.plan.MemoryPlan plan = servingPlan(engine, limits);
-        plan.planRefusal(k3j.plan.MemInfo.read()).ifPresent(r -> {
+        plan.planRefusal(memory.memInfo()).ifPresent(r -> {
             throw new k3j.plan.PlanRefused(r);
         });
         return new Batcher(new k3j.model.BatchStep(engine.forward()), limits, engine.config().vocabSize(), engine.eos());

@@ -74,7 +74,7 @@ public final class Corruptions {
      */
     static void copySparse(Path f, Path to) throws IOException {
         try (FileChannel in = k3j.io.SafeFiles.open(f, "a checkpoint file");
-             FileChannel out = k3j.io.AtomicFile.part(to, StandardOpenOption.CREATE_NEW)) {
+             FileChannel out = k3j.io.AtomicWrite.part(to, StandardOpenOption.CREATE_NEW)) {
             ByteBuffer b = ByteBuffer.allocateDirect(SPARSE_BLOCK), zero = ByteBuffer.allocateDirect(SPARSE_BLOCK);
             long size = in.size();
             for (long at = 0; at < size; at += SPARSE_BLOCK) {
@@ -151,7 +151,7 @@ public final class Corruptions {
     private static void apply(Path dst, List<TensorInfo> ts, Corruption c) {
         try {
             for (Map.Entry<TensorInfo, ByteBuffer> e : patched(ts, c, t -> read(dst.resolve(t.file().getFileName()), t)).entrySet()) {
-                try (FileChannel ch = k3j.io.AtomicFile.part(dst.resolve(e.getKey().file().getFileName()))) {
+                try (FileChannel ch = k3j.io.AtomicWrite.part(dst.resolve(e.getKey().file().getFileName()))) {
                     write(ch, e.getKey(), e.getValue());
                 }
             }

@@ -108,7 +108,7 @@ public final class CandidateWriter {
         }
         m.put("arrays", w.arrays);
         k3j.io.AtomicWrite.folder(dir, "--dump-activations", CandidateWriter::isCandidate, tmp -> {
-            for (var en : w.data.entrySet()) k3j.io.AtomicFile.create(tmp.resolve(en.getKey() + ".bin"), en.getValue().bytes());
+            for (var en : w.data.entrySet()) k3j.io.AtomicWrite.create(tmp.resolve(en.getKey() + ".bin"), en.getValue().bytes());
             JSON.writeValue(tmp.resolve("manifest.json").toFile(), m);
         });
         return ran;

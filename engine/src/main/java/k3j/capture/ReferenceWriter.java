@@ -113,7 +113,7 @@ public final class ReferenceWriter {
         from.put("copied", "ids, snapshots, layers.*.partial_in, layers.*.moe_choice, final_mix, final_norm: the source's bits; every other array is k3j's");
         m.set("arrays", JSON.valueToTree(w.arrays));
         k3j.io.AtomicWrite.folder(dir, "--dump-reference", ReferenceWriter::isK3jReference, tmp -> {
-            for (var en : w.data.entrySet()) k3j.io.AtomicFile.create(tmp.resolve(en.getKey() + ".bin"), en.getValue());
+            for (var en : w.data.entrySet()) k3j.io.AtomicWrite.create(tmp.resolve(en.getKey() + ".bin"), en.getValue());
             JSON.writeValue(tmp.resolve("manifest.json").toFile(), m);
         });
     }

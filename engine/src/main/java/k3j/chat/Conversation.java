@@ -134,12 +134,13 @@ public final class Conversation {
         lastEnded = ended;
         Message reply;
         String problem = null;
+        boolean stopped = !ended && n < maxNew;   // cut by the stop request, not by the token limit
         try {
-            if (!ended) throw new ChatException(cancelled.getAsBoolean() ? "stopped" : "the reply reached the limit of " + maxNew + " tokens");
+            if (!ended) throw new ChatException(stopped ? "stopped" : "the reply reached the limit of " + maxNew + " tokens");
             reply = AssistantTurn.parse(xtml, generated, thinking).message();
         } catch (ChatException e) {
             problem = e.getMessage();
-            reply = Message.assistant(plainText(generated), null);
+            reply = new Message(Role.ASSISTANT, plainText(generated), null, stopped);
         }
         history.add(u);
         history.add(reply);

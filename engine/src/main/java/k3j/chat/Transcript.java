@@ -20,11 +20,14 @@ import java.util.List;
  * The transcript a chat appends each turn to and saves to its history file ({@code k3j.api.History} is the API's
  * immutable view of the same messages). A conversation: an optional system message first, then user and assistant strictly alternating, reasoning
  * only on assistant messages. Stored as JSONL (docs/formats.md §13): one object per LF-terminated line with
- * exactly {@code role}, {@code content} and, for an assistant, optionally {@code reasoning_content}. Reading
+ * exactly {@code role}, {@code content} and, for an assistant, optionally {@code reasoning_content} and
+ * {@code "interrupted": true} (a reply cut by a stop, kept as cut). Reading
  * refuses anything else with {@code path:line: reason}; saving is atomic (temp file, fsync, rename).
  */
 public final class Transcript {
     public static final int MAX_LINE = 16 << 20;
+    /** The key that marks an assistant reply cut by a stop before it ended. */
+    public static final String INTERRUPTED = "interrupted";
     /** A history file larger than this could never be fed (a chat holds at most 36,864 positions): refused unread. */
     public static final long MAX_FILE = 64L << 20;
     private static final JsonFactory JSON = JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
@@ -101,10 +104,17 @@ public final class Transcript {
 
     private static Message parse(Path path, int line, byte[] b, int from, int to) {
         String role = null, content = null, reasoning = null;
+        boolean interrupted = false;
         try (JsonParser p = JSON.createParser(b, from, to - from)) {
             if (p.nextToken() != JsonToken.START_OBJECT) throw bad(path, line, "not a JSON object");
             while (p.nextToken() == JsonToken.FIELD_NAME) {
                 String key = p.currentName();
+                if (key.equals(INTERRUPTED)) {
+                    // present only as true: a reply that was cut; an ended reply has no key at all
+                    if (p.nextToken() != JsonToken.VALUE_TRUE) throw bad(path, line, "'" + INTERRUPTED + "' must be true when present (a reply cut by a stop)");
+                    interrupted = true;
+                    continue;
+                }
                 if (p.nextToken() != JsonToken.VALUE_STRING) throw bad(path, line, "'" + key + "' must be a string");
                 String v = p.getText();
                 String why = badText(v);
@@ -113,7 +123,7 @@ public final class Transcript {
                     case "role" -> role = v;
                     case "content" -> content = v;
                     case "reasoning_content" -> reasoning = v;
-                    default -> throw bad(path, line, "unknown key '" + key + "' (allowed: role, content, reasoning_content)");
+                    default -> throw bad(path, line, "unknown key '" + key + "' (allowed: role, content, reasoning_content, interrupted)");
                 }
             }
             if (p.nextToken() != null) throw bad(path, line, "data after the JSON object");
@@ -127,7 +137,8 @@ public final class Transcript {
         Role r = Role.of(role);
         if (r == null) throw bad(path, line, "role '" + role + "' is not system, user or assistant");
         if (reasoning != null && r != Role.ASSISTANT) throw bad(path, line, "reasoning_content is allowed only on an assistant message");
-        return new Message(r, content, reasoning);
+        if (interrupted && r != Role.ASSISTANT) throw bad(path, line, "interrupted is allowed only on an assistant message");
+        return new Message(r, content, reasoning, interrupted);
     }
 
     /** NUL and unpaired surrogates (both only reachable through \\u escapes) are refused: why, or null when the text is fine. */
@@ -145,7 +156,7 @@ public final class Transcript {
         return new ChatException(path + ":" + line + ": " + reason);
     }
 
-    /** The JSONL bytes: keys in the order role, content, reasoning_content. */
+    /** The JSONL bytes: keys in the order role, content, reasoning_content, interrupted. */
     public byte[] toJsonl() {
         StringBuilder sb = new StringBuilder();
         for (Message m : messages) {
@@ -157,6 +168,7 @@ public final class Transcript {
                 sb.append(",\"reasoning_content\":");
                 quote(sb, m.reasoning());
             }
+            if (m.interrupted()) sb.append(",\"" + INTERRUPTED + "\":true");
             sb.append("}\n");
         }
         return sb.toString().getBytes(StandardCharsets.UTF_8);
@@ -197,7 +209,7 @@ public final class Transcript {
     /** Writes {@code path} atomically: a temp file beside it, fsync, rename over it. */
     public void save(Path path) {
         try {
-            k3j.io.AtomicFile.replace(path, ch -> {
+            k3j.io.AtomicWrite.replace(path, ch -> {
                 ByteBuffer buf = ByteBuffer.wrap(toJsonl());
                 while (buf.hasRemaining()) ch.write(buf);
             });

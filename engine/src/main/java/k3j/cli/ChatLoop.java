@@ -65,8 +65,23 @@ final class ChatLoop {
         err.flush();
     }
 
+    /**
+     * Says, before the first turn, each reply of the loaded history that a stop cut ({@code "interrupted": true}): it
+     * stays as cut, marked, and the conversation goes on after it; it is never continued as if it had ended.
+     */
+    private void noteInterrupted() {
+        var messages = conv.history().messages();
+        for (int i = 0; i < messages.size(); i++) {
+            if (!messages.get(i).interrupted()) continue;
+            err.println("k3: note: " + (history != null ? history : "the history") + ":" + (i + 1) + ": this reply was interrupted (cut by a stop before it ended); "
+                    + "it is kept as cut, marked \"interrupted\", and the next message follows it");
+        }
+        err.flush();
+    }
+
     /** One prompt (--prompt with --chat), or every line of stdin. Returns the exit code. */
     int run(String prompt, InputStream stdin) throws IOException {
+        noteInterrupted();
         if (prompt != null) return turn(prompt);
         if (System.console() != null && System.console().isTerminal()) return interactive();
         InputStream in = new java.io.BufferedInputStream(stdin);
@@ -216,7 +231,7 @@ final class ChatLoop {
         if (saveState != null) conv.saveState(saveState);
         if (signal != null) {
             err.println("k3: interrupted by " + signal + ": the reply was cut after " + r.generated().length + " tokens; the turn is kept"
-                    + (history != null ? " in " + history : "") + ", its reply not ended (interrupted)");
+                    + (history != null ? " in " + history : "") + ", its reply marked \"interrupted\"");
         }
         err.flush();
         return signal != null ? signalExit : ExitCode.OK;

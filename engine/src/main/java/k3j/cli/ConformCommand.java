@@ -62,8 +62,8 @@ final class ConformCommand implements Callable<Integer> {
             + "(chunked, restored, batched); names the first layer, stage and position where A and B part, then judges each against the reference")
     Path against;
 
-    @Option(names = "--digests", paramLabel = "FILE", description = "with --merge: the model's per-tensor digest manifest (k3 digest MODEL --out FILE); "
-            + "every shard's tensors must be its")
+    @Option(names = "--digests", paramLabel = "FILE", description = "with --merge (required): the model's per-tensor digest manifest, made once "
+            + "(k3 digest MODEL --out FILE); every shard's tensors must be its")
     Path digests;
 
     @Option(names = "--dumps", paramLabel = "DIR", description = "another folder to search for the matching dump (repeatable)")
@@ -107,6 +107,7 @@ final class ConformCommand implements Callable<Integer> {
             if (modelFolder.given() || candidate != null || shard != null || results != null || scope.layers != null || scope.experts || verifyData || lossy.on || chart != null) {
                 throw usage("--merge ROOT merges what the shards judged: give no MODEL_DIR, --candidate, --shard, --results, --layers, --experts, --verify-data, --lossy or --chart");
             }
+            if (digests == null) throw usage(ConformMerge.NEEDS_DIGESTS);
             try {
                 new k3j.io.Outputs().input(merge, "the results root (--merge)").input(ReferenceOption.of(reference), "the reference (--reference)")
                         .input(digests, "the digest manifest (--digests)").file(json, "--json");
@@ -271,9 +272,9 @@ final class ConformCommand implements Callable<Integer> {
             err.println(e.getMessage());
             return e.refusal().exitCode();
         } catch (k3j.api.CannotJudge e) {
-            return e.getCause() instanceof ConformException ce ? refused(ce, out, err) : runtime(e.getCause(), err);
+            return e.getCause() instanceof ConformException ce ? refused(ce, json, out, err) : runtime(e.getCause(), err);
         } catch (ConformException e) {
-            return refused(e, out, err);
+            return refused(e, json, out, err);
         } catch (k3j.trunk.TrunkException | k3j.model.ForwardException | k3j.io.CheckpointException e) {
             return runtime(e, err);
         }
@@ -345,9 +346,21 @@ final class ConformCommand implements Callable<Integer> {
      * non-finite value): the verdict REFUSED, printed and exited by as every door does; anything else is a runtime failure.
      */
     private static int refused(ConformException e, PrintWriter out, PrintWriter err) {
+        return refused(e, null, out, err);
+    }
+
+    /** The same, the verdict also written to {@code json} when given (--json holds the verdict printed, never an earlier run's). */
+    private static int refused(ConformException e, Path json, PrintWriter out, PrintWriter err) {
         if (e.finding() != k3j.verdict.Finding.REFERENCE_MISMATCH && e.finding() != k3j.verdict.Finding.NON_FINITE) return runtime(e, err);
         err.println("k3: " + e.getMessage());
         k3j.verdict.Verdict v = k3j.verdict.Invariants.decide(k3j.verdict.Invariants.Mode.FLOAT32, List.of(k3j.verdict.Invariants.Item.refused("the input", e.getMessage())));
+        if (json != null) {
+            try {
+                ConformJson.refused(json, v);
+            } catch (IOException w) {
+                return runtime(w, err);
+            }
+        }
         out.print(v.text());
         return v.exitCode();
     }

@@ -31,6 +31,13 @@ final class ConformJson {
         this.json = json;
     }
 
+    /** A run refused before anything was graded: its verdict alone. */
+    static void refused(Path json, Verdict decision) throws IOException {
+        var root = MAPPER.createObjectNode();
+        root.set("verdict", MAPPER.valueToTree(decision.json()));
+        AtomicWrite.string(json, "--json", MAPPER.writerWithDefaultPrettyPrinter().writeValueAsString(root));
+    }
+
     /** The plan (a run id, the model or candidate, the reference, every planned item) and its verdict so far: nothing judged. */
     void start(Conform judge, List<Integer> sel, Path model, Path candidate, boolean experts, k3j.fleet.WorkPlan.Part shardPart) throws IOException {
         Conformance c = ApiInternals.get().conformance(judge);

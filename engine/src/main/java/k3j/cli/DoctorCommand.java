@@ -176,7 +176,7 @@ final class DoctorCommand implements Callable<Integer> {
     private static void fill(Path f, long bytes) throws IOException {
         ByteBuffer b = ByteBuffer.allocateDirect(8 << 20);
         for (int i = 0; i < b.capacity(); i++) b.put(i, (byte) (i * 131 + (i >> 9)));
-        try (FileChannel ch = k3j.io.AtomicFile.part(f)) {
+        try (FileChannel ch = k3j.io.AtomicWrite.part(f)) {
             for (long pos = 0; pos < bytes; ) {
                 b.clear().limit((int) Math.min(b.capacity(), bytes - pos));
                 while (b.hasRemaining()) pos += ch.write(b, pos);

@@ -228,7 +228,7 @@ final class RunGeneration {
     private int chat(k3j.api.Engine engine) throws IOException {
         k3j.sample.Sampler.Settings s = session.sampling();
         k3j.api.Chat chat = engine.chat(new k3j.api.History(session.history().messages().stream().map(m -> new k3j.api.History.Message(
-                        k3j.api.History.Role.valueOf(m.role().name()), m.content(), m.reasoning())).toList()),
+                        k3j.api.History.Role.valueOf(m.role().name()), m.content(), m.reasoning(), m.interrupted())).toList()),
                 session.thinking(), new k3j.api.Sampling(s.temperature(), s.topP(), s.topK(), s.seed()));
         ChatLoop loop = new ChatLoop(chat, run.text, run.gen, System.out, err);
         try {

@@ -6,8 +6,10 @@ import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import k3j.api.Engine;
+import k3j.api.PlannedMemory;
 import k3j.api.ServedText;
 import k3j.api.Serving;
+import k3j.plan.Human;
 import k3j.plan.MemInfo;
 import k3j.serve.Server;
 import picocli.CommandLine;
@@ -90,8 +92,9 @@ final class ServeCommand implements Callable<Integer> {
         int workers = threads.count();
         MemInfo mem = MemInfo.read();
         MemoryOptions.Budgets budgets = memory.budgets(mem, err::println);
+        k3j.api.MachineMemory machine = new k3j.api.MachineMemory(mem.totalBytes(), mem.availableBytes());
         Engine.Options opts = Engine.Options.DEFAULTS.withThreads(workers).plannedFor(context, 0, true)
-                .withMemory(new k3j.api.MachineMemory(mem.totalBytes(), mem.availableBytes())).withReport(s -> {
+                .withMemory(machine).withReport(s -> {
                     err.print(s);
                     err.flush();
                 }, err::println);
@@ -110,7 +113,11 @@ final class ServeCommand implements Callable<Integer> {
         }
         try (Engine engine = Engine.open(dir, memory.plan(budgets), opts)) {
             int ctx = Math.min(context, engine.maxPositions());
-            try (Serving serving = Serving.open(engine, new Serving.Limits(maxActive, maxQueued, prefillChunk, ctx))) {
+            Serving.Limits limits = new Serving.Limits(maxActive, maxQueued, prefillChunk, ctx);
+            PlannedMemory planned = Serving.plan(engine, limits);
+            err.printf("serving plan: %s for %d slots of %d positions (KV cache %s, recurrent state %s, buffers %s)%n", Human.bytes(planned.totalBytes()),
+                    maxActive, ctx + 1, Human.bytes(planned.kvCacheBytes()), Human.bytes(planned.recurrentStateBytes()), Human.bytes(planned.buffersBytes()));
+            try (Serving serving = Serving.open(engine, limits, machine)) {
                 String id = name != null ? name : dir.toAbsolutePath().normalize().getFileName().toString();
                 Server server = Server.start(serving, ServedText.of(engine), new Server.Settings(host, port, id, apiKey, maxBody,
                         Duration.ofMillis(Math.round(idleTimeout * 1000)), Duration.ofMillis(Math.round(requestTimeout * 1000)), ctx, tokensAsIds));

@@ -96,9 +96,12 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
     /**
      * The merge of {@code root}, its coverage taken from the run's reference: {@code reference} finds it by the manifest
      * sha256 the shards name (throwing when there is none), so no plan the shards write can leave a layer, a logit block
-     * or an expert range out unnoticed; the verdict names the reference's producer.
+     * or an expert range out unnoticed; the verdict names the reference's producer. Every complete shard's tensor
+     * digests must be {@code manifest}'s (docs/formats.md §18.5), for every tensor its part judges: a shard that read
+     * other bytes, or left a tensor out of its marker, is foreign.
      */
     public static Merge of(Path root, java.util.function.Function<String, k3j.dump.ReferenceDump> reference, TensorDigests manifest) throws IOException {
+        java.util.Objects.requireNonNull(manifest, "a merge needs the model's tensor digest manifest");
         if (!Files.isDirectory(root)) throw new IOException("--merge " + root + ": no such folder (the results root the shards wrote into)");
         List<ShardFolder.Read> reads = new ArrayList<>();
         try (Stream<Path> s = Files.list(root)) {
@@ -141,19 +144,12 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
                 mine.add(r);
             }
         }
-        // the bytes each shard judged: every digest it recorded is the manifest's (or, without one, the other shards' for the same tensor)
-        Map<String, String> seen = new java.util.TreeMap<>();
-        Map<String, String> by = new java.util.HashMap<>();
+        // the bytes each shard judged: every digest it recorded is the manifest's, and it recorded every tensor of the
+        // manifest its part judges (a marker with digests left out vouches for nothing)
         for (ShardFolder.Read r : List.copyOf(mine)) {
-            if (!r.complete() || r.digests() == null) continue;
-            List<String> differ = manifest != null ? manifest.disagreements(r.digests()) : new ArrayList<>();
-            if (manifest == null) {
-                r.digests().sha256().forEach((name, d) -> {
-                    String other = seen.putIfAbsent(name, d);
-                    if (other != null && !other.equals(d)) differ.add(name + " (other bytes than in " + by.get(name) + ")");
-                    else by.putIfAbsent(name, r.dir().getFileName().toString());
-                });
-            }
+            if (!r.complete()) continue;
+            List<String> differ = manifest.disagreements(r.digests());
+            if (r.id().index() < parts.size()) differ.addAll(r.digests().unhashed(manifest, ShardFolder.judges(parts.get(r.id().index()))));
             if (!differ.isEmpty()) {
                 String why = "FOREIGN     judged other tensor bytes: " + String.join(", ", differ.subList(0, Math.min(3, differ.size()))) + (differ.size() > 3 ? ", ..." : "");
                 problems.add(r.dir().getFileName() + ": " + why.substring(12));
@@ -333,6 +329,8 @@ public record Merge(Path root, Identity identity, List<String> shards, List<Stri
         ObjectNode root = StrictJson.MAPPER.createObjectNode();
         Judged.putLayers(root.putArray("layers"), judged.layers());
         Summary.putVerdict(root, judged, judgedLayers, verdict, notJudged);
+        // the one decision itself, as k3 conform --json writes it (docs/formats.md §15): what the report renders
+        root.set("verdict", StrictJson.MAPPER.valueToTree(verdict.json()));
         if (identity != null) root.put("count", identity.count());
         toRun.forEach(root.putArray("shards_to_run")::add);
         shards.forEach(root.putArray("shards")::add);

@@ -24,7 +24,7 @@ import k3j.io.TensorInfo;
 /**
  * The sha256 of every byte of each tensor's data, by tensor name (docs/formats.md §18.5): the model's per-tensor digest
  * manifest, made once ({@code k3 digest MODEL --out FILE}), and what each shard records of the tensors it judged. A
- * merge requires every shard's digests to be the manifest's: two copies of a model that differ anywhere in a tensor
+ * merge requires every shard's digests to be the manifest's (and every tensor its part judges to be among them): two copies of a model that differ anywhere in a tensor
  * a shard judged are never merged into one verdict (a sample of each tensor would miss a change between its windows).
  */
 public record TensorDigests(SortedMap<String, String> sha256) {
@@ -118,6 +118,15 @@ public record TensorDigests(SortedMap<String, String> sha256) {
             String want = sha256.get(name);
             if (want == null) out.add(name + " (not in the manifest)");
             else if (!want.equals(d)) out.add(name + " (other bytes than the manifest's)");
+        });
+        return out;
+    }
+
+    /** The tensors of {@code manifest} that {@code judged} selects and this shard's digests leave out, named. */
+    public List<String> unhashed(TensorDigests manifest, Predicate<String> judged) {
+        List<String> out = new ArrayList<>();
+        manifest.sha256.keySet().forEach(name -> {
+            if (judged.test(name) && !sha256.containsKey(name)) out.add(name + " (judged, not in the shard's digests)");
         });
         return out;
     }

@@ -13,7 +13,7 @@ import java.util.Set;
 
 /**
  * Where a command may write (docs/files.md). Every output is checked here before any work, and written through
- * {@link AtomicWrite} or {@link AtomicFile} (a temporary beside it, renamed over it when complete):
+ * {@link AtomicWrite} (a temporary beside it, renamed over it when complete):
  * <ul>
  *   <li>an output file is a regular file or a new name in an existing, writable folder: never a symbolic link, a
  *       device, a FIFO, a socket or a folder (the rename would replace a device node such as /dev/null; as root it does);</li>
@@ -96,7 +96,7 @@ public final class Outputs {
         return target;
     }
 
-    /** Checks and claims an output folder named by {@code flag} (replaced whole by {@link AtomicFile#replaceFolder}). */
+    /** Checks and claims an output folder named by {@code flag} (replaced whole by {@link AtomicWrite#replaceFolder}). */
     public Path folder(Path target, String flag) throws IOException {
         if (target == null) return null;
         checkFolder(target, flag);

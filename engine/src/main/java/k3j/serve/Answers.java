@@ -34,9 +34,21 @@ final class Answers {
         return o;
     }
 
-    /** The token as a string: its text, or {@code token_id:N}. */
+    /**
+     * The token as a string: its text, {@code bytes:\xNN...} when its bytes are not UTF-8 on their own (a piece of a
+     * character: as OpenAI prints it, so no byte is lost to U+FFFD), or {@code token_id:N} (asked for, or an id
+     * that names no bytes).
+     */
     String token(int id) {
-        return tokensAsIds ? "token_id:" + id : new String(text.bytes(id), StandardCharsets.UTF_8);
+        byte[] b = tokensAsIds ? null : text.bytes(id);
+        if (b == null || b.length == 0) return "token_id:" + id;
+        try {
+            return StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(b)).toString();
+        } catch (java.nio.charset.CharacterCodingException e) {
+            StringBuilder s = new StringBuilder(6 + 4 * b.length).append("bytes:");
+            for (byte x : b) s.append(String.format(java.util.Locale.ROOT, "\\x%02x", x & 0xff));
+            return s.toString();
+        }
     }
 
     ArrayNode bytes(int id) {

@@ -10,7 +10,9 @@ import k3j.api.Serving;
 /**
  * One submitted sequence seen from its HTTP request: the batch's thread puts what the sequence produces on a queue
  * (never blocking), the request's thread takes it, turns ids into text, ends the text at a stop string and cancels
- * the sequence there, at the chat's end of message, or when its client is gone.
+ * the sequence there, at the chat's end of message, or when its client is gone: the connection seen closed at each
+ * of its ids, on the batch's thread (so the slot is free before the next step), while it waits in the queue, or a
+ * write that fails.
  */
 final class Call implements Serving.Sink {
     /** What the sequence produced. */
@@ -25,6 +27,7 @@ final class Call implements Serving.Sink {
     private final LinkedBlockingQueue<Event> events = new LinkedBlockingQueue<>();
     private final Job job;
     private final ServedText text;
+    private final java.util.function.BooleanSupplier clientGone;
     private volatile Serving.Ticket ticket;
     private volatile boolean cancelWanted;
 
@@ -40,9 +43,13 @@ final class Call implements Serving.Sink {
     private int[] ids = new int[0];
     private boolean endMarker;
 
-    Call(Job job, ServedText text) {
+    /** How long {@link #advance} waits for an event before it looks at the client again. */
+    private static final long LOOK_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+
+    Call(Job job, ServedText text, java.util.function.BooleanSupplier clientGone) {
         this.job = job;
         this.text = text;
+        this.clientGone = clientGone;
     }
 
     @Override
@@ -53,7 +60,7 @@ final class Call implements Serving.Sink {
     @Override
     public void token(int step, Serving.TokenLogprob token) {
         events.add(new Event.Token(token));
-        if (job.chat() && text.endsTurn(token.id())) cancel();
+        if (job.chat() && text.endsTurn(token.id()) || clientGone.getAsBoolean()) cancel();
     }
 
     @Override
@@ -81,7 +88,11 @@ final class Call implements Serving.Sink {
      */
     boolean advance(long deadlineNanos) throws InterruptedException {
         long wait = deadlineNanos - System.nanoTime();
-        Event e = wait <= 0 ? events.poll() : events.poll(wait, TimeUnit.NANOSECONDS);
+        Event e = wait <= 0 ? events.poll() : events.poll(Math.min(wait, LOOK_NANOS), TimeUnit.NANOSECONDS);
+        if (e == null && wait > LOOK_NANOS) {
+            if (clientGone.getAsBoolean()) cancel();
+            return true;
+        }
         if (e == null) {
             cancel();
             throw new ApiError(504, "timeout", null, "timeout", "the request took longer than the server's request timeout", 0);

@@ -13,7 +13,7 @@ import k3j.api.Serving;
 /**
  * POST /v1/completions and /v1/chat/completions once the body is checked: the sequence submitted to the batch,
  * its events turned into one answer or into server-sent events ending in {@code data: [DONE]}. A client gone
- * mid-stream (a write fails) cancels its sequence; the batch frees its slot before the next step.
+ * (its connection closed, or a write that fails) cancels its sequence; the batch frees its slot before the next step.
  */
 final class Generate {
     private final Serving serving;
@@ -31,10 +31,10 @@ final class Generate {
         this.timeoutNanos = timeoutNanos;
     }
 
-    /** The answer of a request that does not stream. */
-    ObjectNode whole(Job job) throws InterruptedException {
+    /** The answer of a request that does not stream; {@code clientGone} tells when its client hung up (the sequence is then cancelled). */
+    ObjectNode whole(Job job, java.util.function.BooleanSupplier clientGone) throws InterruptedException {
         long deadline = System.nanoTime() + timeoutNanos;
-        Call call = submit(job);
+        Call call = submit(job, clientGone);
         try {
             while (call.advance(deadline)) {
                 // the events are taken in by advance
@@ -157,9 +157,9 @@ final class Generate {
         }
     }
 
-    /** The sequence queued; a refusal as 429 (the queue is full) or 400 (it can never fit). */
-    Call submit(Job job) {
-        Call call = new Call(job, text);
+    /** The sequence queued, cancelled once {@code clientGone} says so; a refusal as 429 (the queue is full) or 400 (it can never fit). */
+    Call submit(Job job, java.util.function.BooleanSupplier clientGone) {
+        Call call = new Call(job, text, clientGone);
         boolean promptLogprobs = job.echo() && job.logprobs();
         Serving.Request r = new Serving.Request(job.prompt(), job.maxTokens(), job.sampling(), job.topLogprobs(), promptLogprobs, job.stopAtEos() || job.chat());
         try {

@@ -164,10 +164,10 @@ public final class Server implements AutoCloseable {
             JsonNode body = Requests.parse(body(ctx));
             Job job = chat ? requests.chat(body) : requests.completion(body);
             if (!job.stream()) {
-                ctx.json(generate.whole(job));
+                ctx.json(generate.whole(job, peerClosed(ctx)));
                 return;
             }
-            Call call = generate.submit(job);
+            Call call = generate.submit(job, peerClosed(ctx));
             ctx.status(200);
             var res = ctx.res();
             res.setContentType("text/event-stream; charset=utf-8");
@@ -182,6 +182,16 @@ public final class Server implements AutoCloseable {
             generate.stream(job, call, out);
         } finally {
             inFlight.decrementAndGet();
+        }
+    }
+
+    /** Whether the request's client has hung up (never, where the kernel's socket table cannot tell). */
+    private static java.util.function.BooleanSupplier peerClosed(Context ctx) {
+        try {
+            var r = ctx.req();
+            return PeerClosed.of(java.net.InetAddress.getByName(r.getLocalAddr()), r.getLocalPort(), java.net.InetAddress.getByName(r.getRemoteAddr()), r.getRemotePort());
+        } catch (java.net.UnknownHostException e) {
+            return () -> false;
         }
     }
 

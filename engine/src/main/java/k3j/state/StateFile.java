@@ -69,7 +69,7 @@ public final class StateFile {
     public static void save(Path file, Binding binding, byte[] conversation, int[] ids, DecodeState st) {
         if (ids.length < st.cached()) throw new IllegalArgumentException(ids.length + " ids for a state of " + st.cached() + " positions");
         try {
-            k3j.io.AtomicFile.replace(file, ch -> {
+            k3j.io.AtomicWrite.replace(file, ch -> {
                 Out o = new Out(ch);
                 o.bytes(MAGIC);
                 o.ints(new int[] {VERSION, binding.architecture().length});

@@ -180,7 +180,7 @@ public record TrunkManifest(Path dir, int align, long fileSize, Source source, L
 
     /** Writes this manifest as JSON to {@code file} (the caller renames it into place). */
     public void write(Path file) throws IOException {
-        try (OutputStream os = java.nio.channels.Channels.newOutputStream(k3j.io.AtomicFile.part(file, java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.TRUNCATE_EXISTING));
+        try (OutputStream os = java.nio.channels.Channels.newOutputStream(k3j.io.AtomicWrite.part(file, java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.TRUNCATE_EXISTING));
              JsonGenerator g = MAPPER.getFactory().createGenerator(os, JsonEncoding.UTF8)) {
             g.useDefaultPrettyPrinter();
             g.writeStartObject();

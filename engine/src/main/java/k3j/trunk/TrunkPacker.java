@@ -233,8 +233,8 @@ public final class TrunkPacker {
             }
             m.write(jsonPart);
             force(jsonPart);
-            k3j.io.AtomicFile.commit(binPart, bin);
-            k3j.io.AtomicFile.commit(jsonPart, json);
+            k3j.io.AtomicWrite.commit(binPart, bin);
+            k3j.io.AtomicWrite.commit(jsonPart, json);
             Files.deleteIfExists(journal);
             force(out);
             return TrunkManifest.read(out);
@@ -269,7 +269,7 @@ public final class TrunkPacker {
         try {
             m.withIdentities(after).write(part);
             force(part);
-            k3j.io.AtomicFile.commit(part, json);
+            k3j.io.AtomicWrite.commit(part, json);
             force(m.dir());
         } catch (IOException e) {
             deleteQuietly(part);
@@ -360,7 +360,7 @@ public final class TrunkPacker {
         StringBuilder j = new StringBuilder(JOURNAL_HEAD + id + "\n");
         for (TrunkManifest.Layer l : ok) j.append(l.layer()).append(' ').append(TrunkManifest.hex(l.crc32c())).append('\n');
         // a new file renamed over the old one: never written through a link
-        k3j.io.AtomicFile.replace(journal.toAbsolutePath(), ch -> {
+        k3j.io.AtomicWrite.replace(journal.toAbsolutePath(), ch -> {
             ByteBuffer text = ByteBuffer.wrap(j.toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII));
             while (text.hasRemaining()) ch.write(text);
         });
@@ -398,8 +398,8 @@ public final class TrunkPacker {
         ByteBuffer buf = ByteBuffer.allocateDirect(BUFFER);
         long copied = 0;
         for (TrunkManifest.Layer l : resumed) copied += l.nbytes();
-        try (FileChannel dst = k3j.io.AtomicFile.part(binPart, StandardOpenOption.CREATE);
-             FileChannel log = k3j.io.AtomicFile.part(journal, StandardOpenOption.APPEND)) {
+        try (FileChannel dst = k3j.io.AtomicWrite.part(binPart, StandardOpenOption.CREATE);
+             FileChannel log = k3j.io.AtomicWrite.part(journal, StandardOpenOption.APPEND)) {
             Map<Path, FileChannel> src = new HashMap<>();
             try {
                 for (int i = resumed.size(); i < layout.layers().size(); i++) {

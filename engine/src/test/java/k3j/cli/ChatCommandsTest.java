@@ -64,7 +64,8 @@ class ChatCommandsTest {
 
     /**
      * A turn cut by SIGINT or SIGTERM while its reply streams is kept, as {@code run --out} keeps its ids: the history
-     * holds the user message and the reply so far, stderr says the turn was interrupted, and the exit is the signal's.
+     * holds the user message and the reply so far marked {@code "interrupted": true}, stderr says so, and the exit is the
+     * signal's. Loaded again, the history's cut reply is named on stderr, kept marked, and followed by the next turn.
      */
     @Test
     void aTurnCutBySigintOrSigtermIsKept(@TempDir Path dir) throws Exception {
@@ -76,7 +77,21 @@ class ChatCommandsTest {
             assertEquals((int) c[1], r.exit(), "SIG" + signal + ": " + r.err());
             assertTrue(r.err().contains("k3: interrupted by SIG" + signal + ": the reply was cut after"), r.err());
             String saved = Files.readString(h);
-            assertTrue(saved.contains("{\"role\":\"user\",\"content\":\"hello\"}") && saved.contains("{\"role\":\"assistant\""), "the turn is kept:\n" + saved);
+            List<String> lines = saved.lines().toList();
+            assertEquals(2, lines.size(), "the turn is kept:\n" + saved);
+            assertEquals("{\"role\":\"user\",\"content\":\"hello\"}", lines.get(0), saved);
+            assertTrue(lines.get(1).startsWith("{\"role\":\"assistant\",\"content\":\"") && lines.get(1).endsWith(",\"interrupted\":true}"),
+                    "the cut reply is kept, marked interrupted:\n" + saved);
+            assertTrue(r.err().contains("its reply marked \"interrupted\""), r.err());
+            // loaded again: the mark is said, kept, and the next turn follows the cut reply (never continues it)
+            ChildK3 next = chat(dir, "more\n", "--history", h.toString());
+            assertEquals(ExitCode.OK, next.exit(), next.err());
+            assertTrue(next.err().contains("k3: note: " + h + ":2: this reply was interrupted"), next.err());
+            List<String> after = Files.readString(h).lines().toList();
+            assertEquals(4, after.size(), String.join("\n", after));
+            assertEquals(lines.get(1), after.get(1), "the cut reply stays as cut and marked");
+            assertEquals("{\"role\":\"user\",\"content\":\"more\"}", after.get(2));
+            assertFalse(after.get(3).contains("\"interrupted\""), "a reply ended by --gen is not interrupted: " + after.get(3));
         }
     }
 

@@ -25,7 +25,8 @@ import org.junit.jupiter.api.Test;
  * The HTTP layer of k3 serve over real HTTP on loopback (java.net.http), with a scripted batch in place of the
  * engine and tiny-k3's real tokenizer: every refusal is an OpenAI error object with its status and the field it
  * names, a full queue is 429 with Retry-After, a batch that can never take a request is 503, a stop string
- * cuts the text and cancels the sequence, a stream ends with {@code data: [DONE]}, a drained server refuses with 503.
+ * cuts the text and cancels the sequence, a stream ends with {@code data: [DONE]}, a drained server refuses with 503,
+ * a generation past the request timeout is 504 and cancelled.
  */
 class ServerAnswersLikeOpenAiTest {
     /** A batch that answers each sequence on its own thread with ids 65, 66, 67, ... (A, B, C, ...), each logprob -0.5. */
@@ -210,6 +211,40 @@ class ServerAnswersLikeOpenAiTest {
         }
         assertEquals("ABC", text.toString());
         assertTrue(events[events.length - 2].contains("\"usage\""), "no usage chunk before [DONE]");
+    }
+
+    @Test
+    void aGenerationPastTheRequestTimeoutIs504AndItsSequenceIsCancelled() throws Exception {
+        AtomicBoolean cancelled = new AtomicBoolean();
+        Serving stalled = new Serving() {   // admits every sequence and never steps it
+            @Override
+            public Ticket submit(Request r, Sink sink) {
+                return () -> cancelled.set(true);
+            }
+
+            @Override
+            public Stats stats() {
+                return new Stats(0, 0, 0, 0, 0, 0, 0);
+            }
+
+            @Override
+            public void drain() {}
+
+            @Override
+            public void close() {}
+        };
+        Server s = Server.start(stalled, ServedText.load(Repo.path("oracle-fixtures/tiny-k3"), 256),
+                new Server.Settings("127.0.0.1", 0, "tiny-k3", null, 4096, Duration.ofSeconds(5), Duration.ofMillis(300), 128, false));
+        try {
+            HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(s.address() + "/v1/completions")).timeout(Duration.ofSeconds(30))
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": [1], \"max_tokens\": 4}")).header("Content-Type", "application/json").build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(504, r.statusCode(), r.body());
+            assertEquals("timeout", Requests.JSON.readTree(r.body()).get("error").get("code").asText(), r.body());
+            assertTrue(cancelled.get(), "the timed-out sequence was not cancelled");
+        } finally {
+            s.close();
+        }
     }
 
     @Test
