@@ -12,7 +12,7 @@ import java.util.function.Consumer;
 import k3j.cache.CacheSimulator;
 import k3j.cache.CacheTrace;
 import k3j.chat.ChatException;
-import k3j.chat.History;
+import k3j.chat.Transcript;
 import k3j.cli.K3;
 import k3j.compare.Conformance;
 import k3j.config.ConfigException;
@@ -156,10 +156,10 @@ public final class FuzzTargets {
     /** A chat history (--history FILE.jsonl), read as a chat reads it, and rendered for the model. */
     public static void history(byte[] data) {
         try {
-            History h = History.read(Scratch.file("history.jsonl", data));
+            Transcript h = Transcript.read(Scratch.file("history.jsonl", data));
             h.sha256();
             // what is saved reads back as the same messages, an interrupted reply's mark included
-            if (!History.read(Scratch.file("again.jsonl", h.toJsonl())).messages().equals(h.messages())) {
+            if (!Transcript.read(Scratch.file("again.jsonl", h.toJsonl())).messages().equals(h.messages())) {
                 throw new IllegalStateException("a history read back from its own save differs");
             }
         } catch (ChatException refused) {

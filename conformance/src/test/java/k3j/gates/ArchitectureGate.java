@@ -49,13 +49,16 @@ class ArchitectureGate {
 
     static final List<Case> CASES = List.of(
             new Case("only the verdict constructs outcomes", ArchitectureGate::onlyTheVerdictConstructsOutcomes,
-                    List.of("k3j.planted.fleet.OwnVerdict"), List.of("k3j.planted.verdict.Invariants", "k3j.planted.cli.Command")),
+                    List.of("k3j.planted.fleet.OwnVerdict"), List.of("k3j.planted.verdict.Invariants", "k3j.planted.verdict.Peeks", "k3j.planted.cli.Command")),
             new Case("exit codes come only from the verdict", ArchitectureGate::exitCodesComeOnlyFromTheVerdict,
                     List.of("k3j.planted.cli.OwnExitCode"), List.of("k3j.planted.cli.Command")),
             new Case("no package cycles", ArchitectureGate::noPackageCycles,
                     List.of("k3j.planted.fleet.Loop", "k3j.planted.compare.LoopBack"), List.of()),
             new Case("front doors -> API -> the rest, never back up", ArchitectureGate::layering,
-                    List.of("k3j.planted.compare.CallsUp", "k3j.planted.api.BackDoor"), List.of("k3j.planted.cli.Command", "k3j.planted.api.Door")));
+                    List.of("k3j.planted.compare.CallsUp", "k3j.planted.api.BackDoor"), List.of("k3j.planted.cli.Command", "k3j.planted.api.Door")),
+            new Case("the decision below the evidence: verdict <- dump <- compare <- capture, provider", ArchitectureGate::evidenceLayers,
+                    List.of("k3j.planted.verdict.Peeks", "k3j.planted.compare.Grades"),
+                    List.of("k3j.planted.verdict.Invariants", "k3j.planted.compare.Compare", "k3j.planted.provider.Grade", "k3j.planted.dump.Dump")));
 
     static JavaClasses engine, planted;
 

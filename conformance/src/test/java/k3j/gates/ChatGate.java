@@ -18,7 +18,7 @@ import java.util.stream.Stream;
 import k3j.chat.AssistantTurn;
 import k3j.chat.ChatException;
 import k3j.chat.Conversation;
-import k3j.chat.History;
+import k3j.chat.Transcript;
 import k3j.chat.Message;
 import k3j.chat.Segment;
 import k3j.chat.Thinking;
@@ -176,7 +176,7 @@ class ChatGate {
         Path f = dir.resolve("h.jsonl");
         byte[] bytes = name.equals("invalid UTF-8") ? content.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1) : content.getBytes(java.nio.charset.StandardCharsets.UTF_8);
         Files.write(f, bytes);
-        ChatException e = assertThrows(ChatException.class, () -> History.read(f));
+        ChatException e = assertThrows(ChatException.class, () -> Transcript.read(f));
         Evidence.text("refusal", e.getMessage());
         assertTrue(e.getMessage().startsWith(f + ":"), "names the file: " + e.getMessage());
         assertTrue(e.getMessage().contains(expected), "'" + e.getMessage() + "' should say '" + expected + "'");
@@ -185,17 +185,17 @@ class ChatGate {
     @Test
     @DisplayName("a history survives save and read exactly, escapes and an interrupted reply's mark included, and a missing file is an empty history")
     void historyRoundTrips(@TempDir Path dir) {
-        History h = new History(List.of(Message.system("sys \"q\" \\ \t"), Message.user("line\nline\r\u0001 é 😀"), Message.assistant("ok", "why\u001f"),
+        Transcript h = new Transcript(List.of(Message.system("sys \"q\" \\ \t"), Message.user("line\nline\r\u0001 é 😀"), Message.assistant("ok", "why\u001f"),
                 Message.user("again"), new Message(k3j.chat.Role.ASSISTANT, "cut sh", null, true), Message.user("and again")));
         Path f = dir.resolve("h.jsonl");
         h.save(f);
-        assertEquals(h.messages(), History.read(f).messages());
-        assertArrayEquals(h.toJsonl(), History.read(f).toJsonl());
-        assertEquals(0, History.read(dir.resolve("missing.jsonl")).size());
+        assertEquals(h.messages(), Transcript.read(f).messages());
+        assertArrayEquals(h.toJsonl(), Transcript.read(f).toJsonl());
+        assertEquals(0, Transcript.read(dir.resolve("missing.jsonl")).size());
         assertTrue(new String(h.toJsonl(), java.nio.charset.StandardCharsets.UTF_8).contains("\\u0001"), "control characters are \\u escaped");
         assertTrue(new String(h.toJsonl(), java.nio.charset.StandardCharsets.UTF_8).contains("{\"role\":\"assistant\",\"content\":\"cut sh\",\"interrupted\":true}\n"),
                 "an interrupted reply is saved marked");
-        assertTrue(History.read(f).messages().get(4).interrupted() && !History.read(f).messages().get(2).interrupted(), "the mark is read back on that reply alone");
+        assertTrue(Transcript.read(f).messages().get(4).interrupted() && !Transcript.read(f).messages().get(2).interrupted(), "the mark is read back on that reply alone");
     }
 
     // --- saved state on the tiny oracle model ------------------------------------------------------------
@@ -211,7 +211,7 @@ class ChatGate {
         try (Model m = Model.open(index, cfg, -1); Workers w = Workers.of(2)) {
             Forward f = m.forward(w);
             Binding binding = Binding.of(cfg, cfg.layerCount(), index);
-            Conversation first = new Conversation(f, x, Thinking.DEFAULT, sampling, new History(List.of(Message.system("be brief"))));
+            Conversation first = new Conversation(f, x, Thinking.DEFAULT, sampling, new Transcript(List.of(Message.system("be brief"))));
             first.turn("hello", 12, id -> {}, () -> false);
             Path state = dir.resolve("s.k3state");
             StateFile.save(state, binding, first.history().sha256(), first.ids(), first.state());
@@ -220,7 +220,7 @@ class ChatGate {
             StateFile.Loaded l = StateFile.load(state, binding, loaded);
             assertArrayEquals(first.ids(), l.ids());
             assertEquals(first.history().sha256Hex(), HexFormat.of().formatHex(l.conversation()));
-            Conversation resumed = new Conversation(f, x, Thinking.DEFAULT, sampling, History.read(save(first.history(), dir)));
+            Conversation resumed = new Conversation(f, x, Thinking.DEFAULT, sampling, Transcript.read(save(first.history(), dir)));
             resumed.resume(loaded, l.ids());
             Conversation.Reply r = resumed.turn("and then?", 1, id -> {}, () -> false);
             int[] all = Arrays.copyOf(resumed.ids(), resumed.ids().length - r.generated().length);
@@ -248,7 +248,7 @@ class ChatGate {
         }
     }
 
-    private static Path save(History h, Path dir) {
+    private static Path save(Transcript h, Path dir) {
         Path p = dir.resolve("history.jsonl");
         h.save(p);
         return p;
@@ -264,7 +264,7 @@ class ChatGate {
         List<int[]> runs = new ArrayList<>();
         for (int threads : new int[] {1, 2}) {
             try (Model m = Model.open(CheckpointIndex.open(model), cfg, -1); Workers w = Workers.of(threads)) {
-                Conversation c = new Conversation(m.forward(w), x, Thinking.OFF, sampling, new History());
+                Conversation c = new Conversation(m.forward(w), x, Thinking.OFF, sampling, new Transcript());
                 runs.add(c.turn("hello", 16, id -> {}, () -> false).generated());
             }
         }

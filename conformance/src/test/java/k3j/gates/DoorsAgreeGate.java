@@ -247,7 +247,7 @@ class DoorsAgreeGate {
             var decision = report.decision();
             return new Seen(Verdict.Outcome.valueOf(decision.outcome().name()), decision.exitCode(), decision.text());
         } catch (CannotJudge e) {
-            return new Seen(e.finding() == k3j.api.Finding.REFERENCE_MISMATCH || e.finding() == k3j.api.Finding.NON_FINITE ? REFUSED : null, -1, e.getMessage());
+            return new Seen(e.finding() == k3j.verdict.Finding.REFERENCE_MISMATCH || e.finding() == k3j.verdict.Finding.NON_FINITE ? REFUSED : null, -1, e.getMessage());
         }
     }
 

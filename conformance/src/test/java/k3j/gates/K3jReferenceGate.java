@@ -18,7 +18,7 @@ import java.util.stream.Stream;
 import k3j.dump.ReferenceDump;
 import k3j.harness.ChildJvm;
 import k3j.harness.Evidence;
-import k3j.harness.Judged;
+import k3j.harness.JudgedCandidate;
 import k3j.harness.Project;
 import k3j.harness.Tamper;
 import k3j.harness.TorchPorts;
@@ -76,8 +76,8 @@ class K3jReferenceGate {
         Evidence.caseName("k3j reference judges " + port);
         Allure.feature("k3j reference");
         Path candidate = Project.existing(TorchPorts.folder().resolve(port));
-        Judged torch = Judged.of(candidate, Project.dump("mini-k3-93")).headline();
-        Judged k3j = Judged.of(candidate, resident).headline();
+        JudgedCandidate torch = JudgedCandidate.of(candidate, Project.dump("mini-k3-93")).headline();
+        JudgedCandidate k3j = JudgedCandidate.of(candidate, resident).headline();
         Evidence.parameter("against torch", torch.toString());
         Evidence.parameter("against k3j", k3j.toString());
         if (port.equals("float32")) assertTrue(torch.green(), "the float32 port conforms to the torch reference: " + torch);
@@ -141,7 +141,7 @@ class K3jReferenceGate {
             Path wrong = Tamper.copy(resident, work.resolve("wrong"));
             Tamper.scale(wrong, "layers.3.attn_out", 1.01f);
             Path clean = Project.existing(TorchPorts.folder().resolve("float32"));
-            Judged torch = Judged.of(clean, Project.dump("mini-k3-93")).headline(), bad = Judged.of(clean, wrong).headline();
+            JudgedCandidate torch = JudgedCandidate.of(clean, Project.dump("mini-k3-93")).headline(), bad = JudgedCandidate.of(clean, wrong).headline();
             Evidence.parameter("against the wrong k3j reference", bad.toString());
             assertFalse(bad.green(), "the clean port fails against a wrong reference: " + bad);
             assertEquals(3, bad.firstLayer(), "first at the wrong layer: " + bad);

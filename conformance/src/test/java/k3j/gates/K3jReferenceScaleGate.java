@@ -23,7 +23,7 @@ import k3j.bisect.Corruptions;
 import k3j.dump.ReferenceDump;
 import k3j.harness.ChildJvm;
 import k3j.harness.Evidence;
-import k3j.harness.Judged;
+import k3j.harness.JudgedCandidate;
 import k3j.harness.Project;
 import k3j.harness.ScaleCopies;
 import k3j.harness.ScaleFixture;
@@ -131,7 +131,7 @@ class K3jReferenceScaleGate {
     void theCleanCandidateIsGreenAgainstBoth() {
         Evidence.caseName("k3j reference at scale: the clean candidate green against torch and k3j");
         Allure.feature("k3j reference");
-        Judged byTorch = Judged.of(clean, torch), byK3j = Judged.of(clean, k3j);
+        JudgedCandidate byTorch = JudgedCandidate.of(clean, torch), byK3j = JudgedCandidate.of(clean, k3j);
         Evidence.parameter("against torch", byTorch.toString());
         Evidence.parameter("against k3j", byK3j.toString());
         assertTrue(byTorch.green(), "k3j's candidate of the fixture conforms to the torch reference: " + byTorch);
@@ -146,7 +146,7 @@ class K3jReferenceScaleGate {
         Allure.feature("k3j reference");
         Path copy = ScaleCopies.of(model, c.folder(), c.corruptions());   // shared with the scale gate that breaks the fixture the same way
         Path candidate = candidate(copy, c.folder());
-        Judged byTorch = Judged.of(candidate, torch), byK3j = Judged.of(candidate, k3j);
+        JudgedCandidate byTorch = JudgedCandidate.of(candidate, torch), byK3j = JudgedCandidate.of(candidate, k3j);
         Evidence.parameter("against torch", byTorch.toString());
         Evidence.parameter("against k3j", byK3j.toString());
         List<Integer> corrupted = c.corruptions().stream().map(Corruption::layer).distinct().sorted().toList();
@@ -180,7 +180,7 @@ class K3jReferenceScaleGate {
         try {
             Path wrong = Tamper.copy(k3j, tmp.resolve("wrong"));
             Tamper.scale(wrong, "layers.3.attn_out", 1.01f);
-            Judged byTorch = Judged.of(clean, torch), bad = Judged.of(clean, wrong);
+            JudgedCandidate byTorch = JudgedCandidate.of(clean, torch), bad = JudgedCandidate.of(clean, wrong);
             Evidence.parameter("against the wrong k3j reference", bad.toString());
             assertFalse(bad.green(), "the clean candidate fails against a wrong reference: " + bad);
             assertEquals(3, bad.firstLayer(), "first at the wrong layer: " + bad);

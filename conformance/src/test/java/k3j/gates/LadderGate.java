@@ -38,6 +38,7 @@ import k3j.model.Model;
 import k3j.model.Speculative;
 import k3j.model.StreamedTables;
 import k3j.trunk.Progress;
+import k3j.trunk.StreamOptions;
 import k3j.trunk.TrunkManifest;
 import k3j.trunk.TrunkPacker;
 import k3j.trunk.TrunkStats;
@@ -304,7 +305,7 @@ class LadderGate {
         StreamedTables tables = null;
         try (Model m = Model.open(index, config, -1, r.trunkBytes() == null); Workers w = Workers.of(threads)) {
             if (r.trunkBytes() != null) {
-                stream = TrunkStream.open(trunkDir, index, config.layerCount(), TrunkStream.Options.budget(r.trunkBytes()).withRing(r.ring()).withNotes(QUIET));
+                stream = TrunkStream.open(trunkDir, index, config.layerCount(), StreamOptions.budget(r.trunkBytes()).withRing(r.ring()).withNotes(QUIET));
             }
             if (r.cacheBytes() != null) cache = ExpertCache.open(m.experts(), ExpertCache.Settings.of(r.cacheBytes(), config.topK()), null, QUIET);
             ExpertSource src = cache != null ? cache : m.experts();

@@ -21,7 +21,7 @@ import k3j.bisect.Corruption;
 import k3j.bisect.Corruptions;
 import k3j.bisect.LayerConformance;
 import k3j.bisect.LayerRunner;
-import k3j.bisect.Stage;
+import k3j.bisect.FaultStage;
 import k3j.cache.ExpertPart;
 import k3j.compare.Conformance;
 import k3j.compare.LayerReport;
@@ -55,8 +55,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 @Epic("mutation")
 class MutationGate {
     /** One corruption, the first (and only) layer that must fail, its first failing stage, bisect's verdict (null: unexplained). */
-    record Mutation(String name, List<Corruption> corruptions, int failingLayer, Stage stage, Candidate verdict) {
-        Mutation(String name, Corruption corruption, int failingLayer, Stage stage, Candidate verdict) {
+    record Mutation(String name, List<Corruption> corruptions, int failingLayer, FaultStage stage, Candidate verdict) {
+        Mutation(String name, Corruption corruption, int failingLayer, FaultStage stage, Candidate verdict) {
             this(name, List.of(corruption), failingLayer, stage, verdict);
         }
 
@@ -76,33 +76,33 @@ class MutationGate {
     /** The corruption table. mini-k3-93 layer map: MLA at 3, 7, 11, ... 91 and 92; layer 0 is the dense MLP. */
     static final List<Mutation> TABLE = List.of(
             new Mutation("KDA L37 q_proj <-> k_proj", new Corruption.Swap(37, "self_attn.q_proj.weight", "self_attn.k_proj.weight"),
-                    37, Stage.ATTN_OUT, new Candidate.Swap("self_attn.k_proj.weight", "self_attn.q_proj.weight")),
+                    37, FaultStage.ATTN_OUT, new Candidate.Swap("self_attn.k_proj.weight", "self_attn.q_proj.weight")),
             new Mutation("layer 0 dense gate_proj <-> up_proj", new Corruption.Swap(0, "mlp.gate_proj.weight", "mlp.up_proj.weight"),
-                    0, Stage.MLP_OUT, new Candidate.Swap("mlp.gate_proj.weight", "mlp.up_proj.weight")),
+                    0, FaultStage.MLP_OUT, new Candidate.Swap("mlp.gate_proj.weight", "mlp.up_proj.weight")),
             new Mutation("last layer (MLA L92) input_layernorm <-> post_attention_layernorm",
                     new Corruption.Swap(92, "input_layernorm.weight", "post_attention_layernorm.weight"),
-                    92, Stage.ATTN_NORM, new Candidate.Swap("input_layernorm.weight", "post_attention_layernorm.weight")),
+                    92, FaultStage.ATTN_NORM, new Candidate.Swap("input_layernorm.weight", "post_attention_layernorm.weight")),
             new Mutation("MLA L47 shared expert gate_proj <-> up_proj",
                     new Corruption.Swap(47, "block_sparse_moe.shared_experts.gate_proj.weight", "block_sparse_moe.shared_experts.up_proj.weight"),
-                    47, Stage.MLP_OUT, new Candidate.Swap("block_sparse_moe.shared_experts.gate_proj.weight", "block_sparse_moe.shared_experts.up_proj.weight")),
+                    47, FaultStage.MLP_OUT, new Candidate.Swap("block_sparse_moe.shared_experts.gate_proj.weight", "block_sparse_moe.shared_experts.up_proj.weight")),
             new Mutation("KDA L38 expert 6 nibbles flipped", new Corruption.NibbleFlip(38, 6),
-                    38, Stage.MLP_OUT, new Candidate.NibbleFlip(6, PACKED)),
+                    38, FaultStage.MLP_OUT, new Candidate.NibbleFlip(6, PACKED)),
             new Mutation("MLA L91 expert 1 nibbles flipped", new Corruption.NibbleFlip(91, 1),
-                    91, Stage.MLP_OUT, new Candidate.NibbleFlip(1, PACKED)),
+                    91, FaultStage.MLP_OUT, new Candidate.NibbleFlip(1, PACKED)),
             new Mutation("MLA L11 expert 4 w1 <-> w3 (packed and scales)", List.of(
                     new Corruption.Swap(11, "block_sparse_moe.experts.4.w1.weight_packed", "block_sparse_moe.experts.4.w3.weight_packed"),
                     new Corruption.Swap(11, "block_sparse_moe.experts.4.w1.weight_scale", "block_sparse_moe.experts.4.w3.weight_scale")),
-                    11, Stage.MLP_OUT, new Candidate.GateUpSwap(4)),
+                    11, FaultStage.MLP_OUT, new Candidate.GateUpSwap(4)),
             new Mutation("KDA L5 o_proj stored transposed", new Corruption.Transpose(5, "self_attn.o_proj.weight"),
-                    5, Stage.ATTN_OUT, new Candidate.Transpose("self_attn.o_proj.weight")),
+                    5, FaultStage.ATTN_OUT, new Candidate.Transpose("self_attn.o_proj.weight")),
             new Mutation("KDA L13 A_log padding tail filled (control: never read)", new Corruption.Fill(13, "self_attn.A_log", 5, 3.0f),
                     NONE, null, null),
             new Mutation("KDA L14 A_log tail from head 3 filled", new Corruption.Fill(14, "self_attn.A_log", 3, 2.0f),
-                    14, Stage.ATTN_OUT, null),
+                    14, FaultStage.ATTN_OUT, null),
             new Mutation("KDA L60 post_attention_layernorm x1.5", new Corruption.Scale(60, "post_attention_layernorm.weight", 1.5f),
-                    60, Stage.MLP_NORM, null),
+                    60, FaultStage.MLP_NORM, null),
             new Mutation("MLA L3 kv_a_layernorm x2", new Corruption.Scale(3, "self_attn.kv_a_layernorm.weight", 2.0f),
-                    3, Stage.ATTN_OUT, null));
+                    3, FaultStage.ATTN_OUT, null));
 
     /** The report's row for a planted mutation: the first failing layer, its first failing stage, finding and ratio. */
     static Caught caught(Mutation m, Bisect.Report report) {

@@ -30,11 +30,12 @@ import k3j.harness.Project;
 import k3j.io.CheckpointIndex;
 import k3j.io.TensorInfo;
 import k3j.io.TensorReader;
-import k3j.testkit.MarkedCheckpoint.Defect;
 import k3j.testkit.MarkedCheckpoint;
+import k3j.testkit.MarkedCheckpoint.Defect;
 import k3j.testkit.ReleasedLayout;
 import k3j.trunk.LayerBytes;
 import k3j.trunk.Progress;
+import k3j.trunk.StreamOptions;
 import k3j.trunk.TrunkException;
 import k3j.trunk.TrunkManifest;
 import k3j.trunk.TrunkPacker;
@@ -392,7 +393,7 @@ class TrunkGate {
         }
         // --layers 3: the walk wraps after layer 2, so layer 3 is never read and layer 0 is prefetched after 2
         long slot3 = Math.max(f.padded(0), Math.max(f.padded(1), f.padded(2)));
-        try (TrunkStream s = TrunkStream.open(f.manifest, TrunkStream.Options.budget(2 * slot3).withLayers(3).withNotes(QUIET))) {
+        try (TrunkStream s = TrunkStream.open(f.manifest, StreamOptions.budget(2 * slot3).withLayers(3).withNotes(QUIET))) {
             assertEquals(0, s.plan().pinnedCount());
             assertEquals(2, s.plan().ring());
             f.walk(s, 2, 3, true);
@@ -409,14 +410,14 @@ class TrunkGate {
     void runOpenChecksLayersAndSource() {
         PackedTrunk f = fixture(3);
         TrunkException few = assertThrows(TrunkException.class,
-                () -> TrunkStream.open(f.manifest.dir(), f.index, 4, TrunkStream.Options.budget(2 * f.slot).withNotes(QUIET)));
+                () -> TrunkStream.open(f.manifest.dir(), f.index, 4, StreamOptions.budget(2 * f.slot).withNotes(QUIET)));
         Evidence.text("too few layers", few.getMessage());
         assertTrue(few.getMessage().contains("the packed trunk has 3 layers, the run needs 4"), few.getMessage());
         Path other = tmp.resolve("other");
         MarkedCheckpoint.write(other, 3, 3, 9, Defect.NONE);
         assertThrows(TrunkException.class,
-                () -> TrunkStream.open(f.manifest.dir(), CheckpointIndex.open(other), 3, TrunkStream.Options.budget(2 * f.slot).withNotes(QUIET)));
-        try (TrunkStream s = TrunkStream.open(f.manifest.dir(), f.index, 3, TrunkStream.Options.budget(2 * f.slot).withNotes(QUIET));
+                () -> TrunkStream.open(f.manifest.dir(), CheckpointIndex.open(other), 3, StreamOptions.budget(2 * f.slot).withNotes(QUIET)));
+        try (TrunkStream s = TrunkStream.open(f.manifest.dir(), f.index, 3, StreamOptions.budget(2 * f.slot).withNotes(QUIET));
              LayerBytes b = s.acquire(2)) {
             f.checkBytes(b);
         }

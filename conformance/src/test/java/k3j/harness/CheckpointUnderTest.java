@@ -14,7 +14,7 @@ import k3j.plan.Human;
 import k3j.plan.MemInfo;
 import k3j.plan.PlanRefused;
 import k3j.plan.Preset;
-import k3j.trunk.TrunkStream;
+import k3j.trunk.StreamOptions;
 import k3j.verdict.ConformException;
 
 /**
@@ -96,7 +96,7 @@ public final class CheckpointUnderTest {
         }
         if (!trunkGb.isEmpty()) t = gb("k3.trunkGb", trunkGb);
         if (!cacheGb.isEmpty()) c = gb("k3.cacheGb", cacheGb);
-        return new Residency(dir, dir == null ? null : TrunkStream.Options.budget(Math.round(t * 1e9)).withNotes(System.out::println).withWitness(true), Math.round(c * 1e9),
+        return new Residency(dir, dir == null ? null : StreamOptions.budget(Math.round(t * 1e9)).withNotes(System.out::println).withWitness(true), Math.round(c * 1e9),
                 !cacheGb.isEmpty() || !preset.isEmpty(), ultra);
     }
 

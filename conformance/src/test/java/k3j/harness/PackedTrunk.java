@@ -12,8 +12,9 @@ import java.util.function.Consumer;
 import k3j.io.CheckpointIndex;
 import k3j.io.TensorReader;
 import k3j.trunk.LayerBytes;
-import k3j.trunk.TrunkManifest;
 import k3j.trunk.Progress;
+import k3j.trunk.StreamOptions;
+import k3j.trunk.TrunkManifest;
 import k3j.trunk.TrunkPacker;
 import k3j.trunk.TrunkPlan;
 import k3j.trunk.TrunkStream;
@@ -55,7 +56,7 @@ public final class PackedTrunk {
     public TrunkStream open(long budget, int ring) {
         Evidence.parameter("budget bytes", budget);
         Evidence.parameter("ring slots wanted", ring);
-        return TrunkStream.open(manifest, TrunkStream.Options.budget(budget).withRing(ring)
+        return TrunkStream.open(manifest, StreamOptions.budget(budget).withRing(ring)
                 .withOrder(TrunkPlan.Order.LARGEST_FIRST).withNotes(QUIET));
     }
 

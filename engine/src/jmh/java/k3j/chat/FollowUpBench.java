@@ -68,7 +68,7 @@ public class FollowUpBench {
         forward = model.forward(workers);
         xtml = new Xtml(Tokenizer.load(dir));
         binding = Binding.of(cfg, cfg.layerCount(), index);
-        Conversation c = new Conversation(forward, xtml, Thinking.DEFAULT, new Sampler.Settings(0, 1, 0, 0), new History(List.of(Message.system("be brief"))));
+        Conversation c = new Conversation(forward, xtml, Thinking.DEFAULT, new Sampler.Settings(0, 1, 0, 0), new Transcript(List.of(Message.system("be brief"))));
         c.turn("hello, who are you?", 24, id -> {}, () -> false);
         state = Files.createTempFile("k3j-followup", ".k3state");
         StateFile.save(state, binding, c.history().sha256(), c.ids(), c.state());

@@ -1,5 +1,7 @@
 package k3j.api;
 
+import k3j.verdict.Finding;
+
 /**
  * A conformance that cannot be judged: no reference dump found (name one with
  * {@link Conform.Options#withReference}), a dump or candidate refused (made for other weights, another prompt,
@@ -25,7 +27,7 @@ public final class CannotJudge extends RuntimeException {
     /** The API's form of an engine-internal refusal: its message naming the API's options rather than the command's flags. */
     static CannotJudge of(RuntimeException e) {
         String msg = String.valueOf(e.getMessage()).replace(k3j.dump.ReferenceMatch.NAME_IT, "Conform.Options.withReference(dump, dirs)");
-        Finding f = e instanceof k3j.verdict.ConformException c ? Finding.of(c.finding()) : Finding.MISSING_TENSOR;   // an unreadable model folder
+        Finding f = e instanceof k3j.verdict.ConformException c ? c.finding() : Finding.MISSING_TENSOR;   // an unreadable model folder
         return new CannotJudge(f, msg, e);
     }
 }

@@ -6,6 +6,7 @@ import java.util.HexFormat;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntConsumer;
 import k3j.chat.Conversation;
+import k3j.chat.Thinking;
 import k3j.chat.Xtml;
 import k3j.model.DecodeState;
 import k3j.state.StateException;
@@ -24,7 +25,7 @@ public final class Chat {
     Chat(Engine engine, History history, Thinking thinking, Sampling sampling) {
         this.engine = engine;
         this.xtml = new Xtml(engine.tokenizer());
-        this.conversation = new Conversation(engine.forward(), xtml, thinking.chat(), sampling.sampler(), history.chat())
+        this.conversation = new Conversation(engine.forward(), xtml, thinking, sampling.sampler(), history.chat())
                 .limitPositions(engine.maxPositions(), engine.maxPositionsSource());
     }
 
@@ -114,7 +115,7 @@ public final class Chat {
         DecodeState st = engine.forward().newState(StateFile.idCount(file, engine.maxPositions() - room, "a chat may still hold beside " + room
                 + " more (the " + engine.maxPositions() + " " + engine.maxPositionsSource() + ")") + room);
         StateFile.Loaded l = StateFile.load(file, engine.binding(), st);
-        k3j.chat.History h = conversation.history();
+        k3j.chat.Transcript h = conversation.history();
         if (!Arrays.equals(l.conversation(), h.sha256())) {
             throw new StateException(file + ": refusing the state: it follows another conversation than " + historyName + " (history sha256 "
                     + HexFormat.of().formatHex(l.conversation()).substring(0, 16) + "…, this history's " + h.sha256Hex().substring(0, 16) + "…)");

@@ -6,6 +6,7 @@ import k3j.compare.ExpertLayerReport;
 import k3j.compare.ExpertReport;
 import k3j.compare.LayerReport;
 import k3j.compare.LogitParity;
+import k3j.verdict.Finding;
 import k3j.verdict.Invariants;
 
 /**
@@ -48,7 +49,7 @@ public final class ConformReport {
 
         /** {@return what the comparison amounts to} */
         public Finding finding() {
-            return Finding.of(report.finding());
+            return report.finding();
         }
 
         /** {@return whether the layer passes: it conforms, or differs in routing only at the reference's near-ties} */
@@ -122,7 +123,7 @@ public final class ConformReport {
 
         /** {@return what the sweep amounts to} */
         public Finding finding() {
-            return Finding.of(report.finding());
+            return report.finding();
         }
 
         /** {@return whether every compared expert is within its budget} */
@@ -168,9 +169,9 @@ public final class ConformReport {
      */
     public record LogitComparison(String mode, int rows, int vocab, double maxAbsDiff, double relToMaxRef, double budget, int argmaxEqual, int top10Overlap,
                                   Finding finding, String text) {
-        static LogitComparison of(LogitParity.Result r, k3j.verdict.Finding cause) {
+        static LogitComparison of(LogitParity.Result r, Finding cause) {
             return new LogitComparison(r.mode(), r.rows(), r.vocab(), r.maxAbsDiff(), r.relToMaxRef(), r.budget(), r.argmaxEqual(), r.top10OverlapMin(),
-                    Finding.of(cause != null ? cause : r.finding()), r.text());
+                    cause != null ? cause : r.finding(), r.text());
         }
 
         /** {@return the relative difference over its budget: below 1 is within it} */
@@ -189,14 +190,14 @@ public final class ConformReport {
     public static final class Logits {
         private final LogitParity.Result result;
         private final String missing;
-        private final k3j.verdict.Finding cause;
+        private final Finding cause;
 
         Logits(LogitParity.Result result, String missing) {
             this(result, missing, null);
         }
 
         /** {@code cause}: the run's cause read from every layer ({@link k3j.compare.Causes#runCause}), which the comparison's finding then names. */
-        Logits(LogitParity.Result result, String missing, k3j.verdict.Finding cause) {
+        Logits(LogitParity.Result result, String missing, Finding cause) {
             this.result = result;
             this.missing = missing;
             this.cause = cause;
@@ -218,7 +219,7 @@ public final class ConformReport {
 
         /** {@return whether there is a comparison and it conforms} */
         public boolean conforms() {
-            return result != null && result.finding() == k3j.verdict.Finding.CONFORMS;
+            return result != null && result.finding() == Finding.CONFORMS;
         }
 
         /** {@return the comparison block, or the missing stage's explanation} */
@@ -362,8 +363,8 @@ public final class ConformReport {
         this.layers = List.copyOf(layers);
         this.layerSeconds = layerSeconds;
         this.experts = List.copyOf(experts);
-        k3j.verdict.Finding cause = k3j.compare.Causes.runCause(this.layers.stream().map(Layer::report).toList());
-        this.logits = logits.stream().map(l -> l.result == null || cause == null || l.result.finding().passes() || l.result.finding() == k3j.verdict.Finding.NON_FINITE
+        Finding cause = k3j.compare.Causes.runCause(this.layers.stream().map(Layer::report).toList());
+        this.logits = logits.stream().map(l -> l.result == null || cause == null || l.result.finding().passes() || l.result.finding() == Finding.NON_FINITE
                 ? l : new Logits(l.result, l.missing, cause)).toList();
         this.greedy = greedy;
     }
@@ -458,7 +459,7 @@ public final class ConformReport {
         for (Layer r : layers) items.add(r.report().item());
         for (Experts x : experts) items.add(x.report().item());
         if (sweepPlanned && experts.isEmpty()) items.add(Invariants.Item.notJudged("the expert sweep", "no MoE layer among the selected layers: no expert was swept"));
-        k3j.verdict.Finding cause = k3j.compare.Causes.runCause(layers.stream().map(Layer::report).toList());
+        Finding cause = k3j.compare.Causes.runCause(layers.stream().map(Layer::report).toList());
         for (Logits l : logits) items.add(k3j.compare.Causes.carry(LogitParity.logitsItem(l.result(), l.missing()), cause));
         if (greedy != null) items.add(LogitParity.greedyItem(greedy.result(), greedy.missing()));
         return Invariants.decide(Invariants.Mode.FLOAT32, items);

@@ -126,7 +126,7 @@ public record History(List<Message> messages) {
      * @return its history
      */
     public static History read(Path file) {
-        return of(k3j.chat.History.read(file));
+        return of(k3j.chat.Transcript.read(file));
     }
 
     /**
@@ -157,17 +157,17 @@ public record History(List<Message> messages) {
         return messages.size();
     }
 
-    k3j.chat.History chat() {
+    k3j.chat.Transcript chat() {
         return chat(messages);
     }
 
-    private static k3j.chat.History chat(List<Message> messages) {
-        k3j.chat.History h = new k3j.chat.History();
+    private static k3j.chat.Transcript chat(List<Message> messages) {
+        k3j.chat.Transcript h = new k3j.chat.Transcript();
         for (Message m : messages) h.add(Message.chat(m.role(), m.content(), m.reasoning(), m.interrupted()));
         return h;
     }
 
-    static History of(k3j.chat.History h) {
+    static History of(k3j.chat.Transcript h) {
         return new History(h.messages().stream().map(Message::of).toList());
     }
 

@@ -4,7 +4,7 @@ import java.nio.file.Path;
 import java.util.function.Consumer;
 import k3j.model.Residency;
 import k3j.plan.Preset;
-import k3j.trunk.TrunkStream;
+import k3j.trunk.StreamOptions;
 
 /**
  * How an engine holds the model's weights: every decoder layer resident (bound from the shards), or the trunk
@@ -106,8 +106,8 @@ public record Plan(Path trunk, double trunkGb, double cacheGb, boolean cacheGive
      * (what a verdict needs: k3j.trunk.ShardWitness).
      */
     Residency residency(boolean verifyCrc, boolean witness, Consumer<String> notes) {
-        TrunkStream.Options opts = trunk == null ? null
-                : TrunkStream.Options.budget(trunkBytes()).withRing(ring).withNotes(s -> notes.accept("k3: note: " + s)).withVerifyCrc(verifyCrc)
+        StreamOptions opts = trunk == null ? null
+                : StreamOptions.budget(trunkBytes()).withRing(ring).withNotes(s -> notes.accept("k3: note: " + s)).withVerifyCrc(verifyCrc)
                         .withCheck(verifyTrunk.check()).withWitness(witness);
         return new Residency(trunk, opts, cacheBytes(), cacheGiven, ultra);
     }

@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import k3j.chat.Thinking;
 import k3j.chat.Xtml;
 import k3j.tokenizer.Tokenizer;
 
@@ -116,7 +117,7 @@ public final class ServedText {
      * @return the ids to generate after
      */
     public int[] chatPrompt(History history, Thinking thinking) {
-        return chat().encode(chat().render(history.chat().messages(), thinking.chat(), true));
+        return chat().encode(chat().render(history.chat().messages(), thinking, true));
     }
 
     /**

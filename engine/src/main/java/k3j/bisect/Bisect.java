@@ -20,7 +20,7 @@ public final class Bisect {
     private Bisect() {}
 
     /** A candidate that makes the failing stage pass; {@code layerPasses}: and every stage of the layer, routing included. */
-    public record Explanation(Candidate candidate, double stageRatio, boolean layerPasses, Stage stillFailing) {
+    public record Explanation(Candidate candidate, double stageRatio, boolean layerPasses, FaultStage stillFailing) {
         public String describe() {
             return candidate.describe() + (layerPasses ? "" : " (explains this stage; the layer still fails at " + stillFailing.key + ")");
         }
@@ -32,8 +32,8 @@ public final class Bisect {
      * {@code stoppedExplained} when the search stopped at a candidate that makes the whole layer conform, else
      * because its share of the budget was spent (or nothing was left).
      */
-    public record Diagnosis(int layer, String kind, Stage stage, double ratio, int tried, List<Explanation> explanations, long nanos,
-                            SearchBudget.Share budget, List<Candidate> untried, Evidence evidence, List<Candidate> triedCandidates, boolean stoppedExplained) {
+    public record Diagnosis(int layer, String kind, FaultStage stage, double ratio, int tried, List<Explanation> explanations, long nanos,
+                            SearchBudget.Share budget, List<Candidate> untried, Triage evidence, List<Candidate> triedCandidates, boolean stoppedExplained) {
         public Diagnosis {
             explanations = List.copyOf(explanations);
             untried = List.copyOf(untried);
@@ -301,14 +301,14 @@ public final class Bisect {
     }
 
     /**
-     * {@link #diagnose(LayerConformance, LayerRunner, LayerReport)} within {@code budget}: first the {@link Evidence}
+     * {@link #diagnose(LayerConformance, LayerRunner, LayerReport)} within {@code budget}: first the {@link Triage}
      * (the failing stage and tokens, routing, the routed experts on their sweep probes) orders the candidate families,
      * then the candidates run in that order ({@link Fit} order within a family) until one makes the whole layer
      * conform or the share is spent; the rest are listed as untried.
      */
     public static Diagnosis diagnose(LayerConformance conformance, LayerRunner runner, LayerReport failing, SearchBudget.Share budget) {
         if (failing.stages().isEmpty()) return null;
-        Stage stage = Stage.firstFailing(failing);
+        FaultStage stage = FaultStage.firstFailing(failing);
         if (stage == null) return null;
         long t0 = System.nanoTime();
         int layer = failing.layer(), tried = 0;
@@ -319,7 +319,7 @@ public final class Bisect {
         boolean[] bad = new boolean[errors.length];
         for (int i = 0; i < bad.length; i++) bad[i] = !(errors[i] <= 1.0);
         boolean routedReach = reaching.stream().anyMatch(c -> c.family().routed);
-        Evidence evidence = Evidence.of(conformance.conformance(), failing, stage, errors, routed, routedReach);
+        Triage evidence = Triage.of(conformance.conformance(), failing, stage, errors, routed, routedReach);
         String w = "layers." + layer + ".moe_weight";
         List<Candidate> ordered = evidence.order(Fit.order(reaching, bad, routed, dump.has(w) ? dump.f32(w) : null, errors));
         List<Explanation> found = new ArrayList<>();
@@ -333,7 +333,7 @@ public final class Bisect {
             Candidate c = ordered.get(n);
             tried++;
             LayerReport with = conformance.check(runner, layer, c);
-            Stage first = Stage.firstFailing(with);
+            FaultStage first = FaultStage.firstFailing(with);
             if (first == null || first.ordinal() > stage.ordinal()) found.add(new Explanation(c, stage.ratio(with), first == null, first));
             stopped = first == null;
         }

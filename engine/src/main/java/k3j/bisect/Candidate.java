@@ -39,7 +39,7 @@ public sealed interface Candidate {
         };
     }
 
-    /** The kinds of mix-up bisect tries, dense first in table order; {@link Evidence} orders them per failing layer. */
+    /** The kinds of mix-up bisect tries, dense first in table order; {@link Triage} orders them per failing layer. */
     enum Family {
         SAME_SHAPE_SWAP("same-shape swaps", false),
         STORED_TRANSPOSE("stored transposes", false),
@@ -57,7 +57,7 @@ public sealed interface Candidate {
     }
 
     /** Whether re-running {@code stage} could see this candidate: it changes a tensor the stage reads. */
-    default boolean reaches(Stage stage) {
+    default boolean reaches(FaultStage stage) {
         return touches().stream().anyMatch(stage::reads);
     }
 

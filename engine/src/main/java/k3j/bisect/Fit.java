@@ -20,10 +20,10 @@ final class Fit {
     private Fit() {}
 
     /** Each token's error on {@code stage} as a ratio to the stage's budget (routing: infinite where the selection differs, else 0). */
-    static double[] tokenErrors(Stage stage, LayerReport failing, LayerStages st, ReferenceDump dump) {
+    static double[] tokenErrors(FaultStage stage, LayerReport failing, LayerStages st, ReferenceDump dump) {
         int t = st.tokens(), layer = failing.layer();
         double[] err = new double[t];
-        if (stage == Stage.ROUTING) {
+        if (stage == FaultStage.ROUTING) {
             int[] ref = dump.i32("layers." + layer + ".moe_idx");
             int k = ref.length / t;
             for (int i = 0; i < t; i++) {

@@ -24,7 +24,7 @@ public final class Conversation {
     private final Xtml xtml;
     private final Thinking thinking;
     private final Sampler.Settings sampling;
-    private final History history;
+    private final Transcript history;
     private DecodeState state;
     private int[] ids = new int[0];   // every id of the conversation so far; state has absorbed the first state.cached()
     private boolean lastEnded = true;
@@ -42,7 +42,7 @@ public final class Conversation {
         return this;
     }
 
-    public Conversation(Forward forward, Xtml xtml, Thinking thinking, Sampler.Settings sampling, History history) {
+    public Conversation(Forward forward, Xtml xtml, Thinking thinking, Sampler.Settings sampling, Transcript history) {
         this.forward = forward;
         this.xtml = xtml;
         this.thinking = thinking;
@@ -57,7 +57,7 @@ public final class Conversation {
         }
     }
 
-    public History history() {
+    public Transcript history() {
         return history;
     }
 
@@ -147,7 +147,7 @@ public final class Conversation {
         return new Reply(feed, generated, ended, reply, problem, (t1 - t0) / 1e9, (t2 - t1) / 1e9);
     }
 
-    private static java.util.List<Message> concat(History h, Message m) {
+    private static java.util.List<Message> concat(Transcript h, Message m) {
         var all = new java.util.ArrayList<>(h.messages());
         all.add(m);
         return all;

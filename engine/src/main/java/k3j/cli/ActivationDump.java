@@ -23,7 +23,7 @@ final class ActivationDump {
 
     /** The reference the candidate will be made against; refuses (IllegalArgumentException: usage) another prompt. */
     static ReferenceDump reference(Path modelDir, Path explicit, int[] promptIds) {
-        ReferenceDump d = ReferenceMatch.locate(modelDir, explicit, ReferenceSearch.dirs(List.of()));
+        ReferenceDump d = ReferenceMatch.locate(modelDir, explicit, ReferenceMatch.searchDirs(List.of()));
         if (!Arrays.equals(promptIds, d.promptIds())) {
             throw new IllegalArgumentException("--dump-activations and --dump-reference run every layer from the reference's inputs, so --ids must be its prompt "
                     + Arrays.toString(d.promptIds()).replace(" ", "") + " (" + d.source() + ")");

@@ -91,7 +91,7 @@ final class BisectCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         PlannedConformance planned;
         try (Workers w = Workers.of(workers);
-             Conformance c = (planned = new PlannedConformance(memory, model, k3j.dump.ReferenceMatch.locate(model, dump, ReferenceSearch.dirs(dumps)), w, false, true,
+             Conformance c = (planned = new PlannedConformance(memory, model, k3j.dump.ReferenceMatch.locate(model, dump, k3j.dump.ReferenceMatch.searchDirs(dumps)), w, false, true,
                      out, err)).conformance) {
             List<Integer> sel = scope.select(c.layerCount());
             if (c.model() == null) {

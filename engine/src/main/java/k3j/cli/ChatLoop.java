@@ -88,7 +88,7 @@ final class ChatLoop {
         while (true) {
             String line;
             try {
-                line = k3j.io.SafeFiles.readLine(in, k3j.chat.History.MAX_LINE, "--chat (stdin)");   // bounded: a line is never held past the cap
+                line = k3j.io.SafeFiles.readLine(in, k3j.chat.Transcript.MAX_LINE, "--chat (stdin)");   // bounded: a line is never held past the cap
             } catch (IOException e) {
                 err.println("k3: " + e.getMessage());
                 err.flush();
@@ -191,7 +191,7 @@ final class ChatLoop {
     /** Generates one reply, streaming it; false when the turn could not run. */
     /** One reply, streamed; the exit code of a turn that could not run (2: refused by the position limit, the conversation kept). */
     private int turn(String user) {
-        String bad = k3j.chat.History.badText(user);
+        String bad = k3j.chat.Transcript.badText(user);
         if (bad != null) {
             // refused at input: a history file holding it would be refused when read back (--history)
             err.println("k3: the message " + bad + ": refused, not sent (a history file cannot hold it); type it without that character");

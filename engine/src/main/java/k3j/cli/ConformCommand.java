@@ -114,13 +114,13 @@ final class ConformCommand implements Callable<Integer> {
             } catch (IOException e) {
                 throw usage(e.getMessage());
             }
-            return ConformMerge.run(merge, MergeReference.finder(ReferenceOption.of(reference), ReferenceSearch.dirs(dumps)), digests, json, out, err);
+            return ConformMerge.run(merge, MergeReference.finder(ReferenceOption.of(reference), ReferenceMatch.searchDirs(dumps)), digests, json, out, err);
         }
         if (shardPlan != null) {
             if (!modelFolder.given() || candidate != null || shard != null || scope.layers != null || lossy.on || verifyData) {
                 throw usage("--shard-plan N prints a model's work plan: give MODEL_DIR, and no --candidate, --shard, --layers, --lossy or --verify-data");
             }
-            return ConformShardPlan.plan(modelFolder.config(), ReferenceOption.of(reference), ReferenceSearch.dirs(dumps), !noLogits, scope.experts, shardPlan, out, this::usage);
+            return ConformShardPlan.plan(modelFolder.config(), ReferenceOption.of(reference), ReferenceMatch.searchDirs(dumps), !noLogits, scope.experts, shardPlan, out, this::usage);
         }
         k3j.fleet.ShardId shardId = shardId();
         if (candidate != null && modelFolder.given()) throw usage("--candidate judges a dump without a model: give no MODEL_DIR");
@@ -145,7 +145,7 @@ final class ConformCommand implements Callable<Integer> {
             }
         }
         int workers = threads.count();
-        List<Path> search = ReferenceSearch.dirs(dumps);
+        List<Path> search = ReferenceMatch.searchDirs(dumps);
         if (verifyData) return ConformShardPlan.verifyData(model, ReferenceOption.of(reference), search, out);
         if (against != null) {
             if (candidate == null) throw usage("--against B compares two candidate dumps: give --candidate A");

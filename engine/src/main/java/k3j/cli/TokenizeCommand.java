@@ -70,7 +70,7 @@ final class TokenizeCommand implements Callable<Integer> {
         if (decode) {
             int[] ids;
             try {
-                ids = RunCommand.parseIds(new String(in, StandardCharsets.UTF_8));
+                ids = RunPrompt.parseIds(new String(in, StandardCharsets.UTF_8));
                 result = t.decode(ids);
             } catch (TokenizerException | IllegalArgumentException e) {
                 throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());

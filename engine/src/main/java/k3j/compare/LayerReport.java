@@ -98,7 +98,6 @@ public record LayerReport(int layer, String kind, List<StageMetric> stages, Rout
         return m;
     }
 
-    /** "L37 MLA   PASS   9 stages  worst 0.021x budget (attn_out)   0.4 s" — one line per layer, as the C engine's conformance tool prints it. */
     /**
      * The line printed as the layer is judged, before every selected layer is: a layer over budget alone knows only its
      * band, not its cause (docs/semantics.md §10.10), so its category tag reads {@code [over budget]} until the causes
@@ -109,6 +108,7 @@ public record LayerReport(int layer, String kind, List<StageMetric> stages, Rout
         return new LayerReport(layer, kind, stages, routing, missing, finding, "[over budget]" + message.substring(finding.tag().length()), seconds).line();
     }
 
+    /** "L37 MLA   PASS   9 stages  worst 0.021x budget (attn_out)   0.4 s" — one line per layer, as the C engine's conformance tool prints it. */
     public String line() {
         StageMetric w = worst();
         String verdict = conforms() ? "PASS" : "FAIL";

@@ -88,11 +88,6 @@ public final class SafeFiles {
         return new IOException(file + " is " + size + " bytes, more than the " + cap + " allowed for " + what + ": not read (is it the right file?)");
     }
 
-    /** Whether {@code file} is a regular file (no exception: for directory scans that refuse by type). */
-    public static boolean isRegular(Path file) {
-        return Files.isRegularFile(file);
-    }
-
     /** What a non-regular path is, for messages: "a FIFO", "a directory", "a device or socket", "a symbolic link". */
     public static String kind(Path file, BasicFileAttributes a) {
         if (a.isDirectory()) return "a directory";

@@ -2,7 +2,6 @@ package k3j.kernels;
 
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -33,7 +32,6 @@ public final class Workers implements AutoCloseable {
     private final int threads;
     private final Thread[] helpers;
     private final AtomicInteger owner = new AtomicInteger();    // 1 while a caller's loop holds the helpers
-    private final LongAdder loops = new LongAdder();
     private volatile Loop current;
     private volatile boolean closed;
 
@@ -95,11 +93,6 @@ public final class Workers implements AutoCloseable {
         return threads;
     }
 
-    /** Loops handed to the helpers so far (a loop run by its caller alone is not counted). */
-    public long handOffs() {
-        return loops.sum();
-    }
-
     /**
      * This pool for a call of {@code work} multiply-adds that takes the Vector API path ({@link KernelPath}), else the
      * caller alone: a small call's hand-off to the pool costs as much as its arithmetic. Threads never change bits, so
@@ -124,7 +117,6 @@ public final class Workers implements AutoCloseable {
         try {
             int wanted = Math.min(units, threads * CHUNKS_PER_THREAD);
             loop = new Loop(body, n, (units + wanted - 1) / wanted * align, Thread.currentThread());
-            loops.increment();
             current = loop;
             for (Thread h : helpers) LockSupport.unpark(h);
             loop.drain();

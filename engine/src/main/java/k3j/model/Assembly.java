@@ -14,6 +14,7 @@ import k3j.config.ModelConfig;
 import k3j.io.CheckpointIndex;
 import k3j.kernels.Mxfp4;
 import k3j.kernels.Workers;
+import k3j.trunk.StreamOptions;
 import k3j.trunk.TrunkSource;
 import k3j.trunk.TrunkStream;
 
@@ -114,7 +115,7 @@ public final class Assembly implements AutoCloseable {
     }
 
     /** Streams the decoder layers from the packed trunk in {@code dir}. */
-    public TrunkStream streamTrunk(Path dir, TrunkStream.Options options) {
+    public TrunkStream streamTrunk(Path dir, StreamOptions options) {
         if (stream != null) throw new IllegalStateException("the trunk is already open");
         stream = TrunkStream.open(dir, binding.index(), layers(), options);
         return stream;

@@ -13,6 +13,7 @@ import k3j.plan.Human;
 import k3j.plan.MemInfo;
 import k3j.plan.MemoryPlan;
 import k3j.plan.PlanRefused;
+import k3j.trunk.StreamOptions;
 import k3j.trunk.TrunkManifest;
 import k3j.trunk.TrunkStream;
 
@@ -28,7 +29,7 @@ import k3j.trunk.TrunkStream;
  * @param cacheGiven   the budget was asked for (a flag or a preset): the experts go through the cache even when all would fit
  * @param ultra        the embedding and LM-head tables read on demand through one bounded chunk (the ultra preset)
  */
-public record Residency(Path trunk, TrunkStream.Options trunkOptions, long cacheBytes, boolean cacheGiven, boolean ultra) {
+public record Residency(Path trunk, StreamOptions trunkOptions, long cacheBytes, boolean cacheGiven, boolean ultra) {
     /** Everything resident unless the experts exceed 64 GB (the run's default). */
     public static final Residency RESIDENT = new Residency(null, null, 64_000_000_000L, false, false);
     /** How a conformance holds experts for the kernel: the default nibble codes (the same bits in every form). */
@@ -49,7 +50,7 @@ public record Residency(Path trunk, TrunkStream.Options trunkOptions, long cache
     }
 
     /** The trunk options for the bound layers. */
-    public TrunkStream.Options trunkOptions(Assembly a) {
+    public StreamOptions trunkOptions(Assembly a) {
         return trunkOptions.withLayers(a.layers());
     }
 

@@ -2,7 +2,7 @@ package k3j.serve;
 
 import java.util.List;
 import k3j.api.Sampling;
-import k3j.api.Thinking;
+import k3j.chat.Thinking;
 
 /**
  * One checked completion or chat request.

@@ -12,7 +12,7 @@ import java.util.Set;
 import k3j.api.History;
 import k3j.api.Sampling;
 import k3j.api.ServedText;
-import k3j.api.Thinking;
+import k3j.chat.Thinking;
 
 /**
  * Request bodies read and checked before anything runs: malformed JSON, an unknown field, a field of the wrong type

@@ -46,7 +46,7 @@ import k3j.io.TensorInfo;
  * </ul>
  * FAST never reads trunk.bin: it binds trunk.json's digests to the shards, and the CRC-32C of every layer read binds
  * trunk.bin to trunk.json. Conform and bisect do not rely on it: they compare every layer they judge with the
- * shards as read ({@link TrunkStream.Options#witness()}).
+ * shards as read ({@link StreamOptions#witness()}).
  * A digest that differs is refused naming the layer and the tensor.
  */
 public final class DataBinding {

@@ -22,63 +22,6 @@ import java.util.function.Consumer;
  * failed read leaves the slot EMPTY and is reported by {@link #acquire} of that layer.
  */
 public final class TrunkStream implements TrunkSource {
-
-    /**
-     * @param budgetBytes the trunk budget (--trunk-gb × 1e9)
-     * @param ring        ring slots wanted (--trunk-ring; 0 means 2, clamped to 1..8)
-     * @param order       pinning order
-     * @param direct      try O_DIRECT
-     * @param hugeAlign   2 MiB-aligned buffers (K3_NOHUGE turns it off; no numeric effect)
-     * @param notes       where one-time notes go (O_DIRECT refused)
-     * @param layers      layers the forward walks, 0..layers-1 (--layers N); 0 means all the trunk has
-     * @param verifyCrc   check every read layer's CRC-32C against the manifest (pinned layers once, ring slots on every read)
-     * @param check       how the trunk's data binding to the checkpoint is checked at open ({@link DataBinding.Check})
-     * @param witness     compare every layer read with the checkpoint's own bytes before it is used ({@link ShardWitness}):
-     *                    what conform and bisect run, so that a verdict over a trunk is a verdict over the model
-     */
-    public record Options(long budgetBytes, int ring, TrunkPlan.Order order, boolean direct,
-                         boolean hugeAlign, Consumer<String> notes, int layers, boolean verifyCrc, DataBinding.Check check, boolean witness) {
-        public static Options budget(long bytes) {
-            return new Options(bytes, 2, TrunkPlan.orderFromEnvironment(), true, System.getenv("K3_NOHUGE") == null,
-                    s -> System.err.println("k3: note: " + s), 0, true, DataBinding.Check.FAST, false);
-        }
-
-        public Options withRing(int r) {
-            return new Options(budgetBytes, r, order, direct, hugeAlign, notes, layers, verifyCrc, check, witness);
-        }
-
-        public Options withOrder(TrunkPlan.Order o) {
-            return new Options(budgetBytes, ring, o, direct, hugeAlign, notes, layers, verifyCrc, check, witness);
-        }
-
-        public Options withDirect(boolean d) {
-            return new Options(budgetBytes, ring, order, d, hugeAlign, notes, layers, verifyCrc, check, witness);
-        }
-
-        public Options withNotes(Consumer<String> n) {
-            return new Options(budgetBytes, ring, order, direct, hugeAlign, n, layers, verifyCrc, check, witness);
-        }
-
-        public Options withLayers(int l) {
-            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, l, verifyCrc, check, witness);
-        }
-
-        /** How the data binding is checked at open: {@link DataBinding.Check#FAST} (default) or FULL. */
-        public Options withCheck(DataBinding.Check c) {
-            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, layers, verifyCrc, c, witness);
-        }
-
-        /** Compare every layer read with the checkpoint's bytes ({@link ShardWitness}); needs {@link #open(java.nio.file.Path, k3j.io.CheckpointIndex, int, Options)}. */
-        public Options withWitness(boolean w) {
-            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, layers, verifyCrc, check, w);
-        }
-
-        /** Check every read layer's CRC-32C against trunk.json (pinned layers once, ring slots on every read). */
-        public Options withVerifyCrc(boolean v) {
-            return new Options(budgetBytes, ring, order, direct, hugeAlign, notes, layers, v, check, witness);
-        }
-    }
-
     private static final class Slot {
         MemorySegment buffer;
         int layer = -1;     // RESIDENT layer, or -1
@@ -93,11 +36,11 @@ public final class TrunkStream implements TrunkSource {
 
     private final TrunkManifest manifest;
     private final TrunkPlan plan;
-    /** set by {@link #open(java.nio.file.Path, k3j.io.CheckpointIndex, int, Options)} once the binding is checked */
+    /** set by {@link #open(java.nio.file.Path, k3j.io.CheckpointIndex, int, StreamOptions)} once the binding is checked */
     private DataBinding.Result binding;
-    /** set by the same open when {@link Options#witness()}: every layer read is compared with the checkpoint's bytes */
+    /** set by the same open when {@link StreamOptions#witness()}: every layer read is compared with the checkpoint's bytes */
     private volatile ShardWitness witness;
-    private final Options options;
+    private final StreamOptions options;
     private final DirectReader reader;
     private final Arena arena = Arena.ofShared();
     private final ReentrantLock lock = new ReentrantLock();
@@ -119,7 +62,7 @@ public final class TrunkStream implements TrunkSource {
     private long pinnedHits, ringHits, misses, reads, prefetchReads, failedReads, bytesRead, readNanos, callerReadNanos,
             waitNanos, acquireNanos, widenNanos;
 
-    private TrunkStream(TrunkManifest manifest, TrunkPlan plan, Options options, DirectReader reader) {
+    private TrunkStream(TrunkManifest manifest, TrunkPlan plan, StreamOptions options, DirectReader reader) {
         this.manifest = manifest;
         this.plan = plan;
         this.options = options;
@@ -155,7 +98,7 @@ public final class TrunkStream implements TrunkSource {
      * {@code checkpoint} or with fewer layers than {@code modelLayers}, then plans and opens it. Print
      * {@link #describe()} next, and {@link TrunkStats#report()} of {@link #stats()} at the end.
      */
-    public static TrunkStream open(java.nio.file.Path dir, k3j.io.CheckpointIndex checkpoint, int modelLayers, Options options) {
+    public static TrunkStream open(java.nio.file.Path dir, k3j.io.CheckpointIndex checkpoint, int modelLayers, StreamOptions options) {
         TrunkManifest m = TrunkManifest.read(dir);
         int need = options.layers() > 0 ? Math.min(options.layers(), modelLayers) : modelLayers;
         if (m.layerCount() < need) {
@@ -171,11 +114,11 @@ public final class TrunkStream implements TrunkSource {
     }
 
     /**
-     * The plan {@link #open(TrunkManifest, Options)} makes: {@code options.budgetBytes()} over the runs of the layers
+     * The plan {@link #open(TrunkManifest, StreamOptions)} makes: {@code options.budgetBytes()} over the runs of the layers
      * walked. Its {@link TrunkPlan#totalBytes()} is what the stream will hold, which is less than the budget when the
      * whole trunk fits (the memory plan prints that, not the budget).
      */
-    public static TrunkPlan plan(TrunkManifest manifest, Options options) {
+    public static TrunkPlan plan(TrunkManifest manifest, StreamOptions options) {
         long[] runs = manifest.runSizes();
         if (options.layers() > runs.length) {
             throw new TrunkException(manifest.json(), TrunkException.NO_LAYER, "the packed trunk has " + runs.length + " layers, "
@@ -186,7 +129,7 @@ public final class TrunkStream implements TrunkSource {
     }
 
     /** Plans {@code options.budgetBytes()} over the runs of the layers walked ({@link #plan}) and opens trunk.bin. */
-    public static TrunkStream open(TrunkManifest manifest, Options options) {
+    public static TrunkStream open(TrunkManifest manifest, StreamOptions options) {
         TrunkPlan plan = plan(manifest, options);
         DirectReader reader = DirectReader.open(manifest.bin(), options.direct(), options.notes());
         long size = reader.size();
@@ -220,14 +163,9 @@ public final class TrunkStream implements TrunkSource {
         return readerThread != null && readerThread.isAlive();
     }
 
-    /** What the startup lines say when every layer read is compared with the checkpoint ({@link Options#witness()}). */
+    /** What the startup lines say when every layer read is compared with the checkpoint ({@link StreamOptions#witness()}). */
     public static final String WITNESS_LINE = "trunk witness: every layer read from trunk.bin is compared byte for byte with the checkpoint's shards,"
             + " and trunk.json's digests with their hash, before it is used";
-
-    /** Whether every layer read is compared with the checkpoint's bytes before it is used. */
-    public boolean witnessed() {
-        return witness != null;
-    }
 
     /** The startup lines: the plan, then the read method, then the data binding check. */
     public String describe() {

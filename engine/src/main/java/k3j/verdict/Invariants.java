@@ -103,12 +103,6 @@ public final class Invariants {
         return null;
     }
 
-    /** {@link #implausible} as a refusal (a {@link ConformException} naming invariant 1). */
-    public static void requirePlausible(String what, float[] candidate, float[] reference, VerdictLimits limits) {
-        String why = implausible(what, candidate, reference, limits);
-        if (why != null) throw new ConformException(why.contains("non-finite") ? Finding.NON_FINITE : Finding.REFERENCE_MISMATCH, "refused (invariant 1): " + why);
-    }
-
     /**
      * A whole verdict as one item of a larger one ({@code --against}: each candidate's verdict against the reference):
      * green is a pass, REFUSED a refusal, INCOMPLETE not judged, anything else a failure; the why is its VERDICT line

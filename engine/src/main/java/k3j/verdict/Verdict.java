@@ -34,11 +34,6 @@ public record Verdict(Outcome outcome, List<String> findings, List<String> judge
         return new Verdict(outcome, findings, judged, notJudged, firstDivergence, category, producer, prompt);
     }
 
-    /** This verdict naming only a reference's producer (a plain logits vector has no prompt). */
-    public Verdict against(String producer) {
-        return new Verdict(outcome, findings, judged, notJudged, firstDivergence, category, producer, prompt);
-    }
-
     /** The closed set of outcomes: two green ones (float32 and lossy), the two failures, and the two that judged nothing whole. */
     public enum Outcome {
         /** float32: every judged item within its rounding budget. */

@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import k3j.Repo;
+import k3j.chat.Thinking;
 import k3j.cli.CliRun;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -100,7 +101,7 @@ class EngineTest {
             assertFalse(r.logits().get(0).conforms(), "the logits of the swapped model differ");
             assertFalse(r.conforms());
             assertEquals(Decision.Outcome.DOES_NOT_CONFORM, r.decision().outcome(), r.decision().text());
-            assertEquals(List.of(4), r.layersWith(Finding.BINDING_ERROR), "the swap is a binding error, named in the API's own finding");
+            assertEquals(List.of(4), r.layersWith(k3j.verdict.Finding.BINDING_ERROR), "the swap is a binding error, named by its finding");
             assertFalse(judge.plan() == null || judge.plan().totalBytes() <= 0, "the plan the model was opened under");
         }
         try (Conform judge = Conform.model(TINY, Plan.resident(), o)) {

@@ -60,7 +60,7 @@ public final class StreamedForwardBench {
                     long all = (long) (cfg.layerCount() - 1) * cfg.expertCount() + 8;
                     try (ExpertCache cache = ExpertCache.open(md.experts(), ExpertCache.Settings.of(all * CacheGeometry.slotBytes(one), cfg.topK()), null, s -> {});
                          TrunkStream ts = ring == 0 ? null : TrunkStream.open(trunk, index, cfg.layerCount(),
-                                 TrunkStream.Options.budget(ring * slot).withRing(ring).withNotes(s -> {}))) {
+                                 StreamOptions.budget(ring * slot).withRing(ring).withNotes(s -> {}))) {
                         ExpertSource src = cache;
                         Generation.greedy(ts == null ? md.forward(w, src) : md.forward(w, src, ts), prompt, 1, true);   // experts into the cache
                         TrunkStats before = ts == null ? null : ts.stats();

@@ -60,7 +60,7 @@ public final class TrunkReadBench {
      * memory (huge-page faults and zeroing, measured at 30-40% of a 1.2 GB read here) is not the steady state.
      */
     static double stream(TrunkManifest m, int layers, long run, int passes, long computeMs, boolean report) throws InterruptedException {
-        try (TrunkStream s = TrunkStream.open(m, TrunkStream.Options.budget(2 * run).withRing(2).withNotes(System.err::println))) {
+        try (TrunkStream s = TrunkStream.open(m, StreamOptions.budget(2 * run).withRing(2).withNotes(System.err::println))) {
             walk(s, layers, 1, 0);
             TrunkStats warm = s.stats();
             long t0 = System.nanoTime();

@@ -33,9 +33,9 @@ import k3j.compare.LayerReport;
  * @param why            the sentence that says why this order
  * @param nanos          what gathering the evidence took
  */
-public record Evidence(Stage stage, double ratio, List<Integer> failingTokens, int tokens, String routing, List<Integer> routed,
+public record Triage(FaultStage stage, double ratio, List<Integer> failingTokens, int tokens, String routing, List<Integer> routed,
                        List<Integer> failingExperts, String sweepNote, List<Family> order, String why, long nanos) {
-    public Evidence {
+    public Triage {
         failingTokens = List.copyOf(failingTokens);
         routed = List.copyOf(routed);
         failingExperts = failingExperts == null ? null : List.copyOf(failingExperts);
@@ -52,7 +52,7 @@ public record Evidence(Stage stage, double ratio, List<Integer> failingTokens, i
      * {@code routedIds} the reference's selection [T][K] (null on a dense layer). {@code reaching}: whether any
      * candidate of a routed family reaches the stage (else the sweep is not worth running).
      */
-    static Evidence of(Conformance c, LayerReport failing, Stage stage, double[] errors, int[] routedIds, boolean routedReach) {
+    static Triage of(Conformance c, LayerReport failing, FaultStage stage, double[] errors, int[] routedIds, boolean routedReach) {
         long t0 = System.nanoTime();
         List<Integer> bad = new ArrayList<>();
         for (int i = 0; i < errors.length; i++) if (!(errors[i] <= 1.0)) bad.add(i);
@@ -60,7 +60,7 @@ public record Evidence(Stage stage, double ratio, List<Integer> failingTokens, i
         if (routedIds != null) for (int e : routedIds) routed.add(e);
         String routing = failing.routing() == null ? "dense layer"
                 : !failing.routing().equal() ? String.format(Locale.ROOT, "routing differs on %d of %d tokens", failing.routing().tokensDiffering(), failing.routing().tokens())
-                : String.format(Locale.ROOT, "routing selects the same experts (moe_weight %.3gx budget)", Stage.ROUTING.ratio(failing));
+                : String.format(Locale.ROOT, "routing selects the same experts (moe_weight %.3gx budget)", FaultStage.ROUTING.ratio(failing));
         List<Integer> failingExperts = null;
         String note = null;
         if (!routedReach) {
@@ -100,7 +100,7 @@ public record Evidence(Stage stage, double ratio, List<Integer> failingTokens, i
             order = ROUTED_FIRST;
             why = "only tokens " + brief(bad) + " of " + errors.length + " fail (" + note + "): a routed expert changes only the tokens that select it";
         }
-        return new Evidence(stage, stage.ratio(failing), bad, errors.length, routing, List.copyOf(routed), failingExperts, note, order, why,
+        return new Triage(stage, stage.ratio(failing), bad, errors.length, routing, List.copyOf(routed), failingExperts, note, order, why,
                 System.nanoTime() - t0);
     }
 

@@ -11,7 +11,7 @@ import k3j.compare.StageMetric;
  * candidates that can reach it. ROUTING is the MoE selection (exact) and its combine weights, computed
  * before the MoE output they feed.
  */
-public enum Stage {
+public enum FaultStage {
     ATTN_IN("attn_in", List.of("self_attention_res_")),
     ATTN_NORM("attn_norm", List.of("input_layernorm.")),
     ATTN_OUT("attn_out", List.of("self_attn.")),
@@ -26,7 +26,7 @@ public enum Stage {
     public final String key;
     private final List<String> reads;
 
-    Stage(String key, List<String> reads) {
+    FaultStage(String key, List<String> reads) {
         this.key = key;
         this.reads = reads;
     }
@@ -48,8 +48,8 @@ public enum Stage {
     }
 
     /** The first stage over budget in computation order, or null when every stage is within it. */
-    public static Stage firstFailing(LayerReport r) {
-        for (Stage s : values()) if (!(s.ratio(r) <= 1.0)) return s;
+    public static FaultStage firstFailing(LayerReport r) {
+        for (FaultStage s : values()) if (!(s.ratio(r) <= 1.0)) return s;
         return null;
     }
 

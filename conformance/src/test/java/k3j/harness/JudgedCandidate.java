@@ -15,10 +15,10 @@ import k3j.verdict.Invariants;
  * finding, and every layer's own outcome ("L3 conforms", "L1 attn_out WRONG_WEIGHTS", …). Two references judge a
  * candidate alike when these are equal.
  */
-public record Judged(boolean green, Integer firstLayer, String firstStage, String category, String logits, List<String> layers) {
+public record JudgedCandidate(boolean green, Integer firstLayer, String firstStage, String category, String logits, List<String> layers) {
 
     /** Judges {@code candidate} against {@code reference}; the worst ratios to budget are stated (evidence and stdout), not judged. */
-    public static Judged of(Path candidate, Path reference) {
+    public static JudgedCandidate of(Path candidate, Path reference) {
         try (Conformance c = Conformance.candidate(candidate, reference, List.of())) {
             List<LayerReport> reports = TorchPorts.layers(c);
             LayerReport first = reports.stream().filter(r -> !r.conforms()).findFirst().orElse(null);
@@ -34,13 +34,13 @@ public record Judged(boolean green, Integer firstLayer, String firstStage, Strin
             List<Invariants.Item> items = new java.util.ArrayList<>(reports.stream().map(LayerReport::item).toList());
             items.add(LogitParity.logitsItem(tf, "the candidate holds no logits"));
             boolean green = Invariants.decide(Invariants.Mode.FLOAT32, items).green();
-            return new Judged(green, first == null ? null : first.layer(), first == null ? null : first.firstDivergence(),
+            return new JudgedCandidate(green, first == null ? null : first.layer(), first == null ? null : first.firstDivergence(),
                     first == null ? null : first.finding().tag(), logits.tag(), each);
         }
     }
 
     /** The verdict, first divergence, category and logit finding alone (without every layer's outcome). */
-    public Judged headline() {
-        return new Judged(green, firstLayer, firstStage, category, logits, List.of());
+    public JudgedCandidate headline() {
+        return new JudgedCandidate(green, firstLayer, firstStage, category, logits, List.of());
     }
 }

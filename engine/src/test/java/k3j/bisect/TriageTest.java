@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
  * or the expert mix-ups run first, and which expert mix-ups. The candidate list is given in the order a fit-only
  * search would try it (expert swaps first, as at the released width), so an order that ignored the evidence fails.
  */
-class EvidenceTest {
+class TriageTest {
     static final Candidate SHARED = new Candidate.Swap("block_sparse_moe.shared_experts.gate_proj.weight", "block_sparse_moe.shared_experts.up_proj.weight");
     static final Candidate TRANSPOSE = new Candidate.Transpose("block_sparse_moe.shared_experts.down_proj.weight");
     static final Candidate SWAP_5_9 = new Candidate.ExpertSwap(5, 9), SWAP_2_5 = new Candidate.ExpertSwap(2, 5), SWAP_5_700 = new Candidate.ExpertSwap(5, 700);
@@ -20,8 +20,8 @@ class EvidenceTest {
     static final List<Family> DENSE_FIRST = List.of(Family.SAME_SHAPE_SWAP, Family.STORED_TRANSPOSE, Family.EXPERT_NIBBLE_FLIP, Family.EXPERT_W1_W3_SWAP, Family.EXPERT_SWAP);
     static final List<Family> ROUTED_FIRST = List.of(Family.EXPERT_NIBBLE_FLIP, Family.EXPERT_W1_W3_SWAP, Family.EXPERT_SWAP, Family.SAME_SHAPE_SWAP, Family.STORED_TRANSPOSE);
 
-    static Evidence evidence(List<Integer> failingExperts, List<Family> order) {
-        return new Evidence(Stage.MLP_OUT, 400, List.of(0, 1, 2), 3, "routing selects the same experts", List.of(2, 5, 9), failingExperts, null, order, "test", 0);
+    static Triage evidence(List<Integer> failingExperts, List<Family> order) {
+        return new Triage(FaultStage.MLP_OUT, 400, List.of(0, 1, 2), 3, "routing selects the same experts", List.of(2, 5, 9), failingExperts, null, order, "test", 0);
     }
 
     @Test

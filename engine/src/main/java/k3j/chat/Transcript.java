@@ -17,13 +17,14 @@ import java.util.HexFormat;
 import java.util.List;
 
 /**
- * A conversation: an optional system message first, then user and assistant strictly alternating, reasoning
+ * The transcript a chat appends each turn to and saves to its history file ({@code k3j.api.History} is the API's
+ * immutable view of the same messages). A conversation: an optional system message first, then user and assistant strictly alternating, reasoning
  * only on assistant messages. Stored as JSONL (docs/formats.md §13): one object per LF-terminated line with
  * exactly {@code role}, {@code content} and, for an assistant, optionally {@code reasoning_content} and
  * {@code "interrupted": true} (a reply cut by a stop, kept as cut). Reading
  * refuses anything else with {@code path:line: reason}; saving is atomic (temp file, fsync, rename).
  */
-public final class History {
+public final class Transcript {
     public static final int MAX_LINE = 16 << 20;
     /** The key that marks an assistant reply cut by a stop before it ended. */
     public static final String INTERRUPTED = "interrupted";
@@ -33,9 +34,9 @@ public final class History {
 
     private final List<Message> messages = new ArrayList<>();
 
-    public History() {}
+    public Transcript() {}
 
-    public History(List<Message> messages) {
+    public Transcript(List<Message> messages) {
         for (Message m : messages) add(m);
     }
 
@@ -75,15 +76,15 @@ public final class History {
     }
 
     /** A missing file is an empty history. */
-    public static History read(Path path) {
-        if (!Files.exists(path, java.nio.file.LinkOption.NOFOLLOW_LINKS)) return new History();
+    public static Transcript read(Path path) {
+        if (!Files.exists(path, java.nio.file.LinkOption.NOFOLLOW_LINKS)) return new Transcript();
         byte[] all;
         try {
             all = k3j.io.SafeFiles.readAll(path, MAX_FILE, "a chat history (--history)");
         } catch (IOException e) {
             throw new ChatException(k3j.io.SafeFiles.why(e), e);
         }
-        History h = new History();
+        Transcript h = new Transcript();
         int line = 0;
         for (int at = 0; at < all.length; ) {
             line++;
