@@ -136,6 +136,8 @@ class HostileDoorsGate {
                 new Case("--json through a symbolic link", compare(cand, resp, req, model, "--json", link.toString()), 2, List.of("symbolic link"), List.of()),
                 new Case("conform --merge --json over a shard's plan", List.of("conform", "--merge", tmp.resolve("results").toString(), "--digests", digests.toString(), "--json", plan.toString()), 2,
                         List.of(identity), List.of(plan)),
+                new Case("--digests without --merge", List.of("conform", model.toString(), "--reference", dump.toString(), "--threads", "1", "--digests", digests.toString()), 2,
+                        List.of("give it with --merge ROOT"), List.of()),
                 new Case("a shard folder that is a symbolic link", List.of("conform", model.toString(), "--reference", dump.toString(), "--threads", "1", "--shard", "0/2",
                         "--results", linked.toString()), 2, List.of("symbolic link"), List.of()),
                 new Case("usage.prompt_tokens -1", compare(cand, response("negative-prompt", r -> ((ObjectNode) r.path("usage")).put("prompt_tokens", -1)), req, model), 2,

@@ -116,6 +116,7 @@ final class ConformCommand implements Callable<Integer> {
             }
             return ConformMerge.run(merge, MergeReference.finder(ReferenceOption.of(reference), ReferenceMatch.searchDirs(dumps)), digests, json, out, err);
         }
+        if (digests != null) throw usage("--digests FILE is the manifest a merge judges the shards against: give it with --merge ROOT");
         if (shardPlan != null) {
             if (!modelFolder.given() || candidate != null || shard != null || scope.layers != null || lossy.on || verifyData) {
                 throw usage("--shard-plan N prints a model's work plan: give MODEL_DIR, and no --candidate, --shard, --layers, --lossy or --verify-data");
