@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
  * The structure that keeps one verdict (docs/semantics.md §10.11), as rules over the compiled engine: only the verdict
  * package constructs a verdict's value; a front door that judges takes its exit code from the verdict alone; no package
  * cycles; front doors → API → the rest, never back up; and below the API the decision under the evidence it judges
- * (verdict ← dump ← compare ← capture, provider), never the reverse. Each rule is a function of the package root, so the
+ * (verdict ← dump ← compare ← capture, provider), never the reverse; and the API throws only its own exceptions. Each rule is a function of the package root, so the
  * same rule runs over {@code k3j} (it must hold) and over the planted miniature {@code k3j.planted} (it must report every
  * planted violation and no legal planted class).
  */
@@ -58,7 +58,9 @@ class ArchitectureGate {
                     List.of("k3j.planted.compare.CallsUp", "k3j.planted.api.BackDoor"), List.of("k3j.planted.cli.Command", "k3j.planted.api.Door")),
             new Case("the decision below the evidence: verdict <- dump <- compare <- capture, provider", ArchitectureGate::evidenceLayers,
                     List.of("k3j.planted.verdict.Peeks", "k3j.planted.compare.Grades"),
-                    List.of("k3j.planted.verdict.Invariants", "k3j.planted.compare.Compare", "k3j.planted.provider.Grade", "k3j.planted.dump.Dump")));
+                    List.of("k3j.planted.verdict.Invariants", "k3j.planted.compare.Compare", "k3j.planted.provider.Grade", "k3j.planted.dump.Dump")),
+            new Case("the API throws only its own exceptions", ArchitectureGate::theApiThrowsOnlyItsOwnExceptions,
+                    List.of("k3j.planted.api.ThrowsForeign"), List.of("k3j.planted.api.Door", "k3j.planted.api.BackDoor")));
 
     static JavaClasses engine, planted;
 
@@ -113,6 +115,15 @@ class ArchitectureGate {
                 .layer("the rest").definedBy(rest)
                 .whereLayer("front doors").mayNotBeAccessedByAnyLayer()
                 .whereLayer("API").mayOnlyBeAccessedByLayers("front doors");
+    }
+
+    static ArchRule theApiThrowsOnlyItsOwnExceptions(String root) {
+        String api = root + ".api";
+        return noClasses().that().resideInAPackage(api)
+                .should().callConstructorWhere(DescribedPredicate.describe("a constructor of an exception outside " + api + " and java.*",
+                        (JavaConstructorCall call) -> call.getTargetOwner().isAssignableTo(Throwable.class)
+                                && !call.getTargetOwner().getPackageName().equals(api) && !call.getTargetOwner().getPackageName().startsWith("java.")))
+                .because("a caller of the API catches the API's types (CannotJudge, Engine.OpenException, StateRefused), never a type of a package below it");
     }
 
     static ArchRule evidenceLayers(String root) {

@@ -216,7 +216,7 @@ class DoorsAgreeGate {
     static Seen headline(Path results) {
         if (!Files.isDirectory(results)) return new Seen(null, -1, "no results folder " + results);
         try {
-            Process p = new ProcessBuilder("node", Project.root().resolve("ci/report-story.mjs").toString(), "headline", results.toString()).redirectErrorStream(true).start();
+            Process p = reportStory("headline", results.toString()).start();
             String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).strip();
             if (!p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)) {
                 p.destroyForcibly();
@@ -231,6 +231,19 @@ class DoorsAgreeGate {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
         }
+    }
+
+    /**
+     * {@code node ci/report-story.mjs ARGS}, outside any run: without the K3_RUN_ID (or K3_RUN_IDS) that {@code ci/test}
+     * exports, which would make the script render that run instead of the case's own.
+     */
+    static ProcessBuilder reportStory(String... args) {
+        List<String> command = new java.util.ArrayList<>(List.of("node", Project.root().resolve("ci/report-story.mjs").toString()));
+        command.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
+        pb.environment().remove("K3_RUN_ID");
+        pb.environment().remove("K3_RUN_IDS");
+        return pb;
     }
 
     static void deleteTree(Path p) throws IOException {
@@ -367,8 +380,8 @@ class DoorsAgreeGate {
                 case ONE_MACHINE -> ONE_MACHINE_SEEN.computeIfAbsent(k.model(), m -> k3("conform", model.toString(), "--reference", runReference().toString(), "--threads", "1"));
                 case MERGE -> {
                     deleteTree(dir);
-                    ShardMergeGate.copy(tmp.resolve("shards-" + k.model()), dir.resolve("root"));
-                    if (k.missingShard() != null) ShardMergeGate.delete(dir.resolve("root/shard-" + k.missingShard() + "-of-" + SHARDS));
+                    k3j.harness.FolderTrees.copy(tmp.resolve("shards-" + k.model()), dir.resolve("root"));
+                    if (k.missingShard() != null) k3j.harness.FolderTrees.delete(dir.resolve("root/shard-" + k.missingShard() + "-of-" + SHARDS));
                     Path digests = tmp.resolve("digests-" + k.model() + ".json");
                     if (!Files.exists(digests)) k3("digest", model.toString(), "--out", digests.toString());
                     yield k3("conform", "--merge", dir.resolve("root").toString(), "--digests", digests.toString(), "--json", dir.resolve("merged.json").toString());
@@ -379,8 +392,7 @@ class DoorsAgreeGate {
                     if (!Files.isRegularFile(merged)) yield new Seen(null, -1, "the merge wrote no " + merged);
                     deleteTree(results);
                     Files.createDirectories(results);
-                    Process p = new ProcessBuilder("node", Project.root().resolve("ci/report-story.mjs").toString(), "merged", merged.toString(), results.toString(), dir.resolve("root").toString())
-                            .redirectErrorStream(true).start();
+                    Process p = reportStory("merged", merged.toString(), results.toString(), dir.resolve("root").toString()).start();
                     String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
                     if (!p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS) || p.exitValue() != 0) {
                         p.destroyForcibly();

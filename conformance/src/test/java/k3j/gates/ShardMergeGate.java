@@ -1,5 +1,7 @@
 package k3j.gates;
 
+import static k3j.harness.FolderTrees.copy;
+import static k3j.harness.FolderTrees.delete;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -492,23 +494,6 @@ class ShardMergeGate {
             out.add(o.toString());
         }
         return out;
-    }
-
-    static void copy(Path from, Path to) throws IOException {
-        try (Stream<Path> s = Files.walk(from)) {
-            for (Path p : s.toList()) {
-                Path t = to.resolve(from.relativize(p).toString());
-                if (Files.isDirectory(p)) Files.createDirectories(t);
-                else Files.copy(p, t);
-            }
-        }
-    }
-
-    static void delete(Path p) throws IOException {
-        if (!Files.exists(p)) fail("nothing to delete at " + p);
-        try (Stream<Path> s = Files.walk(p)) {
-            for (Path q : s.sorted(java.util.Comparator.reverseOrder()).toList()) Files.delete(q);
-        }
     }
 
     static String sha256(byte[] b) {

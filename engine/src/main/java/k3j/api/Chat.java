@@ -98,7 +98,11 @@ public final class Chat {
      * @param file the state file to write
      */
     public void saveState(Path file) {
-        StateFile.save(file, engine.binding(), conversation.history().sha256(), conversation.ids(), conversation.state());
+        try {
+            StateFile.save(file, engine.binding(), conversation.history().sha256(), conversation.ids(), conversation.state());
+        } catch (StateException e) {
+            throw new StateRefused(e);
+        }
     }
 
     /**
@@ -112,12 +116,18 @@ public final class Chat {
      * @return the positions resumed
      */
     public int resume(Path file, String historyName, int room) {
-        DecodeState st = engine.forward().newState(StateFile.idCount(file, engine.maxPositions() - room, "a chat may still hold beside " + room
-                + " more (the " + engine.maxPositions() + " " + engine.maxPositionsSource() + ")") + room);
-        StateFile.Loaded l = StateFile.load(file, engine.binding(), st);
+        DecodeState st;
+        StateFile.Loaded l;
+        try {
+            st = engine.forward().newState(StateFile.idCount(file, engine.maxPositions() - room, "a chat may still hold beside " + room
+                    + " more (the " + engine.maxPositions() + " " + engine.maxPositionsSource() + ")") + room);
+            l = StateFile.load(file, engine.binding(), st);
+        } catch (StateException e) {
+            throw new StateRefused(e);
+        }
         k3j.chat.Transcript h = conversation.history();
         if (!Arrays.equals(l.conversation(), h.sha256())) {
-            throw new StateException(file + ": refusing the state: it follows another conversation than " + historyName + " (history sha256 "
+            throw new StateRefused(file + ": refusing the state: it follows another conversation than " + historyName + " (history sha256 "
                     + HexFormat.of().formatHex(l.conversation()).substring(0, 16) + "…, this history's " + h.sha256Hex().substring(0, 16) + "…)");
         }
         conversation.resume(st, l.ids());

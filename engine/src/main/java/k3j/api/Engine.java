@@ -171,10 +171,27 @@ public final class Engine implements AutoCloseable {
         }
     }
 
-    /** Opening failed at a named stage (index, binding, trunk, model tables, expert cache); the message says what and where. */
+    /** Opening failed at a named stage (tokenizer, config, index, binding, memory plan, trunk, model tables, expert cache); the message says what and where. */
     public static final class OpenException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        /** Whether opening stopped at the memory plan. */
+        private final boolean planRefused;
+
         OpenException(String stage, Exception cause) {
             super((stage.isEmpty() ? "" : stage + ": ") + cause.getMessage(), cause);
+            this.planRefused = false;
+        }
+
+        /** The memory plan's refusal: its message as the plan words it. */
+        OpenException(k3j.plan.MemoryPlan.Refusal refusal) {
+            super(refusal.message());
+            this.planRefused = true;
+        }
+
+        /** {@return whether opening stopped at the memory plan: the machine's memory does not hold what it asks for, and nothing large was allocated} */
+        public boolean planRefused() {
+            return planRefused;
         }
     }
 
@@ -231,8 +248,19 @@ public final class Engine implements AutoCloseable {
      * @return the engine; close it
      */
     public static Engine open(Path modelDir, Plan plan, Options options) {
-        Tokenizer t = options.tokenizer() == null ? null : Tokenizer.load(options.tokenizer());
-        return open(modelDir, ConfigReader.read(modelDir.resolve("config.json")), plan, options, t, Assembly.Intercepts.NONE);
+        Tokenizer t;
+        ModelConfig config;
+        try {
+            t = options.tokenizer() == null ? null : Tokenizer.load(options.tokenizer());
+        } catch (k3j.tokenizer.TokenizerException e) {
+            throw new OpenException("tokenizer", e);
+        }
+        try {
+            config = ConfigReader.read(modelDir.resolve("config.json"));
+        } catch (k3j.config.ConfigException e) {
+            throw new OpenException("config", e);
+        }
+        return open(modelDir, config, plan, options, t, Assembly.Intercepts.NONE);
     }
 
     /** The model in {@code modelDir} described by {@code config} under {@code plan}, with {@code tokenizer} (already loaded, or null) and I/O {@code intercepts}. */
@@ -452,7 +480,11 @@ public final class Engine implements AutoCloseable {
      * @param state the state, from {@link #generate} or {@link #loadState}
      */
     public void saveState(Path file, State state) {
-        StateFile.save(file, binding(), new byte[32], state.ids(), state.decode());
+        try {
+            StateFile.save(file, binding(), new byte[32], state.ids(), state.decode());
+        } catch (k3j.state.StateException e) {
+            throw new StateRefused(e);
+        }
     }
 
     /** The most positions a run or a chat holds in all, whatever the config says. */
@@ -471,7 +503,7 @@ public final class Engine implements AutoCloseable {
     }
 
     /**
-     * The state saved in {@code file}, with room for {@code room} more positions. Refused (a RuntimeException) for other
+     * The state saved in {@code file}, with room for {@code room} more positions. Refused ({@link StateRefused}) for other
      * weights, and before anything is sized from its header when its ids and the room pass {@link #maxPositions}.
      *
      * @param file the state file
@@ -479,10 +511,14 @@ public final class Engine implements AutoCloseable {
      * @return the state, ready to continue with {@link #generate(State, int[], Settings, TokenListener)}
      */
     public State loadState(Path file, int room) {
-        DecodeState st = forward.newState(StateFile.idCount(file, maxPositions() - room, "this model may still hold beside " + room + " more (the "
-                + maxPositions() + " " + maxPositionsSource() + ")") + room);
-        int[] ids = StateFile.load(file, binding(), st).ids();
-        return new State(ids, st);
+        try {
+            DecodeState st = forward.newState(StateFile.idCount(file, maxPositions() - room, "this model may still hold beside " + room + " more (the "
+                    + maxPositions() + " " + maxPositionsSource() + ")") + room);
+            int[] ids = StateFile.load(file, binding(), st).ids();
+            return new State(ids, st);
+        } catch (k3j.state.StateException e) {
+            throw new StateRefused(e);
+        }
     }
 
     /** The binding a state file is tied to: the architecture and the checkpoint's weights. */

@@ -18,7 +18,6 @@ import k3j.model.StreamedTables;
 import k3j.plan.Human;
 import k3j.plan.MemInfo;
 import k3j.plan.MemoryPlan;
-import k3j.plan.PlanRefused;
 import k3j.tokenizer.Tokenizer;
 import k3j.trunk.StreamOptions;
 import k3j.trunk.TrunkException;
@@ -82,7 +81,7 @@ final class Opening {
                 plan.ultra(), StreamedTables.DEFAULT_CHUNK_BYTES, o.plannedIncremental(), o.plannedPrompt(), o.plannedTokens());
         o.report().accept(p.block(mem));
         p.planRefusal(mem).ifPresent(r -> {
-            throw new PlanRefused(r);
+            throw new Engine.OpenException(r);
         });
         return p;
     }

@@ -173,7 +173,7 @@ public interface Serving extends AutoCloseable {
         }
         k3j.plan.MemoryPlan plan = servingPlan(engine, limits);
         plan.planRefusal(memory.memInfo()).ifPresent(r -> {
-            throw new k3j.plan.PlanRefused(r);
+            throw new Engine.OpenException(r);
         });
         return new Batcher(new k3j.model.BatchStep(engine.forward()), limits, engine.config().vocabSize(), engine.eos());
     }

@@ -177,7 +177,8 @@ final class ProbeCommand implements Callable<Integer> {
             } else {
                 ref = Reference.dump(dump, tok);
             }
-        } catch (k3j.plan.PlanRefused e) {
+        } catch (k3j.api.Engine.OpenException e) {
+            if (!e.planRefused()) throw usage("the reference: " + e.getMessage());
             out.println("refused: " + e.getMessage());
             return ExitCode.RUNTIME;
         } catch (CommandLine.ParameterException e) {

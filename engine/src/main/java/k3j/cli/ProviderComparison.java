@@ -165,7 +165,7 @@ final class ProviderComparison {
                 k3j.api.Engine.Options.DEFAULTS.plannedFor(ids.length, 0, false).withReport(s -> {}, s -> {}))) {
             float[] all = e.teacherForcedLogits(ids);
             return Arrays.copyOfRange(all, (np - 1) * v, (ids.length - 1) * v);
-        } catch (k3j.api.Engine.OpenException | k3j.plan.PlanRefused e) {
+        } catch (k3j.api.Engine.OpenException e) {
             throw usage.apply("--run: " + e.getMessage());
         }
     }

@@ -359,12 +359,8 @@ final class RunCommand implements Callable<Integer> {
         int rc;
         try (k3j.api.Engine engine = ApiInternals.get().open(modelDir, cfg, plan, opts, tokenizer, intercepts)) {
             rc = generation.run(engine, promptIds);
-        } catch (k3j.plan.PlanRefused e) {
-            err.println(e.getMessage());
-            return e.refusal().exitCode();
         } catch (k3j.api.Engine.OpenException e) {
-            err.println("k3: " + e.getMessage());
-            return ExitCode.RUNTIME;
+            return openFailed(e, err);
         }
         if (rc == ExitCode.OK && dumpReference != null) return ActivationDump.writeReference(o, err, memory, modelDir, activationsReference, dumpReference, workers);
         if (rc != ExitCode.OK || dumpActivations == null) return rc;
@@ -387,4 +383,10 @@ final class RunCommand implements Callable<Integer> {
         return MemInfo.read();
     }
 
+
+    /** An engine that did not open: a memory plan that does not fit is printed as the plan says it, anything else named. */
+    static int openFailed(k3j.api.Engine.OpenException e, PrintWriter err) {
+        err.println(e.planRefused() ? e.getMessage() : "k3: " + e.getMessage());
+        return ExitCode.RUNTIME;
+    }
 }

@@ -97,7 +97,7 @@ final class RunGeneration {
             if (run.incremental && run.text.loadState != null) {
                 try {
                     from = engine.loadState(run.text.loadState, promptIds.length + run.gen + 1);
-                } catch (k3j.state.StateException e) {
+                } catch (k3j.api.StateRefused e) {
                     err.println("k3: " + e.getMessage());
                     return ExitCode.USAGE;
                 }
@@ -234,7 +234,7 @@ final class RunGeneration {
         try {
             if (run.text.loadState != null) loop.resume();
             return loop.run(run.prompt, System.in);
-        } catch (k3j.state.StateException | k3j.chat.ChatException e) {
+        } catch (k3j.api.StateRefused | k3j.chat.ChatException e) {
             err.println("k3: " + e.getMessage());
             err.flush();
             return ExitCode.USAGE;

@@ -62,7 +62,7 @@ record RunPrompt(k3j.tokenizer.Tokenizer tokenizer, k3j.chat.Transcript history,
 
     private static byte[] promptBytes(RunCommand run) {
         try {
-            return k3j.io.SafeFiles.readAll(run.promptFile, MAX_PROMPT_BYTES, "a run.prompt (--run.prompt-file)");
+            return k3j.io.SafeFiles.readAll(run.promptFile, MAX_PROMPT_BYTES, "a prompt (--prompt-file)");
         } catch (IOException e) {
             throw run.usage(k3j.io.SafeFiles.why(e));
         }

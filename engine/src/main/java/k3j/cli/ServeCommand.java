@@ -132,12 +132,8 @@ final class ServeCommand implements Callable<Integer> {
                 err.println(all ? "k3: drained; stopped" : "k3: stopped with requests still in flight after the request timeout");
                 return all ? ExitCode.OK : ExitCode.RUNTIME;
             }
-        } catch (k3j.plan.PlanRefused e) {
-            err.println(e.getMessage());
-            return e.refusal().exitCode();
         } catch (Engine.OpenException e) {
-            err.println("k3: " + e.getMessage());
-            return ExitCode.RUNTIME;
+            return RunCommand.openFailed(e, err);
         }
     }
 }

@@ -1,13 +1,10 @@
 package k3j.serve;
 
-import java.io.BufferedReader;
 import java.io.IOException;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.function.BooleanSupplier;
@@ -21,6 +18,8 @@ import java.util.function.BooleanSupplier;
  */
 final class PeerClosed implements BooleanSupplier {
     private static final Path TCP = Path.of("/proc/net/tcp"), TCP6 = Path.of("/proc/net/tcp6");
+    /** The most of a socket table read (some 150 bytes a connection): past it the table is not read, and nobody is seen gone. */
+    private static final int TABLE_CAP = 64 << 20;
     private static final String ESTABLISHED = "01";
     private static final BooleanSupplier UNKNOWN = () -> false;
 
@@ -52,14 +51,16 @@ final class PeerClosed implements BooleanSupplier {
 
     /** The connection's state in the table (two hex digits), or null when it is not listed or the table cannot be read. */
     private String state() {
-        try (BufferedReader r = Files.newBufferedReader(table, StandardCharsets.US_ASCII)) {
-            r.readLine();   // the header
-            for (String line = r.readLine(); line != null; line = r.readLine()) {
-                String[] f = line.trim().split("\\s+", 5);
-                if (f.length >= 4 && f[1].equals(local) && f[2].equals(remote)) return f[3];
-            }
+        String text;
+        try {
+            text = k3j.io.SafeFiles.readSystemFile(table, TABLE_CAP);
         } catch (IOException | RuntimeException e) {
             return null;
+        }
+        String[] lines = text.split("\n");
+        for (int i = 1; i < lines.length; i++) {   // line 0: the header
+            String[] f = lines[i].trim().split("\\s+", 5);
+            if (f.length >= 4 && f[1].equals(local) && f[2].equals(remote)) return f[3];
         }
         return null;
     }

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Path;
 import java.util.OptionalLong;
 import k3j.Repo;
-import k3j.plan.PlanRefused;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -24,7 +23,8 @@ class ServingPlanTest {
             long total = Serving.plan(engine, limits).totalBytes();
             // 95 % of the memory given may be planned: just under the plan's total is refused, just over it opens
             MachineMemory tight = new MachineMemory(OptionalLong.empty(), OptionalLong.of((long) (total / 0.95) - 1024));
-            PlanRefused refused = assertThrows(PlanRefused.class, () -> Serving.open(engine, limits, tight).close());
+            Engine.OpenException refused = assertThrows(Engine.OpenException.class, () -> Serving.open(engine, limits, tight).close());
+            assertTrue(refused.planRefused(), refused.getMessage());
             assertTrue(refused.getMessage().contains("REFUSING TO START"), refused.getMessage());
             MachineMemory enough = new MachineMemory(OptionalLong.empty(), OptionalLong.of((long) (total / 0.95) + 1024));
             try (Serving s = Serving.open(engine, limits, enough)) {
