@@ -24,9 +24,13 @@ public final class Chat {
 
     Chat(Engine engine, History history, Thinking thinking, Sampling sampling) {
         this.engine = engine;
-        this.xtml = new Xtml(engine.tokenizer());
-        this.conversation = new Conversation(engine.forward(), xtml, thinking, sampling.sampler(), history.chat())
-                .limitPositions(engine.maxPositions(), engine.maxPositionsSource());
+        try {
+            this.xtml = new Xtml(engine.tokenizer());
+            this.conversation = new Conversation(engine.forward(), xtml, thinking, sampling.sampler(), history.chat())
+                    .limitPositions(engine.maxPositions(), engine.maxPositionsSource());
+        } catch (k3j.chat.ChatException e) {
+            throw new ChatRefused(e);
+        }
     }
 
     /** {@return the conversation so far (a copy: later turns do not change it)} */
@@ -71,7 +75,11 @@ public final class Chat {
      * @return the reply, also appended to the history with the user message
      */
     public Reply reply(String user, int maxTokens, IntConsumer shown, BooleanSupplier cancelled) {
-        return Reply.of(turn(user, maxTokens, shown, cancelled));
+        try {
+            return Reply.of(turn(user, maxTokens, shown, cancelled));
+        } catch (k3j.chat.ChatException e) {
+            throw new ChatRefused(e);
+        }
     }
 
     Conversation.Reply turn(String user, int maxTokens, IntConsumer shown, BooleanSupplier cancelled) {
@@ -130,7 +138,11 @@ public final class Chat {
             throw new StateRefused(file + ": refusing the state: it follows another conversation than " + historyName + " (history sha256 "
                     + HexFormat.of().formatHex(l.conversation()).substring(0, 16) + "…, this history's " + h.sha256Hex().substring(0, 16) + "…)");
         }
-        conversation.resume(st, l.ids());
+        try {
+            conversation.resume(st, l.ids());
+        } catch (k3j.chat.ChatException e) {
+            throw new ChatRefused(e);
+        }
         return st.cached();
     }
 }

@@ -12,8 +12,6 @@ import java.util.Locale;
 import java.util.concurrent.atomic.AtomicBoolean;
 import k3j.api.Chat;
 import k3j.api.internal.ApiInternals;
-import k3j.chat.ChatException;
-import k3j.chat.Conversation;
 import k3j.chat.Display;
 import k3j.chat.Xtml;
 import org.jline.reader.EndOfFileException;
@@ -216,10 +214,10 @@ final class ChatLoop {
                 signal = signals.name();
                 signalExit = signals.exitCode();
             }
-        } catch (ChatException e) {
+        } catch (k3j.api.ChatRefused e) {
             err.println("k3: " + e.getMessage());
             err.flush();
-            return e instanceof Conversation.TooLong ? ExitCode.USAGE : ExitCode.RUNTIME;
+            return e.tooLong() ? ExitCode.USAGE : ExitCode.RUNTIME;
         }
         out.writeBytes(display.finish());
         out.println();

@@ -234,7 +234,7 @@ final class RunGeneration {
         try {
             if (run.text.loadState != null) loop.resume();
             return loop.run(run.prompt, System.in);
-        } catch (k3j.api.StateRefused | k3j.chat.ChatException e) {
+        } catch (k3j.api.StateRefused | k3j.api.ChatRefused | k3j.chat.ChatException e) {
             err.println("k3: " + e.getMessage());
             err.flush();
             return ExitCode.USAGE;
