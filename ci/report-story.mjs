@@ -442,7 +442,9 @@ function inject(storyFile, files) {
   const s = JSON.parse(readFileSync(storyFile, "utf8"));
   const html = panel(s);
   for (const f of files) {
-    const folder = existsSync(join(f, "..", "data"));
+    // the folder copy (its index.html beside widgets/, and data/ when there are results or history) loads its data over
+    // HTTP; a run without results (no verdict) has no data/ yet is a folder copy all the same
+    const folder = existsSync(join(f, "..", "data")) || existsSync(join(f, "..", "widgets"));
     if (folder) deflakeFolder(join(f, ".."));
     let page = readFileSync(f, "utf8");
     if (!page.includes('<div id="app"></div>')) throw new Error(`${f}: no <div id="app"></div> to put the story above`);
