@@ -432,6 +432,15 @@ public final class Engine implements AutoCloseable {
      */
     public Generated generate(State from, int[] prompt, Settings s, TokenListener listener, java.util.function.BooleanSupplier stopRequested, int top,
                               java.util.function.Consumer<Serving.TokenLogprob> logprobs) {
+        try {
+            return generating(from, prompt, s, listener, stopRequested, top, logprobs);
+        } catch (k3j.model.ForwardException e) {
+            throw new RunFailed(e);
+        }
+    }
+
+    private Generated generating(State from, int[] prompt, Settings s, TokenListener listener, java.util.function.BooleanSupplier stopRequested, int top,
+                                 java.util.function.Consumer<Serving.TokenLogprob> logprobs) {
         if (logprobs != null && (top < 0 || top > 20)) throw new IllegalArgumentException("top logprobs must be 0 to 20, not " + top);
         if (logprobs != null && s.speculative() > 0) throw new IllegalArgumentException("logprobs are reported without speculative decoding");
         if (listener == null) throw new IllegalArgumentException("the token listener is null: pass id -> {} to ignore the tokens as they come");
@@ -460,7 +469,7 @@ public final class Engine implements AutoCloseable {
             Sampler sampler = new Sampler(s.sampling().sampler(), 0);
             g = Generation.run(forward, fed, s.maxTokens(), state, (l, v) -> {
                 int id = sampler.next(l, 0, v);
-                if (logprobs != null) logprobs.accept(logprob(l, v, id, top));
+                if (logprobs != null) logprobs.accept(Serving.TokenLogprob.of(l, 0, v, id, top));
                 return id;
             }, false, listener::token, stop);
         }
@@ -534,7 +543,11 @@ public final class Engine implements AutoCloseable {
      */
     public float[] teacherForcedLogits(int[] ids) {
         if (ids.length < 1) throw new IllegalArgumentException("teacher forcing needs at least 1 id");
-        return forward.full(ids, true, null).logits();
+        try {
+            return forward.full(ids, true, null).logits();
+        } catch (k3j.model.ForwardException e) {
+            throw new RunFailed(e);
+        }
     }
 
     /**
@@ -545,7 +558,12 @@ public final class Engine implements AutoCloseable {
      */
     public Agreement teacherForcing(int[] ids) {
         if (ids.length < 2) throw new IllegalArgumentException("teacher forcing needs at least 2 ids");
-        Forward.Result r = forward.full(ids, true, null);
+        Forward.Result r;
+        try {
+            r = forward.full(ids, true, null);
+        } catch (k3j.model.ForwardException e) {
+            throw new RunFailed(e);
+        }
         int v = forward.weights().lmHead().rows(), positions = ids.length - 1, matches = 0;
         for (int t = 0; t < positions; t++) if (Argmax.fast(r.logits(), t * v, v) == ids[t + 1]) matches++;
         return new Agreement(positions, matches);
@@ -561,15 +579,6 @@ public final class Engine implements AutoCloseable {
      */
     public Chat chat(History history, Thinking thinking, Sampling sampling) {
         return new Chat(this, history, thinking, sampling);
-    }
-
-    /** {@code id}'s logprob entry from the V logits that chose it. */
-    private static Serving.TokenLogprob logprob(float[] logits, int v, int id, int top) {
-        k3j.sample.Logprobs lp = new k3j.sample.Logprobs(logits, 0, v);
-        int[] ids = lp.top(top);
-        float[] values = new float[ids.length];
-        for (int i = 0; i < ids.length; i++) values[i] = lp.of(ids[i]);
-        return new Serving.TokenLogprob(id, lp.of(id), ids, values);
     }
 
     static int[] concat(int[] a, int[] b) {

@@ -3,7 +3,6 @@ package k3j.api;
 import java.util.ArrayList;
 import java.util.List;
 import k3j.model.DecodeState;
-import k3j.sample.Logprobs;
 import k3j.sample.Sampler;
 
 /** One admitted or waiting sequence: its request, its sink, its own state and sampler, and how far it has come. */
@@ -51,10 +50,6 @@ final class Sequence implements Serving.Ticket {
     /** {@return {@code id} with its logprob and the request's number of alternatives, from the logits row at {@code off}} */
     Serving.TokenLogprob logprob(float[] logits, int off, int vocab, int id) {
         rows.row(this, logits, off, vocab);
-        Logprobs lp = new Logprobs(logits, off, vocab);
-        int[] top = lp.top(request.topLogprobs());
-        float[] tl = new float[top.length];
-        for (int i = 0; i < top.length; i++) tl[i] = lp.of(top[i]);
-        return new Serving.TokenLogprob(id, lp.of(id), top, tl);
+        return Serving.TokenLogprob.of(logits, off, vocab, id, request.topLogprobs());
     }
 }

@@ -59,7 +59,16 @@ public interface Serving extends AutoCloseable {
      * @param topIds      the alternatives' ids
      * @param topLogprobs the alternatives' logprobs
      */
-    record TokenLogprob(int id, float logprob, int[] topIds, float[] topLogprobs) {}
+    record TokenLogprob(int id, float logprob, int[] topIds, float[] topLogprobs) {
+        /** {@code id}'s entry, with {@code top} alternatives, from the logits row at {@code off} that chose it (the one log-softmax, k3j.sample.Logprobs). */
+        static TokenLogprob of(float[] logits, int off, int vocab, int id, int top) {
+            k3j.sample.Logprobs lp = new k3j.sample.Logprobs(logits, off, vocab);
+            int[] ids = lp.top(top);
+            float[] values = new float[ids.length];
+            for (int i = 0; i < ids.length; i++) values[i] = lp.of(ids[i]);
+            return new TokenLogprob(id, lp.of(id), ids, values);
+        }
+    }
 
     /** Why a sequence ended. */
     enum Finish {

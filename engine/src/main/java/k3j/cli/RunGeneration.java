@@ -17,7 +17,6 @@ import k3j.model.Assembly;
 import k3j.model.CorruptWeightsException;
 import k3j.model.ExpertDropException;
 import k3j.model.Forward;
-import k3j.model.ForwardException;
 import k3j.plan.Human;
 import k3j.plan.MemInfo;
 import k3j.trunk.TrunkStats;
@@ -146,7 +145,7 @@ final class RunGeneration {
             } catch (ExpertDropException | CorruptWeightsException e) {
                 failure = e.getMessage();
                 rc = ExitCode.RUN_INVALID;
-            } catch (ForwardException e) {
+            } catch (k3j.api.RunFailed e) {
                 failure = e.getMessage();
                 rc = ExitCode.RUNTIME;
             } catch (InternalError e) {
@@ -249,7 +248,7 @@ final class RunGeneration {
         } catch (ExpertDropException | CorruptWeightsException e) {
             err.println("RUN INVALID: " + e.getMessage());
             return ExitCode.RUN_INVALID;
-        } catch (ForwardException e) {
+        } catch (k3j.api.RunFailed e) {
             err.println("forward pass failed: " + e.getMessage());
             return ExitCode.RUNTIME;
         } catch (InternalError e) {
