@@ -147,7 +147,7 @@ final class RunGeneration {
                 rc = ExitCode.RUN_INVALID;
             } catch (k3j.api.RunFailed e) {
                 failure = e.getMessage();
-                rc = ExitCode.RUNTIME;
+                rc = e.invalid() ? ExitCode.RUN_INVALID : ExitCode.RUNTIME;
             } catch (InternalError e) {
                 // a memory-mapped shard that shrank under the run faults inside a kernel: name the file, never a stack trace
                 failure = MappedShards.describeFault(rt.index(), e);
@@ -249,8 +249,8 @@ final class RunGeneration {
             err.println("RUN INVALID: " + e.getMessage());
             return ExitCode.RUN_INVALID;
         } catch (k3j.api.RunFailed e) {
-            err.println("forward pass failed: " + e.getMessage());
-            return ExitCode.RUNTIME;
+            err.println((e.invalid() ? "RUN INVALID: " : "forward pass failed: ") + e.getMessage());
+            return e.invalid() ? ExitCode.RUN_INVALID : ExitCode.RUNTIME;
         } catch (InternalError e) {
             err.println("RUN INVALID: " + MappedShards.describeFault(null, e));
             return ExitCode.RUN_INVALID;
