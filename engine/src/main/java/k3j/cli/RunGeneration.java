@@ -14,8 +14,6 @@ import k3j.cache.CacheStats;
 import k3j.cache.ExpertCache;
 import k3j.io.AtomicWrite;
 import k3j.model.Assembly;
-import k3j.model.CorruptWeightsException;
-import k3j.model.ExpertDropException;
 import k3j.model.Forward;
 import k3j.plan.Human;
 import k3j.plan.MemInfo;
@@ -142,9 +140,6 @@ final class RunGeneration {
                     o.printf(Locale.ROOT, "speculative (--spec %d): %d verifying forwards, %d ids drafted, %d accepted (%.1f%%)%n",
                             sr.draftLimit(), sr.verifications(), sr.drafted(), sr.accepted(), 100 * sr.acceptance());
                 }
-            } catch (ExpertDropException | CorruptWeightsException e) {
-                failure = e.getMessage();
-                rc = ExitCode.RUN_INVALID;
             } catch (k3j.api.RunFailed e) {
                 failure = e.getMessage();
                 rc = e.invalid() ? ExitCode.RUN_INVALID : ExitCode.RUNTIME;
@@ -245,9 +240,6 @@ final class RunGeneration {
         k3j.api.Engine.Agreement r;
         try {
             r = engine.teacherForcing(ids);
-        } catch (ExpertDropException | CorruptWeightsException e) {
-            err.println("RUN INVALID: " + e.getMessage());
-            return ExitCode.RUN_INVALID;
         } catch (k3j.api.RunFailed e) {
             err.println((e.invalid() ? "RUN INVALID: " : "forward pass failed: ") + e.getMessage());
             return e.invalid() ? ExitCode.RUN_INVALID : ExitCode.RUNTIME;
